@@ -28,9 +28,9 @@ const char* role_name(Role role);  // "system", "user", ..., "latest_reminder", 
 std::optional<Role> role_from_name(std::string_view name);
 const char* family_name(ModelFamily family);  // "v4" / "v41"
 
-// One element of a list-valued content: a user message's parts or a tool result's blocks.
-// "text" parts render their text; "image" renders the V4.1 image placeholder token; any other
-// type inside a tool result renders as "[Unsupported <type>]" (as the reference does).
+// One element of a list-valued content (parts joined by a blank line). "text" parts render their
+// text; "image" parts (V4.1 only) render the image placeholder token; inside a V4 tool result any
+// other type renders as "[Unsupported <type>]", as the reference does.
 struct ContentPart {
   std::string type;
   std::string text;
@@ -46,7 +46,7 @@ struct ToolCall {
 struct Message {
   Role role = Role::kUser;
   std::string content;                            // null content is the same as ""
-  std::optional<std::vector<ContentPart>> parts;  // list content (user, tool); replaces `content`
+  std::optional<std::vector<ContentPart>> parts;  // list content; replaces `content` when set
   std::string reasoning_content;                  // assistant
   std::vector<ToolCall> tool_calls;               // assistant
   std::string tool_call_id;                       // tool
@@ -79,12 +79,12 @@ struct RenderOptions {
   ReasoningEffort reasoning_effort;
   bool drop_thinking = true;  // drop earlier turns' reasoning (forced off when any message has tools)
   bool add_bos = true;
-  bool add_generation_prompt = true;  // V4.1: assistant header after a final system/assistant turn
 };
 
-// The exact prompt string the official encoder produces (V4: encoding_dsv4.py; V4.1: the
-// deepseek_v41 encoder), except that "</tool_result>" inside tool output is defused to
-// "&lt;/tool_result>". Errors name the message index and field.
+// The exact prompt string the official encoder produces (V4: encoding/encoding_dsv4.py; V4.1:
+// encoding/encoding.py of the V4.1 release), except that "</tool_result>" inside tool output is
+// defused to "&lt;/tool_result>". V4.1 has no developer role, and images ("image" parts) render as
+// <｜deepseek_image｜>. Errors name the message index and field.
 Result<std::string> render_text(std::span<const Message> messages, const RenderOptions& options);
 
 // Token ids of the same prompt, built structurally: equal to tokenizer.encode(render_text(...),

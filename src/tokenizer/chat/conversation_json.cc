@@ -169,11 +169,9 @@ Status read_options(const Value& root, ChatInput* input, const Value** tools) {
       DI_RETURN_IF_ERROR(read_bool(v, key, &o.drop_thinking));
     } else if (key == "add_bos" || key == "add_default_bos_token") {
       DI_RETURN_IF_ERROR(read_bool(v, key, &o.add_bos));
-    } else if (key == "add_generation_prompt") {
-      DI_RETURN_IF_ERROR(read_bool(v, key, &o.add_generation_prompt));
     } else {
       return invalid_argument("{}: unknown field (expected messages, tools, thinking_mode, "
-                              "reasoning_effort, drop_thinking, add_bos, add_generation_prompt)",
+                              "reasoning_effort, drop_thinking, add_bos)",
                               key);
     }
   }

@@ -43,7 +43,36 @@ Result<std::vector<Block>> user_blocks(const Message& m, int index, ModelFamily 
   return blocks;
 }
 
+// V4.1 rejects the image placeholder spelled in text (images must be image parts), as its
+// encoder does; in the id form such text could not become an image token anyway.
+Status check_no_image_placeholder(const Message& m, int index) {
+  constexpr std::string_view kPlaceholder = "<｜deepseek_image｜>";
+  if (m.content.find(kPlaceholder) != std::string::npos) {
+    return invalid_argument("messages[{}].content: contains the image placeholder text; send "
+                            "images as image parts", index);
+  }
+  if (m.reasoning_content.find(kPlaceholder) != std::string::npos) {
+    return invalid_argument("messages[{}].reasoning_content: contains the image placeholder text",
+                            index);
+  }
+  if (m.parts) {
+    for (size_t j = 0; j < m.parts->size(); ++j) {
+      if ((*m.parts)[j].text.find(kPlaceholder) != std::string::npos) {
+        return invalid_argument("messages[{}].content[{}].text: contains the image placeholder "
+                                "text; send images as image parts", index, j);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 Status validate_message(const Message& m, int index, ModelFamily family) {
+  if (family == ModelFamily::kV41) {
+    if (m.role == Role::kDeveloper) {
+      return invalid_argument("messages[{}].role: V4.1 has no developer role (use system)", index);
+    }
+    DI_RETURN_IF_ERROR(check_no_image_placeholder(m, index));
+  }
   if (!m.task.empty() && !is_known_task(m.task)) {
     return invalid_argument(
         "messages[{}].task: unknown task '{}' (expected action, query, authority, domain, title "

@@ -41,20 +41,26 @@ std::string defuse_tool_result(std::string_view text) {
   return out;
 }
 
-// The text of a non-user message whose content may be a part list (joined by a blank line).
-Result<std::string> flat_content(const Message& m, int index) {
-  if (!m.parts) return m.content;
-  std::string out;
+// The content of a non-user message; a part list is joined by blank lines (V4.1: images become
+// the image placeholder token, as the V4.1 encoder's image preprocessing does).
+Status add_flat_content(const Message& m, int index, ModelFamily family, PromptBuilder* out) {
+  if (!m.parts) {
+    out->add_text(m.content);
+    return Status::ok();
+  }
   for (size_t j = 0; j < m.parts->size(); ++j) {
     const ContentPart& part = (*m.parts)[j];
-    if (part.type != "text") {
-      return invalid_argument("messages[{}].content[{}].type: only text parts are allowed in a {} "
-                              "message", index, j, role_name(m.role));
+    if (j > 0) out->add_text("\n\n");
+    if (part.type == "text") {
+      out->add_text(part.text);
+    } else if (part.type == "image" && family == ModelFamily::kV41) {
+      out->add_special(special::kImage);
+    } else {
+      return invalid_argument("messages[{}].content[{}].type: a {} message cannot hold '{}' parts",
+                              index, j, role_name(m.role), part.type);
     }
-    if (j > 0) out.append("\n\n");
-    out.append(part.text);
   }
-  return out;
+  return Status::ok();
 }
 
 void add_tool_result(const Block& block, ModelFamily family, PromptBuilder* out) {
@@ -126,8 +132,7 @@ Status add_assistant(const RenderContext& ctx, int index, PromptBuilder* out) {
     if (turn.keep_reasoning) out->add_text(m.reasoning_content);
     out->add_special(special::kThinkEnd);
   }
-  DI_ASSIGN_OR_RETURN(std::string content, flat_content(m, turn.source_index));
-  out->add_text(content);
+  DI_RETURN_IF_ERROR(add_flat_content(m, turn.source_index, ctx.options.family, out));
   if (!m.tool_calls.empty()) add_dsml_tool_calls(m.tool_calls, ctx.options.family, out);
   if (!turn.wo_eos) out->add_special(special::kEos);
   return Status::ok();
@@ -139,7 +144,6 @@ void add_transition(const RenderContext& ctx, int index, PromptBuilder* out) {
   const Turn& turn = ctx.turns[index];
   int n = static_cast<int>(ctx.turns.size());
   bool is_last = index == n - 1;
-  if (ctx.v41() && is_last && !ctx.options.add_generation_prompt) return;
   if (!is_last) {
     Role next = ctx.turns[index + 1].role;
     if (next != Role::kAssistant && next != Role::kLatestReminder) return;
@@ -154,11 +158,9 @@ void add_transition(const RenderContext& ctx, int index, PromptBuilder* out) {
     out->add_special(task_token(turn.task));
     return;
   }
-  bool opens_reply = turn.role == Role::kUser || turn.role == Role::kDeveloper;
-  if (ctx.v41()) {
-    opens_reply = opens_reply || (turn.role == Role::kSystem && index > 0) ||
-                  (is_last && (turn.role == Role::kSystem || turn.role == Role::kAssistant));
-  }
+  // V4.1: a system message after the first position opens a reply like a user turn.
+  bool opens_reply = turn.role == Role::kUser || turn.role == Role::kDeveloper ||
+                     (ctx.v41() && turn.role == Role::kSystem && index > 0);
   if (!opens_reply) return;
   out->add_special(special::kAssistant);
   bool think = ctx.thinking() && (!ctx.drop_thinking || index >= ctx.last_user);
@@ -181,15 +183,13 @@ Status add_turn(const RenderContext& ctx, int index, PromptBuilder* out) {
   switch (turn.role) {
     case Role::kSystem: {
       if (ctx.v41() && index > 0) out->add_special(special::kSystem);
-      DI_ASSIGN_OR_RETURN(std::string content, flat_content(m, turn.source_index));
-      out->add_text(content);
+      DI_RETURN_IF_ERROR(add_flat_content(m, turn.source_index, ctx.options.family, out));
       DI_RETURN_IF_ERROR(add_tools_and_format(turn, ctx.options.family, out));
       break;
     }
     case Role::kDeveloper: {
       out->add_special(special::kUser);
-      DI_ASSIGN_OR_RETURN(std::string content, flat_content(m, turn.source_index));
-      out->add_text(content);
+      DI_RETURN_IF_ERROR(add_flat_content(m, turn.source_index, ctx.options.family, out));
       DI_RETURN_IF_ERROR(add_tools_and_format(turn, ctx.options.family, out));
       break;
     }
@@ -199,8 +199,7 @@ Status add_turn(const RenderContext& ctx, int index, PromptBuilder* out) {
       break;
     case Role::kLatestReminder: {
       out->add_special(special::kLatestReminder);
-      DI_ASSIGN_OR_RETURN(std::string content, flat_content(m, turn.source_index));
-      out->add_text(content);
+      DI_RETURN_IF_ERROR(add_flat_content(m, turn.source_index, ctx.options.family, out));
       break;
     }
     case Role::kAssistant:
