@@ -110,8 +110,8 @@ bool apply_temperature(std::span<float> logits, float temperature) {
 
 void apply_top_k(std::span<float> logits, int32_t k) {
   if (k <= 0) return;
-  std::vector<float> finite;
-  finite.reserve(logits.size());
+  thread_local std::vector<float> finite;  // reused: a fresh V-sized vector costs page faults
+  finite.clear();
   for (float v : logits) {
     if (v != kNegInf) finite.push_back(v);
   }
@@ -127,8 +127,8 @@ void apply_top_p(std::span<float> logits, float top_p) {
   if (top_p >= 1.0f) return;
   const float m = max_finite(logits);
   if (m == kNegInf) return;
-  std::vector<int32_t> order;
-  order.reserve(logits.size());
+  thread_local std::vector<int32_t> order;  // reused across calls, see apply_top_k
+  order.clear();
   double total = 0.0;  // summed in id order, independent of the sort below
   for (size_t i = 0; i < logits.size(); ++i) {
     if (logits[i] == kNegInf) continue;
@@ -142,8 +142,8 @@ void apply_top_p(std::span<float> logits, float top_p) {
   double mass = 0.0;
   for (size_t j = 0; j < order.size(); ++j) {
     mass += std::exp(static_cast<double>(logits[order[j]]) - m);
-    const bool group_ends = j + 1 == order.size() || logits[order[j + 1]] != logits[order[j]];
-    if (group_ends && mass >= target) {
+    if (mass >= target) {
+      // Tokens tied with the boundary token stay: the cut is a threshold on the logit value.
       const float threshold = logits[order[j]];
       for (float& v : logits) {
         if (v < threshold) v = kNegInf;
