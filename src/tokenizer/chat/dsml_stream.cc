@@ -90,7 +90,8 @@ bool DsmlStream::segment_viable() {
     case Tag::kCallsClose: return is_prefix_of(seg_, fmt::format("{}>", tags_.calls));
     case Tag::kInvokeOpen: {
       Match m = match_invoke_head(seg_, tags_.invoke, &name, &rest);
-      return m == Match::kIncomplete || (m == Match::kComplete && is_prefix_of(rest, "\n</"));
+      return m == Match::kIncomplete ||
+             (m == Match::kComplete && (is_prefix_of(rest, "\n</") || is_prefix_of(rest, "\n\n</")));
     }
     case Tag::kParamOpen: return header_len_ > 0 || parse_param_header();
   }
@@ -222,7 +223,10 @@ void DsmlStream::on_marker(std::vector<ChatEvent>* events) {
     case Tag::kInvokeOpen: {
       std::string name;
       std::string_view rest;
-      if (match_invoke_head(body, tags_.invoke, &name, &rest) != Match::kComplete || rest != "\n") {
+      // "\n\n" too: a call without parameters renders as ">\n\n</" (the reference regex's "$"
+      // also matches before a final newline, so its parser accepts it).
+      if (match_invoke_head(body, tags_.invoke, &name, &rest) != Match::kComplete ||
+          (rest != "\n" && rest != "\n\n")) {
         return fail("malformed DSML invoke tag");
       }
       start_call(std::move(name), events);
