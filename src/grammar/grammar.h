@@ -1,0 +1,103 @@
+// Grammar IR (named rules whose bodies are Ast expressions) and its compiled form: one minimized
+// byte-level DFA per rule, with call edges to other rules and token-terminal edges. The compiled
+// grammar is immutable after compile() except for its lazily filled per-state mask cache, which is
+// internally synchronized: one CompiledGrammar may be shared by any number of matchers/threads.
+// Left recursion: direct left recursion is rewritten (A ::= A x | y  ->  A ::= y x*); any other
+// left-recursive cycle is a compile error naming the rules.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "grammar/ast.h"
+#include "grammar/dfa.h"
+
+namespace deepinfer::grammar {
+
+class Vocabulary;
+struct StateMask;
+struct SuffixTrie;
+
+struct Rule {
+  std::string name;
+  NodeId body = -1;
+};
+
+// A grammar under construction. Rule 0..n-1; `root` is the start rule.
+struct Grammar {
+  Ast ast;
+  std::vector<Rule> rules;
+  int32_t root = 0;
+
+  int32_t add_rule(std::string name, NodeId body = -1) {
+    rules.push_back({std::move(name), body});
+    return static_cast<int32_t>(rules.size() - 1);
+  }
+  int32_t find_rule(const std::string& name) const {
+    for (size_t i = 0; i < rules.size(); ++i) if (rules[i].name == name) return static_cast<int32_t>(i);
+    return -1;
+  }
+};
+
+struct CompileLimits {
+  int64_t max_states = 500'000;     // DFA states over all rules
+  int64_t max_rule_states = 200'000;
+  double max_compile_ms = 250.0;    // wall clock for the whole compilation; then an error
+  bool inline_small_rules = true;   // substitute small narrow non-recursive rules into callers
+};
+
+class CompiledGrammar {
+ public:
+  static Result<std::shared_ptr<const CompiledGrammar>> compile(
+      Grammar grammar, std::shared_ptr<const Vocabulary> vocab, const CompileLimits& limits = {});
+  ~CompiledGrammar();
+
+  int32_t n_rules() const { return static_cast<int32_t>(dfas_.size()); }
+  int32_t root() const { return root_; }
+  const Dfa& dfa(int32_t rule) const { return dfas_[static_cast<size_t>(rule)]; }
+  const std::string& rule_name(int32_t rule) const { return names_[static_cast<size_t>(rule)]; }
+  // The rule can finish at `state` without reading more input (accepting or nullable calls).
+  bool can_complete(int32_t rule, int32_t state) const {
+    return complete_[static_cast<size_t>(state_base_[rule] + state)] != 0;
+  }
+  // Max k such that every string of <= k JSON-safe characters keeps the rule alive from state
+  // through its own byte transitions (255 = unbounded); see Vocabulary slices.
+  uint8_t slice_depth(int32_t rule, int32_t state) const {
+    return slice_depth_[static_cast<size_t>(state_base_[rule] + state)];
+  }
+  int32_t n_states_total() const { return static_cast<int32_t>(complete_.size()); }
+  int32_t state_index(int32_t rule, int32_t state) const { return state_base_[rule] + state; }
+  // Token terminals: vocabulary ids matched by id (terminal index i <-> token id).
+  const std::vector<int32_t>& terminal_tokens() const { return terminal_tokens_; }
+  const Vocabulary& vocab() const { return *vocab_; }
+  const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
+  double compile_ms() const { return compile_ms_; }
+
+  // The context-independent token classification of (rule, state), built on first use.
+  const StateMask& state_mask(int32_t rule, int32_t state) const;
+
+ private:
+  CompiledGrammar() = default;
+  friend class GrammarCompilerImpl;
+
+  int32_t root_ = 0;
+  std::vector<Dfa> dfas_;
+  std::vector<std::string> names_;
+  std::vector<int32_t> state_base_;
+  std::vector<uint8_t> complete_;
+  std::vector<uint8_t> slice_depth_;
+  std::vector<int32_t> terminal_tokens_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  double compile_ms_ = 0;
+
+  mutable std::mutex cache_mu_;
+  mutable std::unique_ptr<std::atomic<const StateMask*>[]> cache_;
+  mutable std::vector<std::shared_ptr<const StateMask>> cache_owned_;
+};
+
+}  // namespace deepinfer::grammar

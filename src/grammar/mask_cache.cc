@@ -1,0 +1,273 @@
+// Building StateMasks: a walk of the vocabulary trie from one (rule, state) — a plain DFA walk for
+// leaf rules, a pushdown walk (Stepper over a local arena whose bottom is kContext) otherwise —
+// skipping subtrees made only of slice tokens the state provably accepts; then the suffix trie of
+// rule-finishing tokens. Also the per-state slice depth analysis.
+#include "grammar/mask_cache.h"
+
+#include <algorithm>
+#include <deque>
+#include <string>
+
+#include "grammar/grammar.h"
+#include "grammar/stack.h"
+#include "grammar/vocabulary.h"
+
+namespace deepinfer::grammar {
+
+size_t StateMask::memory_bytes() const {
+  return sizeof(*this) + ids.size() * 4 + bits.size() * 4 + suffixes.nodes.size() * sizeof(SuffixTrie::Node) +
+         suffixes.tokens.size() * 4;
+}
+
+void StateMask::or_into(uint32_t* mask, const Vocabulary& vocab) const {
+  const int32_t n_words = vocab.n_words();
+  if (slice_level >= 0) {
+    const uint32_t* s = vocab.slice_bits(slice_level);
+    for (int32_t w = 0; w < n_words; ++w) mask[w] |= s[w];
+  }
+  if (!bits.empty()) {
+    for (int32_t w = 0; w < n_words; ++w) mask[w] |= bits[w];
+  } else {
+    for (int32_t id : ids) mask[id >> 5] |= 1u << (id & 31);
+  }
+}
+
+std::vector<uint8_t> compute_rule_slice_depth(const Dfa& dfa) {
+  const int32_t n = dfa.n_states();
+  std::vector<uint8_t> depth(n, kUnboundedSlice);
+  if (n == 0) return depth;
+  static const std::vector<Utf8Sequence> kSeqs = [] {
+    std::vector<Utf8Sequence> seqs;
+    for (auto [lo, hi] : {std::pair<uint32_t, uint32_t>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}) {
+      for (const auto& s : utf8_sequences(lo, hi)) seqs.push_back(s);
+    }
+    return seqs;
+  }();
+  // Classes hit by each byte range of each sequence.
+  std::vector<std::vector<std::vector<int32_t>>> classes(kSeqs.size());
+  for (size_t k = 0; k < kSeqs.size(); ++k) {
+    classes[k].resize(kSeqs[k].n);
+    for (int i = 0; i < kSeqs[k].n; ++i) {
+      for (int b = kSeqs[k].lo[i]; b <= kSeqs[k].hi[i]; ++b) {
+        const int32_t c = dfa.byte_class(static_cast<uint8_t>(b));
+        auto& v = classes[k][i];
+        if (std::find(v.begin(), v.end(), c) == v.end()) v.push_back(c);
+      }
+    }
+  }
+  // One-character successors; -1 marks "some character kills the state".
+  std::vector<std::vector<int32_t>> preds(n);
+  std::vector<uint8_t> dies(n, 0);
+  std::vector<int32_t> cur, next;
+  for (int32_t q = 0; q < n; ++q) {
+    for (size_t k = 0; k < kSeqs.size() && !dies[q]; ++k) {
+      cur.assign(1, q);
+      for (int i = 0; i < kSeqs[k].n && !dies[q]; ++i) {
+        next.clear();
+        for (int32_t s : cur) {
+          for (int32_t c : classes[k][i]) {
+            const int32_t t = dfa.next_class(s, c);
+            if (t < 0) { dies[q] = 1; break; }
+            if (std::find(next.begin(), next.end(), t) == next.end()) next.push_back(t);
+          }
+        }
+        cur.swap(next);
+      }
+      if (!dies[q]) for (int32_t t : cur) preds[t].push_back(q);
+    }
+  }
+  // dist(q) = shortest count of characters that kills q; depth = dist - 1.
+  std::vector<int32_t> dist(n, -1);
+  std::deque<int32_t> queue;
+  for (int32_t q = 0; q < n; ++q) if (dies[q]) { dist[q] = 1; queue.push_back(q); }
+  while (!queue.empty()) {
+    const int32_t q = queue.front();
+    queue.pop_front();
+    for (int32_t p : preds[q]) {
+      if (dist[p] < 0) { dist[p] = dist[q] + 1; queue.push_back(p); }
+    }
+  }
+  for (int32_t q = 0; q < n; ++q) {
+    if (dist[q] >= 0) depth[q] = static_cast<uint8_t>(std::min(dist[q] - 1, 254));
+  }
+  return depth;
+}
+
+namespace {
+
+class Walk {
+ public:
+  Walk(const CompiledGrammar& g, int32_t rule, int32_t state)
+      : g_(g), v_(g.vocab()), trie_(v_.trie()), rule_(rule), state_(state) {
+    out_ = std::make_shared<StateMask>();
+    out_->slice_level = static_cast<int8_t>(Vocabulary::slice_level(g.slice_depth(rule, state)));
+    prune_ = out_->slice_level >= 0 ? kSliceLengths[out_->slice_level] : 0;
+    out_->exit_at_root = g.can_complete(rule, state);
+    accepted_.assign(static_cast<size_t>(v_.n_words()), 0);
+  }
+
+  std::shared_ptr<const StateMask> run() {
+    if (g_.dfa(rule_).has_calls()) walk_pushdown(); else walk_leaf();
+    finish();
+    return out_;
+  }
+
+ private:
+  void accept_node(const TrieNode& node) {
+    for (int32_t t = node.token; t >= 0; t = v_.next_duplicate(t)) {
+      accepted_[t >> 5] |= 1u << (t & 31);
+      ++out_->n_accepted;
+    }
+  }
+  bool is_accepted(int32_t t) const {
+    return ((accepted_[t >> 5] >> (t & 31)) & 1u) || v_.slice_length(t) <= prune_;
+  }
+  void walk_leaf();
+  void walk_pushdown();
+  void finish();
+  void build_suffixes();
+
+  const CompiledGrammar& g_;
+  const Vocabulary& v_;
+  const std::vector<TrieNode>& trie_;
+  int32_t rule_, state_;
+  uint8_t prune_ = 0;
+  std::shared_ptr<StateMask> out_;
+  std::vector<uint32_t> accepted_;
+  std::vector<int32_t> exits_;  // trie nodes after which the rule may return
+};
+
+void Walk::walk_leaf() {
+  const Dfa& dfa = g_.dfa(rule_);
+  std::vector<int32_t> st(1, state_);
+  const int32_t n = static_cast<int32_t>(trie_.size());
+  for (int32_t i = 1; i < n;) {
+    const TrieNode& node = trie_[i];
+    if (node.prune <= prune_) { i = node.end; continue; }
+    const int32_t t = dfa.next(st[node.depth - 1], node.byte);
+    if (t < 0) { i = node.end; continue; }
+    if (st.size() <= node.depth) st.resize(node.depth + 1);
+    st[node.depth] = t;
+    accept_node(node);
+    if (node.end > i + 1 && dfa.accepting(t)) exits_.push_back(i);
+    ++i;
+  }
+}
+
+void Walk::walk_pushdown() {
+  const Dfa& dfa = g_.dfa(rule_);
+  StackArena arena;
+  Stepper stepper(g_, arena);
+  std::vector<std::vector<int32_t>> cfg(2);
+  const int32_t n = static_cast<int32_t>(trie_.size());
+  for (int32_t i = 1; i < n;) {
+    const TrieNode& node = trie_[i];
+    if (node.prune <= prune_) { i = node.end; continue; }
+    const int d = node.depth;
+    if (cfg.size() <= static_cast<size_t>(d)) cfg.resize(d + 1);
+    if (d == 1) {
+      // Depth 0 reads only this rule's own bytes: calls at `state` are separate matcher stacks.
+      const int32_t t = dfa.next(state_, node.byte);
+      cfg[1].clear();
+      if (t >= 0) cfg[1].push_back(arena.make(kContext, rule_, t));
+    } else if (!stepper.step(cfg[d - 1], node.byte, cfg[d])) {
+      cfg[d].clear();  // too ambiguous: fail closed (the token is not allowed)
+    }
+    if (cfg[d].empty()) { i = node.end; continue; }
+    accept_node(node);
+    if (node.end > i + 1 && stepper.can_finish_any(cfg[d], kContext)) exits_.push_back(i);
+    ++i;
+  }
+}
+
+void Walk::build_suffixes() {
+  std::vector<std::pair<std::string, int32_t>> entries;
+  std::string path;
+  for (int32_t e : exits_) {
+    const int base = trie_[e].depth;
+    for (int32_t j = e + 1; j < trie_[e].end; ++j) {
+      const TrieNode& node = trie_[j];
+      path.resize(node.depth - base);
+      path[node.depth - base - 1] = static_cast<char>(node.byte);
+      for (int32_t t = node.token; t >= 0; t = v_.next_duplicate(t)) {
+        if (!is_accepted(t)) entries.emplace_back(path, t);
+      }
+    }
+  }
+  if (entries.empty()) return;
+  std::sort(entries.begin(), entries.end());
+  SuffixTrie& st = out_->suffixes;
+  st.nodes.push_back({0, 0, 0, 0, 0});
+  std::vector<int32_t> open{0};
+  const std::string* prev = nullptr;
+  for (size_t k = 0; k < entries.size();) {
+    const std::string& s = entries[k].first;
+    size_t lcp = 0;
+    if (prev) while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
+    while (open.size() > lcp + 1) {
+      st.nodes[open.back()].end = static_cast<int32_t>(st.nodes.size());
+      open.pop_back();
+    }
+    for (size_t d = lcp; d < s.size(); ++d) {
+      const auto begin = static_cast<int32_t>(st.tokens.size());
+      st.nodes.push_back({0, begin, begin, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
+      open.push_back(static_cast<int32_t>(st.nodes.size() - 1));
+    }
+    SuffixTrie::Node& last = st.nodes[open.back()];
+    last.tok_begin = static_cast<int32_t>(st.tokens.size());
+    for (; k < entries.size() && entries[k].first == s; ++k) st.tokens.push_back(entries[k].second);
+    last.tok_end = static_cast<int32_t>(st.tokens.size());
+    prev = &s;
+  }
+  while (!open.empty()) {
+    st.nodes[open.back()].end = static_cast<int32_t>(st.nodes.size());
+    open.pop_back();
+  }
+}
+
+void Walk::finish() {
+  build_suffixes();
+  // Sparse when the list is no larger than the bitmask.
+  if (out_->n_accepted <= v_.n_words()) {
+    for (int32_t w = 0; w < v_.n_words(); ++w) {
+      for (uint32_t bitsw = accepted_[w]; bitsw; bitsw &= bitsw - 1) {
+        out_->ids.push_back(w * 32 + __builtin_ctz(bitsw));
+      }
+    }
+  } else {
+    out_->bits = std::move(accepted_);
+  }
+}
+
+// Whether at most `limit` states are reachable from `state` (then the digest is cheap).
+bool small_reachable(const Dfa& dfa, int32_t state, int32_t limit) {
+  std::vector<int32_t> seen{state};
+  for (size_t i = 0; i < seen.size(); ++i) {
+    for (int32_t c = 0; c < dfa.n_classes(); ++c) {
+      const int32_t t = dfa.next_class(seen[i], c);
+      if (t >= 0 && std::find(seen.begin(), seen.end(), t) == seen.end()) {
+        seen.push_back(t);
+        if (static_cast<int32_t>(seen.size()) > limit) return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGrammar& grammar,
+                                                            int32_t rule, int32_t state) {
+  const Dfa& dfa = grammar.dfa(rule);
+  const bool shareable = !dfa.has_calls() && small_reachable(dfa, state, 64);
+  std::array<uint64_t, 2> key{};
+  if (shareable) {
+    key = dfa.digest_from(state);
+    if (auto hit = grammar.vocab().find_shared(key)) return hit;
+  }
+  auto mask = Walk(grammar, rule, state).run();
+  if (shareable) grammar.vocab().put_shared(key, mask);
+  return mask;
+}
+
+}  // namespace deepinfer::grammar

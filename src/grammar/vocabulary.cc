@@ -1,0 +1,170 @@
+// Vocabulary construction: the token trie (sorted byte strings -> preorder nodes with subtree
+// ends), slice lengths and slice bitsets, the Tokenizer adapter, and the shared leaf-mask cache.
+#include "grammar/vocabulary.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "deepinfer/tokenizer.h"
+#include "grammar/charset.h"
+#include "grammar/mask_cache.h"
+
+namespace deepinfer::grammar {
+
+namespace {
+constexpr size_t kMaxSharedMasks = 50'000;
+
+// Number of characters if `bytes` is complete UTF-8 of JSON-safe characters (U+0020 and above,
+// except '"' and '\\'), else 255.
+uint8_t json_safe_length(const std::string& bytes) {
+  size_t pos = 0;
+  int n = 0;
+  while (pos < bytes.size()) {
+    uint32_t cp;
+    if (!decode_utf8(bytes, pos, cp) || cp < 0x20 || cp == '"' || cp == '\\') return kUnboundedSlice;
+    ++n;
+  }
+  return static_cast<uint8_t>(std::min(n, 254));
+}
+}  // namespace
+
+Vocabulary::~Vocabulary() = default;
+
+Result<std::shared_ptr<const Vocabulary>> Vocabulary::create(std::vector<std::string> token_bytes,
+                                                             std::vector<uint8_t> special,
+                                                             int32_t eos_id, int32_t n_tokens) {
+  if (special.size() != token_bytes.size()) {
+    return invalid_argument("vocabulary: {} special flags for {} tokens", special.size(), token_bytes.size());
+  }
+  const auto n_given = static_cast<int32_t>(token_bytes.size());
+  if (n_tokens == 0) n_tokens = n_given;
+  if (n_tokens < n_given) return invalid_argument("vocabulary: n_tokens {} < {} token strings", n_tokens, n_given);
+  if (eos_id < 0 || eos_id >= n_given) return invalid_argument("vocabulary: eos id {} out of range", eos_id);
+  auto v = std::shared_ptr<Vocabulary>(new Vocabulary());
+  v->n_tokens_ = n_tokens;
+  v->eos_id_ = eos_id;
+  v->bytes_ = std::move(token_bytes);
+  v->special_ = std::move(special);
+  v->bytes_.resize(static_cast<size_t>(n_tokens));
+  v->special_.resize(static_cast<size_t>(n_tokens), 0);
+  v->build_trie();
+  v->build_slices();
+  return std::shared_ptr<const Vocabulary>(v);
+}
+
+Result<std::shared_ptr<const Vocabulary>> Vocabulary::from_tokenizer(const Tokenizer& tokenizer,
+                                                                     int32_t n_tokens) {
+  const int32_t n = tokenizer.n_vocab();
+  std::vector<std::string> bytes(static_cast<size_t>(n));
+  std::vector<uint8_t> special(static_cast<size_t>(n), 0);
+  for (int32_t id = 0; id < n; ++id) {
+    bytes[id] = tokenizer.token_bytes(id);
+    special[id] = tokenizer.is_special(id) ? 1 : 0;
+  }
+  return create(std::move(bytes), std::move(special), tokenizer.eos_id(), std::max(n_tokens, n));
+}
+
+void Vocabulary::build_trie() {
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < n_tokens_; ++id) {
+    if (!special_[id] && !bytes_[id].empty()) ids.push_back(id);
+  }
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
+  dup_next_.assign(static_cast<size_t>(n_tokens_), -1);
+  trie_.clear();
+  trie_.push_back({0, -1, 0, 0, 0});
+  std::vector<int32_t> open{0};  // node index per depth along the current path
+  const std::string* prev = nullptr;
+  for (int32_t id : ids) {
+    const std::string& s = bytes_[id];
+    size_t lcp = 0;
+    if (prev) {
+      while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
+    }
+    while (open.size() > lcp + 1) {
+      trie_[open.back()].end = static_cast<int32_t>(trie_.size());
+      open.pop_back();
+    }
+    for (size_t d = lcp; d < s.size(); ++d) {
+      trie_.push_back({0, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]), 0});
+      open.push_back(static_cast<int32_t>(trie_.size() - 1));
+    }
+    TrieNode& leaf = trie_[open.back()];
+    if (leaf.token < 0) {
+      leaf.token = id;
+    } else {
+      int32_t t = leaf.token;
+      while (dup_next_[t] >= 0) t = dup_next_[t];
+      dup_next_[t] = id;
+    }
+    prev = &s;
+  }
+  while (!open.empty()) {
+    trie_[open.back()].end = static_cast<int32_t>(trie_.size());
+    open.pop_back();
+  }
+}
+
+void Vocabulary::build_slices() {
+  slice_len_.assign(static_cast<size_t>(n_tokens_), kUnboundedSlice);
+  for (int32_t id = 0; id < n_tokens_; ++id) {
+    if (!special_[id] && !bytes_[id].empty()) slice_len_[id] = json_safe_length(bytes_[id]);
+  }
+  // prune: max over the subtree, computed bottom-up (children follow their parent in preorder).
+  for (int32_t i = static_cast<int32_t>(trie_.size()) - 1; i >= 0; --i) {
+    uint8_t m = 0;
+    for (int32_t t = trie_[i].token; t >= 0; t = dup_next_[t]) m = std::max(m, slice_len_[t]);
+    for (int32_t c = i + 1; c < trie_[i].end; c = trie_[c].end) m = std::max(m, trie_[c].prune);
+    trie_[i].prune = m;
+  }
+  slices_.assign(kSliceLengths.size(), std::vector<uint32_t>(static_cast<size_t>(n_words()), 0));
+  for (int32_t id = 0; id < n_tokens_; ++id) {
+    const uint8_t len = slice_len_[id];
+    if (len == kUnboundedSlice) continue;
+    for (size_t l = 0; l < kSliceLengths.size(); ++l) {
+      if (len <= kSliceLengths[l]) slices_[l][id >> 5] |= 1u << (id & 31);
+    }
+  }
+}
+
+int Vocabulary::slice_level(uint8_t depth) {
+  int level = -1;
+  for (size_t l = 0; l < kSliceLengths.size(); ++l) {
+    if (kSliceLengths[l] <= depth) level = static_cast<int>(l);
+  }
+  return level;
+}
+
+int32_t Vocabulary::find_special(std::string_view text) const {
+  for (int32_t id = 0; id < n_tokens_; ++id) {
+    if (special_[id] && bytes_[id] == text) return id;
+  }
+  return -1;
+}
+
+int32_t Vocabulary::find_token(std::string_view bytes) const {
+  int32_t node = 0;
+  for (char c : bytes) {
+    int32_t child = node + 1;
+    while (child < trie_[node].end && trie_[child].byte != static_cast<uint8_t>(c)) child = trie_[child].end;
+    if (child >= trie_[node].end) { node = -1; break; }
+    node = child;
+  }
+  if (node > 0 && trie_[node].token >= 0) return trie_[node].token;
+  return bytes.empty() ? -1 : find_special(bytes);
+}
+
+std::shared_ptr<const StateMask> Vocabulary::find_shared(const std::array<uint64_t, 2>& key) const {
+  std::lock_guard<std::mutex> lock(shared_mu_);
+  auto it = shared_.find(key);
+  return it == shared_.end() ? nullptr : it->second;
+}
+
+void Vocabulary::put_shared(const std::array<uint64_t, 2>& key, std::shared_ptr<const StateMask> mask) const {
+  std::lock_guard<std::mutex> lock(shared_mu_);
+  // Bounded: when full, start over (grammars keep the masks they hold alive).
+  if (shared_.size() >= kMaxSharedMasks) shared_.clear();
+  shared_.emplace(key, std::move(mask));
+}
+
+}  // namespace deepinfer::grammar
