@@ -1,0 +1,115 @@
+// sched::Scheduler: continuous batching over a kv::Manager. One engine step is
+//   plan = schedule();  runner(plan) → forward → sample;  events = update(plan, outputs);
+// Policy: running decodes first, then running prefill chunks, then FCFS admission of waiting
+// requests, under max_num_batched_tokens and max_num_seqs. When blocks run out, the most
+// recently admitted running request is preempted by recompute. Deterministic: the same calls
+// produce the same plans. Not thread-safe: the engine calls it from its step thread;
+// abort()/finish() between schedule() and update() are deferred to update().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/manager.h"
+#include "sched/batch_plan.h"
+#include "sched/request.h"
+
+namespace deepinfer::sched {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 256;             // running sequences (also bounded by state slots)
+  int32_t max_num_batched_tokens = 8192;  // tokens per step, drafts included
+  int32_t max_model_len = 0;              // prompt + generated; 0: bounded by the pool only
+  int32_t max_prefill_chunk = 0;          // cap on one sequence's prefill chunk; 0: budget only
+  int32_t max_draft_tokens = 0;           // speculative lookahead per sequence and step
+};
+
+struct SchedulerStats {
+  int64_t n_steps = 0;
+  int64_t n_preemptions = 0;
+  int64_t n_admissions = 0;
+  int64_t n_tokens_prefix_hit = 0;  // Σ H over admissions
+  int64_t n_tokens_replayed = 0;    // Σ (H − replay start) over admissions
+  int64_t n_snapshot_restores = 0;
+};
+
+class Scheduler {
+ public:
+  static Result<Scheduler> create(SchedulerConfig config, kv::KvConfig kv_config);
+
+  // Queues a request (FCFS). Fails on a duplicate id, an empty prompt, negative ids, or a
+  // prompt that leaves no room for one generated token (max_seq_tokens()).
+  Status add_request(RequestParams params);
+  // Plans the next step. The plan is in flight until update(plan, ...); calling schedule()
+  // again before that is a programmer error. An empty plan needs no update().
+  BatchPlan schedule();
+  // Applies the step's results: outputs[i] belongs to plan.seqs[i]. Appends tokens, commits
+  // full blocks to the prefix cache, publishes snapshots, rolls back rejected drafts, finishes
+  // sequences (engine stop or length) and frees them. Error (state unchanged) on mismatched outputs.
+  Result<std::vector<SeqEvent>> update(const BatchPlan& plan, std::span<const SeqOutput> outputs);
+  // Ends a request in any state, releasing everything it holds (deferred to update() if it is
+  // in the plan in flight). Reported in the next plan's aborted_ids. NotFound if unknown.
+  Status abort(SeqId id);
+  // Engine-detected end outside update() (kStop or kLength); reported in finished_ids.
+  Status finish(SeqId id, FinishReason reason);
+  // Draft tokens to verify in the next step (decode sequences only; at most max_draft_tokens
+  // are used, fewer when the budget or length limits leave less room).
+  Status set_draft_tokens(SeqId id, std::span<const TokenId> drafts);
+
+  bool has_unfinished() const { return !requests_.empty(); }
+  int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t max_seq_tokens() const { return max_seq_tokens_; }
+  const Request* find(SeqId id) const;
+  std::span<const kv::BlockId> block_table(SeqId id) const { return kv_.block_table(id); }
+  const std::deque<SeqId>& waiting() const { return waiting_; }
+  const std::vector<SeqId>& running() const { return running_; }  // admission order
+  const SchedulerStats& stats() const { return stats_; }
+  const kv::Manager& kv() const { return kv_; }
+  const SchedulerConfig& config() const { return config_; }
+
+  // kv::Manager::check_integrity plus the scheduler's own bookkeeping.
+  Status check_integrity() const;
+
+ private:
+  struct StepState;  // per-schedule() scratch (scheduler_plan.cc)
+  Scheduler(SchedulerConfig config, kv::Manager kv);
+
+  void schedule_running(Request& req, StepState& step);
+  bool admit_waiting(Request& req, StepState& step);
+  int32_t draft_count(const Request& req, int32_t budget) const;
+  int32_t cut_at_snapshot(const Request& req, int32_t first, int32_t n_real, int32_t n_hit,
+                          int32_t* boundary) const;
+  void emit(Request& req, StepState& step, int32_t n_real, int32_t n_drafts, int32_t boundary,
+            std::vector<kv::BlockId> new_blocks, bool reset, StateInit init, kv::SnapshotId restore);
+  void preempt(SeqId victim, StepState& step);
+  SeqId pick_victim(const std::set<SeqId>& scheduled) const;
+
+  Status validate_outputs(const BatchPlan& plan, std::span<const SeqOutput> outputs) const;
+  std::optional<SeqEvent> apply_output(const SeqPlan& sp, const SeqOutput& out);
+  FinishReason length_finish(const Request& req) const;
+  void release(SeqId id, FinishReason reason);
+
+  SchedulerConfig config_;
+  kv::Manager kv_;
+  int32_t max_seq_tokens_ = 0;
+  std::map<SeqId, Request> requests_;  // live requests (waiting, preempted, running)
+  std::deque<SeqId> waiting_;          // FCFS; preempted requests re-enter at the front
+  std::vector<SeqId> running_;         // admission order: the back is the next victim
+  std::set<SeqId> in_flight_;          // sequences of the plan awaiting update()
+  std::optional<uint64_t> in_flight_step_;
+  std::vector<SeqId> finished_since_plan_;
+  std::vector<SeqId> aborted_since_plan_;
+  uint64_t next_step_ = 0;
+  uint64_t next_arrival_ = 0;
+  uint64_t next_admit_ = 0;
+  SchedulerStats stats_;
+};
+
+}  // namespace deepinfer::sched

@@ -1,0 +1,155 @@
+// Randomized scheduler stress (fixed seeds): random arrivals with shared prefix families,
+// prompt/output lengths, drafts, engine stops, aborts between steps and in flight, on a tiny
+// pool that forces preemption and eviction. After every step: integrity (Harness) and the
+// FakeRunner's device-side checks. At the end: every resource is free, and every request that
+// finished normally produced exactly what an uninterrupted run would have.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fake_runner.h"
+
+namespace deepinfer::sched {
+namespace {
+
+using testing::Harness;
+using testing::model_token;
+using testing::model_tokens;
+
+// splitmix64: portable, so the workload is identical on every standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  int32_t uniform(int32_t lo, int32_t hi) { return lo + static_cast<int32_t>(next() % static_cast<uint64_t>(hi - lo + 1)); }
+  bool chance(int32_t percent) { return uniform(0, 99) < percent; }
+
+ private:
+  uint64_t s_;
+};
+
+struct StressCase {
+  const char* name;
+  uint64_t seed;
+  kv::ReplayMode mode;
+  bool prefix_caching;
+  int32_t n_snapshots;
+};
+
+class SchedulerStress : public ::testing::TestWithParam<StressCase> {};
+
+TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
+  const StressCase& sc = GetParam();
+  SchedulerConfig config;
+  config.max_num_seqs = 4;
+  config.max_num_batched_tokens = 16;
+  config.max_prefill_chunk = 7;
+  config.max_draft_tokens = 3;
+  config.max_model_len = 60;
+  kv::KvConfig kv_config = testing::small_kv(/*n_blocks=*/20, /*n_slots=*/5, sc.n_snapshots);
+  kv_config.enable_prefix_caching = sc.prefix_caching;
+  kv_config.replay = kv::ReplayConfig{.mode = sc.mode, .window = 3, .n_layers = 2, .max_overlap = 2};
+  kv_config.snapshot.interval_tokens = 8;
+  Harness h(config, kv_config);
+  h.runner().stop_token = model_token(3, 20);  // an occasional engine-reported stop
+  Rng rng(sc.seed);
+
+  std::vector<std::vector<TokenId>> families(3);
+  for (auto& f : families) {
+    for (int i = 0; i < 24; ++i) f.push_back(rng.uniform(0, 50));
+  }
+  std::map<SeqId, int32_t> n_prompt;
+  std::map<SeqId, int32_t> max_new;
+  std::set<SeqId> aborted;
+  SeqId next_id = 1;
+  int n_in_flight_aborts = 0;
+
+  for (int step = 0; step < 700; ++step) {
+    if (step < 550 && rng.chance(35)) {
+      std::vector<TokenId> prompt;
+      if (rng.chance(70)) {
+        const auto& f = families[static_cast<size_t>(rng.uniform(0, 2))];
+        prompt.assign(f.begin(), f.begin() + rng.uniform(1, 24));
+      }
+      const int32_t n_tail = rng.uniform(prompt.empty() ? 1 : 0, 12);
+      for (int32_t i = 0; i < n_tail; ++i) prompt.push_back(rng.uniform(0, 50));
+      const SeqId id = next_id++;
+      n_prompt[id] = static_cast<int32_t>(prompt.size());
+      max_new[id] = rng.uniform(1, 14);
+      h.add(id, std::move(prompt), max_new[id]);
+    }
+    const std::vector<SeqId> live = [&] {
+      std::vector<SeqId> v(h.sched().running().begin(), h.sched().running().end());
+      v.insert(v.end(), h.sched().waiting().begin(), h.sched().waiting().end());
+      return v;
+    }();
+    if (!live.empty() && rng.chance(4)) {
+      const SeqId victim = live[static_cast<size_t>(rng.uniform(0, static_cast<int32_t>(live.size()) - 1))];
+      ASSERT_TRUE(h.sched().abort(victim).is_ok());
+      aborted.insert(victim);
+    }
+    for (SeqId id : h.sched().running()) {
+      const Request* r = h.sched().find(id);
+      if (r->state != RequestState::kDecode || !rng.chance(40)) continue;
+      // Drafts: a correct prefix of random length, then a wrong token.
+      std::vector<TokenId> drafts = model_tokens(id, r->n_tokens(), r->n_tokens() + rng.uniform(0, 3));
+      drafts.push_back(5000);
+      ASSERT_TRUE(h.sched().set_draft_tokens(id, drafts).is_ok());
+    }
+    const bool abort_in_flight = !h.sched().running().empty() && rng.chance(3);
+    const SeqId in_flight_victim = abort_in_flight ? h.sched().running().front() : 0;
+    h.step([&] {
+      if (!abort_in_flight) return;
+      ASSERT_TRUE(h.sched().abort(in_flight_victim).is_ok());
+      aborted.insert(in_flight_victim);
+      ++n_in_flight_aborts;
+    });
+    if (::testing::Test::HasFailure()) FAIL() << "at step " << step << "\n" << h.log.substr(h.log.size() > 4000 ? h.log.size() - 4000 : 0);
+  }
+  h.run_to_completion();
+  h.expect_all_free();
+
+  int n_checked = 0;
+  for (const auto& [id, reason] : h.finished) {
+    ASSERT_FALSE(aborted.contains(id));
+    const std::vector<TokenId>& g = h.generated.at(id);
+    EXPECT_EQ(g, model_tokens(id, n_prompt[id], n_prompt[id] + static_cast<int32_t>(g.size()))) << "request " << id;
+    if (reason == FinishReason::kLength) {
+      EXPECT_TRUE(static_cast<int32_t>(g.size()) == max_new[id] ||
+                  n_prompt[id] + static_cast<int32_t>(g.size()) == h.sched().max_seq_tokens()) << "request " << id;
+    } else {
+      EXPECT_EQ(reason, FinishReason::kStop);
+      EXPECT_EQ(g.back(), h.runner().stop_token);
+    }
+    ++n_checked;
+  }
+  EXPECT_EQ(n_checked + static_cast<int>(aborted.size()), static_cast<int>(next_id - 1));
+  const SchedulerStats& st = h.sched().stats();
+  // The workload must exercise what it claims to (preemption, aborts in flight, prefix hits).
+  EXPECT_GT(st.n_preemptions, 0);
+  EXPECT_GT(n_in_flight_aborts, 0);
+  EXPECT_GT(n_checked, 100);
+  if (sc.prefix_caching) {
+    EXPECT_GT(st.n_tokens_prefix_hit, 0);
+  }
+  if (sc.prefix_caching && sc.n_snapshots > 0) {
+    EXPECT_GT(st.n_snapshot_restores, 0);
+  }
+  ::testing::Test::RecordProperty("preemptions", static_cast<int>(st.n_preemptions));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Seeds, SchedulerStress,
+    ::testing::Values(StressCase{"bounded", 1, kv::ReplayMode::kBounded, true, 3},
+                      StressCase{"exact", 2, kv::ReplayMode::kExact, true, 3},
+                      StressCase{"no_snapshots", 3, kv::ReplayMode::kBounded, true, 0},
+                      StressCase{"no_prefix_cache", 4, kv::ReplayMode::kExact, false, 2}),
+    [](const ::testing::TestParamInfo<StressCase>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace deepinfer::sched
