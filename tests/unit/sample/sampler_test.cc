@@ -12,6 +12,7 @@
 #include <set>
 
 #include "sample/logits_processors.h"
+#include "sample/logprobs.h"
 
 namespace deepinfer::sample {
 namespace {
@@ -194,6 +195,35 @@ TEST(SamplerTest, TopLogprobsSortTiesByLowerId) {
   EXPECT_EQ(out.top_logprobs[0].logprob, out.top_logprobs[2].logprob);
   p.logprobs = 0;
   EXPECT_TRUE(sample_one(s, {2, 5, 5, 1, 5, 2}, {.params = &p}).top_logprobs.empty());
+}
+
+TEST(SamplerTest, PromptLogprobsHelper) {
+  // compute_logprobs is what the engine calls per prompt position (raw logits, next token).
+  const std::vector<float> logits = {0.0f, 1.0f, 1.0f, -kInf};
+  const LogprobResult r = compute_logprobs(logits, /*token=*/0, /*n_top=*/2);
+  const double lse = std::log(1.0 + 2.0 * std::exp(1.0));
+  EXPECT_EQ(r.logprob, static_cast<float>(0.0 - lse));
+  ASSERT_EQ(r.top.size(), 2u);
+  EXPECT_EQ(r.top[0], (TokenLogprob{1, static_cast<float>(1.0 - lse)}));
+  EXPECT_EQ(r.top[1], (TokenLogprob{2, static_cast<float>(1.0 - lse)}));
+  EXPECT_EQ(compute_logprobs(logits, 3, 0).logprob, -kInf);
+}
+
+TEST(SamplerTest, SamplingProbsAreTheFinalDistribution) {
+  Sampler s = make_sampler(4);
+  SamplingParams p;
+  p.temperature = 0.5f;
+  p.top_k = 2;
+  std::vector<float> probs(4);
+  ASSERT_TRUE(s.sampling_probs(std::vector<float>{1.0f, 2.0f, 0.0f, 2.0f}, {.params = &p}, probs));
+  // T = 0.5 -> z = {-2, 0, -4, 0}; top-2 keeps ids 1 and 3 (equal): 0.5 each.
+  EXPECT_EQ(probs, (std::vector<float>{0.0f, 0.5f, 0.0f, 0.5f}));
+  p.temperature = 0.0f;
+  ASSERT_TRUE(s.sampling_probs(std::vector<float>{1.0f, 2.0f, 0.0f, 2.0f}, {.params = &p}, probs));
+  EXPECT_EQ(probs, (std::vector<float>{0.0f, 1.0f, 0.0f, 0.0f}));  // greedy: point mass
+  const std::vector<uint32_t> none = {0u};
+  EXPECT_FALSE(s.sampling_probs(std::vector<float>{1, 2, 3, 4}, {.params = &p, .token_bitmask = none},
+                                probs));
 }
 
 std::vector<float> random_logits(std::mt19937_64& rng, int32_t n_vocab) {
