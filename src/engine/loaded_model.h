@@ -1,0 +1,32 @@
+// LoadedModel: a checkpoint opened, validated and bound to a backend's ops, with its Model.
+// The one place that decides the backend (CPU reference or CUDA) and keeps the mapped
+// checkpoint alive as long as weights point into it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "loader/checkpoint.h"
+#include "loader/model_config.h"
+#include "model/model.h"
+#include "ops/ops.h"
+
+namespace deepinfer::engine {
+
+struct LoadOptions {
+  model::Numerics numerics = model::Numerics::kOfficial;
+  std::string device = "cpu";
+};
+
+struct LoadedModel {
+  std::string dir;
+  loader::ModelConfig config;
+  std::unique_ptr<loader::Checkpoint> checkpoint;
+  std::unique_ptr<ops::Ops> ops;
+  std::unique_ptr<model::Model> model;
+};
+
+Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const LoadOptions& options);
+Result<model::Numerics> parse_numerics(const std::string& name);
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,217 @@
+#include "loader/weight_binding.h"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "loader/inventory.h"
+
+namespace deepinfer::loader {
+namespace {
+
+using tensor::DType;
+using tensor::WeightFormat;
+
+std::string list_names(const std::vector<std::string>& names) {
+  constexpr size_t kMaxListed = 12;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kMaxListed; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kMaxListed) out += fmt::format(", ... ({} in all)", names.size());
+  return out;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s[i]);
+  return out + "]";
+}
+
+class Binder {
+ public:
+  Binder(const ModelConfig& c, const TensorSource& src) : c_(c), src_(src) {}
+
+  Status check() {
+    std::set<std::string> expected;
+    for (const ParamSpec& p : param_inventory(c_)) {
+      params_[p.name] = p;
+      for (const FileTensorSpec& f : file_tensors(p)) {
+        expected.insert(f.name);
+        files_[f.name] = f;
+      }
+    }
+    std::vector<std::string> missing, extra;
+    const std::vector<std::string> present = src_.names();
+    const std::set<std::string> present_set(present.begin(), present.end());
+    for (const std::string& n : expected)
+      if (!present_set.count(n)) missing.push_back(n);
+    for (const std::string& n : present)
+      if (!expected.count(n)) extra.push_back(n);
+    if (!missing.empty()) {
+      return not_found("checkpoint lacks {} tensor(s) the config requires: {}", missing.size(), list_names(missing));
+    }
+    if (!extra.empty()) {
+      return invalid_argument("checkpoint has {} tensor(s) the config does not use: {}", extra.size(),
+                              list_names(extra));
+    }
+    for (const auto& [name, spec] : files_) DI_RETURN_IF_ERROR(check_tensor(spec));
+    return Status::ok();
+  }
+
+  TensorView tensor(const std::string& name) const { return *src_.get(name); }
+
+  LinearWeight linear(const std::string& name) const {
+    const ParamSpec& p = params_.at(name);
+    LinearWeight w;
+    w.format = p.format;
+    w.out = p.out;
+    w.in = p.in;
+    w.block_out = p.block_out;
+    w.block_in = p.block_in;
+    w.weight = *src_.get(name);
+    if (p.format == WeightFormat::kFp8Block || p.format == WeightFormat::kFp4Block) w.scale = *src_.get(p.scale_name());
+    return w;
+  }
+
+ private:
+  Status check_tensor(const FileTensorSpec& spec) const {
+    const TensorView v = *src_.get(spec.name);
+    const std::string where = src_.where(spec.name);
+    const std::string at = where.empty() ? "" : " in " + where;
+    const bool is_scale = spec.dtype == DType::kF8E8M0;
+    // Flash-Base stores FP8 block scales as F32 instead of UE8M0 (model_v4_flash.md §5.4).
+    const bool dtype_ok = v.dtype == spec.dtype || (is_scale && v.dtype == DType::kF32);
+    if (!dtype_ok) {
+      return invalid_argument("tensor '{}'{} has dtype {}, expected {}", spec.name, at, tensor::dtype_name(v.dtype),
+                              tensor::dtype_name(spec.dtype));
+    }
+    std::vector<int64_t> shape(v.shape.begin(), v.shape.begin() + v.rank);
+    if (shape != spec.shape) {
+      return invalid_argument("tensor '{}'{} has shape {}, expected {}", spec.name, at, shape_str(shape),
+                              shape_str(spec.shape));
+    }
+    if (is_scale && v.dtype == DType::kF8E8M0 && v.device == tensor::Device::kCpu) {
+      const uint8_t* b = v.as<const uint8_t>();
+      for (int64_t i = 0; i < v.numel(); ++i) {
+        if (b[i] == 0xff) return invalid_argument("tensor '{}'{}: scale byte {} is 0xFF (NaN)", spec.name, at, i);
+      }
+    }
+    return Status::ok();
+  }
+
+  const ModelConfig& c_;
+  const TensorSource& src_;
+  std::map<std::string, ParamSpec> params_;
+  std::map<std::string, FileTensorSpec> files_;
+};
+
+HcWeights bind_hc(const Binder& b, const std::string& p, const std::string& which) {
+  return {b.tensor(p + "hc_" + which + "_fn"), b.tensor(p + "hc_" + which + "_base"),
+          b.tensor(p + "hc_" + which + "_scale")};
+}
+
+HcHeadWeights bind_hc_head(const Binder& b, const std::string& p) {
+  return {b.tensor(p + "hc_head_fn"), b.tensor(p + "hc_head_base"), b.tensor(p + "hc_head_scale")};
+}
+
+CompressorWeights bind_compressor(const Binder& b, const std::string& p) {
+  return {b.tensor(p + "ape"), b.linear(p + "wkv.weight"), b.linear(p + "wgate.weight"), b.tensor(p + "norm.weight")};
+}
+
+ExpertWeights bind_expert(const Binder& b, const std::string& p) {
+  return {b.linear(p + "w1.weight"), b.linear(p + "w2.weight"), b.linear(p + "w3.weight")};
+}
+
+BlockWeights bind_block(const Binder& b, const ModelConfig& c, const std::string& p, int ratio, bool hash) {
+  BlockWeights w;
+  w.ratio = ratio;
+  w.hc_attn = bind_hc(b, p, "attn");
+  w.hc_ffn = bind_hc(b, p, "ffn");
+  w.attn_norm = b.tensor(p + "attn_norm.weight");
+  w.ffn_norm = b.tensor(p + "ffn_norm.weight");
+  AttentionWeights& a = w.attn;
+  a.sink = b.tensor(p + "attn.attn_sink");
+  a.wq_a = b.linear(p + "attn.wq_a.weight");
+  a.q_norm = b.tensor(p + "attn.q_norm.weight");
+  a.wq_b = b.linear(p + "attn.wq_b.weight");
+  a.wkv = b.linear(p + "attn.wkv.weight");
+  a.kv_norm = b.tensor(p + "attn.kv_norm.weight");
+  a.wo_a = b.linear(p + "attn.wo_a.weight");
+  a.wo_b = b.linear(p + "attn.wo_b.weight");
+  if (ratio > 0) a.compressor = bind_compressor(b, p + "attn.compressor.");
+  if (ratio == 4) {
+    a.indexer = IndexerWeights{b.linear(p + "attn.indexer.wq_b.weight"),
+                               b.linear(p + "attn.indexer.weights_proj.weight"),
+                               bind_compressor(b, p + "attn.indexer.compressor.")};
+  }
+  MoeWeights& m = w.ffn;
+  m.gate = b.linear(p + "ffn.gate.weight");
+  if (hash) {
+    m.tid2eid = b.tensor(p + "ffn.gate.tid2eid");
+  } else {
+    m.bias = b.tensor(p + "ffn.gate.bias");
+  }
+  for (int64_t e = 0; e < c.n_routed_experts; ++e) {
+    m.experts.push_back(bind_expert(b, fmt::format("{}ffn.experts.{}.", p, e)));
+  }
+  if (c.n_shared_experts > 0) m.shared = bind_expert(b, p + "ffn.shared_experts.");
+  return w;
+}
+
+}  // namespace
+
+std::optional<TensorView> CheckpointSource::get(const std::string& name) const {
+  auto ref = ckpt_.find(name);
+  if (!ref) return std::nullopt;
+  const TensorInfo& info = *ref->info;
+  return TensorView::contiguous(const_cast<uint8_t*>(ref->data), info.dtype, info.shape.data(),
+                                static_cast<int>(info.shape.size()));
+}
+
+std::string CheckpointSource::where(const std::string& name) const {
+  auto ref = ckpt_.find(name);
+  return ref ? ref->file->path() : "";
+}
+
+Result<ModelWeights> bind_weights(const ModelConfig& c, const TensorSource& source) {
+  Binder b(c, source);
+  DI_RETURN_IF_ERROR(b.check());
+  ModelWeights w;
+  w.embed = b.tensor("embed.weight");
+  w.head = b.linear("head.weight");
+  w.norm = b.tensor("norm.weight");
+  w.hc_head = bind_hc_head(b, "");
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    w.layers.push_back(bind_block(b, c, layer_prefix(l), c.ratio(l), c.is_hash_layer(l)));
+  }
+  const bool dspark = c.dspark_block_size > 0;
+  for (int64_t j = 0; j < c.n_mtp_layers; ++j) {
+    const std::string p = mtp_prefix(j);
+    MtpWeights m;
+    m.block = bind_block(b, c, p, 0, /*hash=*/false);
+    if (!dspark) {
+      m.e_proj = b.linear(p + "e_proj.weight");
+      m.h_proj = b.linear(p + "h_proj.weight");
+      m.enorm = b.tensor(p + "enorm.weight");
+      m.hnorm = b.tensor(p + "hnorm.weight");
+      m.norm = b.tensor(p + "norm.weight");
+      m.hc_head = bind_hc_head(b, p);
+    } else {
+      if (j == 0) {
+        m.main_proj = b.linear(p + "main_proj.weight");
+        m.main_norm = b.tensor(p + "main_norm.weight");
+      }
+      if (j == c.n_mtp_layers - 1) {
+        m.norm = b.tensor(p + "norm.weight");
+        m.hc_head = bind_hc_head(b, p);
+        m.markov_w1 = b.tensor(p + "markov_head.markov_w1.weight");
+        m.markov_w2 = b.tensor(p + "markov_head.markov_w2.weight");
+        m.confidence_proj = b.tensor(p + "confidence_head.proj.weight");
+      }
+    }
+    w.mtp.push_back(std::move(m));
+  }
+  return w;
+}
+
+}  // namespace deepinfer::loader

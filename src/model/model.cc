@@ -1,0 +1,169 @@
+// Model construction, batch validation and upload, the top-level forward and the LM head.
+#include "model/model.h"
+
+#include <algorithm>
+
+#include "model/rope_table.h"
+#include "model/step.h"
+
+namespace deepinfer::model {
+
+using tensor::DType;
+using tensor::TensorView;
+
+static_assert(sizeof(ops::SeqSpan) == 6 * sizeof(int32_t), "SeqSpan is uploaded as [n_seqs, 6] I32");
+
+Model::Model(loader::ModelConfig config, loader::ModelWeights weights, ops::Ops* ops, ModelOptions options)
+    : config_(std::move(config)), weights_(std::move(weights)), ops_(ops), options_(options) {
+  hc_params_.sinkhorn_iters = static_cast<int>(config_.hc_sinkhorn_iters);
+  hc_params_.hc_eps = static_cast<float>(config_.hc_eps);
+  hc_params_.norm_eps = static_cast<float>(config_.rms_norm_eps);
+  auto upload = [&](const std::vector<float>& v) {
+    TensorView t = ops_->alloc_persistent(DType::kF32, {static_cast<int64_t>(v.size())});
+    ops_->copy(TensorView::contiguous(const_cast<float*>(v.data()), DType::kF32, {static_cast<int64_t>(v.size())}), t);
+    return t;
+  };
+  inv_freq_main_ = upload(layer_inv_freq(config_, 0));
+  inv_freq_compress_ = upload(layer_inv_freq(config_, /*ratio=*/1));
+}
+
+DType Model::act_dtype() const { return options_.numerics == Numerics::kOfficial ? DType::kBF16 : DType::kF32; }
+
+ops::LinearOptions Model::fp8_act() const {
+  ops::LinearOptions o;
+  if (options_.numerics == Numerics::kOfficial) o.act_quant_block = config_.quant.block_in;
+  return o;
+}
+
+Status Model::validate(const ForwardBatch& b, const KvState& state) const {
+  const int64_t T = static_cast<int64_t>(b.token_ids.size());
+  if (T == 0) return invalid_argument("forward: empty batch");
+  if (static_cast<int64_t>(b.positions.size()) != T) return invalid_argument("forward: {} positions for {} tokens", b.positions.size(), T);
+  const KvStateOptions& so = state.options();
+  int64_t next_row = 0;
+  for (size_t s = 0; s < b.seqs.size(); ++s) {
+    const ops::SeqSpan& seq = b.seqs[s];
+    if (seq.token_begin != next_row || seq.n_tokens <= 0) return invalid_argument("forward: sequence {} rows are not contiguous", s);
+    next_row += seq.n_tokens;
+    if (seq.slot < 0 || seq.slot >= so.n_slots) return invalid_argument("forward: sequence {} slot {} out of range", s, seq.slot);
+    const int64_t last = seq.start_pos + seq.n_tokens - 1;
+    if (last >= config_.max_position_embeddings) {
+      return out_of_range("forward: sequence {} reaches position {} beyond max_position_embeddings {}", s, last,
+                          config_.max_position_embeddings);
+    }
+    if (seq.start_pos < 0 || seq.window_floor < 0 || seq.window_floor > seq.start_pos) {
+      return invalid_argument("forward: sequence {} has start_pos {} window_floor {}", s, seq.start_pos, seq.window_floor);
+    }
+    const int64_t blocks_needed = last / so.block_tokens + 1;
+    if (config_.max_ratio() > 1 && blocks_needed > b.max_blocks) {
+      return invalid_argument("forward: sequence {} needs {} history blocks, table has {}", s, blocks_needed, b.max_blocks);
+    }
+    for (int64_t k = 0; k < blocks_needed && config_.max_ratio() > 1; ++k) {
+      const int32_t blk = b.block_tables[s * b.max_blocks + k];
+      if (blk < 0 || blk >= so.n_blocks) return invalid_argument("forward: sequence {} block {} is {}", s, k, blk);
+    }
+    for (int32_t i = 0; i < seq.n_tokens; ++i) {
+      if (b.positions[seq.token_begin + i] != seq.start_pos + i) {
+        return invalid_argument("forward: sequence {} positions are not consecutive from {}", s, seq.start_pos);
+      }
+    }
+  }
+  if (next_row != T) return invalid_argument("forward: sequences cover {} of {} rows", next_row, T);
+  for (int64_t t = 0; t < T; ++t) {
+    if (b.token_ids[t] < 0 || b.token_ids[t] >= config_.vocab_size) {
+      return invalid_argument("forward: token id {} at row {} is outside the vocabulary of {}", b.token_ids[t], t,
+                              config_.vocab_size);
+    }
+  }
+  for (int32_t r : b.logit_rows) {
+    if (r < 0 || r >= T) return invalid_argument("forward: logit row {} outside [0, {})", r, T);
+  }
+  return Status::ok();
+}
+
+Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {
+  Step step;
+  step.host = &b;
+  const int64_t T = static_cast<int64_t>(b.token_ids.size()), S = static_cast<int64_t>(b.seqs.size());
+  step.token_seq.resize(static_cast<size_t>(T));
+  for (int64_t s = 0; s < S; ++s)
+    for (int32_t i = 0; i < b.seqs[s].n_tokens; ++i) step.token_seq[b.seqs[s].token_begin + i] = static_cast<int32_t>(s);
+  ops::BatchView& v = step.batch;
+  v.n_tokens = T;
+  v.n_seqs = S;
+  v.block_tokens = state.options().block_tokens;
+  v.max_blocks = std::max<int32_t>(b.max_blocks, 1);
+  static const int32_t kNoBlock = -1;
+  const int32_t* tables = b.block_tables.empty() ? &kNoBlock : b.block_tables.data();
+  v.token_ids = ops_->upload(b.token_ids.data(), DType::kI32, {T});
+  v.positions = ops_->upload(b.positions.data(), DType::kI32, {T});
+  v.token_seq = ops_->upload(step.token_seq.data(), DType::kI32, {T});
+  v.seqs = ops_->upload(b.seqs.data(), DType::kI32, {S, 6});
+  v.block_tables = ops_->upload(tables, DType::kI32, {b.block_tables.empty() ? 1 : S, v.max_blocks});
+  v.h_token_ids = b.token_ids.data();
+  v.h_positions = b.positions.data();
+  v.h_token_seq = step.token_seq.data();
+  v.h_seqs = b.seqs.data();
+  v.h_block_tables = tables;
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    const int m = config_.ratio(l);
+    if (m == 0 || step.emit.count(m)) continue;
+    ops::EmitPlan& plan = step.emit[m];
+    ops::plan_emissions(v, m, &plan);
+    const int64_t n = std::max<int64_t>(plan.n_emit, 1);
+    std::vector<int32_t> pos(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < plan.n_emit; ++i) pos[i] = plan.h_group[i] * m;
+    plan.token = ops_->upload(plan.h_token.empty() ? pos.data() : plan.h_token.data(), DType::kI32, {n});
+    plan.group = ops_->upload(plan.h_group.empty() ? pos.data() : plan.h_group.data(), DType::kI32, {n});
+    plan.dst = ops_->upload(plan.h_dst.empty() ? pos.data() : plan.h_dst.data(), DType::kI32, {n});
+    step.emit_positions[m] = ops_->upload(pos.data(), DType::kI32, {n});
+  }
+  return step;
+}
+
+Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capture* capture) {
+  DI_RETURN_IF_ERROR(validate(b, state));
+  ops_->begin_step();
+  Step step = make_step(b, state);
+  const int64_t T = step.batch.n_tokens, D = config_.hidden_size, hc = config_.hc_mult;
+  TensorView e = ops_->alloc(act_dtype(), {T, D});
+  ops_->embed(step.batch.token_ids, weights_.embed, e);
+  TensorView x = ops_->alloc(act_dtype(), {T, hc, D});
+  ops_->broadcast_streams(e, x);
+  if (capture) capture->after_layer.clear();
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    x = block(weights_.layers[static_cast<size_t>(l)], l, state.layer(l), step, x);
+    if (capture) {
+      std::vector<float> host(static_cast<size_t>(T * hc * D));
+      TensorView f32 = ops_->alloc(DType::kF32, {T, hc, D});
+      ops_->convert(x, f32);
+      ops_->copy(f32, TensorView::contiguous(host.data(), DType::kF32, {T, hc, D}));
+      capture->after_layer.push_back(std::move(host));
+    }
+  }
+  ForwardResult result;
+  result.logits = head(x, weights_.hc_head, weights_.norm, b.logit_rows);
+  if (b.keep_hidden && !b.logit_rows.empty()) {
+    result.hidden = ops_->alloc(act_dtype(), {static_cast<int64_t>(b.logit_rows.size()), hc, D});
+    ops_->gather_rows(x.reshape({T, hc * D}), b.logit_rows,
+                      result.hidden.reshape({static_cast<int64_t>(b.logit_rows.size()), hc * D}));
+  }
+  return result;
+}
+
+TensorView Model::head(const TensorView& x, const tensor::HcHeadWeights& hc_head, const TensorView& norm,
+                       std::span<const int32_t> rows) {
+  const int64_t n = static_cast<int64_t>(rows.size()), D = config_.hidden_size, hc = config_.hc_mult;
+  TensorView logits = ops_->alloc(DType::kF32, {std::max<int64_t>(n, 1), config_.vocab_size});
+  if (n == 0) return logits.slice0(0, 0);
+  const int64_t T = x.shape[0];
+  TensorView xs = ops_->alloc(act_dtype(), {n, hc, D});
+  ops_->gather_rows(x.reshape({T, hc * D}), rows, xs.reshape({n, hc * D}));
+  TensorView y = ops_->alloc(act_dtype(), {n, D});
+  ops_->hc_head(xs, hc_head, hc_params_, y);
+  ops_->rms_norm(y, norm, static_cast<float>(config_.rms_norm_eps), y);
+  ops_->linear(y, weights_.head, logits, {});
+  return logits;
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,95 @@
+// model::Model — the DeepSeek-V4 forward pass, written once against ops::Ops
+// (model_v4_flash.md §4). One forward() call runs a batch of sequences, each with any number of
+// new tokens (prefill chunks and decode tokens mixed), reading and updating their KvState slots
+// and history blocks. Chunked prefill followed by decode yields the same logits as one forward
+// over the whole sequence (exactly, on the CPU backend).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loader/model_config.h"
+#include "loader/weights.h"
+#include "model/kv_state.h"
+#include "ops/ops.h"
+
+namespace deepinfer::model {
+
+// Which numerics to reproduce (model_v4_flash.md §3).
+enum class Numerics {
+  // The official reference contract: BF16 activations and KV, FP8 activation quantisation before
+  // every FP8/FP4 GEMM, FP8 KV fake-quant, Hadamard + FP4 indexer fake-quant.
+  kOfficial,
+  // Plain dequantised math in F32: no activation or KV quantisation (what transformers computes).
+  kPlain,
+};
+
+struct ModelOptions {
+  Numerics numerics = Numerics::kOfficial;
+};
+
+// A step's batch on the host (the runner builds it from the scheduler's plan).
+struct ForwardBatch {
+  std::vector<int32_t> token_ids;     // [n_tokens]
+  std::vector<int32_t> positions;     // [n_tokens]
+  std::vector<ops::SeqSpan> seqs;     // tokens of a sequence are contiguous, in position order
+  int32_t max_blocks = 0;
+  std::vector<int32_t> block_tables;  // [n_seqs * max_blocks] history block ids (-1 unused)
+  std::vector<int32_t> logit_rows;    // token rows whose logits are wanted, in output order
+  bool keep_hidden = false;           // also return the final HC state of the logit rows (MTP input)
+};
+
+struct ForwardResult {
+  tensor::TensorView logits;  // [n_logit_rows, vocab] F32 on the ops' device, valid until the next call
+  tensor::TensorView hidden;  // [n_logit_rows, hc, D] when keep_hidden
+};
+
+// Per-layer hidden states for golden comparisons (host copies, F32).
+struct Capture {
+  std::vector<std::vector<float>> after_layer;  // [layer] -> [n_tokens, hc, D]
+};
+
+class Model {
+ public:
+  Model(loader::ModelConfig config, loader::ModelWeights weights, ops::Ops* ops, ModelOptions options);
+
+  const loader::ModelConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
+  // The activation dtype the numerics imply (BF16 official, F32 plain).
+  tensor::DType act_dtype() const;
+
+  // Runs every main layer over the batch and the LM head over batch.logit_rows.
+  // Errors (never crashes) for malformed batches: ids outside the vocabulary, non-contiguous
+  // positions, block tables that do not cover the positions.
+  Result<ForwardResult> forward(const ForwardBatch& batch, KvState& state, Capture* capture = nullptr);
+
+  // The MTP block `mtp.0` (§4.11): hidden [n, hc, D] final main-model states at positions
+  // batch.positions, batch.token_ids = the tokens that follow them. Uses the MTP layer's window in
+  // `state`. Returns logits [n, vocab] F32 predicting the token after the next.
+  Result<ForwardResult> mtp_forward(const ForwardBatch& batch, const tensor::TensorView& hidden, KvState& state);
+
+ private:
+  struct Step;
+  Status validate(const ForwardBatch& batch, const KvState& state) const;
+  Step make_step(const ForwardBatch& batch, const KvState& state);
+  tensor::TensorView block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
+                           const tensor::TensorView& x);
+  tensor::TensorView attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
+                               const tensor::TensorView& a);
+  void compressor(const tensor::CompressorWeights& w, const CompressorState& cs, int ratio, int64_t dc, bool indexer,
+                  Step& step, const tensor::TensorView& a, const tensor::TensorView& pool);
+  tensor::TensorView moe(const loader::BlockWeights& w, Step& step, const tensor::TensorView& b);
+  tensor::TensorView head(const tensor::TensorView& x, const tensor::HcHeadWeights& hc_head,
+                          const tensor::TensorView& norm, std::span<const int32_t> rows);
+  ops::LinearOptions fp8_act() const;
+
+  loader::ModelConfig config_;
+  loader::ModelWeights weights_;
+  ops::Ops* ops_;
+  ModelOptions options_;
+  ops::HcParams hc_params_;
+  tensor::TensorView inv_freq_main_;      // [r/2] F32 on the device
+  tensor::TensorView inv_freq_compress_;  // [r/2] F32 on the device
+};
+
+}  // namespace deepinfer::model

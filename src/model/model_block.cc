@@ -1,0 +1,161 @@
+// One DeepSeek-V4 block (model_v4_flash.md §4.1): mHC-wrapped attention and MoE sublayers.
+// Shape comments use T = tokens in the step, D = hidden, hc = streams.
+#include <cmath>
+
+#include "model/model.h"
+#include "model/step.h"
+
+namespace deepinfer::model {
+
+using tensor::DType;
+using tensor::TensorView;
+
+TensorView Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
+                        const TensorView& x) {
+  const int64_t T = step.batch.n_tokens, D = config_.hidden_size, hc = config_.hc_mult;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  TensorView u = ops_->alloc(act_dtype(), {T, D});          // collapsed streams
+  TensorView post = ops_->alloc(DType::kF32, {T, hc});
+  TensorView comb = ops_->alloc(DType::kF32, {T, hc, hc});
+  ops_->hc_pre(x, w.hc_attn, hc_params_, u, post, comb);
+  ops_->rms_norm(u, w.attn_norm, eps, u);                    // a = RMSNorm(u)
+  const TensorView o = attention(w, layer, state, step, u);  // [T, D]
+  TensorView x1 = ops_->alloc(act_dtype(), {T, hc, D});
+  ops_->hc_post(o, x, post, comb, x1);
+
+  ops_->hc_pre(x1, w.hc_ffn, hc_params_, u, post, comb);
+  ops_->rms_norm(u, w.ffn_norm, eps, u);                     // b = RMSNorm(u)
+  const TensorView f = moe(w, step, u);                       // [T, D]
+  TensorView x2 = ops_->alloc(act_dtype(), {T, hc, D});
+  ops_->hc_post(f, x1, post, comb, x2);
+  return x2;
+}
+
+TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
+                            const TensorView& a) {
+  const loader::AttentionWeights& aw = w.attn;
+  const int64_t T = step.batch.n_tokens, D = config_.hidden_size, H = config_.num_attention_heads;
+  const int64_t d = config_.head_dim, Q = config_.q_lora_rank, G = config_.o_groups, R = config_.o_lora_rank;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const bool official = options_.numerics == Numerics::kOfficial;
+  const int ratio = w.ratio;
+  ops::RopeParams rope{ratio == 0 ? inv_freq_main_ : inv_freq_compress_, static_cast<int>(config_.qk_rope_head_dim)};
+
+  // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE.
+  TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});
+  ops_->linear(a, aw.wq_a, q_lat, fp8_act());
+  ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
+  TensorView q = ops_->alloc(act_dtype(), {T, H, d});
+  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), fp8_act());
+  ops_->rms_norm(q.reshape({T * H, d}), TensorView{}, eps, q.reshape({T * H, d}));
+  ops_->rope(q, step.batch.positions, rope);
+
+  // The shared K = V latent row of each token.
+  TensorView kv = ops_->alloc(act_dtype(), {T, d});
+  ops_->linear(a, aw.wkv, kv, fp8_act());
+  ops_->rms_norm(kv, aw.kv_norm, eps, kv);
+  ops_->rope(kv, step.batch.positions, rope);
+  if (official) ops_->fp8_fake_quant(kv, config_.n_nope_dims(), 64);
+
+  TensorView comp_idx;
+  if (ratio > 0) {
+    compressor(*aw.compressor, state.comp, ratio, d, /*indexer=*/false, step, a, state.comp_rows);
+  }
+  if (aw.indexer) {
+    const loader::IndexerWeights& iw = *aw.indexer;
+    const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
+    compressor(iw.compressor, state.idx_comp, ratio, di, /*indexer=*/true, step, a, state.idx_keys);
+    TensorView qi = ops_->alloc(act_dtype(), {T, Hi, di});
+    ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), fp8_act());
+    ops_->rope(qi, step.batch.positions, rope);
+    if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
+    TensorView wi = ops_->alloc(act_dtype(), {T, Hi});  // head weights, scaled inside the top-k
+    ops_->linear(a, iw.weights_proj, wi, {});
+    comp_idx = ops_->alloc(DType::kI32, {T, config_.index_topk});
+    ops_->indexer_topk(qi, wi, state.idx_keys, step.batch, ratio, step.batch.block_tokens / ratio,
+                       1.0f / std::sqrt(static_cast<float>(di * Hi)), comp_idx);
+  }
+
+  ops::AttentionParams ap;
+  ap.window = config_.sliding_window;
+  ap.ratio = ratio;
+  ap.all_compressed = ratio > 0 && !aw.indexer;
+  ap.rows_per_block = ratio > 0 ? step.batch.block_tokens / ratio : 0;
+  ap.softmax_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  TensorView o = ops_->alloc(act_dtype(), {T, H, d});
+  ops_->sparse_attention(q, kv, state.window, state.comp_rows, comp_idx, aw.sink, step.batch, ap, o);
+  ops_->window_store(kv, step.batch, state.window);
+
+  // De-rotate the value's RoPE part at the query position, then the grouped low-rank output.
+  rope.inverse = true;
+  ops_->rope(o, step.batch.positions, rope);
+  TensorView z = ops_->alloc(act_dtype(), {T, G, R});
+  ops_->linear_grouped(o.reshape({T, G, H / G * d}), aw.wo_a, z, {});  // reference: BF16 wo_a, no act quant
+  TensorView out = ops_->alloc(act_dtype(), {T, D});
+  ops_->linear(z.reshape({T, G * R}), aw.wo_b, out, fp8_act());
+  return out;
+}
+
+void Model::compressor(const tensor::CompressorWeights& w, const CompressorState& cs, int ratio, int64_t dc,
+                       bool indexer, Step& step, const TensorView& a, const TensorView& pool) {
+  const int64_t T = step.batch.n_tokens;
+  const bool overlapped = ratio == 4;
+  const int64_t width = (overlapped ? 2 : 1) * dc;
+  // Projections in F32 on the (BF16-valued) normalised input, as the reference does.
+  TensorView kv = ops_->alloc(DType::kF32, {T, width});
+  TensorView score = ops_->alloc(DType::kF32, {T, width});
+  ops_->linear(a, w.wkv, kv, {});
+  ops_->linear(a, w.wgate, score, {});
+  const ops::EmitPlan& plan = step.emit.at(ratio);
+  const int64_t n = std::max<int64_t>(plan.n_emit, 1);
+  TensorView pooled = ops_->alloc(DType::kF32, {n, dc});
+  ops_->compress(kv, score, w.ape, step.batch, plan, ops::CompressParams{ratio, overlapped, dc}, cs.kv, cs.score,
+                 pooled);
+  if (plan.n_emit == 0) return;
+  TensorView rows = ops_->alloc(act_dtype(), {plan.n_emit, dc});
+  ops_->convert(pooled.slice0(0, plan.n_emit), rows);
+  ops_->rms_norm(rows, w.norm, static_cast<float>(config_.rms_norm_eps), rows);
+  ops::RopeParams rope{inv_freq_compress_, static_cast<int>(config_.qk_rope_head_dim)};
+  ops_->rope(rows, step.emit_positions.at(ratio).slice0(0, plan.n_emit), rope);  // at each group's first position
+  if (options_.numerics == Numerics::kOfficial) {
+    if (indexer) {
+      ops_->hadamard_fp4_fake_quant(rows);
+    } else {
+      ops_->fp8_fake_quant(rows, dc - config_.qk_rope_head_dim, 64);
+    }
+  }
+  ops_->store_rows(rows, plan, pool);
+}
+
+TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorView& b) {
+  const loader::MoeWeights& mw = w.ffn;
+  const int64_t T = step.batch.n_tokens, D = config_.hidden_size, E = config_.n_routed_experts;
+  const int64_t k = config_.num_experts_per_tok, F = config_.moe_intermediate_size;
+  TensorView logits = ops_->alloc(DType::kF32, {T, E});
+  ops_->linear(b, mw.gate, logits, {});  // router in F32
+  ops::MoeParams mp;
+  mp.n_experts_per_tok = k;
+  mp.route_scale = static_cast<float>(config_.routed_scaling_factor);
+  mp.swiglu_limit = static_cast<float>(config_.swiglu_limit);
+  mp.act_quant_block = fp8_act().act_quant_block;
+  TensorView sel = ops_->alloc(DType::kI32, {T, k});
+  TensorView weights = ops_->alloc(DType::kF32, {T, k});
+  ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
+  TensorView acc = ops_->alloc(DType::kF32, {T, D});  // routed + shared, accumulated in F32
+  ops_->moe_experts(b, sel, weights, mw.experts, mp, acc);
+  if (mw.shared) {
+    TensorView g = ops_->alloc(act_dtype(), {T, F});
+    TensorView u = ops_->alloc(act_dtype(), {T, F});
+    ops_->linear(b, mw.shared->w1, g, fp8_act());
+    ops_->linear(b, mw.shared->w3, u, fp8_act());
+    ops_->swiglu(g, u, mp.swiglu_limit, g);
+    TensorView y = ops_->alloc(act_dtype(), {T, D});
+    ops_->linear(g, mw.shared->w2, y, fp8_act());
+    ops_->add(acc, y, acc);
+  }
+  TensorView out = ops_->alloc(act_dtype(), {T, D});
+  ops_->convert(acc, out);
+  return out;
+}
+
+}  // namespace deepinfer::model

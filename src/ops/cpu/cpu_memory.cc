@@ -1,0 +1,134 @@
+// CpuOps memory, copies and elementwise ops.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/cpu/cpu_common.h"
+#include "ops/cpu/cpu_ops.h"
+
+namespace deepinfer::ops::cpu {
+
+namespace {
+TensorView allocate(std::vector<tensor::Buffer>* pool, DType dtype, std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  pool->emplace_back(static_cast<size_t>(n) * tensor::dtype_size(dtype));
+  return pool->back().view(dtype, shape);
+}
+}  // namespace
+
+TensorView CpuOps::alloc(DType dtype, std::initializer_list<int64_t> shape) {
+  return allocate(&workspace_, dtype, shape);
+}
+
+TensorView CpuOps::alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) {
+  return allocate(&persistent_, dtype, shape);
+}
+
+TensorView CpuOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
+  TensorView v = alloc(dtype, shape);
+  std::memcpy(v.data, host, v.nbytes());
+  return v;
+}
+
+void CpuOps::copy(const TensorView& src, const TensorView& dst) {
+  DI_CHECK(src.dtype == dst.dtype && src.numel() == dst.numel(), "copy {} -> {}", src.shape_string(),
+           dst.shape_string());
+  DI_CHECK(src.is_contiguous() && dst.is_contiguous(), "copy needs contiguous tensors");
+  std::memmove(dst.data, src.data, src.nbytes());
+}
+
+void CpuOps::fill(const TensorView& dst, float value) {
+  DI_CHECK(dst.is_contiguous(), "fill needs a contiguous tensor");
+  const int64_t n = dst.numel();
+  switch (dst.dtype) {
+    case DType::kF32: std::fill_n(dst.as<float>(), n, value); break;
+    case DType::kBF16: std::fill_n(dst.as<uint16_t>(), n, tensor::f32_to_bf16(value)); break;
+    case DType::kI32: std::fill_n(dst.as<int32_t>(), n, static_cast<int32_t>(value)); break;
+    default: DI_CHECK(false, "fill of dtype {}", tensor::dtype_name(dst.dtype));
+  }
+}
+
+void CpuOps::embed(const TensorView& ids, const TensorView& table, const TensorView& out) {
+  check_activation(out, "embed");
+  const int64_t T = ids.numel(), D = table.shape[1];
+  DI_CHECK(out.numel() == T * D, "embed out {}", out.shape_string());
+  std::vector<float> row(static_cast<size_t>(D));
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t id = ids.as<const int32_t>()[t];
+    DI_CHECK(id >= 0 && id < table.shape[0], "token id {} outside the vocabulary", id);
+    read_f32(table, id * D, D, row.data());
+    write_f32(out, t * D, D, row.data());
+  }
+}
+
+void CpuOps::broadcast_streams(const TensorView& x, const TensorView& out) {
+  const int64_t T = x.shape[0], D = x.shape[1], hc = out.shape[1];
+  std::vector<float> row(static_cast<size_t>(D));
+  for (int64_t t = 0; t < T; ++t) {
+    read_f32(x, t * D, D, row.data());
+    for (int64_t s = 0; s < hc; ++s) write_f32(out, (t * hc + s) * D, D, row.data());
+  }
+}
+
+void CpuOps::rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
+  check_activation(x, "rms_norm");
+  check_activation(out, "rms_norm");
+  const int64_t rows = n_rows(x), n = row_width(x);
+  std::vector<float> w(static_cast<size_t>(n), 1.0f);
+  if (!weight.empty()) read_f32(weight, 0, n, w.data());
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> v(static_cast<size_t>(n));
+    read_f32(x, r * n, n, v.data());
+    const float ms = dot(v.data(), v.data(), n) / static_cast<float>(n);
+    const float inv = 1.0f / std::sqrt(ms + eps);
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] * inv * w[i];
+    write_f32(out, r * n, n, v.data());
+  }
+}
+
+void CpuOps::add(const TensorView& a, const TensorView& b, const TensorView& out) {
+  DI_CHECK(a.numel() == b.numel() && a.numel() == out.numel(), "add shapes");
+  const int64_t n = a.numel();
+  std::vector<float> va(static_cast<size_t>(n)), vb(static_cast<size_t>(n));
+  read_f32(a, 0, n, va.data());
+  read_f32(b, 0, n, vb.data());
+  for (int64_t i = 0; i < n; ++i) va[i] += vb[i];
+  write_f32(out, 0, n, va.data());
+}
+
+void CpuOps::convert(const TensorView& x, const TensorView& out) {
+  DI_CHECK(x.numel() == out.numel(), "convert shapes");
+  const int64_t n = x.numel();
+  std::vector<float> v(static_cast<size_t>(n));
+  read_f32(x, 0, n, v.data());
+  write_f32(out, 0, n, v.data());
+}
+
+void CpuOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
+  const int64_t n = row_width(x);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    read_f32(x, rows[i] * n, n, v.data());
+    write_f32(out, static_cast<int64_t>(i) * n, n, v.data());
+  }
+}
+
+void CpuOps::swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) {
+  const int64_t n = g.numel();
+  std::vector<float> vg(static_cast<size_t>(n)), vu(static_cast<size_t>(n));
+  read_f32(g, 0, n, vg.data());
+  read_f32(u, 0, n, vu.data());
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = vg[i], ui = vu[i];
+    if (limit > 0) {
+      gi = std::min(gi, limit);  // asymmetric clamp: gate from above only
+      ui = std::clamp(ui, -limit, limit);
+    }
+    vg[i] = gi / (1.0f + std::exp(-gi)) * ui;
+  }
+  write_f32(out, 0, n, vg.data());
+}
+
+}  // namespace deepinfer::ops::cpu

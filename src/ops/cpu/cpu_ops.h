@@ -1,0 +1,72 @@
+// CpuOps: the readable reference implementation of ops::Ops. Scalar F32 math, OpenMP over
+// independent output rows only (never over a reduction), so results are identical for any thread
+// count and batch composition. Used by CI and as the oracle for the CUDA backend.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ops/ops.h"
+#include "tensor/tensor.h"
+
+namespace deepinfer::ops::cpu {
+
+class CpuOps final : public Ops {
+ public:
+  tensor::Device device() const override { return tensor::Device::kCpu; }
+
+  void begin_step() override { workspace_.clear(); }
+  TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  void copy(const TensorView& src, const TensorView& dst) override;
+  void fill(const TensorView& dst, float value) override;
+  void synchronize() override {}
+
+  void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
+  void broadcast_streams(const TensorView& x, const TensorView& out) override;
+  void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) override;
+  void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void convert(const TensorView& x, const TensorView& out) override;
+
+  void linear(const TensorView& x, const LinearWeight& w, const TensorView& y,
+              const LinearOptions& options) override;
+  void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
+                      const LinearOptions& options) override;
+  void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
+
+  void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
+              const TensorView& post, const TensorView& comb) override;
+  void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+               const TensorView& out) override;
+  void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) override;
+
+  void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) override;
+  void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) override;
+  void hadamard_fp4_fake_quant(const TensorView& x) override;
+
+  void window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) override;
+  void compress(const TensorView& kv, const TensorView& score, const TensorView& ape, const BatchView& batch,
+                const EmitPlan& plan, const CompressParams& params, const TensorView& state_kv,
+                const TensorView& state_score, const TensorView& rows) override;
+  void store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) override;
+  void indexer_topk(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
+                    int ratio, int32_t rows_per_block, float weight_scale, const TensorView& idx) override;
+  void sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
+                        const TensorView& comp, const TensorView& comp_idx, const TensorView& sinks,
+                        const BatchView& batch, const AttentionParams& params, const TensorView& out) override;
+
+  void moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
+                 const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
+                 const TensorView& weights) override;
+  void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                   std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
+
+  void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+
+ private:
+  std::vector<tensor::Buffer> workspace_;
+  std::vector<tensor::Buffer> persistent_;
+};
+
+}  // namespace deepinfer::ops::cpu

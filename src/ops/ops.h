@@ -1,0 +1,183 @@
+// ops::Ops — the op interface the DeepSeek-V4 forward is written against, once, for every backend
+// (CPU reference in ops/cpu, CUDA in ops/cuda). Each method is named after the math it performs
+// and documents its shape contract; backends choose kernels/variants inside. Ops write into
+// caller-provided outputs; the only allocations are from the per-step workspace (alloc) or
+// persistent storage (alloc_persistent), both owned by the backend.
+//
+// Activation tensors may be F32 or BF16: the model picks BF16 under the official numerics contract
+// (model_v4_flash.md §3) and F32 for plain dequantised math; every op accepts both and computes in
+// F32. Batch invariance: every output row depends only on its own inputs (no cross-row reduction
+// order depends on the batch), so a sequence's results never change with what else is batched.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "ops/batch.h"
+#include "tensor/linear_weight.h"
+#include "tensor/tensor.h"
+#include "tensor/weight_bundles.h"
+
+namespace deepinfer::ops {
+
+using tensor::CompressorWeights;
+using tensor::ExpertWeights;
+using tensor::HcHeadWeights;
+using tensor::HcWeights;
+using tensor::DType;
+using tensor::LinearWeight;
+using tensor::TensorView;
+
+struct LinearOptions {
+  // > 0: quantise each activation row to FP8 E4M3 with one power-of-two scale per block of this
+  // many input channels before the GEMM (§3.2); 0: use activations as they are.
+  int act_quant_block = 0;
+};
+
+struct HcParams {
+  int sinkhorn_iters = 20;
+  float hc_eps = 1e-6f;
+  float norm_eps = 1e-6f;
+};
+
+// RoPE over the last `n_rope` dims of each head, pairs interleaved (x[2i], x[2i+1]).
+struct RopeParams {
+  TensorView inv_freq;  // [n_rope/2] F32: theta_i after YaRN (model_v4_flash.md §4.4)
+  int n_rope = 0;
+  bool inverse = false;  // rotate by -angle (de-rotation of the attention output)
+};
+
+struct CompressParams {
+  int ratio = 0;
+  bool overlapped = false;  // two series: previous group's first half + current group's second half
+  int64_t dc = 0;           // output row width
+};
+
+struct AttentionParams {
+  int64_t window = 0;        // W
+  int ratio = 0;             // 0: window only
+  bool all_compressed = false;  // HCA: every visible compressed row; CSA: rows listed in comp_idx
+  int32_t rows_per_block = 0;   // compressed rows per history block
+  float softmax_scale = 0.0f;
+};
+
+struct MoeParams {
+  int64_t n_experts_per_tok = 0;
+  float route_scale = 1.0f;
+  float swiglu_limit = 0.0f;  // 0: no clamp
+  int act_quant_block = 0;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual tensor::Device device() const = 0;
+
+  // ---- memory ----
+  // Per-step workspace, valid until the next begin_step().
+  virtual void begin_step() = 0;
+  virtual TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Copies host data into workspace memory on this backend's device.
+  virtual TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops.
+  virtual TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Copies `src` into `dst` (same dtype and numel; either may be on the host).
+  virtual void copy(const TensorView& src, const TensorView& dst) = 0;
+  virtual void fill(const TensorView& dst, float value) = 0;
+  // Waits for queued work (no-op on the CPU).
+  virtual void synchronize() = 0;
+
+  // ---- elementwise / norms ----
+  // out[t] = table[ids[t]]: table [vocab, D] BF16/F32 -> out [T, D].
+  virtual void embed(const TensorView& ids, const TensorView& table, const TensorView& out) = 0;
+  // out[t, s, :] = x[t, :] for every stream s: x [T, D] -> out [T, hc, D].
+  virtual void broadcast_streams(const TensorView& x, const TensorView& out) = 0;
+  // out = x * rsqrt(mean(x^2) + eps) * weight over the last dim; weight [n] or empty (no gain).
+  // x, out: [rows, n] (any leading shape flattened).
+  virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) = 0;
+  // out = a + b (same shapes); out may alias a.
+  virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+  // Converts/copies between activation dtypes with rounding (e.g. F32 accumulator -> BF16).
+  virtual void convert(const TensorView& x, const TensorView& out) = 0;
+
+  // ---- linear algebra ----
+  // y [T, out] = x [T, in] @ W^T for W in any LinearWeight format.
+  virtual void linear(const TensorView& x, const LinearWeight& w, const TensorView& y,
+                      const LinearOptions& options) = 0;
+  // Block-diagonal grouped projection: y[t, g, :] = W_g x[t, g, :] where W_g = rows
+  // [g*R, (g+1)*R) of w. x [T, G, in_g], y [T, G, R].
+  virtual void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
+                              const LinearOptions& options) = 0;
+  // out = silu(min(g, limit)) * clamp(u, -limit, limit) (limit 0: no clamp). g, u, out [T, F].
+  virtual void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) = 0;
+
+  // ---- hyper-connections (model_v4_flash.md §4.2, §4.10) ----
+  // From the streams X [T, hc, D]: u [T, D] = sum_i pre_i X_i, post [T, hc] F32, comb [T, hc, hc] F32
+  // (Sinkhorn-projected; comb[j][k]: source stream j -> destination stream k).
+  virtual void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
+                      const TensorView& post, const TensorView& comb) = 0;
+  // out[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * x[t, j]. o [T, D], x/out [T, hc, D].
+  virtual void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+                       const TensorView& out) = 0;
+  // Final collapse y [T, D] = sum_i (sigmoid(scale * mu_i + base_i) + eps) X_i.
+  virtual void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) = 0;
+
+  // ---- positions and quantisation ----
+  // In-place RoPE on x [N, n_heads, head_dim] at positions [N] I32 (tail dims only).
+  virtual void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) = 0;
+  // In-place FP8 E4M3 quantise-dequantise of dims [0, n_dims) of each row of x [N, width] in
+  // blocks of `block` with power-of-two scales (§3.3 points 1-2).
+  virtual void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) = 0;
+  // In-place normalised Walsh-Hadamard transform of each row of x [N, n] (n a power of two) then
+  // FP4 E2M1 quantise-dequantise in blocks of 32 with power-of-two scales (§3.3 point 3).
+  virtual void hadamard_fp4_fake_quant(const TensorView& x) = 0;
+
+  // ---- KV state ----
+  // Stores the last min(n_tokens, W) raw rows of each sequence into its window ring:
+  // kv [T, d] -> window [n_slots, W, d] at slot position pos % W.
+  virtual void window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) = 0;
+  // Streaming compressor (§4.6): feeds this step's projections kv/score [T, kappa*dc] F32 (score
+  // already without ape) through each sequence's state (state_kv/state_score [n_slots, 2m or m,
+  // kappa*dc] F32) and writes the pooled, un-normalised rows of the groups in `plan` to
+  // rows [n_emit, dc] F32. A sequence whose start_pos is 0 starts from an empty state.
+  virtual void compress(const TensorView& kv, const TensorView& score, const TensorView& ape,
+                        const BatchView& batch, const EmitPlan& plan, const CompressParams& params,
+                        const TensorView& state_kv, const TensorView& state_score, const TensorView& rows) = 0;
+  // pool[plan.dst[i]] = rows[i] for rows not already cached (dst >= 0). pool [n_rows_total, width].
+  virtual void store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) = 0;
+  // Lightning indexer (§4.7): for each token, score the visible indexer keys
+  // (g < floor((pos+1)/ratio)) as sum_h w[t,h] * relu(q[t,h] . key_g) and write the top-k group
+  // indices in ascending order to idx [T, k] (-1 padded; ties: lower index wins).
+  // q [T, Hi, di], w [T, Hi] head weights (multiplied by weight_scale), keys [n_rows_total, di].
+  virtual void indexer_topk(const TensorView& q, const TensorView& w, const TensorView& keys,
+                            const BatchView& batch, int ratio, int32_t rows_per_block, float weight_scale,
+                            const TensorView& idx) = 0;
+  // Sparse shared-KV attention with sinks (§4.8). q [T, H, d]; kv_new [T, d] this step's raw rows;
+  // window [n_slots, W, d] earlier rows; comp [n_rows_total, d] compressed rows (ratio > 0);
+  // comp_idx [T, k] group indices (CSA) or empty (HCA: all visible groups); sinks [H] F32;
+  // out [T, H, d]. Every row is both key and value.
+  virtual void sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
+                                const TensorView& comp, const TensorView& comp_idx, const TensorView& sinks,
+                                const BatchView& batch, const AttentionParams& params, const TensorView& out) = 0;
+
+  // ---- MoE (§4.9) ----
+  // Routing from router logits [T, E] F32: score = sqrt(softplus(logit)); selection = top-k of
+  // score + bias (bias [E] F32), or tid2eid[token_ids] on hash layers (tid2eid [vocab, k] I64);
+  // weights = route_scale * score / sum(selected scores). sel [T, k] I32, weights [T, k] F32.
+  virtual void moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
+                         const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
+                         const TensorView& weights) = 0;
+  // Routed experts: out [T, D] F32 (overwritten) = sum over the token's experts, in ascending expert
+  // id, of W2_e (w * swiglu(W1_e x, W3_e x)). x [T, D]; with BF16 x the expert hidden and output are
+  // rounded to BF16 as the reference stores them.
+  virtual void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                           std::span<const ExpertWeights> experts, const MoeParams& params,
+                           const TensorView& out) = 0;
+
+  // ---- rows ----
+  // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].
+  virtual void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
+};
+
+}  // namespace deepinfer::ops
