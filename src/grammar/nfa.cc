@@ -291,8 +291,15 @@ class SubsetBuilder {
         moves[c].clear();
       }
       touched.clear();
-      for (auto& [label, seeds] : call_moves) raw_.calls[i].push_back({label, intern(closure(seeds))});
-      for (auto& [label, seeds] : token_moves) raw_.tokens[i].push_back({label, intern(closure(seeds))});
+      // intern() may grow raw_, so take the target before indexing into it.
+      for (auto& [label, seeds] : call_moves) {
+        const int32_t t = intern(closure(seeds));
+        raw_.calls[i].push_back({label, t});
+      }
+      for (auto& [label, seeds] : token_moves) {
+        const int32_t t = intern(closure(seeds));
+        raw_.tokens[i].push_back({label, t});
+      }
     }
     return DfaBuilder::minimize(raw_);
   }
