@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -115,7 +115,7 @@ class Manager {
   BlockPool blocks_;
   SlotPool slots_;
   SnapshotPool snapshots_;
-  std::map<SeqId, SeqKv> seqs_;  // ordered, so integrity reports are deterministic
+  std::unordered_map<SeqId, SeqKv> seqs_;  // never iterated on a path that shapes a plan
 };
 
 }  // namespace deepinfer::kv

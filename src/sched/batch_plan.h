@@ -38,7 +38,9 @@ struct SeqPlan {
   // Window rings never held positions below this (cold start: 0; bounded replay: R). The
   // model masks window positions < window_floor.
   int32_t window_floor = 0;
-  bool needs_logits = false;       // last prompt chunk or decode: sample after this step
+  // Last prompt chunk or decode: sample after this step. With drafts, logits are needed for the
+  // last n_draft_tokens + 1 positions (verification), otherwise for the last position only.
+  bool needs_logits = false;
   std::vector<TokenId> token_ids;  // n_tokens_scheduled ids: known tokens, then the drafts
   // Block table diff: truncate the runner's table to n_blocks − new_block_ids.size(), append
   // new_block_ids. block_table_reset: first step of an admission; new_block_ids is the whole table.
@@ -72,6 +74,7 @@ struct SeqEvent {
   std::vector<TokenId> tokens;
   FinishReason finish = FinishReason::kNone;
   int32_t n_drafts_accepted = 0;
+  int32_t n_prompt_cached = 0;  // prompt tokens served from the prefix cache at first admission
 };
 
 // Multi-line dump of a plan for logs and fatal-error reports.

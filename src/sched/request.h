@@ -56,6 +56,7 @@ struct Request {
   int32_t n_preemptions = 0;
   uint64_t arrival_order = 0;
   uint64_t admit_order = 0;               // larger = admitted more recently (preemption victim)
+  int64_t scheduled_step = -1;            // step_id of the last plan that included it
   std::vector<TokenId> draft_tokens;      // proposed for the next step; consumed by schedule()
   FinishReason pending_finish = FinishReason::kNone;  // abort/finish while its plan is in flight
 

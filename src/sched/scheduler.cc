@@ -74,11 +74,15 @@ void Scheduler::release(SeqId id, FinishReason reason) {
 
 Status Scheduler::abort(SeqId id) { return finish(id, FinishReason::kAborted); }
 
+bool Scheduler::is_in_flight(const Request& req) const {
+  return in_flight_step_ && req.scheduled_step == static_cast<int64_t>(*in_flight_step_);
+}
+
 Status Scheduler::finish(SeqId id, FinishReason reason) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return not_found("request {}: not found (finished or never added)", id);
   if (reason == FinishReason::kNone) return invalid_argument("request {}: finish without a reason", id);
-  if (in_flight_.contains(id)) {
+  if (is_in_flight(it->second)) {
     // Its blocks may be written by the step in flight: free them in update().
     if (it->second.pending_finish == FinishReason::kNone) it->second.pending_finish = reason;
     return Status::ok();

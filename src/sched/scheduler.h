@@ -9,9 +9,8 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
+#include <unordered_map>
 #include <optional>
-#include <set>
 #include <span>
 #include <vector>
 
@@ -89,7 +88,8 @@ class Scheduler {
   void emit(Request& req, StepState& step, int32_t n_real, int32_t n_drafts, int32_t boundary,
             std::vector<kv::BlockId> new_blocks, bool reset, StateInit init, kv::SnapshotId restore);
   void preempt(SeqId victim, StepState& step);
-  SeqId pick_victim(const std::set<SeqId>& scheduled) const;
+  SeqId pick_victim(uint64_t step_id) const;
+  bool is_in_flight(const Request& req) const;
 
   Status validate_outputs(const BatchPlan& plan, std::span<const SeqOutput> outputs) const;
   std::optional<SeqEvent> apply_output(const SeqPlan& sp, const SeqOutput& out);
@@ -99,11 +99,12 @@ class Scheduler {
   SchedulerConfig config_;
   kv::Manager kv_;
   int32_t max_seq_tokens_ = 0;
-  std::map<SeqId, Request> requests_;  // live requests (waiting, preempted, running)
+  // Live requests (waiting, preempted, running). Plans follow running_/waiting_ order, never
+  // this map's iteration order.
+  std::unordered_map<SeqId, Request> requests_;
   std::deque<SeqId> waiting_;          // FCFS; preempted requests re-enter at the front
   std::vector<SeqId> running_;         // admission order: the back is the next victim
-  std::set<SeqId> in_flight_;          // sequences of the plan awaiting update()
-  std::optional<uint64_t> in_flight_step_;
+  std::optional<uint64_t> in_flight_step_;  // plan awaiting update(); its seqs carry its step_id
   std::vector<SeqId> finished_since_plan_;
   std::vector<SeqId> aborted_since_plan_;
   uint64_t next_step_ = 0;

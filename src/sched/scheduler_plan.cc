@@ -12,7 +12,6 @@ namespace deepinfer::sched {
 struct Scheduler::StepState {
   BatchPlan plan;
   int32_t budget = 0;
-  std::set<SeqId> scheduled;
 };
 
 BatchPlan Scheduler::schedule() {
@@ -42,10 +41,7 @@ BatchPlan Scheduler::schedule() {
     }
   }
   for (auto& [id, req] : requests_) req.draft_tokens.clear();  // drafts are valid for one step
-  if (!step.plan.seqs.empty()) {
-    in_flight_step_ = step.plan.step_id;
-    in_flight_ = std::move(step.scheduled);
-  }
+  if (!step.plan.seqs.empty()) in_flight_step_ = step.plan.step_id;
   return std::move(step.plan);
 }
 
@@ -75,9 +71,9 @@ int32_t Scheduler::cut_at_snapshot(const Request& req, int32_t first, int32_t n_
   return n_real;
 }
 
-SeqId Scheduler::pick_victim(const std::set<SeqId>& scheduled) const {
+SeqId Scheduler::pick_victim(uint64_t step_id) const {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    if (!scheduled.contains(*it)) return *it;
+    if (requests_.at(*it).scheduled_step != static_cast<int64_t>(step_id)) return *it;
   }
   DI_CHECK(false, "no preemption victim: every running request is already scheduled");
   return 0;
@@ -107,7 +103,7 @@ void Scheduler::schedule_running(Request& req, StepState& step) {
   if (n_drafts == 0) n_real = cut_at_snapshot(req, req.n_computed, n_real, req.n_hit_boundary, &boundary);
   std::optional<std::vector<kv::BlockId>> fresh;
   while (!(fresh = kv_.allocate(req.id, n_real + n_drafts))) {
-    const SeqId victim = pick_victim(step.scheduled);
+    const SeqId victim = pick_victim(step.plan.step_id);
     preempt(victim, step);
     if (victim == req.id) return;
   }
@@ -171,7 +167,7 @@ void Scheduler::emit(Request& req, StepState& step, int32_t n_real, int32_t n_dr
   }
   step.budget -= sp.n_tokens_scheduled;
   step.plan.n_tokens_scheduled += sp.n_tokens_scheduled;
-  step.scheduled.insert(req.id);
+  req.scheduled_step = static_cast<int64_t>(step.plan.step_id);
   step.plan.seqs.push_back(std::move(sp));
 }
 

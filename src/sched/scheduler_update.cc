@@ -50,7 +50,6 @@ Result<std::vector<SeqEvent>> Scheduler::update(const BatchPlan& plan, std::span
   std::vector<SeqEvent> events;
   if (plan.seqs.empty()) return events;
   in_flight_step_.reset();
-  in_flight_.clear();
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (std::optional<SeqEvent> e = apply_output(plan.seqs[i], outputs[i])) events.push_back(std::move(*e));
   }
@@ -81,7 +80,7 @@ std::optional<SeqEvent> Scheduler::apply_output(const SeqPlan& sp, const SeqOutp
   req.n_computed = n_valid;
   req.state = n_valid == req.n_tokens() - 1 ? RequestState::kDecode : RequestState::kPrefill;
 
-  SeqEvent ev{req.id, out.tokens, out.finish, n_accepted};
+  SeqEvent ev{req.id, out.tokens, out.finish, n_accepted, std::max(req.n_prompt_cached, 0)};
   if (ev.finish == FinishReason::kNone && !out.tokens.empty()) ev.finish = length_finish(req);
   if (ev.finish != FinishReason::kNone) release(req.id, ev.finish);
   if (ev.tokens.empty() && ev.finish == FinishReason::kNone) return std::nullopt;

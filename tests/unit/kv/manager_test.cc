@@ -71,6 +71,8 @@ TEST_F(ManagerTest, AdmitAllocateCommitFree) {
   EXPECT_FALSE(kv_->block_pool().hash(1).has_value()) << "block 1 holds only 2 computed positions";
   EXPECT_EQ(*kv_->allocate(7, 4), (Ids{2}));
   EXPECT_EQ(*kv_->allocate(7, 2), Ids{}) << "already covered";
+  kv_->commit(7, hashes(tokens), 7);
+  EXPECT_FALSE(kv_->block_pool().hash(1).has_value()) << "3 of 4 positions: still being written";
   kv_->commit(7, hashes(tokens), 10);
   EXPECT_TRUE(kv_->block_pool().hash(1).has_value());
   EXPECT_EQ(kv_->n_tokens_computed(7), 10);

@@ -61,6 +61,9 @@ TEST(SchedulerPrefix, HitSharesBlocksAndReplaysTheLastWindow) {
   EXPECT_EQ(s.seq_id, 4);
   EXPECT_EQ(s.n_history_cached, 0);
   EXPECT_EQ(s.first_position, 0);
+  EXPECT_EQ(h.last_events.at(0).n_prompt_cached, 12) << "request 2's event";
+  EXPECT_EQ(h.last_events.at(1).n_prompt_cached, 8);
+  EXPECT_EQ(h.last_events.at(2).n_prompt_cached, 0);
   EXPECT_EQ(h.sched().stats().n_tokens_prefix_hit, 12 + 8);
   EXPECT_EQ(h.sched().stats().n_tokens_replayed, 2 + 2);
   h.run_to_completion();
