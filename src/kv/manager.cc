@@ -66,6 +66,12 @@ PrefixMatch Manager::match_prefix(std::span<const BlockHash> hashes, int32_t n_t
   return m;
 }
 
+PrefixMatch Manager::match_prefix(std::span<const TokenId> tokens, uint64_t cache_salt) const {
+  std::vector<BlockHash> hashes;
+  hasher_.extend(tokens, hasher_.root(cache_salt), &hashes);
+  return match_prefix(hashes, static_cast<int32_t>(tokens.size()));
+}
+
 std::optional<SlotId> Manager::admit(SeqId seq, const PrefixMatch& match, int32_t n_new_tokens) {
   DI_CHECK(!seqs_.contains(seq), "kv manager: sequence {} admitted twice", seq);
   DI_CHECK(n_new_tokens >= 0 && match.replay_start <= match.n_tokens_cached, "bad admission of {}", seq);

@@ -49,6 +49,9 @@ class Manager {
   // deepest snapshot S among the matched boundaries when S ≥ R (restoring is then no more work
   // than replaying); otherwise replay_start = R. Pure lookup: nothing is pinned or touched.
   PrefixMatch match_prefix(std::span<const BlockHash> hashes, int32_t n_tokens) const;
+  // Same, hashing `tokens` first (routers, metrics). Callers that match repeatedly should keep
+  // the hashes, as the scheduler does, so each block is hashed once.
+  PrefixMatch match_prefix(std::span<const TokenId> tokens, uint64_t cache_salt) const;
 
   // Starts tracking `seq`: takes a state slot, shares match.blocks, pins match.snapshot and
   // allocates blocks so the table covers replay_start + n_new_tokens positions. nullopt (and no

@@ -116,6 +116,8 @@ TEST_F(ManagerTest, MatchNeverCoversTheLastToken) {
   EXPECT_EQ(kv_->match_prefix(hashes(same8), 8).n_tokens_cached, 4) << "8 tokens: one must run";
   EXPECT_EQ(kv_->match_prefix(hashes(a), 9).n_tokens_cached, 8);
   EXPECT_EQ(kv_->match_prefix(hashes(a), 1).n_tokens_cached, 0);
+  EXPECT_EQ(kv_->match_prefix(std::span<const TokenId>(a), 0).n_tokens_cached, 8) << "token overload";
+  EXPECT_EQ(kv_->match_prefix(std::span<const TokenId>(a), 5).n_tokens_cached, 0) << "another salt";
 }
 
 TEST_F(ManagerTest, FreedCachedBlocksAreEvictedLeastRecentlyUsedFirst) {
