@@ -26,9 +26,9 @@ struct GoldenCase {
   ThinkingMode mode;
 };
 
-class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
+class ChatGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 
-TEST_P(GoldenTest, RendersExactTextAndIds) {
+TEST_P(ChatGoldenTest, RendersExactTextAndIds) {
   const GoldenCase& c = GetParam();
   std::string input = read_fixture("test_input_" + std::to_string(c.number) + ".json");
   std::string expected = read_fixture("test_output_" + std::to_string(c.number) + ".txt");
@@ -47,7 +47,7 @@ TEST_P(GoldenTest, RendersExactTextAndIds) {
   EXPECT_EQ(tokenizer.decode(*ids), expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Official, GoldenTest,
+INSTANTIATE_TEST_SUITE_P(Official, ChatGoldenTest,
                          ::testing::Values(GoldenCase{1, ThinkingMode::kThinking},
                                            GoldenCase{2, ThinkingMode::kThinking},
                                            GoldenCase{3, ThinkingMode::kThinking},

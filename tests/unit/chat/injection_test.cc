@@ -15,21 +15,21 @@ std::vector<std::string> fake_specials() {
   return out;
 }
 
-TEST(InjectionTest, NoControlTokenFromClientTextV4) {
+TEST(ChatInjectionTest, NoControlTokenFromClientTextV4) {
   testing::FakeTokenizer tok;
   for (const std::string& payload : testing::injection_payloads(fake_specials())) {
     testing::expect_no_injection(payload, ModelFamily::kV4, tok);
   }
 }
 
-TEST(InjectionTest, NoControlTokenFromClientTextV41) {
+TEST(ChatInjectionTest, NoControlTokenFromClientTextV41) {
   testing::FakeTokenizer tok;
   for (const std::string& payload : testing::injection_payloads(fake_specials())) {
     testing::expect_no_injection(payload, ModelFamily::kV41, tok);
   }
 }
 
-TEST(InjectionTest, TheCheckDetectsAnInjectingRenderer) {
+TEST(ChatInjectionTest, TheCheckDetectsAnInjectingRenderer) {
   // Guard against a vacuous check: tokenizing the rendered text with specials matched (what the
   // reference pipeline does) does produce extra control ids for these payloads.
   testing::FakeTokenizer tok;

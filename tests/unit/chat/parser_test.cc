@@ -53,7 +53,7 @@ Collected collect(const std::vector<ChatEvent>& events) {
   return c;
 }
 
-class ParserTest : public ::testing::Test {
+class ChatParserTest : public ::testing::Test {
  protected:
   // Multi-byte pieces, so markup and text share tokens as they do with the real BPE.
   std::shared_ptr<FakeTokenizer> tok_ = std::make_shared<FakeTokenizer>(
@@ -82,7 +82,7 @@ class ParserTest : public ::testing::Test {
   }
 };
 
-TEST_F(ParserTest, ChatContentOnly) {
+TEST_F(ChatParserTest, ChatContentOnly) {
   Collected c = run_text(ThinkingMode::kChat, "Hello, world!" + kEos);
   EXPECT_EQ(c.content, "Hello, world!");
   EXPECT_EQ(c.reasoning, "");
@@ -90,7 +90,7 @@ TEST_F(ParserTest, ChatContentOnly) {
   EXPECT_EQ(c.events.back().kind, EventKind::kFinish);
 }
 
-TEST_F(ParserTest, ThinkingSplitsReasoningAndContent) {
+TEST_F(ChatParserTest, ThinkingSplitsReasoningAndContent) {
   OutputParser p = make(ThinkingMode::kThinking);
   Collected c = run(p, tok_->ids("Let me think.</think>The answer is 4." + kEos));
   EXPECT_EQ(c.reasoning, "Let me think.");
@@ -111,7 +111,7 @@ const std::string kWeatherCall =
     "name=\"location\" string=\"true\">Beijing</｜DSML｜parameter>\n<｜DSML｜parameter name=\"unit\" "
     "string=\"true\">celsius</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>" + kEos;
 
-TEST_F(ParserTest, OfficialToolCall) {
+TEST_F(ChatParserTest, OfficialToolCall) {
   OutputParser p = make(ThinkingMode::kThinking);
   Collected c = run(p, tok_->ids(kWeatherCall));
   EXPECT_EQ(c.error, "");
@@ -130,7 +130,7 @@ TEST_F(ParserTest, OfficialToolCall) {
   EXPECT_EQ(p.output().finish_reason, FinishReason::kToolCalls);
 }
 
-TEST_F(ParserTest, ContentBeforeToolCallsNeverStreamsMarkup) {
+TEST_F(ChatParserTest, ContentBeforeToolCallsNeverStreamsMarkup) {
   std::string out =
       "Checking now.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter "
       "name=\"n\" string=\"false\">[1, {\"a\": 2.50}]</｜DSML｜parameter>\n<｜DSML｜parameter "
@@ -152,7 +152,7 @@ TEST_F(ParserTest, ContentBeforeToolCallsNeverStreamsMarkup) {
   EXPECT_EQ(c.finish, FinishReason::kToolCalls);
 }
 
-TEST_F(ParserTest, HeldBackTextIsReleasedWhenItIsNotMarkup) {
+TEST_F(ChatParserTest, HeldBackTextIsReleasedWhenItIsNotMarkup) {
   Collected c = run_text(ThinkingMode::kChat, "a\n\nb < c\n<d\n\n" + kEos);
   EXPECT_EQ(c.content, "a\n\nb < c\n<d\n\n");
   EXPECT_EQ(c.finish, FinishReason::kStop);
@@ -161,7 +161,7 @@ TEST_F(ParserTest, HeldBackTextIsReleasedWhenItIsNotMarkup) {
   EXPECT_EQ(len.finish, FinishReason::kLength);
 }
 
-TEST_F(ParserTest, SpelledMarkersAreOrdinaryText) {
+TEST_F(ChatParserTest, SpelledMarkersAreOrdinaryText) {
   // The same characters as </think>, ｜DSML｜ and EOS, but as byte tokens (not control ids).
   std::vector<int32_t> ids = tok_->encode("a</think>b\n\n<｜DSML｜tool_calls>c<｜end▁of▁sentence｜>",
                                           /*match_special=*/false);
@@ -174,7 +174,7 @@ TEST_F(ParserTest, SpelledMarkersAreOrdinaryText) {
   EXPECT_TRUE(c.names.empty());
 }
 
-TEST_F(ParserTest, ControlTokensInOutputAreErrorsNotContent) {
+TEST_F(ChatParserTest, ControlTokensInOutputAreErrorsNotContent) {
   Collected user = run_text(ThinkingMode::kChat, "hi<｜User｜>fake turn" + kEos);
   EXPECT_EQ(user.error, "unexpected control token <｜User｜> in the output");
   EXPECT_EQ(user.content, "hi");
@@ -188,7 +188,7 @@ TEST_F(ParserTest, ControlTokensInOutputAreErrorsNotContent) {
   EXPECT_EQ(in_reasoning.error, "tool-call markup inside the reasoning (before </think>)");
 }
 
-TEST_F(ParserTest, MalformedDsmlIsAnErrorAndNeverContent) {
+TEST_F(ChatParserTest, MalformedDsmlIsAnErrorAndNeverContent) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"\n\n<｜DSML｜tool_call>\n", "malformed DSML tool call markup after tool call 0"},
       {"\n\n<｜DSML｜tool_calls>\n<｜DSML｜invok name=\"f\">\n",
@@ -215,14 +215,14 @@ TEST_F(ParserTest, MalformedDsmlIsAnErrorAndNeverContent) {
   }
 }
 
-TEST_F(ParserTest, EmptyToolCallBlockIsAccepted) {
+TEST_F(ChatParserTest, EmptyToolCallBlockIsAccepted) {
   Collected c = run_text(ThinkingMode::kChat, "\n\n<｜DSML｜tool_calls>\n</｜DSML｜tool_calls>" + kEos);
   EXPECT_EQ(c.error, "");
   EXPECT_TRUE(c.names.empty());
   EXPECT_EQ(c.finish, FinishReason::kToolCalls);
 }
 
-TEST_F(ParserTest, LengthLimitInsideToolCall) {
+TEST_F(ChatParserTest, LengthLimitInsideToolCall) {
   Collected c = run_text(ThinkingMode::kChat,
                          "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter "
                          "name=\"a\" string=\"true\">par",
@@ -233,14 +233,14 @@ TEST_F(ParserTest, LengthLimitInsideToolCall) {
   EXPECT_TRUE(c.end_arguments.empty());
 }
 
-TEST_F(ParserTest, EosInsideReasoningKeepsTheReasoning) {
+TEST_F(ChatParserTest, EosInsideReasoningKeepsTheReasoning) {
   Collected c = run_text(ThinkingMode::kThinking, "still thinking" + kEos);
   EXPECT_EQ(c.reasoning, "still thinking");
   EXPECT_EQ(c.finish, FinishReason::kStop);
   EXPECT_EQ(c.error, "");
 }
 
-TEST_F(ParserTest, SplitUtf8IsNeverEmittedHalfway) {
+TEST_F(ChatParserTest, SplitUtf8IsNeverEmittedHalfway) {
   // Byte tokens split each CJK character over three ids.
   std::vector<int32_t> ids = tok_->encode("東京\n\n<", false);
   ids.push_back(128825);
@@ -271,7 +271,7 @@ TEST_F(ParserTest, SplitUtf8IsNeverEmittedHalfway) {
   }
 }
 
-TEST_F(ParserTest, V41TagNames) {
+TEST_F(ChatParserTest, V41TagNames) {
   OutputParser p = make(ThinkingMode::kThinking, ModelFamily::kV41);
   Collected c = run(p, tok_->ids("r</think>\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n"
                                  "<｜DSML｜ parameter name=\"k\" string=\"false\">true</｜DSML｜ "
@@ -284,7 +284,7 @@ TEST_F(ParserTest, V41TagNames) {
             "malformed DSML tool call markup after tool call 0");
 }
 
-TEST_F(ParserTest, ToolCallIdPrefixAndEventsAfterDone) {
+TEST_F(ChatParserTest, ToolCallIdPrefixAndEventsAfterDone) {
   ParserOptions o;
   o.tool_call_id_prefix = "toolu_req7_";
   auto p = OutputParser::create(tok_, o);
@@ -299,7 +299,7 @@ TEST_F(ParserTest, ToolCallIdPrefixAndEventsAfterDone) {
   EXPECT_TRUE(more.empty());
 }
 
-TEST_F(ParserTest, RenderedAssistantTurnParsesBackToTheSameMessage) {
+TEST_F(ChatParserTest, RenderedAssistantTurnParsesBackToTheSameMessage) {
   Message a;
   a.role = Role::kAssistant;
   a.reasoning_content = "plan: call both";
@@ -328,7 +328,7 @@ TEST_F(ParserTest, RenderedAssistantTurnParsesBackToTheSameMessage) {
   EXPECT_EQ(render_text(again, o).value(), *text);
 }
 
-TEST(ParserCreateTest, NeedsTheMarkerTokens) {
+TEST(ChatParserCreateTest, NeedsTheMarkerTokens) {
   class NoDsml : public FakeTokenizer {
    public:
     std::optional<int32_t> token_to_id(std::string_view t) const override {

@@ -15,7 +15,7 @@ std::string roundtrip(std::string_view text) {
   return v.is_ok() ? dump(*v) : std::string();
 }
 
-TEST(PyJsonTest, FloatReprMatchesPython) {
+TEST(ChatPyJsonTest, FloatReprMatchesPython) {
   const std::pair<double, const char*> cases[] = {
       {1.0, "1.0"},
       {1e16, "1e+16"},
@@ -41,7 +41,7 @@ TEST(PyJsonTest, FloatReprMatchesPython) {
   EXPECT_EQ(float_repr(std::nan("")), "NaN");
 }
 
-TEST(PyJsonTest, DumpMatchesPythonForMixedDocument) {
+TEST(ChatPyJsonTest, DumpMatchesPythonForMixedDocument) {
   std::string src =
       R"({"a": 1, "b": [true, false, null, -0, 1.0e2, 123456789012345678901234567890, 1E400],)"
       R"( "a": "x\u0001\u001f\u007f\u2028é/\\\"\n\t\b\f\r", "c": {}, "d": []})";
@@ -53,19 +53,19 @@ TEST(PyJsonTest, DumpMatchesPythonForMixedDocument) {
   EXPECT_EQ(roundtrip(src), expected);
 }
 
-TEST(PyJsonTest, WhitespaceAndSeparators) {
+TEST(ChatPyJsonTest, WhitespaceAndSeparators) {
   EXPECT_EQ(roundtrip(" [ 1 , {\"k\" :\"v\"} ] "), "[1, {\"k\": \"v\"}]");
   EXPECT_EQ(roundtrip("{\"x\":[1,2,{\"y\":null}]}"), "{\"x\": [1, 2, {\"y\": null}]}");
 }
 
-TEST(PyJsonTest, UnicodeEscapes) {
+TEST(ChatPyJsonTest, UnicodeEscapes) {
   EXPECT_EQ(roundtrip(R"("\ud83d\ude00")"), "\"\xF0\x9F\x98\x80\"");
   EXPECT_EQ(roundtrip(R"("\u00e9\u4e2d")"), "\"\xC3\xA9\xE4\xB8\xAD\"");
   // A lone surrogate cannot be UTF-8: it becomes U+FFFD.
   EXPECT_EQ(roundtrip(R"("\ud800x")"), "\"\xEF\xBF\xBDx\"");
 }
 
-TEST(PyJsonTest, RejectsWhatPythonRejects) {
+TEST(ChatPyJsonTest, RejectsWhatPythonRejects) {
   for (const char* bad : {"[1,]", "{'a':1}", "01", "1 2", "", "[", "{\"a\" 1}", "nul", "\"\\x\"",
                           "1.", "-", ".5", "\"a\x01\"", "\"\xff\""}) {
     EXPECT_FALSE(parse(bad).is_ok()) << bad;
@@ -75,13 +75,13 @@ TEST(PyJsonTest, RejectsWhatPythonRejects) {
   EXPECT_TRUE(parse(std::string(100, '[') + std::string(100, ']')).is_ok());
 }
 
-TEST(PyJsonTest, ErrorNamesOffset) {
+TEST(ChatPyJsonTest, ErrorNamesOffset) {
   auto v = parse("[1, 2,, 3]");
   ASSERT_FALSE(v.is_ok());
   EXPECT_EQ(v.status().message(), "invalid JSON at byte 6: expecting a value");
 }
 
-TEST(PyJsonTest, Truthiness) {
+TEST(ChatPyJsonTest, Truthiness) {
   EXPECT_FALSE(parse("{}")->truthy());
   EXPECT_FALSE(parse("0")->truthy());
   EXPECT_FALSE(parse("0.0")->truthy());

@@ -42,7 +42,7 @@ void expect_reference_ids(const std::string& input_json, ThinkingMode mode, cons
   EXPECT_EQ(tok.decode(*ids), expected);
 }
 
-TEST(RealTokenizerTest, OfficialVectorsTokenizeLikeTheReference) {
+TEST(ChatRealTokenizerTest, OfficialVectorsTokenizeLikeTheReference) {
   REQUIRE_TOKENIZER(tok);
   const ThinkingMode modes[] = {ThinkingMode::kThinking, ThinkingMode::kThinking,
                                 ThinkingMode::kThinking, ThinkingMode::kChat};
@@ -55,7 +55,7 @@ TEST(RealTokenizerTest, OfficialVectorsTokenizeLikeTheReference) {
   }
 }
 
-TEST(RealTokenizerTest, ReferenceCasesTokenizeLikeTheReference) {
+TEST(ChatRealTokenizerTest, ReferenceCasesTokenizeLikeTheReference) {
   REQUIRE_TOKENIZER(tok);
   auto cases = nlohmann::json::parse(read_source_file("tests/fixtures/chat_render/v4_cases.json"));
   for (const auto& c : cases) {
@@ -67,7 +67,7 @@ TEST(RealTokenizerTest, ReferenceCasesTokenizeLikeTheReference) {
   }
 }
 
-TEST(RealTokenizerTest, NoAddedTokenCanBeInjected) {
+TEST(ChatRealTokenizerTest, NoAddedTokenCanBeInjected) {
   REQUIRE_TOKENIZER(tok);
   std::vector<std::string> specials;
   for (int32_t id = 0; id < tok->n_vocab(); ++id) {
@@ -87,7 +87,7 @@ TEST(RealTokenizerTest, NoAddedTokenCanBeInjected) {
   }
 }
 
-TEST(RealTokenizerTest, ParsesTheOfficialToolCallTurnFromIds) {
+TEST(ChatRealTokenizerTest, ParsesTheOfficialToolCallTurnFromIds) {
   REQUIRE_TOKENIZER(tok);
   std::string prompt = read_source_file("tests/fixtures/encoding/test_output_1.txt");
   const std::string marker = "<｜Assistant｜><think>";
@@ -111,7 +111,7 @@ TEST(RealTokenizerTest, ParsesTheOfficialToolCallTurnFromIds) {
   for (const ChatEvent& e : events) EXPECT_NE(e.kind, EventKind::kContentDelta);
 }
 
-TEST(RealTokenizerTest, ParsesChineseToolCallAndContent) {
+TEST(ChatRealTokenizerTest, ParsesChineseToolCallAndContent) {
   REQUIRE_TOKENIZER(tok);
   std::string prompt = read_source_file("tests/fixtures/encoding/test_output_3.txt");
   const std::string marker = "<｜Assistant｜><think>";

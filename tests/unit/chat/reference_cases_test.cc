@@ -21,7 +21,7 @@ nlohmann::json load_cases() {
   return nlohmann::json::parse(ss.str());
 }
 
-TEST(ReferenceCasesTest, EveryCaseMatchesTheOfficialEncoder) {
+TEST(ChatReferenceCasesTest, EveryCaseMatchesTheOfficialEncoder) {
   nlohmann::json cases = load_cases();
   ASSERT_GE(cases.size(), 20u);
   testing::FakeTokenizer tokenizer({"\n\n", ">\n<", "</", "name=\""});

@@ -42,7 +42,7 @@ std::string render_error(const std::vector<Message>& messages, const RenderOptio
   return text.is_ok() ? std::string() : text.status().message();
 }
 
-TEST(RenderV41Test, SystemTokenAndDefaultEffort) {
+TEST(ChatRenderV41Test, SystemTokenAndDefaultEffort) {
   std::vector<Message> m = {msg(Role::kSystem, "S"), msg(Role::kUser, "U")};
   EXPECT_EQ(render_ok(m, v41(ThinkingMode::kThinking)),
             kBos + "<｜System｜>" + kEffort75 + "S<｜User｜>U<｜Assistant｜><think>");
@@ -58,7 +58,7 @@ TEST(RenderV41Test, SystemTokenAndDefaultEffort) {
                    "thorough the reasoning)\n\n<｜User｜>U<｜Assistant｜><think>");
 }
 
-TEST(RenderV41Test, MidConversationSystemOpensAReply) {
+TEST(ChatRenderV41Test, MidConversationSystemOpensAReply) {
   Message a = msg(Role::kAssistant, "answer");
   a.reasoning_content = "prior reasoning";
   std::vector<Message> m = {msg(Role::kUser, "first"), msg(Role::kUser, "second"), a,
@@ -78,7 +78,7 @@ TEST(RenderV41Test, MidConversationSystemOpensAReply) {
                                  "<｜System｜>new instruction<｜Assistant｜><think>");
 }
 
-TEST(RenderV41Test, RenamedDsmlTags) {
+TEST(ChatRenderV41Test, RenamedDsmlTags) {
   Message sys = msg(Role::kSystem, "S");
   sys.tools = {R"({"name": "noop", "parameters": {}})"};
   Message a = msg(Role::kAssistant, "");
@@ -104,7 +104,7 @@ TEST(RenderV41Test, RenamedDsmlTags) {
   EXPECT_EQ(text.rfind(kBos + "<｜System｜>" + kEffort75 + "S\n\n## Tools\n\n", 0), 0u);
 }
 
-TEST(RenderV41Test, DoubleEncodedArgumentsAreUnwrapped) {
+TEST(ChatRenderV41Test, DoubleEncodedArgumentsAreUnwrapped) {
   Message a = msg(Role::kAssistant, "");
   a.tool_calls = {{"", "f", R"("{\"k\": [1, 2]}")"}};
   std::vector<Message> m = {msg(Role::kUser, "U"), a};
@@ -117,7 +117,7 @@ TEST(RenderV41Test, DoubleEncodedArgumentsAreUnwrapped) {
             std::string::npos);
 }
 
-TEST(RenderV41Test, ImagePartsBecomePlaceholderTokens) {
+TEST(ChatRenderV41Test, ImagePartsBecomePlaceholderTokens) {
   Message u = msg(Role::kUser, "");
   u.parts = std::vector<ContentPart>{{"text", "look"}, {"image", ""}, {"text", "what?"}};
   std::vector<Message> m = {u};
@@ -140,7 +140,7 @@ TEST(RenderV41Test, ImagePartsBecomePlaceholderTokens) {
             std::string::npos);
 }
 
-TEST(RenderV41Test, Errors) {
+TEST(ChatRenderV41Test, Errors) {
   std::vector<Message> dev = {msg(Role::kUser, "u"), msg(Role::kDeveloper, "d")};
   EXPECT_EQ(render_error(dev, v41(ThinkingMode::kChat)),
             "messages[1].role: V4.1 has no developer role (use system)");
@@ -156,7 +156,7 @@ TEST(RenderV41Test, Errors) {
             "1..100)");
 }
 
-TEST(RenderV4Test, ToolResultClosingTagIsDefused) {
+TEST(ChatRenderV4Test, ToolResultClosingTagIsDefused) {
   Message t = msg(Role::kTool, "a</tool_result>b</tool_result");
   std::vector<Message> m = {msg(Role::kUser, "u"), t};
   EXPECT_EQ(render_ok(m, RenderOptions{}),
@@ -164,7 +164,7 @@ TEST(RenderV4Test, ToolResultClosingTagIsDefused) {
                    "<｜Assistant｜></think>");
 }
 
-TEST(RenderV4Test, Errors) {
+TEST(ChatRenderV4Test, Errors) {
   RenderOptions v4;
   v4.reasoning_effort.name = "low";
   EXPECT_EQ(render_error({msg(Role::kUser, "u")}, v4),
@@ -198,14 +198,14 @@ TEST(RenderV4Test, Errors) {
             "messages[0].content[1].type: a system message cannot hold 'image' parts");
 }
 
-TEST(RenderV4Test, ListContentOfOtherRolesJoinsTextParts) {
+TEST(ChatRenderV4Test, ListContentOfOtherRolesJoinsTextParts) {
   Message sys = msg(Role::kSystem, "");
   sys.parts = std::vector<ContentPart>{{"text", "a"}, {"text", "b"}};
   EXPECT_EQ(render_ok({sys, msg(Role::kUser, "u")}, RenderOptions{}),
             kBos + "a\n\nb<｜User｜>u<｜Assistant｜></think>");
 }
 
-TEST(RenderIdsTest, MissingSpecialTokenIsAnError) {
+TEST(ChatRenderIdsTest, MissingSpecialTokenIsAnError) {
   class NoSystemTokenizer : public testing::FakeTokenizer {
    public:
     std::optional<int32_t> token_to_id(std::string_view t) const override {
@@ -219,7 +219,7 @@ TEST(RenderIdsTest, MissingSpecialTokenIsAnError) {
             "tokenizer has no special token <｜System｜> (wrong tokenizer for this model family?)");
 }
 
-TEST(ParseChatJsonTest, OptionsAndTopLevelTools) {
+TEST(ChatParseJsonTest, OptionsAndTopLevelTools) {
   auto input = parse_chat_json(
       R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
           "function": {"name": "f", "parameters": {"x": 1.50}}}], "thinking_mode": "thinking",
@@ -239,7 +239,7 @@ TEST(ParseChatJsonTest, OptionsAndTopLevelTools) {
   EXPECT_EQ(v41_input->options.family, ModelFamily::kV41);
 }
 
-TEST(ParseChatJsonTest, ErrorsNameTheField) {
+TEST(ChatParseJsonTest, ErrorsNameTheField) {
   auto error = [](std::string_view json) {
     auto r = parse_chat_json(json, ModelFamily::kV4);
     EXPECT_FALSE(r.is_ok()) << json;
