@@ -1,0 +1,83 @@
+// The protocol-neutral request every API adapter produces (conversation + render options +
+// sampling + tool choice), and what the response side needs (ids, usage). An adapter parses one
+// API's JSON into a ChatRequest; prompt_ids() renders it; an OutputParser made with
+// parser_options() turns generated ids into events, which the adapter's streamer or response
+// builder turns back into that API's JSON. Plain data; no HTTP, no engine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/chat.h"
+#include "deepinfer/sampling.h"
+#include "deepinfer/status.h"
+#include "deepinfer/tokenizer.h"
+
+namespace deepinfer::protocol {
+
+// Request bodies must be parsed as ordered_json: tool schemas are rendered in the client's key
+// order, as the official encoder does.
+using Json = nlohmann::ordered_json;
+
+enum class Api : uint8_t { kChatCompletions, kResponses, kAnthropicMessages };
+
+enum class ToolChoiceMode : uint8_t { kAuto, kNone, kRequired, kNamed };
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::kAuto;
+  std::string name;  // kNamed
+};
+
+// Server-wide settings an adapter needs.
+struct ProtocolOptions {
+  chat::ModelFamily family = chat::ModelFamily::kV4;
+  bool thinking_by_default = true;  // when the request says nothing about thinking
+};
+
+struct ChatRequest {
+  Api api = Api::kChatCompletions;
+  std::string model;
+  std::vector<chat::Message> messages;  // tools / response format already attached
+  chat::RenderOptions render;
+  SamplingParams sampling;
+  // tool_choice "none" removes the tools from the prompt; required/named must be enforced by
+  // constrained decoding (the grammar module), it is only recorded here.
+  ToolChoice tool_choice;
+  std::vector<std::string> tool_names;  // declared tools, in order
+  std::string response_format;          // JSON text of the requested format ("" = free text)
+  bool stream = false;
+  bool include_usage = false;  // Chat Completions stream_options.include_usage
+  // The last message is an assistant turn to continue (Anthropic prefill): it is rendered without
+  // EOS and the output continues its content.
+  bool continue_final_message = false;
+};
+
+// Ids of the response and of its parts; `id` is the full response id ("chatcmpl-…", "resp_…",
+// "msg_…"), tool-call and item ids are derived from it.
+struct ResponseMeta {
+  std::string id;
+  int64_t created = 0;  // unix seconds
+  std::string model;
+};
+
+struct Usage {
+  int n_prompt_tokens = 0;
+  int n_completion_tokens = 0;
+  int n_reasoning_tokens = 0;
+};
+
+// The request's conversation rendered into ids (structural: see chat::render_ids).
+Result<std::vector<int32_t>> prompt_ids(const ChatRequest& request, const Tokenizer& tokenizer);
+
+// Parser settings matching how the prompt was rendered; tool-call ids are derived from meta.id.
+chat::ParserOptions parser_options(const ChatRequest& request, const ResponseMeta& meta);
+
+// Usage of a finished (or running) generation.
+Usage usage_of(const chat::ParsedOutput& output, int n_prompt_tokens);
+
+// The part of meta.id after its API prefix ("chatcmpl-", "resp_", "msg_"), for derived ids.
+std::string id_suffix(const std::string& id);
+
+}  // namespace deepinfer::protocol
