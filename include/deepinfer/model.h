@@ -68,3 +68,16 @@ class Scorer {
 };
 
 }  // namespace deepinfer
+
+namespace deepinfer {
+
+// A checkpoint tensor as F32 values, quantized formats dequantised exactly (FP8 blocks x scale,
+// FP4 codes x scale). `name` is the official parameter name ("layers.0.attn.wq_a.weight").
+struct DequantizedTensor {
+  std::vector<int64_t> shape;  // logical shape ([out, in] for linears, whatever their storage)
+  std::vector<float> values;   // the first `max_rows` rows (all if 0), row-major
+};
+Result<DequantizedTensor> read_dequantized(const std::string& model_dir, const std::string& name,
+                                           int64_t max_rows = 0);
+
+}  // namespace deepinfer

@@ -1,0 +1,56 @@
+#include "test_models.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include "base/file.h"
+#include "loader/synthetic.h"
+
+namespace deepinfer::testing {
+
+std::string synthetic_model_dir(const std::string& config, uint64_t seed) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(DI_BINARY_DIR) / "test_models";
+  fs::create_directories(root);
+  const fs::path dir = root / (config + "-seed" + std::to_string(seed));
+  const int fd = ::open((root / (config + ".lock")).c_str(), O_CREAT | O_RDWR, 0644);
+  if (fd < 0 || flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock test model dir");
+  if (!file_exists((dir / "deepinfer_synthetic.json").string())) {
+    auto cfg = loader::named_test_config(config);
+    if (!cfg.is_ok()) throw std::runtime_error(cfg.status().to_string());
+    const fs::path tmp = dir.string() + ".partial";
+    fs::remove_all(tmp);
+    loader::SyntheticOptions options;
+    options.seed = seed;
+    const Status s = loader::write_synthetic_checkpoint(*cfg, tmp.string(), options);
+    if (!s.is_ok()) throw std::runtime_error(s.to_string());
+    fs::remove_all(dir);
+    fs::rename(tmp, dir);
+  }
+  flock(fd, LOCK_UN);
+  ::close(fd);
+  return dir.string();
+}
+
+std::string fixture_path(const std::string& name) {
+  return (std::filesystem::path(DI_SOURCE_DIR) / "tests" / "fixtures" / name).string();
+}
+
+std::string run_command(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace deepinfer::testing
