@@ -1,10 +1,12 @@
 // BPE merge loops (see bpe_model.h). Both loops implement the same order: repeatedly merge the
-// adjacent pair with the lowest rank, the leftmost one on ties. The linear loop is the fast path
-// for ordinary words; the heap loop handles pieces longer than kMaxLinearBytes.
+// adjacent pair with the lowest rank, the leftmost one on ties. merge_short compacts small stack
+// arrays (ordinary words: a few dozen bytes at most); merge_long keeps symbols at their original
+// byte positions in a linked list and finds the next merge with a min segment tree, O(log n)
+// per merge, so a 100 KB whitespace run costs O(n log n) rather than O(n^2).
 #include "tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <cstring>
-#include <queue>
 
 namespace deepinfer::tokenizer {
 
@@ -25,17 +27,17 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out) c
       return;
     }
   }
-  if (piece.size() <= kMaxLinearBytes) {
-    merge_linear(piece, out);
+  if (piece.size() <= kMaxShortBytes) {
+    merge_short(piece, out);
   } else {
-    merge_heap(piece, out);
+    merge_long(piece, out);
   }
 }
 
-void BpeModel::merge_linear(std::string_view piece, std::vector<int32_t>& out) const {
+void BpeModel::merge_short(std::string_view piece, std::vector<int32_t>& out) const {
   // ids[i]: current symbols; pair[i]: the merge of (ids[i], ids[i+1]).
-  int32_t ids[kMaxLinearBytes];
-  Merge pair[kMaxLinearBytes];
+  int32_t ids[kMaxShortBytes];
+  Merge pair[kMaxShortBytes];
   size_t n = piece.size();
   for (size_t i = 0; i < n; ++i) ids[i] = byte_ids_[static_cast<uint8_t>(piece[i])];
   for (size_t i = 0; i + 1 < n; ++i) pair[i] = merges_.find(ids[i], ids[i + 1]);
@@ -46,7 +48,7 @@ void BpeModel::merge_linear(std::string_view piece, std::vector<int32_t>& out) c
     }
     if (pair[best].rank == Merge::kNoRank) break;
     ids[best] = pair[best].merged_id;
-    // Drop symbol best+1; the pair after it moves down one slot.
+    // Drop symbol best+1; the pairs after it move down one slot.
     std::memmove(ids + best + 1, ids + best + 2, (n - best - 2) * sizeof(ids[0]));
     if (best + 3 < n) std::memmove(pair + best + 1, pair + best + 2, (n - best - 3) * sizeof(pair[0]));
     --n;
@@ -56,45 +58,72 @@ void BpeModel::merge_linear(std::string_view piece, std::vector<int32_t>& out) c
   out.insert(out.end(), ids, ids + n);
 }
 
-void BpeModel::merge_heap(std::string_view piece, std::vector<int32_t>& out) const {
-  const size_t n = piece.size();
-  // Doubly linked list over the original byte positions; a merge keeps the left symbol.
-  std::vector<int32_t> ids(n);
-  std::vector<int32_t> prev(n);
-  std::vector<int32_t> next(n);
-  for (size_t i = 0; i < n; ++i) {
-    ids[i] = byte_ids_[static_cast<uint8_t>(piece[i])];
-    prev[i] = static_cast<int32_t>(i) - 1;
-    next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
+namespace {
+
+// Min segment tree over uint32 keys with "leftmost minimum" queries. Leaves start at `base`.
+struct MinTree {
+  std::vector<uint64_t> node;  // key = rank << 32 | position: ties resolve to the leftmost
+  size_t base = 1;
+
+  void reset(size_t n) {
+    base = 1;
+    while (base < n) base *= 2;
+    node.assign(2 * base, UINT64_MAX);
   }
-  // A candidate remembers the ids it was computed from; it is stale once either symbol changed.
-  struct Candidate {
-    uint32_t rank;
-    int32_t pos;
-    int32_t left_id;
-    int32_t right_id;
-    int32_t merged_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  void set_leaf(size_t i, uint64_t key) { node[base + i] = key; }
+  void build() {
+    for (size_t p = base - 1; p >= 1; --p) node[p] = std::min(node[2 * p], node[2 * p + 1]);
+  }
+  void update(size_t i, uint64_t key) {
+    size_t p = base + i;
+    node[p] = key;
+    for (p /= 2; p >= 1; p /= 2) node[p] = std::min(node[2 * p], node[2 * p + 1]);
+  }
+  uint64_t min() const { return node[1]; }
+};
+
+}  // namespace
+
+void BpeModel::merge_long(std::string_view piece, std::vector<int32_t>& out) const {
+  const auto n = static_cast<int32_t>(piece.size());
+  struct Scratch {
+    std::vector<int32_t> ids, next, prev, merged;
+    MinTree tree;
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
-  auto push = [&](int32_t pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    const Merge m = merges_.find(ids[pos], ids[next[pos]]);
-    if (m.rank != Merge::kNoRank) heap.push({m.rank, pos, ids[pos], ids[next[pos]], m.merged_id});
+  thread_local Scratch s;  // reused: long pieces are rare, but then often many in a row
+  s.ids.resize(n);
+  s.next.resize(n);
+  s.prev.resize(n);
+  s.merged.resize(n);
+  s.tree.reset(static_cast<size_t>(n));
+  int32_t* ids = s.ids.data();
+  int32_t* next = s.next.data();
+  int32_t* prev = s.prev.data();
+  int32_t* merged = s.merged.data();
+  // Key of the pair starting at i: (rank, position), so the tree minimum is the next merge.
+  auto key_of = [&](int32_t i) -> uint64_t {
+    if (next[i] < 0) return UINT64_MAX;
+    const Merge m = merges_.find(ids[i], ids[next[i]]);
+    merged[i] = m.merged_id;
+    return m.rank == Merge::kNoRank ? UINT64_MAX
+                                    : (static_cast<uint64_t>(m.rank) << 32) | static_cast<uint32_t>(i);
   };
-  for (size_t i = 0; i + 1 < n; ++i) push(static_cast<int32_t>(i));
-  std::vector<bool> alive(n, true);
-  while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    const int32_t right = next[c.pos];
-    if (!alive[c.pos] || right < 0 || ids[c.pos] != c.left_id || ids[right] != c.right_id) continue;
-    ids[c.pos] = c.merged_id;
-    alive[right] = false;
-    next[c.pos] = next[right];
-    if (next[right] >= 0) prev[next[right]] = c.pos;
-    push(prev[c.pos]);
-    push(c.pos);
+  for (int32_t i = 0; i < n; ++i) {
+    ids[i] = byte_ids_[static_cast<uint8_t>(piece[i])];
+    next[i] = i + 1 < n ? i + 1 : -1;
+    prev[i] = i - 1;
+  }
+  for (int32_t i = 0; i < n; ++i) s.tree.set_leaf(i, key_of(i));
+  s.tree.build();
+  while (s.tree.min() != UINT64_MAX) {
+    const auto best = static_cast<int32_t>(s.tree.min() & 0xFFFFFFFFu);
+    const int32_t right = next[best];
+    ids[best] = merged[best];
+    next[best] = next[right];
+    if (next[right] >= 0) prev[next[right]] = best;
+    s.tree.update(right, UINT64_MAX);
+    s.tree.update(best, key_of(best));
+    if (prev[best] >= 0) s.tree.update(prev[best], key_of(prev[best]));
   }
   for (int32_t i = 0; i >= 0; i = next[i]) out.push_back(ids[i]);
 }

@@ -1,7 +1,8 @@
 // BPE core: turns the bytes of one pre-token into vocabulary ids by applying merges lowest rank
 // first, leftmost first among equal ranks (HF tokenizers' and transformers.js' order). Short
-// pieces use a linear scan over stack arrays; long ones (e.g. a 10k-space run) a heap, so the
-// cost stays O(n log n). No caching and no text handling here; stateless and thread-safe.
+// pieces use a scan over stack arrays; long ones (e.g. a 10k-space run) a min segment tree, so
+// the cost stays O(n log n). No caching and no text handling here; thread-safe (per-thread
+// scratch buffers, no shared mutable state).
 #pragma once
 
 #include <array>
@@ -29,9 +30,10 @@ class BpeModel {
   size_t n_merges() const { return merges_.size(); }
 
  private:
-  static constexpr size_t kMaxLinearBytes = 64;
-  void merge_linear(std::string_view piece, std::vector<int32_t>& out) const;
-  void merge_heap(std::string_view piece, std::vector<int32_t>& out) const;
+  // Longest piece for the O(n^2) stack-array loop; measured faster than the tree up to here.
+  static constexpr size_t kMaxShortBytes = 64;
+  void merge_short(std::string_view piece, std::vector<int32_t>& out) const;
+  void merge_long(std::string_view piece, std::vector<int32_t>& out) const;
 
   std::array<int32_t, 256> byte_ids_{};
   MergeTable merges_;
