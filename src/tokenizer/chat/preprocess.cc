@@ -38,8 +38,7 @@ Result<std::vector<Block>> user_blocks(const Message& m, int index, ModelFamily 
                               index, j, part.type);
     }
   }
-  // An empty part list renders like empty text.
-  if (blocks.empty()) blocks.push_back({Block::Kind::kText, "", "", nullptr, index});
+  // An empty part list adds no block (so no blank-line separator when merged), as in V4.1.
   return blocks;
 }
 

@@ -140,6 +140,13 @@ TEST(ChatRenderV41Test, ImagePartsBecomePlaceholderTokens) {
             std::string::npos);
 }
 
+TEST(ChatRenderV41Test, EmptyPartListAddsNoSeparator) {
+  Message empty = msg(Role::kUser, "");
+  empty.parts = std::vector<ContentPart>{};
+  EXPECT_EQ(render_ok({msg(Role::kUser, "a"), empty}, v41(ThinkingMode::kChat)),
+            kBos + "<｜User｜>a<｜Assistant｜></think>");
+}
+
 TEST(ChatRenderV41Test, Errors) {
   std::vector<Message> dev = {msg(Role::kUser, "u"), msg(Role::kDeveloper, "d")};
   EXPECT_EQ(render_error(dev, v41(ThinkingMode::kChat)),
