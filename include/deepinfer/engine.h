@@ -1,0 +1,151 @@
+// Public engine API: open a model once, submit requests from any thread, receive TokenEvents as
+// tokens are generated, abort at any time. Offline batch generation (`generate`) is submit-many-
+// and-wait. The CLI, the HTTP server and the Python module are thin adapters over this header;
+// no tensor, CUDA or KV-block type appears here.
+//
+// Threading: an Engine owns one background step loop. submit/abort/stats are thread-safe.
+// Event sinks are called on the engine thread, in token order per request, and must return
+// quickly (copy the event into a queue). After the final event (finish set) a request's sink is
+// never called again and every resource of the request has been freed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "deepinfer/sampling.h"
+#include "deepinfer/status.h"
+#include "deepinfer/tokenizer.h"
+
+namespace deepinfer {
+
+struct EngineOptions {
+  // Model: a checkpoint directory, a repo id found locally (DEEPINFER_HF_MODEL_DIR, the HF cache),
+  // or "demo" (the embedded tiny model). See model.h resolve_model_dir.
+  std::string model = "demo";
+  // tokenizer.json path; empty: the model directory's tokenizer.json, else the default tokenizer.
+  std::string tokenizer;
+  std::string device = "cpu";          // cpu | cuda (DEEPINFER_ACCELERATOR)
+  std::string numerics = "official";   // official | plain (model_v4_flash.md §3)
+  int32_t max_num_seqs = 64;           // running sequences per step
+  int32_t max_num_batched_tokens = 2048;  // tokens per step (decode + prefill chunks)
+  int32_t max_model_len = 0;           // 0: limited by max_position_embeddings and KV capacity
+  int32_t block_tokens = 256;          // positions per history block (multiple of every ratio)
+  int32_t kv_blocks = 0;               // 0: sized from max_num_seqs and max_model_len
+  int32_t n_snapshot_slots = 16;       // prefix-cache state snapshots
+  bool enable_prefix_caching = true;
+  std::string replay_mode = "bounded"; // bounded | exact: SWA replay after a prefix hit without snapshot
+  bool batch_invariant = true;         // DEEPINFER_BATCH_INVARIANT (the CPU backend always is)
+  uint64_t seed = 0;                   // engine seed for requests without their own
+  // V4.1 decoder prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE / _KEEP_TOKENS).
+  std::string yoco_prefill_mode = "compact";
+  int32_t yoco_keep_tokens = 140;
+  // Speculative decoding (DEEPINFER_ENABLE_MTP_VARLEN, DEEPINFER_USE_NEXTN_DECODE).
+  bool mtp_varlen = false;
+  int32_t nextn_decode = 0;
+
+  // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR
+  // (only used by model resolution), DEEPINFER_ACCELERATOR, DEEPINFER_ENABLE_MTP_VARLEN,
+  // DEEPINFER_USE_NEXTN_DECODE, DEEPINFER_BATCH_INVARIANT, DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE,
+  // DEEPINFER_YOCO_PREFILL_KEEP_TOKENS. Unknown DEEPINFER_* names are reported as warnings;
+  // malformed values are errors naming the variable.
+  static Result<EngineOptions> with_environment(EngineOptions base);
+  Status validate() const;
+};
+
+using RequestId = uint64_t;
+
+enum class FinishReason : uint8_t { kStop, kLength, kAbort, kError };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
+
+// Constrained decoding for one request (compiled by the grammar engine; errors name the keyword).
+struct StructuredOutput {
+  enum class Kind : uint8_t { kJsonSchema, kRegex, kEbnf, kJsonObject } kind = Kind::kJsonSchema;
+  std::string spec;  // the schema / regex / grammar text (empty for kJsonObject)
+};
+
+struct Request {
+  // Exactly one of prompt_ids / prompt. A text prompt is tokenized with special-token matching
+  // on (trusted offline input); untrusted chat goes through chat.h render_ids instead.
+  std::vector<int32_t> prompt_ids;
+  std::string prompt;
+  SamplingParams sampling;
+  std::optional<StructuredOutput> structured_output;
+  std::string cache_salt;  // isolates prefix-cache sharing between tenants
+  std::string request_label;  // free-form id for logs (e.g. the HTTP request id)
+};
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;  // sorted, at most SamplingParams::logprobs entries
+};
+
+struct TokenEvent {
+  RequestId request_id = 0;
+  int32_t sample_index = 0;              // which of the request's n sequences
+  std::vector<int32_t> token_ids;        // tokens generated since the previous event
+  std::string text;                      // their text (UTF-8 complete; stop strings held back/removed)
+  std::vector<TokenLogprobs> logprobs;   // one per token when requested
+  std::optional<FinishReason> finish;    // set on the sequence's last event
+  std::string error;                     // message when finish == kError
+  int32_t n_prompt_tokens = 0;
+  int32_t n_cached_tokens = 0;           // prompt tokens served from the prefix cache
+  int32_t n_generated_tokens = 0;        // cumulative for this sequence
+};
+
+using EventSink = std::function<void(const TokenEvent&)>;
+
+struct GenerateOutput {
+  struct Sequence {
+    std::vector<int32_t> token_ids;
+    std::string text;
+    std::vector<TokenLogprobs> logprobs;
+    FinishReason finish = FinishReason::kStop;
+    std::string error;
+  };
+  RequestId request_id = 0;
+  std::vector<int32_t> prompt_ids;
+  int32_t n_cached_tokens = 0;
+  std::vector<Sequence> sequences;  // n of them
+};
+
+struct EngineStats {
+  int64_t n_running = 0, n_waiting = 0;
+  int64_t n_prompt_tokens_total = 0, n_generated_tokens_total = 0;
+  int64_t n_requests_finished = 0, n_requests_aborted = 0, n_preemptions = 0;
+  int64_t n_prefix_query_tokens = 0, n_prefix_hit_tokens = 0;  // hit rate = hits / queries
+  double kv_usage = 0.0;  // fraction of history blocks in use
+  int64_t n_steps = 0;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> open(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Validates the request (prompt length vs max_model_len, sampling fields, grammar) and queues
+  // it; errors name the offending field. The sink receives every event of the request.
+  virtual Result<RequestId> submit(Request request, EventSink sink) = 0;
+  // Cancels a request at any point; its sink gets a final event with FinishReason::kAbort.
+  // Unknown or finished ids are not an error (the race with completion is normal).
+  virtual void abort(RequestId id) = 0;
+  // Submits all, waits for all; outputs in input order. on_progress(n_done, n_total) is called
+  // from the calling thread after each completed request.
+  virtual Result<std::vector<GenerateOutput>> generate(
+      std::vector<Request> requests, std::function<void(size_t, size_t)> on_progress = nullptr) = 0;
+
+  virtual std::shared_ptr<const Tokenizer> tokenizer() const = 0;
+  virtual EngineStats stats() const = 0;
+  virtual const EngineOptions& options() const = 0;
+  virtual std::string model_dir() const = 0;
+  virtual std::string model_family() const = 0;  // "deepseek_v4" | "deepseek_v41"
+  virtual int32_t max_model_len() const = 0;
+  // Stops accepting requests; with drain, waits for in-flight ones, otherwise aborts them.
+  virtual void shutdown(bool drain) = 0;
+};
+
+}  // namespace deepinfer
