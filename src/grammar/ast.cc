@@ -120,13 +120,15 @@ NodeId Ast::dfa(std::shared_ptr<const Dfa> automaton) {
 }
 
 NodeId Ast::separated(std::vector<NodeId> items, std::vector<uint8_t> required, NodeId separator,
-                      NodeId extra) {
+                      NodeId extra, int32_t min_count, int32_t max_count) {
   DI_CHECK(items.size() == required.size());
   Node n;
   n.op = Op::kSeparated;
   n.kids = std::move(items);
   n.required = std::move(required);
   n.b = separator;
+  n.min_count = min_count;
+  n.max_count = max_count;
   if (extra >= 0) {
     n.kids.push_back(extra);
     n.has_extra = true;
@@ -135,8 +137,8 @@ NodeId Ast::separated(std::vector<NodeId> items, std::vector<uint8_t> required, 
 }
 
 NodeId Ast::permutation(std::vector<NodeId> items, std::vector<uint8_t> required,
-                        NodeId separator, NodeId extra) {
-  NodeId id = separated(std::move(items), std::move(required), separator, extra);
+                        NodeId separator, NodeId extra, int32_t min_count, int32_t max_count) {
+  NodeId id = separated(std::move(items), std::move(required), separator, extra, min_count, max_count);
   nodes_[static_cast<size_t>(id)].op = Op::kPermutation;
   return id;
 }

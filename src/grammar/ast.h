@@ -16,6 +16,7 @@ namespace deepinfer::grammar {
 
 class Dfa;
 using NodeId = int32_t;
+inline constexpr int32_t kUnbounded = -1;
 
 enum class Op : uint8_t {
   kEmpty,        // matches the empty string
@@ -33,8 +34,6 @@ enum class Op : uint8_t {
   kPermutation,  // like kSeparated but the (non-extra) items may come in any order
 };
 
-inline constexpr int32_t kUnbounded = -1;
-
 struct Node {
   Op op = Op::kEmpty;
   uint8_t lo = 0;
@@ -44,6 +43,8 @@ struct Node {
   int32_t b = 0;
   std::vector<NodeId> kids;
   std::vector<uint8_t> required;  // kSeparated / kPermutation: one flag per non-extra item
+  int32_t min_count = 0;          // kSeparated / kPermutation: bounds on the number of present
+  int32_t max_count = kUnbounded; // items (extras included)
 };
 
 class Ast {
@@ -70,9 +71,9 @@ class Ast {
   NodeId dfa(std::shared_ptr<const Dfa> automaton);
   // items[i] is present iff required[i] or chosen; `separator` (may be -1) between present items.
   NodeId separated(std::vector<NodeId> items, std::vector<uint8_t> required, NodeId separator,
-                   NodeId extra = -1);
+                   NodeId extra = -1, int32_t min_count = 0, int32_t max_count = kUnbounded);
   NodeId permutation(std::vector<NodeId> items, std::vector<uint8_t> required, NodeId separator,
-                     NodeId extra = -1);
+                     NodeId extra = -1, int32_t min_count = 0, int32_t max_count = kUnbounded);
 
   // Copies the subtree `id` of `other` into this arena (rule ids are kept as they are).
   NodeId import(const Ast& other, NodeId id);

@@ -142,8 +142,9 @@ NodeId GrammarCompilerImpl::substitute(NodeId id, std::unordered_map<NodeId, Nod
         case Op::kPermutation: {
           NodeId extra = -1;
           if (n.has_extra) { extra = kids.back(); kids.pop_back(); }
-          result = n.op == Op::kSeparated ? g_.ast.separated(std::move(kids), n.required, sep, extra)
-                                          : g_.ast.permutation(std::move(kids), n.required, sep, extra);
+          result = n.op == Op::kSeparated
+                       ? g_.ast.separated(std::move(kids), n.required, sep, extra, n.min_count, n.max_count)
+                       : g_.ast.permutation(std::move(kids), n.required, sep, extra, n.min_count, n.max_count);
           break;
         }
         default: break;
@@ -244,7 +245,7 @@ Status GrammarCompilerImpl::prune_unproductive() {
       if (found) { productive[r] = 1; changed = true; }
     }
   }
-  if (!productive[g_.root]) return invalid_argument("grammar matches no string at all");
+  if (!productive[g_.root]) return invalid_argument("the grammar matches nothing (unsatisfiable)");
   for (int32_t r = 0; r < n; ++r) {
     const Dfa& d = out_->dfas_[r];
     bool drop = false;

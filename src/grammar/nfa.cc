@@ -179,30 +179,43 @@ Status NfaBuilder::emit_repeat(const Node& n, int32_t in, int32_t exit) {
   return Status::ok();
 }
 
+// Count bookkeeping shared by separated and permutation lists: counts are capped at the largest
+// value that still matters (max_count, or min_count when unbounded, and at least 1: whether an
+// item was already emitted decides the separator).
+struct ListCounter {
+  int32_t min, max, cap;
+  explicit ListCounter(const Node& n)
+      : min(n.min_count), max(n.max_count),
+        cap(n.max_count >= 0 ? n.max_count : std::max(n.min_count, 1)) {}
+  bool can_add(int32_t c) const { return max < 0 || c < max; }
+  int32_t bump(int32_t c) const { return std::min(c + 1, cap); }
+};
+
 Status NfaBuilder::emit_separated(const Node& n, int32_t in, int32_t exit) {
   const size_t n_items = n.required.size();
-  // state[i][started]: before item i, with or without an item already emitted.
-  std::vector<std::array<int32_t, 2>> st(n_items + 1, {-1, -1});
+  const ListCounter count(n);
+  if (count.cap > 4096) return resource_exhausted("{}: list count bound {} is too large", what_, count.cap);
+  // st[i][c]: before item i with c items emitted.
+  std::vector<std::vector<int32_t>> st(n_items + 1, std::vector<int32_t>(count.cap + 1, -1));
   st[0][0] = in;
-  auto get = [&](size_t i, int s) {
-    if (st[i][s] < 0) st[i][s] = add_state();
-    return st[i][s];
+  auto get = [&](size_t i, int32_t c) {
+    if (st[i][c] < 0) st[i][c] = add_state();
+    return st[i][c];
   };
   for (size_t i = 0; i < n_items; ++i) {
-    for (int s = 0; s < 2; ++s) {
-      if (st[i][s] < 0) continue;
-      if (!n.required[i]) eps(st[i][s], get(i + 1, s));
-      DI_RETURN_IF_ERROR(emit_item(n, n.kids[i], s == 1, st[i][s], get(i + 1, 1)));
+    for (int32_t c = 0; c <= count.cap; ++c) {
+      if (st[i][c] < 0) continue;
+      const int32_t from = st[i][c];
+      if (!n.required[i]) eps(from, get(i + 1, c));
+      if (count.can_add(c)) DI_RETURN_IF_ERROR(emit_item(n, n.kids[i], c > 0, from, get(i + 1, count.bump(c))));
     }
   }
-  for (int s = 0; s < 2; ++s) {
-    if (st[n_items][s] < 0) continue;
-    if (n.has_extra) {
-      DI_RETURN_IF_ERROR(emit_item(n, n.kids.back(), s == 1, st[n_items][s], get(n_items, 1)));
-    }
+  for (int32_t c = 0; c <= count.cap; ++c) {
+    if (st[n_items][c] < 0 || !n.has_extra || !count.can_add(c)) continue;
+    DI_RETURN_IF_ERROR(emit_item(n, n.kids.back(), c > 0, st[n_items][c], get(n_items, count.bump(c))));
   }
-  for (int s = 0; s < 2; ++s) {
-    if (st[n_items][s] >= 0) eps(st[n_items][s], exit);
+  for (int32_t c = count.min; c <= count.cap; ++c) {
+    if (st[n_items][c] >= 0) eps(st[n_items][c], exit);
   }
   return Status::ok();
 }
@@ -210,30 +223,34 @@ Status NfaBuilder::emit_separated(const Node& n, int32_t in, int32_t exit) {
 Status NfaBuilder::emit_permutation(const Node& n, int32_t in, int32_t exit) {
   const size_t n_items = n.required.size();
   if (n_items > 20) return resource_exhausted("{}: any-order list of {} items is too long", what_, n_items);
+  const ListCounter count(n);
+  if (count.cap > 64) return resource_exhausted("{}: list count bound {} is too large", what_, count.cap);
   uint32_t required_mask = 0;
   for (size_t i = 0; i < n_items; ++i) if (n.required[i]) required_mask |= 1u << i;
-  std::unordered_map<uint64_t, int32_t> states;  // (seen mask, started) -> NFA state
-  std::vector<std::pair<uint32_t, int>> work{{0u, 0}};
-  states[0] = in;
-  auto get = [&](uint32_t seen, int started) {
-    const uint64_t key = (uint64_t{seen} << 1) | static_cast<uint64_t>(started);
-    auto [it, inserted] = states.emplace(key, 0);
+  std::unordered_map<uint64_t, int32_t> states;  // (seen mask, count) -> NFA state
+  std::vector<std::pair<uint32_t, int32_t>> work{{0u, 0}};
+  auto key = [](uint32_t seen, int32_t c) { return (uint64_t{seen} << 8) | static_cast<uint64_t>(c); };
+  states[key(0, 0)] = in;
+  auto get = [&](uint32_t seen, int32_t c) {
+    auto [it, inserted] = states.emplace(key(seen, c), 0);
     if (inserted) {
       it->second = add_state();
-      work.emplace_back(seen, started);
+      work.emplace_back(seen, c);
     }
     return it->second;
   };
   while (!work.empty()) {
-    const auto [seen, started] = work.back();
+    const auto [seen, c] = work.back();
     work.pop_back();
-    const int32_t from = states[(uint64_t{seen} << 1) | static_cast<uint64_t>(started)];
-    for (size_t i = 0; i < n_items; ++i) {
-      if (seen & (1u << i)) continue;
-      DI_RETURN_IF_ERROR(emit_item(n, n.kids[i], started == 1, from, get(seen | (1u << i), 1)));
+    const int32_t from = states[key(seen, c)];
+    if (count.can_add(c)) {
+      for (size_t i = 0; i < n_items; ++i) {
+        if (seen & (1u << i)) continue;
+        DI_RETURN_IF_ERROR(emit_item(n, n.kids[i], c > 0, from, get(seen | (1u << i), count.bump(c))));
+      }
+      if (n.has_extra) DI_RETURN_IF_ERROR(emit_item(n, n.kids.back(), c > 0, from, get(seen, count.bump(c))));
     }
-    if (n.has_extra) DI_RETURN_IF_ERROR(emit_item(n, n.kids.back(), started == 1, from, get(seen, 1)));
-    if ((seen & required_mask) == required_mask) eps(from, exit);
+    if ((seen & required_mask) == required_mask && c >= count.min) eps(from, exit);
     DI_RETURN_IF_ERROR(check_budget());
   }
   return Status::ok();

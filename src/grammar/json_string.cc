@@ -1,0 +1,193 @@
+// JSON string automata: the canonical character mapper, counted-length DFAs built directly (a
+// per-character automaton times a counter, no NFA unrolling), pattern/format intersection, the
+// free and canonical string DFAs, quoting, and the format regex table.
+#include "grammar/json_string.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "grammar/json_number.h"
+#include "grammar/regex.h"
+
+namespace deepinfer::grammar {
+
+namespace {
+const char* short_escape(uint32_t cp) {
+  switch (cp) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return nullptr;
+  }
+}
+
+std::string escape_of(uint32_t cp) {
+  if (const char* e = short_escape(cp)) return e;
+  return fmt::format("\\u{:04x}", cp);
+}
+
+CodepointSet raw_safe() {
+  CodepointSet s = CodepointSet::range(0x20, kMaxCodepoint);
+  return s.minus(CodepointSet::single('"')).minus(CodepointSet::single('\\'));
+}
+
+Result<Dfa> compile_leaf(Ast& ast, NodeId root, const AutomatonLimits& limits, const std::string& what) {
+  return DfaBuilder::from_ast(ast, root, limits, [](int32_t) { return -1; }, what);
+}
+
+// One canonical JSON character (or one raw UTF-8 character).
+const Dfa& one_char_dfa(bool raw) {
+  static const Dfa json_dfa = [] {
+    Ast ast;
+    return compile_leaf(ast, json_chars(ast, CodepointSet::all()), {}, "json char").value();
+  }();
+  static const Dfa raw_dfa = [] {
+    Ast ast;
+    return compile_leaf(ast, ast.chars(CodepointSet::all()), {}, "char").value();
+  }();
+  return raw ? raw_dfa : json_dfa;
+}
+
+// Characters, between min and max (-1: unbounded) of them.
+Dfa counted_chars(int64_t min, int64_t max, bool raw_text = false) {
+  const Dfa& c = one_char_dfa(raw_text);
+  const int32_t n = c.n_states();
+  const int64_t top = max >= 0 ? max : min;  // counter states 0..top
+  RawDfa raw;
+  raw.n_classes = c.n_classes();
+  for (int b = 0; b < 256; ++b) raw.byte_class[b] = c.byte_class(static_cast<uint8_t>(b));
+  for (int64_t k = 0; k <= top; ++k) {
+    for (int32_t s = 0; s < n; ++s) raw.add_state();
+  }
+  auto id = [&](int64_t k, int32_t s) { return static_cast<int32_t>(k * n + s); };
+  for (int64_t k = 0; k <= top; ++k) {
+    for (int32_t s = 0; s < n; ++s) {
+      if (c.accepting(s)) continue;  // a complete character moves to the next counter slot
+      for (int32_t cls = 0; cls < c.n_classes(); ++cls) {
+        const int32_t t = c.next_class(s, cls);
+        int32_t target = -1;
+        if (t >= 0 && !c.accepting(t)) target = id(k, t);
+        else if (t >= 0 && (max < 0 || k < max)) target = id(std::min(k + 1, top), c.start());
+        raw.table[static_cast<size_t>(id(k, s)) * raw.n_classes + cls] = target;
+      }
+    }
+    if (k >= min) raw.accepting[id(k, c.start())] = 1;
+  }
+  raw.start = id(0, c.start());
+  return DfaBuilder::minimize(raw);
+}
+}  // namespace
+
+NodeId json_chars(Ast& ast, const CodepointSet& set) {
+  std::vector<NodeId> alts;
+  const CodepointSet raw = set.intersected(raw_safe());
+  if (!raw.empty()) alts.push_back(ast.chars(raw));
+  for (uint32_t cp : {uint32_t{'"'}, uint32_t{'\\'}}) {
+    if (set.contains(cp)) alts.push_back(ast.literal(escape_of(cp)));
+  }
+  const CodepointSet controls = set.intersected(CodepointSet::range(0, 0x1F));
+  for (const auto& [lo, hi] : controls.ranges()) {
+    for (uint32_t cp = lo; cp <= hi; ++cp) alts.push_back(ast.literal(escape_of(cp)));
+  }
+  return ast.alt(std::move(alts));
+}
+
+std::string json_quote(std::string_view utf8) {
+  std::string out = "\"";
+  for (char ch : utf8) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == '"' || c == '\\') out += escape_of(c);
+    else out.push_back(ch);
+  }
+  out.push_back('"');
+  return out;
+}
+
+const Dfa& free_string_dfa() {
+  static const Dfa dfa =
+      regex_dfa(R"re("([^"\\\x00-\x1F]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*")re", {}).value();
+  return dfa;
+}
+
+const Dfa& canonical_string_dfa() {
+  static const Dfa dfa = [] {
+    Ast ast;
+    const NodeId body = ast.dfa(std::make_shared<const Dfa>(counted_chars(0, -1)));
+    return compile_leaf(ast, ast.concat({ast.byte('"'), body, ast.byte('"')}), {}, "json string").value();
+  }();
+  return dfa;
+}
+
+Result<std::string> format_regex(std::string_view format) {
+  static const std::map<std::string, std::string, std::less<>> kFormats = [] {
+    const std::string date =
+        R"(\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2\d)))";
+    const std::string time =
+        R"((?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d))";
+    const std::string label = R"([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)";  // <= 63 chars
+    const std::string atom = R"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)";
+    const std::string h = "[0-9a-fA-F]{1,4}";
+    const std::string v4 = R"((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})";
+    std::string v6 = "(?:" + h + ":){7}" + h + "|(?:" + h + ":){1,7}:|:(?::" + h + "){1,7}|::";
+    for (int k = 1; k <= 6; ++k) {
+      v6 += "|(?:" + h + ":){" + std::to_string(k) + "}(?::" + h + "){1," + std::to_string(7 - k) + "}";
+    }
+    v6 += "|(?:" + h + ":){6}" + v4 + "|::(?:" + h + ":){0,5}" + v4;
+    for (int k = 1; k <= 5; ++k) {
+      v6 += "|(?:" + h + ":){" + std::to_string(k) + "}:(?:" + h + ":){0," + std::to_string(5 - k) + "}" + v4;
+    }
+    return std::map<std::string, std::string, std::less<>>{
+        {"date", date},
+        {"time", time},
+        {"date-time", date + "[Tt]" + time},
+        {"email", atom + R"((?:\.)" + atom + ")*@(?:" + label + R"(\.)*)" + label},
+        {"hostname", label + R"((?:\.)" + label + ")*"},
+        {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
+        {"uri", R"([A-Za-z][A-Za-z0-9+.\-]*:(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"},
+        {"ipv4", v4},
+        {"ipv6", v6},
+    };
+  }();
+  auto it = kFormats.find(format);
+  if (it == kFormats.end()) return unimplemented("format '{}' is not supported", format);
+  return it->second;
+}
+
+Result<Dfa> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
+                       const StringLimits& string_limits, const std::string& what) {
+  if (spec.min_length > string_limits.max_length_bound || spec.max_length > string_limits.max_length_bound) {
+    return unimplemented("{}: string length bounds above {} are not supported", what,
+                         string_limits.max_length_bound);
+  }
+  if (spec.max_length >= 0 && spec.max_length < spec.min_length) return Dfa{};
+  Dfa body = counted_chars(spec.min_length, spec.max_length, spec.raw);
+  const CharMapper mapper = spec.raw ? CharMapper(raw_chars) : CharMapper(json_chars);
+  for (const std::string& p : spec.patterns) {
+    Ast ast;
+    RegexOptions options;
+    options.search = true;
+    auto root = parse_regex(p, ast, options, mapper);
+    if (!root.is_ok()) return root.status().with_context(what + ": pattern");
+    DI_ASSIGN_OR_RETURN(Dfa pd, compile_leaf(ast, *root, limits, what + ": pattern"));
+    DI_ASSIGN_OR_RETURN(body, dfa_intersect(body, pd, limits, what));
+  }
+  for (const std::string& f : spec.formats) {
+    auto re = format_regex(f);
+    if (!re.is_ok()) return re.status().with_context(what);
+    Ast ast;
+    DI_ASSIGN_OR_RETURN(NodeId root, parse_regex(*re, ast, {}, mapper));
+    DI_ASSIGN_OR_RETURN(Dfa fd, compile_leaf(ast, root, limits, what + ": format " + f));
+    DI_ASSIGN_OR_RETURN(body, dfa_intersect(body, fd, limits, what));
+  }
+  if (spec.raw) return body;
+  Ast ast;
+  const NodeId inner = ast.dfa(std::make_shared<const Dfa>(std::move(body)));
+  return compile_leaf(ast, ast.concat({ast.byte('"'), inner, ast.byte('"')}), limits, what);
+}
+
+}  // namespace deepinfer::grammar
