@@ -32,9 +32,13 @@ struct EngineOptions {
   std::string numerics = "official";   // official | plain (model_v4_flash.md §3)
   int32_t max_num_seqs = 64;           // running sequences per step
   int32_t max_num_batched_tokens = 2048;  // tokens per step (decode + prefill chunks)
+  int32_t max_prefill_chunk = 0;       // cap on one sequence's prefill chunk per step; 0: budget only
   int32_t max_model_len = 0;           // 0: limited by max_position_embeddings and KV capacity
   int32_t block_tokens = 256;          // positions per history block (multiple of every ratio)
-  int32_t kv_blocks = 0;               // 0: sized from max_num_seqs and max_model_len
+  // History blocks. 0: as many as kv_cache_bytes holds, but no more than max_num_seqs sequences
+  // of max_model_len tokens need (when max_model_len is set).
+  int32_t kv_blocks = 0;
+  int64_t kv_cache_bytes = 0;          // budget for history blocks when kv_blocks == 0; 0: 256 MiB
   int32_t n_snapshot_slots = 16;       // prefix-cache state snapshots
   bool enable_prefix_caching = true;
   std::string replay_mode = "bounded"; // bounded | exact: SWA replay after a prefix hit without snapshot
@@ -46,13 +50,21 @@ struct EngineOptions {
   // Speculative decoding (DEEPINFER_ENABLE_MTP_VARLEN, DEEPINFER_USE_NEXTN_DECODE).
   bool mtp_varlen = false;
   int32_t nextn_decode = 0;
+  std::string log_level;               // DEEPINFER_LOG_LEVEL (debug|info|warn|error|off); "": keep
 
   // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR
-  // (only used by model resolution), DEEPINFER_ACCELERATOR, DEEPINFER_ENABLE_MTP_VARLEN,
+  // (only used by model resolution), DEEPINFER_LOG_LEVEL, DEEPINFER_ACCELERATOR, DEEPINFER_ENABLE_MTP_VARLEN,
   // DEEPINFER_USE_NEXTN_DECODE, DEEPINFER_BATCH_INVARIANT, DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE,
   // DEEPINFER_YOCO_PREFILL_KEEP_TOKENS. Unknown DEEPINFER_* names are reported as warnings;
-  // malformed values are errors naming the variable.
+  // malformed values are errors naming the variable. DEEPINFER_CACHE_DIR and DEEPINFER_TOKENIZER
+  // are known too (read by cache_dir() and Tokenizer::load_default()).
   static Result<EngineOptions> with_environment(EngineOptions base);
+  // Same, reading variables from `env` ("NAME=value" entries) instead of the process environment;
+  // warnings are appended to `warnings` instead of being logged (tests, embedding applications).
+  static Result<EngineOptions> with_environment(EngineOptions base, const std::vector<std::string>& env,
+                                                std::vector<std::string>* warnings);
+  // Checks every field on its own (model-dependent limits are checked by Engine::open); the
+  // message names the field and the allowed values.
   Status validate() const;
 };
 
@@ -76,6 +88,8 @@ struct Request {
   std::optional<StructuredOutput> structured_output;
   std::string cache_salt;  // isolates prefix-cache sharing between tenants
   std::string request_label;  // free-form id for logs (e.g. the HTTP request id)
+  // Text prompts: prepend BOS unless the text already starts with it (HF add_special_tokens).
+  bool add_special_tokens = true;
 };
 
 struct TokenLogprobs {

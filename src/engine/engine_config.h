@@ -1,0 +1,36 @@
+// EngineConfig: everything the engine derives once from EngineOptions and the loaded model —
+// scheduler limits, the KV bookkeeping config (pool sizes, replay and snapshot policies) and the
+// KvState layout. Sizing decisions live here and nowhere else (no configuration is rewritten
+// inside constructors); errors name the option at fault.
+#pragma once
+
+#include <cstdint>
+
+#include "deepinfer/engine.h"
+#include "kv/kv_config.h"
+#include "loader/model_config.h"
+#include "model/kv_state.h"
+#include "sched/scheduler.h"
+
+namespace deepinfer::engine {
+
+// Default history-block budget when neither kv_blocks nor kv_cache_bytes is given.
+inline constexpr int64_t kDefaultKvCacheBytes = int64_t{256} << 20;
+
+struct EngineConfig {
+  sched::SchedulerConfig sched;
+  kv::KvConfig kv;
+  model::KvStateOptions state;  // n_slots = state slots + snapshot slots
+  int32_t n_state_slots = 0;    // snapshot id s lives in KvState slot n_state_slots + s
+  int32_t max_model_len = 0;    // longest sequence (prompt + generated)
+};
+
+// Bytes one history block occupies in KvState for this model (compressed rows + indexer keys of
+// every layer, main and MTP), mirroring KvState's layout.
+int64_t kv_bytes_per_block(const loader::ModelConfig& config, int32_t block_tokens, tensor::DType kv_dtype);
+
+// Derives the engine configuration. `model_fingerprint` seeds the prefix-cache hashes.
+Result<EngineConfig> make_engine_config(const EngineOptions& options, const loader::ModelConfig& config,
+                                        tensor::DType kv_dtype, uint64_t model_fingerprint);
+
+}  // namespace deepinfer::engine

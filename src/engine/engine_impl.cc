@@ -1,0 +1,170 @@
+// EngineImpl construction, the caller-facing methods (submit, abort, stats, shutdown) and the
+// loop thread's outer loop. The step itself is in engine_step.cc, loop-thread request handling in
+// engine_requests.cc, batch generate in engine_generate.cc.
+#include "engine/engine_impl.h"
+
+#include "base/file.h"
+#include "base/log.h"
+#include "deepinfer/model.h"
+#include "engine/request_intake.h"
+
+namespace deepinfer {
+
+Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
+  return engine::open_engine(options, engine::DebugOptions{});
+}
+
+namespace engine {
+namespace {
+
+Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const EngineOptions& options, const std::string& dir) {
+  if (!options.tokenizer.empty()) return Tokenizer::load(options.tokenizer);
+  const std::string beside = dir + "/tokenizer.json";
+  if (file_exists(beside)) return Tokenizer::load(beside);
+  return Tokenizer::load_default();
+}
+
+uint64_t model_fingerprint(const LoadedModel& m, const EngineOptions& options) {
+  return cache_salt_hash(loader::model_config_to_json(m.config) + "|" + m.dir + "|" + options.numerics);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_engine(const EngineOptions& options, const DebugOptions& debug) {
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<EngineImpl> impl, EngineImpl::create(options, debug));
+  return std::unique_ptr<Engine>(std::move(impl));
+}
+
+DebugSnapshot debug_snapshot(const Engine& engine) {
+  return static_cast<const EngineImpl&>(engine).debug_snapshot();
+}
+
+Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& options, const DebugOptions& debug) {
+  DI_RETURN_IF_ERROR(options.validate());
+  if (LogLevel level; !options.log_level.empty() && parse_log_level(options.log_level, &level)) set_log_level(level);
+  if (options.mtp_varlen || options.nextn_decode > 0) {
+    log_warn("speculative decoding (mtp_varlen / nextn_decode) is not wired into the engine yet; "
+             "decoding without drafts");
+  }
+  std::unique_ptr<EngineImpl> e(new EngineImpl());
+  e->options_ = options;
+  e->debug_ = debug;
+  DI_ASSIGN_OR_RETURN(const std::string dir, resolve_model_dir(options.model));
+  DI_ASSIGN_OR_RETURN(const model::Numerics numerics, parse_numerics(options.numerics));
+  DI_ASSIGN_OR_RETURN(e->model_, load_model(dir, LoadOptions{numerics, options.device}));
+  auto tok = load_tokenizer(options, dir);
+  if (!tok.is_ok()) return tok.status().with_context("engine tokenizer");
+  e->tokenizer_ = std::move(tok).value();
+  const loader::ModelConfig& mc = e->model_->config;
+  DI_ASSIGN_OR_RETURN(e->config_, make_engine_config(options, mc, e->model_->model->act_dtype(),
+                                                     model_fingerprint(*e->model_, options)));
+  DI_ASSIGN_OR_RETURN(sched::Scheduler s, sched::Scheduler::create(e->config_.sched, e->config_.kv));
+  e->scheduler_.emplace(std::move(s));
+  const auto n_vocab = static_cast<int32_t>(mc.vocab_size);
+  std::vector<int32_t> eos = {static_cast<int32_t>(mc.eos_token_id)};
+  DI_ASSIGN_OR_RETURN(sample::Sampler sampler, sample::Sampler::create(sample::SamplerConfig{n_vocab, eos}));
+  e->sampler_.emplace(std::move(sampler));
+  e->runner_ = std::make_unique<ModelRunner>(e->model_.get(), e->config_.state, e->config_.n_state_slots);
+  e->outputs_ = std::make_unique<OutputProcessor>(e->tokenizer_, eos, n_vocab);
+  auto compiler = StructuredOutputCompiler::create(e->tokenizer_, n_vocab);
+  if (compiler.is_ok()) {
+    e->grammar_compiler_ = std::move(compiler).value();
+  } else {
+    log_info("structured outputs unavailable: {}", compiler.status().message());
+  }
+  e->limits_ = IntakeLimits{n_vocab, e->config_.max_model_len, options.seed};
+  e->record_step(nullptr);
+  log_info("engine: model {} ({} layers, vocab {}), {} history blocks of {} tokens, {} state slots, "
+           "max_model_len {}", dir, mc.num_hidden_layers, n_vocab, e->config_.kv.n_blocks,
+           e->config_.kv.block_tokens, e->config_.n_state_slots, e->config_.max_model_len);
+  e->loop_ = std::thread([raw = e.get()] { raw->run_loop(); });
+  return e;
+}
+
+EngineImpl::~EngineImpl() { shutdown(/*drain=*/false); }
+
+std::string EngineImpl::model_family() const {
+  return model_->config.family == loader::ModelFamily::kV41 ? "deepseek_v41" : "deepseek_v4";
+}
+
+Result<RequestId> EngineImpl::submit(Request request, EventSink sink) {
+  const RequestId id = next_request_id_.fetch_add(1);
+  auto accepted = accept_request(std::move(request), id, std::move(sink), *tokenizer_, limits_,
+                                 grammar_compiler_.get());
+  if (!accepted.is_ok()) return accepted.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return failed_precondition("engine is shut down; request not accepted");
+    inbox_.push_back(std::move(accepted).value());
+  }
+  cv_.notify_one();
+  return id;
+}
+
+void EngineImpl::abort(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_inbox_.push_back(id);
+  }
+  cv_.notify_one();
+}
+
+EngineStats EngineImpl::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+DebugSnapshot EngineImpl::debug_snapshot() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return debug_state_;
+}
+
+void EngineImpl::shutdown(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    stop_ = true;
+    if (!drain) abort_all_ = true;
+  }
+  cv_.notify_one();
+  if (loop_.joinable() && loop_.get_id() != std::this_thread::get_id()) loop_.join();
+}
+
+void EngineImpl::run_loop() {
+  for (;;) {
+    std::vector<AcceptedRequest> arrivals;
+    std::vector<RequestId> aborts;
+    bool stopping = false, abort_all = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!scheduler_->has_unfinished()) {
+        cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !abort_inbox_.empty(); });
+      }
+      arrivals.swap(inbox_);
+      aborts.swap(abort_inbox_);
+      stopping = stop_;
+      abort_all = abort_all_;
+    }
+    admit(std::move(arrivals));
+    if (abort_all) {
+      for (const auto& [id, record] : requests_) aborts.push_back(id);
+    }
+    apply_aborts(aborts, FinishReason::kAbort, "");
+    if (!pending_events_.empty()) {
+      record_step(nullptr);
+      flush_events();
+    }
+    if (stopping && !scheduler_->has_unfinished()) return;
+    if (scheduler_->has_unfinished()) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // An exception is a bug below the engine; the process survives, the step's requests fail.
+        fail_plan(internal_error("exception in the step loop: {}", e.what()));
+      }
+    }
+  }
+}
+
+}  // namespace engine
+}  // namespace deepinfer

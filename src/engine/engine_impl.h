@@ -1,0 +1,119 @@
+// EngineImpl: the Engine of include/deepinfer/engine.h on one background step loop. Callers'
+// threads only validate requests (request_intake) and post them, or abort ids, to an inbox under
+// mu_; the loop thread owns everything else — scheduler, runner, sampler, output processor — so
+// none of those needs a lock. Stats and debug snapshots are copied out under stats_mu_ before a
+// step's events are emitted, so a caller that saw a final event also sees its resources freed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "deepinfer/engine.h"
+#include "engine/engine_config.h"
+#include "engine/engine_debug.h"
+#include "engine/loaded_model.h"
+#include "engine/model_runner.h"
+#include "engine/output_processor.h"
+#include "engine/request_intake.h"
+#include "sample/sampler.h"
+#include "sched/scheduler.h"
+
+namespace deepinfer::engine {
+
+class EngineImpl final : public Engine {
+ public:
+  static Result<std::unique_ptr<EngineImpl>> create(const EngineOptions& options, const DebugOptions& debug);
+  ~EngineImpl() override;
+
+  Result<RequestId> submit(Request request, EventSink sink) override;
+  void abort(RequestId id) override;
+  Result<std::vector<GenerateOutput>> generate(std::vector<Request> requests,
+                                               std::function<void(size_t, size_t)> on_progress) override;
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
+  EngineStats stats() const override;
+  const EngineOptions& options() const override { return options_; }
+  std::string model_dir() const override { return model_->dir; }
+  std::string model_family() const override;
+  int32_t max_model_len() const override { return config_.max_model_len; }
+  void shutdown(bool drain) override;
+
+  DebugSnapshot debug_snapshot() const;
+
+ private:
+  struct RequestRecord {
+    EventSink sink;
+    std::vector<kv::SeqId> live;  // sequences not finished yet
+    std::string label;
+  };
+  struct Emission {
+    EventSink* sink;
+    TokenEvent event;
+  };
+
+  EngineImpl() = default;
+  void run_loop();
+  // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
+  void step();
+  std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
+                                            const std::vector<int32_t>& logit_row);
+  // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
+  void fail_plan(const Status& status);
+  void emit_step_events(const std::vector<sched::SeqEvent>& events);
+  // Loop-thread intake (engine_requests.cc).
+  void admit(std::vector<AcceptedRequest> requests);
+  // Ends every live sequence of the given requests with `reason` (kAbort or kError).
+  void apply_aborts(const std::vector<RequestId>& ids, FinishReason reason, const std::string& message);
+  // Ends one sequence outside update(): scheduler abort (deferred if in flight), final event.
+  void end_sequence(kv::SeqId seq, FinishReason reason, const std::string& message);
+  // Forgets a sequence that has had its final event queued.
+  void release_sequence(kv::SeqId seq, FinishReason reason);
+  void queue_event(kv::SeqId seq, TokenEvent event);
+  // Delivers queued events to the sinks (after record_step) and drops finished request records.
+  void flush_events();
+  // Copies stats (and the debug snapshot, running the integrity checks if asked) out for callers.
+  void record_step(const sched::BatchPlan* plan);
+  Status check_integrity() const;
+
+  EngineOptions options_;
+  DebugOptions debug_;
+  EngineConfig config_;
+  std::unique_ptr<LoadedModel> model_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<StructuredOutputCompiler> grammar_compiler_;
+  IntakeLimits limits_;
+
+  // Engine thread only.
+  std::optional<sched::Scheduler> scheduler_;
+  std::optional<sample::Sampler> sampler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<OutputProcessor> outputs_;
+  std::map<RequestId, RequestRecord> requests_;  // live requests
+  std::unordered_map<kv::SeqId, RequestId> seq_owner_;
+  kv::SeqId next_seq_id_ = 1;
+  std::vector<std::pair<RequestId, TokenEvent>> pending_events_;  // in emission order
+  sched::BatchPlan plan_;         // the current step's plan (a member so the fatal path can see it)
+  bool plan_in_flight_ = false;   // between schedule() and a successful update()
+
+  // Shared with callers (mu_).
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<AcceptedRequest> inbox_;
+  std::vector<RequestId> abort_inbox_;
+  bool accepting_ = true;
+  bool stop_ = false;
+  bool abort_all_ = false;
+  std::atomic<RequestId> next_request_id_{1};
+  std::thread loop_;
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+  DebugSnapshot debug_state_;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,112 @@
+// The engine step (architecture.md §1.3.2): schedule → prepare the batch (runner) → forward →
+// sample (+ stop checks) → scheduler update → emit. step() reads top to bottom as that list;
+// sampling and the fatal-error path are the helpers below it.
+#include <chrono>
+#include <thread>
+
+#include "base/log.h"
+#include "engine/engine_impl.h"
+
+namespace deepinfer::engine {
+
+void EngineImpl::step() {
+  plan_ = scheduler_->schedule();                                          // 1. schedule
+  if (plan_.empty()) {
+    // Work exists but nothing fits this step (should not happen: a lone request always fits).
+    log_debug("engine: empty plan with {} waiting", scheduler_->n_waiting());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return;
+  }
+  plan_in_flight_ = true;
+  if (debug_.on_plan) debug_.on_plan(plan_);
+  std::vector<int32_t> logit_row;
+  auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
+  if (!batch.is_ok()) return fail_plan(batch.status());
+  auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
+                    ? Result<model::ForwardResult>(internal_error("injected forward failure"))
+                    : runner_->forward(*batch);                            // 3. forward
+  if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
+  std::vector<sched::SeqOutput> outputs = sample_plan(plan_, *result, logit_row);  // 4. sample
+  runner_->finish_step(plan_);                                             //    snapshot copies
+  auto events = scheduler_->update(plan_, outputs);                        // 5. update
+  if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
+  plan_in_flight_ = false;
+  emit_step_events(*events);                                               // 6. emit
+}
+
+std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& plan,
+                                                      const model::ForwardResult& result,
+                                                      const std::vector<int32_t>& logit_row) {
+  std::vector<sched::SeqOutput> outputs(plan.seqs.size());
+  const auto n_vocab = static_cast<size_t>(result.logits.shape[1]);
+  const float* logits = result.logits.as<const float>();
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const sched::SeqPlan& sp = plan.seqs[i];
+    outputs[i].seq_id = sp.seq_id;
+    if (logit_row[i] < 0) continue;
+    SequenceState* s = outputs_->find(sp.seq_id);
+    if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
+    // The sampled token occupies the position after the step's last token (the noise key).
+    Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);
+    Status ok = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
+    sample::RowOutput out;
+    if (ok.is_ok()) {
+      const std::span<const float> l(logits + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0], n_vocab);
+      out = sampler_->sample_row(l, *row);
+      if (out.token == sample::kNoToken) {
+        ok = invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
+      }
+    }
+    Result<sched::FinishReason> finish = ok.is_ok() ? outputs_->accept_token(*s, out) : Result<sched::FinishReason>(ok);
+    if (!finish.is_ok()) {
+      end_sequence(sp.seq_id, FinishReason::kError, finish.status().message());  // deferred by the scheduler
+      continue;
+    }
+    outputs[i].tokens.push_back(out.token);
+    outputs[i].finish = *finish;
+  }
+  return outputs;
+}
+
+void EngineImpl::emit_step_events(const std::vector<sched::SeqEvent>& events) {
+  for (const sched::SeqEvent& ev : events) {
+    SequenceState* s = outputs_->find(ev.seq_id);
+    if (s == nullptr) continue;
+    const bool first = !s->first_event_sent;
+    TokenEvent event = outputs_->take_event(*s, ev);
+    if (first) {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.n_prefix_query_tokens += s->n_prompt;
+      stats_.n_prefix_hit_tokens += ev.n_prompt_cached;
+    }
+    const std::optional<FinishReason> event_reason = event.finish;
+    const bool done = event_reason.has_value();
+    queue_event(ev.seq_id, std::move(event));
+    if (done) release_sequence(ev.seq_id, *event_reason);  // the scheduler released it in update()
+  }
+  record_step(&plan_);
+  flush_events();
+}
+
+void EngineImpl::fail_plan(const Status& status) {
+  log_error("engine step {} failed: {}\n{}", plan_.step_id, status.to_string(), sched::describe(plan_));
+  std::vector<RequestId> affected;
+  for (const sched::SeqPlan& sp : plan_.seqs) {
+    auto it = seq_owner_.find(sp.seq_id);
+    if (it != seq_owner_.end()) affected.push_back(it->second);
+  }
+  // Every sequence of the affected requests ends with kError; the in-flight ones are released by
+  // the update below (the scheduler defers aborts of planned sequences to it).
+  apply_aborts(affected, FinishReason::kError, fmt::format("engine step failed: {}", status.to_string()));
+  if (plan_in_flight_) {
+    std::vector<sched::SeqOutput> outputs;
+    for (const sched::SeqPlan& sp : plan_.seqs) outputs.push_back(sched::SeqOutput{sp.seq_id, {}, {}});
+    auto released = scheduler_->update(plan_, outputs);
+    if (!released.is_ok()) log_error("engine: releasing failed step {}: {}", plan_.step_id, released.status().to_string());
+    plan_in_flight_ = false;
+  }
+  record_step(&plan_);
+  flush_events();
+}
+
+}  // namespace deepinfer::engine

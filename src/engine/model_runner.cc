@@ -1,0 +1,102 @@
+// ModelRunner (see model_runner.h): plan → ForwardBatch, state-slot duties, snapshot copies.
+// Mapping SeqPlan → SeqSpan: first_position → start_pos, n_history_cached → n_cached (rows of
+// groups completing below it are shared: read, never written), window_floor unchanged.
+#include "engine/model_runner.h"
+
+#include <algorithm>
+
+#include "base/status.h"
+
+namespace deepinfer::engine {
+
+ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots)
+    : model_(model),
+      state_(model->config, state, model->ops.get()),
+      n_state_slots_(n_state_slots),
+      n_snapshot_slots_(state.n_slots - n_state_slots) {}
+
+std::span<const kv::BlockId> ModelRunner::block_table(kv::SeqId seq) const {
+  auto it = tables_.find(seq);
+  if (it == tables_.end()) return {};
+  return it->second;
+}
+
+Status ModelRunner::apply_table_diff(const sched::SeqPlan& sp) {
+  std::vector<kv::BlockId>& t = tables_[sp.seq_id];
+  if (sp.block_table_reset) {
+    t = sp.new_block_ids;
+  } else {
+    const int64_t n_keep = int64_t{sp.n_blocks} - static_cast<int64_t>(sp.new_block_ids.size());
+    if (n_keep < 0 || n_keep > static_cast<int64_t>(t.size())) {
+      return internal_error("request {}: block-table diff keeps {} of {} blocks", sp.seq_id, n_keep, t.size());
+    }
+    t.resize(static_cast<size_t>(n_keep));
+    t.insert(t.end(), sp.new_block_ids.begin(), sp.new_block_ids.end());
+  }
+  return Status::ok();
+}
+
+Status ModelRunner::init_state(const sched::SeqPlan& sp) {
+  if (sp.state_slot < 0 || sp.state_slot >= n_state_slots_) {
+    return internal_error("request {}: state slot {} outside [0, {})", sp.seq_id, sp.state_slot, n_state_slots_);
+  }
+  switch (sp.state_init) {
+    case sched::StateInit::kKeep: break;
+    case sched::StateInit::kReset: state_.reset_slot(sp.state_slot); break;
+    case sched::StateInit::kRestoreSnapshot:
+      if (sp.snapshot_restore < 0 || sp.snapshot_restore >= n_snapshot_slots_) {
+        return internal_error("request {}: snapshot {} outside [0, {})", sp.seq_id, sp.snapshot_restore,
+                              n_snapshot_slots_);
+      }
+      state_.copy_slot(n_state_slots_ + sp.snapshot_restore, sp.state_slot);
+      break;
+  }
+  return Status::ok();
+}
+
+Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row) {
+  for (const auto* ids : {&plan.preempted_ids, &plan.finished_ids, &plan.aborted_ids}) {
+    for (kv::SeqId id : *ids) tables_.erase(id);
+  }
+  model::ForwardBatch b;
+  logit_row->assign(plan.seqs.size(), -1);
+  size_t max_blocks = 1;
+  for (const sched::SeqPlan& sp : plan.seqs) {
+    DI_RETURN_IF_ERROR(apply_table_diff(sp));
+    DI_RETURN_IF_ERROR(init_state(sp));
+    max_blocks = std::max(max_blocks, tables_[sp.seq_id].size());
+  }
+  b.max_blocks = static_cast<int32_t>(max_blocks);
+  b.block_tables.reserve(plan.seqs.size() * max_blocks);
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const sched::SeqPlan& sp = plan.seqs[i];
+    const auto begin = static_cast<int32_t>(b.token_ids.size());
+    b.seqs.push_back(ops::SeqSpan{sp.state_slot, begin, sp.n_tokens_scheduled, sp.first_position,
+                                  sp.n_history_cached, sp.window_floor});
+    for (int32_t j = 0; j < sp.n_tokens_scheduled; ++j) {
+      b.token_ids.push_back(sp.token_ids[static_cast<size_t>(j)]);
+      b.positions.push_back(sp.first_position + j);
+    }
+    // Drafts are not scheduled yet (max_draft_tokens = 0): one logit row, the last token's.
+    if (sp.needs_logits) {
+      (*logit_row)[i] = static_cast<int32_t>(b.logit_rows.size());
+      b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1);
+    }
+    const std::vector<kv::BlockId>& t = tables_[sp.seq_id];
+    b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
+    b.block_tables.resize(b.block_tables.size() + (max_blocks - t.size()), -1);
+  }
+  return b;
+}
+
+Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
+  return model_->model->forward(batch, state_);
+}
+
+void ModelRunner::finish_step(const sched::BatchPlan& plan) {
+  for (const sched::SeqPlan& sp : plan.seqs) {
+    if (sp.snapshot_take != kv::kNoId) state_.copy_slot(sp.state_slot, n_state_slots_ + sp.snapshot_take);
+  }
+}
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,51 @@
+// ModelRunner: the device side of a step. It turns a sched::BatchPlan into a model::ForwardBatch,
+// performs the plan's state duties around the forward — drop the tables of ended sequences,
+// apply block-table diffs, reset or restore state slots before, copy state slots into snapshots
+// after — and runs the model. It owns the KvState (the bytes behind the KV manager's ids) and a
+// mirror of every running sequence's block table; it never decides anything the plan does not say.
+// Snapshot id s lives in KvState slot n_state_slots + s. Not thread-safe (engine thread only).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/loaded_model.h"
+#include "model/kv_state.h"
+#include "sched/batch_plan.h"
+
+namespace deepinfer::engine {
+
+class ModelRunner {
+ public:
+  // `model` must outlive the runner.
+  ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots);
+
+  // Applies the plan's bookkeeping and state duties and builds the forward batch. logit_row[i]
+  // receives the batch's logit row of plan.seqs[i] (-1: no logits this step).
+  Result<model::ForwardBatch> prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row);
+  // Runs the model. The logits view is valid until the next forward.
+  Result<model::ForwardResult> forward(const model::ForwardBatch& batch);
+  // After the forward: copies state slots into the snapshots the plan asked for.
+  void finish_step(const sched::BatchPlan& plan);
+  // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).
+  void drop(kv::SeqId seq) { tables_.erase(seq); }
+
+  // The mirrored block table of a sequence (empty if unknown): tests compare it with the manager's.
+  std::span<const kv::BlockId> block_table(kv::SeqId seq) const;
+  int32_t n_tables() const { return static_cast<int32_t>(tables_.size()); }
+  model::KvState& state() { return state_; }
+
+ private:
+  Status apply_table_diff(const sched::SeqPlan& sp);
+  Status init_state(const sched::SeqPlan& sp);
+
+  LoadedModel* model_;
+  model::KvState state_;
+  int32_t n_state_slots_;
+  int32_t n_snapshot_slots_;
+  std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,106 @@
+// OutputProcessor (see output_processor.h). The order inside accept_token follows the contract
+// of docs/sampling.md: the grammar sees every sampled token (it produced the mask), the penalty
+// history every generated token, and the stop checker decides the finish and the releasable text.
+#include "engine/output_processor.h"
+
+#include "base/status.h"
+#include "sample/logits_processors.h"
+
+namespace deepinfer::engine {
+
+SequenceState::SequenceState(RequestId request, int32_t index, std::shared_ptr<const SamplingParams> p,
+                             uint64_t seed_value, std::span<const int32_t> prompt,
+                             std::shared_ptr<const Tokenizer> tokenizer, std::span<const int32_t> eos_ids,
+                             int32_t max_tokens_cap)
+    : request_id(request),
+      sample_index(index),
+      params(std::move(p)),
+      seed(seed_value),
+      n_prompt(static_cast<int32_t>(prompt.size())),
+      history(prompt),
+      stop(*params, eos_ids, max_tokens_cap),
+      detokenizer(std::move(tokenizer), params->skip_special_tokens) {}
+
+OutputProcessor::OutputProcessor(std::shared_ptr<const Tokenizer> tokenizer, std::vector<int32_t> eos_ids,
+                                 int32_t n_vocab)
+    : tokenizer_(std::move(tokenizer)), eos_ids_(std::move(eos_ids)), n_vocab_(n_vocab) {}
+
+SequenceState& OutputProcessor::add(kv::SeqId seq, SequenceState state) {
+  return seqs_.insert_or_assign(seq, std::move(state)).first->second;
+}
+
+SequenceState* OutputProcessor::find(kv::SeqId seq) {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+Result<sample::RowInput> OutputProcessor::row_input(SequenceState& s, int64_t position) {
+  sample::RowInput row;
+  row.params = s.params.get();
+  row.history = &s.history;
+  row.n_generated = s.n_generated;
+  row.position = position;
+  row.seed = s.seed;
+  if (s.matcher) {
+    s.bitmask.assign(static_cast<size_t>(sample::bitmask_words(n_vocab_)), 0u);
+    if (Status st = s.matcher->fill_bitmask(s.bitmask); !st.is_ok()) return st.with_context("structured_output");
+    row.token_bitmask = s.bitmask;
+  }
+  return row;
+}
+
+Result<sched::FinishReason> OutputProcessor::accept_token(SequenceState& s, const sample::RowOutput& row) {
+  const int32_t token = row.token;
+  if (s.matcher && !s.matcher->accept(token)) {
+    return internal_error("structured_output: the grammar rejected sampled token {}", token);
+  }
+  s.history.append(token);
+  ++s.n_generated;
+  s.pending.token_ids.push_back(token);
+  if (s.params->logprobs.has_value()) s.pending.logprobs.push_back(TokenLogprobs{token, row.logprob, row.top_logprobs});
+  const sample::StopUpdate update = s.stop.append(token, s.detokenizer.push(token));
+  s.pending.text += update.text;
+  switch (update.finish) {
+    case sample::FinishReason::kNone: return sched::FinishReason::kNone;
+    case sample::FinishReason::kStop:
+      if (update.stop_string_index < 0) s.pending.text += s.detokenizer.flush();
+      return sched::FinishReason::kStop;
+    case sample::FinishReason::kLength:
+      s.pending.text += s.detokenizer.flush();
+      return sched::FinishReason::kLength;
+  }
+  return sched::FinishReason::kNone;
+}
+
+void OutputProcessor::stamp(SequenceState& s, TokenEvent* e) const {
+  e->request_id = s.request_id;
+  e->sample_index = s.sample_index;
+  e->n_prompt_tokens = s.n_prompt;
+  e->n_cached_tokens = s.n_cached_tokens;
+  e->n_generated_tokens = s.n_generated;
+  s.first_event_sent = true;
+}
+
+TokenEvent OutputProcessor::take_event(SequenceState& s, const sched::SeqEvent& event) {
+  TokenEvent e = std::move(s.pending);
+  s.pending = TokenEvent{};
+  if (!s.first_event_sent) s.n_cached_tokens = event.n_prompt_cached;
+  if (event.finish != sched::FinishReason::kNone) {
+    if (!s.stop.finished()) e.text += s.stop.flush() + s.detokenizer.flush();  // the scheduler's own cap
+    e.finish = event.finish == sched::FinishReason::kStop ? FinishReason::kStop : FinishReason::kLength;
+  }
+  stamp(s, &e);
+  return e;
+}
+
+TokenEvent OutputProcessor::final_event(SequenceState& s, FinishReason reason, std::string message) {
+  TokenEvent e;  // tokens sampled in a step that then failed are not reported
+  s.pending = TokenEvent{};
+  if (reason == FinishReason::kAbort && !s.stop.finished()) e.text = s.stop.flush() + s.detokenizer.flush();
+  e.finish = reason;
+  e.error = std::move(message);
+  stamp(s, &e);
+  return e;
+}
+
+}  // namespace deepinfer::engine

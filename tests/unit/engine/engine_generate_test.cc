@@ -1,0 +1,156 @@
+// Engine end to end on the micro model: batch generation, streamed events, greedy output equal
+// to a hand-driven forward/argmax loop, n > 1 seeds, stop token ids and stats.
+#include <cmath>
+
+#include "engine/loaded_model.h"
+#include "engine_test_util.h"
+#include "sample/keyed_noise.h"
+
+namespace deepinfer {
+namespace {
+
+using testing::EventLog;
+using testing::ids_request;
+using testing::prompt_ids;
+
+// Greedy decoding driven directly on the model: one prefill, then one token per forward.
+std::vector<int32_t> reference_greedy(const std::vector<int32_t>& prompt, int n_new) {
+  auto lm = engine::load_model(testing::synthetic_model_dir("micro"), engine::LoadOptions{});
+  EXPECT_TRUE(lm.is_ok());
+  model::KvState state((*lm)->config, model::KvStateOptions{1, 16, 16, (*lm)->model->act_dtype()}, (*lm)->ops.get());
+  state.reset_slot(0);
+  std::vector<int32_t> seq = prompt, out;
+  int32_t pos = 0;
+  std::vector<int32_t> chunk = prompt;
+  for (int i = 0; i < n_new; ++i) {
+    model::ForwardBatch b;
+    b.max_blocks = 16;
+    for (int32_t b_id = 0; b_id < 16; ++b_id) b.block_tables.push_back(b_id);
+    b.seqs.push_back(ops::SeqSpan{0, 0, static_cast<int32_t>(chunk.size()), pos, 0, 0});
+    for (size_t j = 0; j < chunk.size(); ++j) {
+      b.token_ids.push_back(chunk[j]);
+      b.positions.push_back(pos + static_cast<int32_t>(j));
+    }
+    b.logit_rows.push_back(static_cast<int32_t>(chunk.size()) - 1);
+    auto r = (*lm)->model->forward(b, state);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    const float* l = r->logits.as<const float>();
+    const int64_t V = r->logits.shape[1];
+    const int32_t next = static_cast<int32_t>(std::max_element(l, l + V) - l);
+    pos += static_cast<int32_t>(chunk.size());
+    out.push_back(next);
+    chunk = {next};
+  }
+  return out;
+}
+
+TEST(EngineGenerateTest, GreedyEqualsHandDrivenModel) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  const auto prompt = prompt_ids(37, 11);
+  auto tokens = testing::generate_tokens(*engine, {ids_request(prompt, 12, std::nullopt, 0.0f)});
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0], reference_greedy(prompt, 12));
+  testing::expect_all_free(*engine);
+}
+
+TEST(EngineGenerateTest, BatchOfRequestsAllFinishWithExactLengths) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(ids_request(prompt_ids(5 + 23 * i, 100 + i), 4 + i, 7 + i));
+  size_t n_progress = 0;
+  auto outs = engine->generate(reqs, [&](size_t done, size_t total) {
+    EXPECT_EQ(total, 6u);
+    EXPECT_EQ(done, ++n_progress);
+  });
+  ASSERT_TRUE(outs.is_ok()) << outs.status().to_string();
+  ASSERT_EQ(outs->size(), 6u);
+  EXPECT_EQ(n_progress, 6u);
+  for (int i = 0; i < 6; ++i) {
+    const GenerateOutput& o = (*outs)[static_cast<size_t>(i)];
+    EXPECT_EQ(o.prompt_ids, reqs[static_cast<size_t>(i)].prompt_ids);
+    ASSERT_EQ(o.sequences.size(), 1u);
+    EXPECT_EQ(o.sequences[0].token_ids.size(), static_cast<size_t>(4 + i));
+    EXPECT_EQ(o.sequences[0].finish, FinishReason::kLength);
+    for (int32_t t : o.sequences[0].token_ids) EXPECT_TRUE(t >= 0 && t < 512);
+    EXPECT_EQ(o.sequences[0].text, engine->tokenizer()->decode(o.sequences[0].token_ids, true));
+  }
+  const EngineStats st = engine->stats();
+  EXPECT_EQ(st.n_requests_finished, 6);
+  EXPECT_EQ(st.n_generated_tokens_total, 4 + 5 + 6 + 7 + 8 + 9);
+  EXPECT_EQ(st.n_running + st.n_waiting, 0);
+  testing::expect_all_free(*engine);
+}
+
+TEST(EngineGenerateTest, EventsStreamInOrderAndEndOnce) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  EventLog log;
+  Request r = ids_request(prompt_ids(40, 3), 9, 5);
+  r.sampling.logprobs = 3;
+  auto id = engine->submit(r, log.sink());
+  ASSERT_TRUE(id.is_ok());
+  ASSERT_TRUE(log.wait(1));
+  std::lock_guard<std::mutex> lock(log.mu);
+  const auto& evs = log.events[*id];
+  ASSERT_FALSE(evs.empty());
+  int32_t n = 0;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    EXPECT_EQ(evs[i].finish.has_value(), i + 1 == evs.size());
+    EXPECT_EQ(evs[i].logprobs.size(), evs[i].token_ids.size());
+    for (const TokenLogprobs& lp : evs[i].logprobs) {
+      EXPECT_EQ(lp.top.size(), 3u);
+      EXPECT_LE(lp.logprob, 0.0f);
+      EXPECT_GE(lp.top[0].logprob, lp.logprob);
+    }
+    n += static_cast<int32_t>(evs[i].token_ids.size());
+    EXPECT_EQ(evs[i].n_generated_tokens, n);
+    EXPECT_EQ(evs[i].n_prompt_tokens, 40);
+  }
+  EXPECT_EQ(n, 9);
+  EXPECT_EQ(*evs.back().finish, FinishReason::kLength);
+}
+
+TEST(EngineGenerateTest, SampleZeroOfNEqualsNOneAndSamplesDiffer) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  Request one = ids_request(prompt_ids(20, 8), 10, 1234);
+  Request four = one;
+  four.sampling.n = 4;
+  auto outs = engine->generate({one, four});
+  ASSERT_TRUE(outs.is_ok());
+  ASSERT_EQ((*outs)[1].sequences.size(), 4u);
+  EXPECT_EQ((*outs)[1].sequences[0].token_ids, (*outs)[0].sequences[0].token_ids);
+  EXPECT_NE((*outs)[1].sequences[1].token_ids, (*outs)[1].sequences[2].token_ids);
+  EXPECT_NE((*outs)[1].sequences[0].token_ids, (*outs)[1].sequences[3].token_ids);
+  testing::expect_all_free(*engine);
+}
+
+TEST(EngineGenerateTest, StopTokenIdEndsTheSequence) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  Request r = ids_request(prompt_ids(25, 4), 20, 99);
+  const auto free_run = testing::generate_tokens(*engine, {r})[0];
+  ASSERT_EQ(free_run.size(), 20u);
+  r.sampling.stop_token_ids = {free_run[5]};
+  const size_t first = static_cast<size_t>(std::find(free_run.begin(), free_run.end(), free_run[5]) - free_run.begin());
+  auto outs = engine->generate({r});
+  ASSERT_TRUE(outs.is_ok());
+  const auto& s = (*outs)[0].sequences[0];
+  EXPECT_EQ(s.finish, FinishReason::kStop);
+  EXPECT_EQ(s.token_ids, std::vector<int32_t>(free_run.begin(), free_run.begin() + static_cast<long>(first) + 1));
+}
+
+TEST(EngineGenerateTest, UnseededRequestsAreDeterministicPerEngineRun) {
+  std::vector<std::vector<int32_t>> runs;
+  for (int run = 0; run < 2; ++run) {
+    auto engine = testing::open_micro();
+    ASSERT_NE(engine, nullptr);
+    runs.push_back(testing::generate_tokens(*engine, {ids_request(prompt_ids(30, 1), 8, std::nullopt)})[0]);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+}  // namespace
+}  // namespace deepinfer
