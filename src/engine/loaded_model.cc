@@ -1,6 +1,7 @@
 #include "engine/loaded_model.h"
 
 #include "loader/weight_binding.h"
+#include "model/model.h"
 #include "ops/cpu/cpu_ops.h"
 
 namespace deepinfer::engine {

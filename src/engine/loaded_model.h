@@ -8,7 +8,7 @@
 
 #include "loader/checkpoint.h"
 #include "loader/model_config.h"
-#include "model/model.h"
+#include "model/language_model.h"
 #include "ops/ops.h"
 
 namespace deepinfer::engine {
@@ -23,7 +23,7 @@ struct LoadedModel {
   loader::ModelConfig config;
   std::unique_ptr<loader::Checkpoint> checkpoint;
   std::unique_ptr<ops::Ops> ops;
-  std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::LanguageModel> model;
 };
 
 Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const LoadOptions& options);

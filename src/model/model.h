@@ -1,4 +1,4 @@
-// model::Model — the DeepSeek-V4 forward pass, written once against ops::Ops
+// model::Model — the DeepSeek-V4(-Flash) forward pass, written once against ops::Ops
 // (model_v4_flash.md §4). One forward() call runs a batch of sequences, each with any number of
 // new tokens (prefill chunks and decode tokens mixed), reading and updating their KvState slots
 // and history blocks. Chunked prefill followed by decode yields the same logits as one forward
@@ -10,63 +10,31 @@
 
 #include "loader/model_config.h"
 #include "loader/weights.h"
+#include "model/forward_batch.h"
 #include "model/kv_state.h"
+#include "model/language_model.h"
 #include "ops/ops.h"
 
 namespace deepinfer::model {
 
-// Which numerics to reproduce (model_v4_flash.md §3).
-enum class Numerics {
-  // The official reference contract: BF16 activations and KV, FP8 activation quantisation before
-  // every FP8/FP4 GEMM, FP8 KV fake-quant, Hadamard + FP4 indexer fake-quant.
-  kOfficial,
-  // Plain dequantised math in F32: no activation or KV quantisation (what transformers computes).
-  kPlain,
-};
-
-struct ModelOptions {
-  Numerics numerics = Numerics::kOfficial;
-};
-
-// A step's batch on the host (the runner builds it from the scheduler's plan).
-struct ForwardBatch {
-  std::vector<int32_t> token_ids;     // [n_tokens]
-  std::vector<int32_t> positions;     // [n_tokens]
-  std::vector<ops::SeqSpan> seqs;     // tokens of a sequence are contiguous, in position order
-  int32_t max_blocks = 0;
-  std::vector<int32_t> block_tables;  // [n_seqs * max_blocks] history block ids (-1 unused)
-  std::vector<int32_t> logit_rows;    // token rows whose logits are wanted, in output order
-  bool keep_hidden = false;           // also return the final HC state of the logit rows (MTP input)
-};
-
-struct ForwardResult {
-  tensor::TensorView logits;  // [n_logit_rows, vocab] F32 on the ops' device, valid until the next call
-  tensor::TensorView hidden;  // [n_logit_rows, hc, D] when keep_hidden
-};
-
-// Per-layer hidden states for golden comparisons (host copies, F32).
-struct Capture {
-  std::vector<std::vector<float>> after_layer;  // [layer] -> [n_tokens, hc, D]
-};
-
-class Model {
+class Model final : public LanguageModel {
  public:
   Model(loader::ModelConfig config, loader::ModelWeights weights, ops::Ops* ops, ModelOptions options);
 
-  const loader::ModelConfig& config() const { return config_; }
-  const ModelOptions& options() const { return options_; }
-  // The activation dtype the numerics imply (BF16 official, F32 plain).
-  tensor::DType act_dtype() const;
+  const loader::ModelConfig& config() const override { return config_; }
+  const ModelOptions& options() const override { return options_; }
+  tensor::DType act_dtype() const override;
 
   // Runs every main layer over the batch and the LM head over batch.logit_rows.
   // Errors (never crashes) for malformed batches: ids outside the vocabulary, non-contiguous
   // positions, block tables that do not cover the positions.
-  Result<ForwardResult> forward(const ForwardBatch& batch, KvState& state, Capture* capture = nullptr);
+  Result<ForwardResult> forward(const ForwardBatch& batch, KvState& state, Capture* capture = nullptr) override;
 
   // The MTP block `mtp.0` (§4.11): hidden [n, hc, D] final main-model states at positions
   // batch.positions, batch.token_ids = the tokens that follow them. Uses the MTP layer's window in
   // `state`. Returns logits [n, vocab] F32 predicting the token after the next.
-  Result<ForwardResult> mtp_forward(const ForwardBatch& batch, const tensor::TensorView& hidden, KvState& state);
+  Result<ForwardResult> mtp_forward(const ForwardBatch& batch, const tensor::TensorView& hidden,
+                                    KvState& state) override;
 
  private:
   struct Step;
