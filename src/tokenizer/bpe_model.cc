@@ -77,7 +77,11 @@ struct MinTree {
   void update(size_t i, uint64_t key) {
     size_t p = base + i;
     node[p] = key;
-    for (p /= 2; p >= 1; p /= 2) node[p] = std::min(node[2 * p], node[2 * p + 1]);
+    for (p /= 2; p >= 1; p /= 2) {
+      const uint64_t m = std::min(node[2 * p], node[2 * p + 1]);
+      if (node[p] == m) break;  // unchanged here, so unchanged above too
+      node[p] = m;
+    }
   }
   uint64_t min() const { return node[1]; }
 };

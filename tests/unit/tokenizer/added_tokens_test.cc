@@ -35,8 +35,6 @@ std::shared_ptr<const Tokenizer> load_added() {
   return *tok;
 }
 
-std::vector<int32_t> ids_of_bytes(const std::string& s) { return std::vector<int32_t>(s.begin(), s.end()); }
-
 TEST(TokenizerAddedTokensTest, LongestMatchWinsAtTheSamePosition) {
   auto tok = load_added();
   EXPECT_EQ(tok->encode("<|U|><|E|>", true), (std::vector<int32_t>{kUserEnd}));

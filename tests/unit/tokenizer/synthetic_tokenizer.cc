@@ -2,6 +2,7 @@
 #include "synthetic_tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -71,8 +72,11 @@ nlohmann::json make_tokenizer_json(const SyntheticSpec& spec) {
 }
 
 std::string write_temp_file(const std::string& name, const std::string& contents) {
+  // ctest runs each test in its own process, possibly in parallel: the pid keeps dirs apart.
   static int counter = 0;
-  const std::string dir = ::testing::TempDir() + "tokenizer_test_" + std::to_string(++counter);
+  const std::string dir = ::testing::TempDir() + "tokenizer_test_" + std::to_string(::getpid()) +
+                          "_" + std::to_string(++counter);
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name;
   std::ofstream(path, std::ios::binary) << contents;
