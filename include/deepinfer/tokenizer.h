@@ -1,7 +1,8 @@
 // Public tokenizer API: byte-level BPE from an HF tokenizer.json (DeepSeek V3/V4 vocabulary plus
 // the V4 special tokens), and a streaming detokenizer. Thread-safety: a loaded Tokenizer is
-// immutable and may be shared by any number of threads; an IncrementalDetokenizer belongs to one
-// request. Implemented in src/tokenizer.
+// immutable and may be shared by any number of threads (each encoding thread keeps a 512 KiB
+// piece cache of its own); an IncrementalDetokenizer belongs to one request. Implemented in
+// src/tokenizer; user guide: docs/tokenizer.md.
 #pragma once
 
 #include <cstdint>
@@ -18,18 +19,24 @@ namespace deepinfer {
 
 class Tokenizer {
  public:
-  // Loads an HF tokenizer.json; errors name the file and the offending entry.
+  // Loads an HF tokenizer.json (and the tokenizer_config.json beside it, if any, for BOS/EOS);
+  // errors name the file and the offending entry. Non-byte-level files are UNIMPLEMENTED.
   static Result<std::shared_ptr<const Tokenizer>> load(const std::string& tokenizer_json_path);
-  // The DeepSeek tokenizer that set-up prepares: $DEEPINFER_TOKENIZER if set, else the copy under
-  // the build's data folder. The error says where it looked and how to create it.
+  // The DeepSeek tokenizer that set-up prepares: $DEEPINFER_TOKENIZER if set, else
+  // <source tree>/.cache/data/deepseek_v4/tokenizer.json (written by tools/prepare_data.sh, which
+  // `./dev.sh build` runs). The error says where it looked and how to create it.
   static Result<std::shared_ptr<const Tokenizer>> load_default();
 
   virtual ~Tokenizer() = default;
 
-  // Token ids of `text`. With match_special=false, text that spells a special token
-  // (e.g. "<｜User｜>") is tokenized as ordinary bytes: the only safe mode for untrusted text.
+  // Token ids of `text`; no BOS/EOS is added. With match_special=false, text that spells a special
+  // token (e.g. "<｜User｜>") is tokenized as ordinary bytes: the only safe mode for untrusted
+  // text. With true, every added token of the file is matched, leftmost and longest first.
+  // Any bytes are accepted: ill-formed UTF-8 is tokenized byte by byte, never rejected.
   virtual std::vector<int32_t> encode(std::string_view text, bool match_special) const = 0;
-  // The UTF-8 text of `ids` (invalid UTF-8 sequences at the end are kept as raw bytes).
+  // The UTF-8 text of `ids` (special tokens as their text unless skip_special; unassigned ids
+  // contribute nothing). Ill-formed UTF-8 inside becomes U+FFFD; an incomplete sequence at the
+  // end is kept as raw bytes, so decoding a prefix of a generation never loses bytes.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
 
   // Number of ids (vocabulary plus added tokens; may be below the model's embedding rows).
@@ -39,7 +46,10 @@ class Tokenizer {
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   // The raw bytes id stands for (for special tokens: their text); empty for unknown ids.
   virtual std::string token_bytes(int32_t id) const = 0;
+  // True for every entry of the file's added_tokens (control tokens such as <｜User｜>,
+  // <think>, the placeholders), whatever its "special" flag says.
   virtual bool is_special(int32_t id) const = 0;
+  // From tokenizer_config.json beside the file, else DeepSeek's texts; -1 if not in the vocab.
   virtual int32_t bos_id() const = 0;
   virtual int32_t eos_id() const = 0;
 };
