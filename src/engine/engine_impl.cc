@@ -3,6 +3,8 @@
 // engine_requests.cc, batch generate in engine_generate.cc.
 #include "engine/engine_impl.h"
 
+#include <cstdlib>
+
 #include "base/file.h"
 #include "base/log.h"
 #include "deepinfer/model.h"
@@ -17,11 +19,20 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 namespace engine {
 namespace {
 
+// Loaded tokenizers are immutable and shareable: engines opened in one process (tests, several
+// LLM objects) reuse one per file instead of parsing a 4 MB tokenizer.json each time.
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const EngineOptions& options, const std::string& dir) {
-  if (!options.tokenizer.empty()) return Tokenizer::load(options.tokenizer);
-  const std::string beside = dir + "/tokenizer.json";
-  if (file_exists(beside)) return Tokenizer::load(beside);
-  return Tokenizer::load_default();
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<const Tokenizer>> cache;
+  std::string path = options.tokenizer;
+  if (path.empty() && file_exists(dir + "/tokenizer.json")) path = dir + "/tokenizer.json";
+  const char* env = std::getenv("DEEPINFER_TOKENIZER");
+  const std::string key = !path.empty() ? path : std::string("<default>") + (env != nullptr ? env : "");
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto cached = cache[key].lock()) return cached;
+  auto tok = path.empty() ? Tokenizer::load_default() : Tokenizer::load(path);
+  if (tok.is_ok()) cache[key] = *tok;
+  return tok;
 }
 
 uint64_t model_fingerprint(const LoadedModel& m, const EngineOptions& options) {
@@ -70,7 +81,7 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   if (compiler.is_ok()) {
     e->grammar_compiler_ = std::move(compiler).value();
   } else {
-    log_info("structured outputs unavailable: {}", compiler.status().message());
+    log_debug("structured outputs unavailable: {}", compiler.status().message());
   }
   e->limits_ = IntakeLimits{n_vocab, e->config_.max_model_len, options.seed};
   e->record_step(nullptr);
