@@ -44,6 +44,7 @@ Status BpeTokenizer::build_ids(const TokenizerSpec& spec, const std::string& pat
   }
   size_t n_literal = 0;
   std::string raw;
+  vocab_ids_.reserve(spec.vocab.size());
   for (const auto& [text, id] : spec.vocab) {
     if (kinds_[id] == Kind::kAdded) {
       if (bytes_[id] != text) {

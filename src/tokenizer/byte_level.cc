@@ -39,15 +39,25 @@ uint32_t byte_to_code_point(uint8_t byte) { return tables().byte_to_cp[byte]; }
 
 bool byte_level_to_bytes(std::string_view text, std::string* out) {
   const Tables& t = tables();
-  out->clear();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    uint32_t cp = 0;
-    const size_t len = decode_code_point(text, pos, &cp);
-    if (len == 0 || cp >= kMaxAlphabetCodePoint || t.cp_to_byte[cp] == kNoByte) return false;
-    out->push_back(static_cast<char>(t.cp_to_byte[cp]));
-    pos += len;
+  // The alphabet ends at U+0143, so only 1- and 2-byte UTF-8 sequences can be valid here; this
+  // hand-decoding runs for all 128k vocabulary entries at load time.
+  out->resize(text.size());
+  size_t n = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const auto b0 = static_cast<uint8_t>(text[pos]);
+    uint32_t cp = b0;
+    if (b0 >= 0x80) {
+      if (b0 < 0xC2 || b0 > 0xC5 || pos + 1 >= text.size()) return false;
+      const auto b1 = static_cast<uint8_t>(text[pos + 1]);
+      if ((b1 & 0xC0) != 0x80) return false;
+      cp = ((b0 & 0x1Fu) << 6) | (b1 & 0x3Fu);
+      ++pos;
+    }
+    ++pos;
+    if (cp >= kMaxAlphabetCodePoint || t.cp_to_byte[cp] == kNoByte) return false;
+    (*out)[n++] = static_cast<char>(t.cp_to_byte[cp]);
   }
+  out->resize(n);
   return true;
 }
 

@@ -1,8 +1,11 @@
-// tokenizer.json → TokenizerSpec (see tokenizer_json.h). nlohmann exceptions stay inside this
-// file: every failure becomes a Status whose message starts with the file path.
+// tokenizer.json → TokenizerSpec (see tokenizer_json.h). The bulk (vocab, merges) is read by
+// TokenizerJsonSax; the small rest is checked here on a DOM. nlohmann exceptions stay inside
+// this file: every failure becomes a Status whose message starts with the file path.
 #include "tokenizer/tokenizer_json.h"
 
 #include <nlohmann/json.hpp>
+
+#include "tokenizer/tokenizer_json_sax.h"
 
 namespace deepinfer::tokenizer {
 namespace {
@@ -95,28 +98,6 @@ Status parse_pre_tokenizer(const Json& root, const Ctx& ctx, TokenizerSpec* spec
   return Status::ok();
 }
 
-Status parse_merges(const Json& merges, const Ctx& ctx, TokenizerSpec* spec) {
-  spec->merges.reserve(merges.size());
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const Json& m = merges[i];
-    if (m.is_string()) {  // tokenizers < 0.20: "left right"
-      const std::string s = m.get<std::string>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
-        return ctx.invalid("model.merges[" + std::to_string(i) + "]",
-                           "expected \"left right\" with exactly one space, got \"" + s + "\"");
-      }
-      spec->merges.emplace_back(s.substr(0, space), s.substr(space + 1));
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      spec->merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
-    } else {
-      return ctx.invalid("model.merges[" + std::to_string(i) + "]",
-                         "expected a \"left right\" string or a [left, right] pair");
-    }
-  }
-  return Status::ok();
-}
-
 Status parse_model(const Json& root, const Ctx& ctx, TokenizerSpec* spec) {
   if (is_null_or_missing(root, "model")) return ctx.invalid("model", "missing");
   const Json& model = root["model"];
@@ -132,16 +113,10 @@ Status parse_model(const Json& root, const Ctx& ctx, TokenizerSpec* spec) {
     }
   }
   spec->ignore_merges = flag(model, "ignore_merges");
+  // The entries themselves were read by TokenizerJsonSax; the DOM keeps empty placeholders.
   if (!model.contains("vocab") || !model["vocab"].is_object()) return ctx.invalid("model.vocab", "missing or not an object");
   if (!model.contains("merges") || !model["merges"].is_array()) return ctx.invalid("model.merges", "missing or not an array");
-  spec->vocab.reserve(model["vocab"].size());
-  for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return ctx.invalid("model.vocab[\"" + token + "\"]", "id is not a non-negative 32-bit integer");
-    }
-    spec->vocab.emplace_back(token, static_cast<int32_t>(id.get<int64_t>()));
-  }
-  return parse_merges(model["merges"], ctx, spec);
+  return Status::ok();
 }
 
 Status parse_added_tokens(const Json& root, const Ctx& ctx, TokenizerSpec* spec) {
@@ -180,7 +155,12 @@ Result<TokenizerSpec> parse_tokenizer_json(std::string_view json_text, const std
   const Ctx ctx{path};
   TokenizerSpec spec;
   try {
-    const Json root = Json::parse(json_text);
+    TokenizerJsonSax sax(&spec);
+    const bool parsed = Json::sax_parse(json_text, &sax);
+    if (!parsed || !sax.error().empty()) {
+      return data_loss("{}: {}", path, sax.error().empty() ? "invalid tokenizer JSON" : sax.error());
+    }
+    const Json& root = sax.root();
     if (!root.is_object()) return data_loss("{}: not a JSON object", path);
     DI_RETURN_IF_ERROR(check_normalizer(root, ctx));
     DI_RETURN_IF_ERROR(parse_pre_tokenizer(root, ctx, &spec));
