@@ -10,12 +10,27 @@
 namespace deepinfer::detail {
 [[noreturn]] void check_failed(const char* expr, const std::string& message,
                                const std::source_location& loc);
+
+inline std::string check_message() { return ""; }
+#ifdef __CUDACC__
+// nvcc's front end cannot evaluate fmt's consteval format-string checks; CUDA translation units
+// format at run time (host translation units still check every DI_CHECK message at compile time).
+template <typename... Args>
+std::string check_message(const char* f, Args&&... args) {
+  return ::fmt::format(::fmt::runtime(f), std::forward<Args>(args)...);
+}
+#else
+template <typename... Args>
+std::string check_message(::fmt::format_string<Args...> f, Args&&... args) {
+  return ::fmt::format(f, std::forward<Args>(args)...);
+}
+#endif
 }  // namespace deepinfer::detail
 
 #define DI_CHECK(cond, ...)                                                                  \
   do {                                                                                       \
     if (!(cond)) [[unlikely]] {                                                              \
-      ::deepinfer::detail::check_failed(#cond, ::fmt::format("" __VA_ARGS__),                \
+      ::deepinfer::detail::check_failed(#cond, ::deepinfer::detail::check_message(__VA_ARGS__), \
                                         std::source_location::current());                   \
     }                                                                                        \
   } while (0)

@@ -1,0 +1,32 @@
+// Backend selection: the ops for a device name, and checkpoint tensors copied to that device.
+// Only this file and its .cc know that a CUDA backend exists (compiled when DI_HAVE_CUDA).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "loader/weight_binding.h"
+#include "ops/ops.h"
+
+namespace deepinfer::engine {
+
+// "cpu", or "cuda" / "cuda:N" when the CUDA backend is built and a GPU is present.
+Result<std::unique_ptr<ops::Ops>> make_ops(const std::string& device);
+
+// Device copies of every tensor of a host source (one persistent allocation each).
+class DeviceTensorSource final : public loader::TensorSource {
+ public:
+  DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops);
+  std::optional<tensor::TensorView> get(const std::string& name) const override;
+  std::vector<std::string> names() const override;
+  std::string where(const std::string& name) const override { return host_.where(name); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  const loader::TensorSource& host_;
+  std::map<std::string, tensor::TensorView> views_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,121 @@
+// Device helpers shared by every kernel family: activation loads/stores in F32 or BF16, warp and
+// block reductions, and exact decoders for the checkpoint's low-precision formats (E4M3, UE8M0,
+// E2M1) plus the round-to-nearest-even encoders the numerics contract uses. No engine types.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace deepinfer::kernels {
+
+// Activation element types the kernels are instantiated for.
+template <typename T>
+__device__ __forceinline__ float to_f32(T v);
+template <>
+__device__ __forceinline__ float to_f32<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Block-wide sum in a fixed order (warp partials summed by warp 0 in warp order), so the result
+// is bitwise reproducible for a given block size. `scratch` holds >= 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+  if (warp == 0) {
+    total = lane < n_warps ? scratch[lane] : 0.0f;
+    total = warp_sum(total);
+    if (lane == 0) scratch[0] = total;
+  }
+  __syncthreads();
+  total = scratch[0];
+  __syncthreads();
+  return total;
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float m = lane < n_warps ? scratch[lane] : -INFINITY;
+    m = warp_max(m);
+    if (lane == 0) scratch[0] = m;
+  }
+  __syncthreads();
+  const float out = scratch[0];
+  __syncthreads();
+  return out;
+}
+
+// ---- formats ---------------------------------------------------------------------------
+__device__ __forceinline__ float e4m3_to_f32(uint8_t b) {
+  __nv_fp8_e4m3 v;
+  v.__x = b;
+  return static_cast<float>(v);
+}
+__device__ __forceinline__ float e8m0_to_f32(uint8_t e) {
+  return e == 0 ? 5.877471754111438e-39f /* 2^-127 */ : __uint_as_float(static_cast<uint32_t>(e) << 23);
+}
+__device__ __forceinline__ float e2m1_to_f32(uint32_t code) {
+  const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float m = mag[code & 7];
+  return (code & 8) ? -m : m;
+}
+// Nearest E4M3 value of x (saturating to +-448, ties to even), as the reference's cast.
+__device__ __forceinline__ float round_e4m3(float x) {
+  __nv_fp8_e4m3 v(fminf(fmaxf(x, -448.0f), 448.0f));
+  return static_cast<float>(v);
+}
+// Nearest E2M1 value of clamp(x, -6, 6); ties to the even code.
+__device__ __forceinline__ float round_e2m1(float x) {
+  const float a = fminf(fabsf(x), 6.0f);
+  float m;
+  if (a <= 0.25f) m = 0.0f;
+  else if (a < 0.75f) m = 0.5f;
+  else if (a <= 1.25f) m = 1.0f;
+  else if (a < 1.75f) m = 1.5f;
+  else if (a <= 2.5f) m = 2.0f;
+  else if (a < 3.5f) m = 3.0f;
+  else if (a <= 5.0f) m = 4.0f;
+  else m = 6.0f;
+  return x < 0.0f ? -m : m;
+}
+// 2^ceil(log2(amax / qmax)) as the reference computes it in F32.
+__device__ __forceinline__ float pow2_scale(float amax, float qmax) {
+  return exp2f(ceilf(log2f(amax / qmax)));
+}
+
+__device__ __forceinline__ int div_up(int a, int b) { return (a + b - 1) / b; }
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,126 @@
+// The host-side entry points of the CUDA kernels: plain parameter structs (raw pointers, sizes,
+// dtype tags) and launch_<op>(params, stream) functions, defined in ops/cuda/launch_*.cu. Pure
+// C++ (no CUDA syntax), so the launchers in ops/cuda/*.cc compile with the host compiler and
+// kernels never see engine types.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace deepinfer::kernels {
+
+enum class ActType : int { kF32 = 0, kBF16 = 1 };
+
+// ---- elementwise / norms -----------------------------------------------------------------
+struct EmbedParams { const int32_t* ids; const void* table; ActType table_type; void* out; ActType out_type; int64_t T, D; };
+cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
+struct BroadcastParams { const void* x; void* out; ActType type; int64_t T, D; int hc; };
+cudaError_t launch_broadcast_streams(const BroadcastParams& p, cudaStream_t stream);
+struct RmsNormParams { const void* x; ActType x_type; const void* weight; ActType w_type; void* out; ActType out_type; int64_t rows, n; float eps; };
+cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);
+struct BinaryParams { const void* a; ActType a_type; const void* b; ActType b_type; void* out; ActType out_type; int64_t n; float limit; };
+cudaError_t launch_add(const BinaryParams& p, cudaStream_t stream);
+cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t stream);  // a = gate, b = up
+struct ConvertParams { const void* x; ActType x_type; void* out; ActType out_type; int64_t n; };
+cudaError_t launch_convert(const ConvertParams& p, cudaStream_t stream);
+struct FillParams { void* out; int kind; /* 0 F32, 1 BF16, 2 I32 */ float value; int64_t n; };
+cudaError_t launch_fill(const FillParams& p, cudaStream_t stream);
+struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* out; ActType out_type; int64_t n_rows, width; };
+cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
+struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
+cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);
+struct FakeQuantParams { void* x; ActType type; int64_t rows, width, n_dims; int block; };
+cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t stream);
+cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t stream);  // n_dims = width
+struct ActQuantParams { const void* x; ActType x_type; void* out_bf16; int64_t rows, width; int block; };
+cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t stream);
+
+// ---- hyper-connections -------------------------------------------------------------------
+struct HcParamsDev {
+  const void* x; ActType x_type;   // [T, hc, D]
+  const float* fn; const float* base; const float* scale;
+  float* partial;                  // workspace [T, n_split, n_mix + 1]
+  int64_t T, D; int hc; int n_split; int sinkhorn_iters; float hc_eps, norm_eps;
+  void* u; ActType u_type;         // hc_pre: [T, D]; hc_head: y
+  float* post; float* comb;        // hc_pre only
+};
+cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);
+cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t stream);
+struct HcPostParams { const void* o; ActType o_type; const void* x; void* out; ActType x_type; const float* post; const float* comb; int64_t T, D; int hc; };
+cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t stream);
+
+// ---- GEMM ------------------------------------------------------------------------------
+enum class WeightFmt : int { kBF16 = 0, kFp8Block = 1, kFp4Block = 2 };
+struct WeightDesc {
+  const uint8_t* w = nullptr;      // row-major storage
+  const uint8_t* scale = nullptr;  // FP8: [ceil(N/bo), ceil(K/bi)]; FP4: [N, K/32]
+  WeightFmt fmt = WeightFmt::kBF16;
+  int block_out = 1, block_in = 1;
+  bool scale_f32 = false;          // F32 scales (Flash-Base) instead of UE8M0
+  int64_t row_bytes = 0;           // bytes per stored row
+  int64_t scale_cols = 0;          // columns of the scale grid
+};
+struct GemmParams {
+  int64_t M = 0, N = 0, K = 0;
+  const void* A = nullptr;         // BF16 activations (tensor-core path) or F32 (f32 path)
+  int64_t lda = 0;
+  void* C = nullptr;               // F32 or BF16
+  int64_t ldc = 0;
+  bool c_bf16 = false;
+  WeightDesc w;                    // single weight (groups slice its rows)
+  int n_groups = 1;                // block-diagonal groups: A cols g*K.., W rows g*N.., C cols g*N..
+  // MoE: one weight per expert (device array); rows of expert e are perm[offsets[e] .. offsets[e+1]).
+  const WeightDesc* experts = nullptr;
+  int n_experts = 0;
+  const int32_t* offsets = nullptr;
+  const int32_t* perm = nullptr;
+  int a_div = 1;                   // A row = perm[i] / a_div
+  int max_rows_per_expert = 0;
+  int splits = 1;
+  float* partial = nullptr;        // [splits][M][ldc] when splits > 1
+};
+// BF16 tensor-core GEMM with on-the-fly dequantisation (A must be BF16).
+cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t stream);
+// Plain F32 GEMM (A F32, C F32), sequential F32 sums like the CPU reference.
+cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t stream);
+
+// ---- KV state, indexer, attention ------------------------------------------------------
+struct SeqSpanDev { int32_t slot, token_begin, n_tokens, start_pos, n_cached, window_floor; };
+struct WindowStoreParams { const void* kv; ActType kv_type; const SeqSpanDev* seqs; void* window; ActType w_type; int64_t n_seqs, W, d; };
+cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t stream);
+struct CompressLaunchParams {
+  const float* kv; const float* score; const float* ape; const SeqSpanDev* seqs; const int32_t* emit_base;
+  float* state_kv; float* state_score; float* rows;
+  int64_t n_seqs; int ratio; bool overlapped; int64_t dc, width, n_state;
+};
+cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t stream);
+struct StoreRowsParams { const void* rows; ActType rows_type; const int32_t* dst; void* pool; ActType pool_type; int64_t n, width; };
+cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t stream);
+struct IndexerParams {
+  const void* q; ActType q_type; const float* w; const void* keys; ActType k_type;
+  const int32_t* positions; const int32_t* token_seq; const int32_t* block_tables;
+  int max_blocks, ratio, rows_per_block, Hi, di, K; float weight_scale;
+  float* scores; int64_t ld, T; int32_t* idx;
+};
+cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t stream);
+struct AttentionLaunchParams {
+  const void* q; const void* kv_new; const void* window; const void* comp; ActType type;
+  const int32_t* comp_idx; const float* sinks; const int32_t* positions; const int32_t* token_seq;
+  const SeqSpanDev* seqs; const int32_t* block_tables; void* out;
+  int64_t T, H, d, W; int ratio; bool all_compressed; int rows_per_block, max_blocks, K;
+  float softmax_scale; bool round_probs;
+};
+cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t stream);
+
+// ---- MoE -------------------------------------------------------------------------------
+struct MoeRouteParams { const float* logits; const float* bias; const int64_t* tid2eid; const int32_t* ids; int64_t T; int E, k; float route_scale; int32_t* sel; float* weights; };
+cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
+struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; };
+cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts must be zeroed
+struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
+cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);
+struct MoeCombineParams { const float* y; const int32_t* sel; int k; int64_t T, D; bool bf16_round; float* out; };
+cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
+
+}  // namespace deepinfer::kernels

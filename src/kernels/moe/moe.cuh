@@ -1,0 +1,116 @@
+// MoE kernels (model_v4_flash.md §4.9): routing (sqrt-softplus scores, biased top-k or hash
+// table), grouping (token, slot) pairs by expert, the SwiGLU + routing-weight epilogue between the
+// expert GEMMs, and the per-token combine in ascending expert id (a fixed order, batch invariant).
+// The expert GEMMs themselves are dequant_gemm in expert mode.
+#pragma once
+
+#include "kernels/common/device_utils.cuh"
+
+namespace deepinfer::kernels {
+
+// One warp per token. logits [T, E] F32 -> sel [T, k] I32, weights [T, k] F32.
+__global__ void moe_route_kernel(const float* logits, const float* bias, const int64_t* tid2eid, const int32_t* ids,
+                                 int64_t T, int E, int k, float route_scale, int32_t* sel, float* weights) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (t >= T) return;
+  auto score = [&](int e) {
+    const float z = logits[t * E + e];
+    return sqrtf(z > 20.0f ? z : log1pf(expf(z)));
+  };
+  int32_t chosen[16];
+  if (tid2eid != nullptr) {
+    for (int i = 0; i < k; ++i) chosen[i] = static_cast<int32_t>(tid2eid[static_cast<int64_t>(ids[t]) * k + i]);
+  } else {
+    // k rounds of warp arg-max over score + bias, excluding chosen ones (ties: lower id).
+    for (int i = 0; i < k; ++i) {
+      float best = -INFINITY;
+      int best_e = E;
+      for (int e = lane; e < E; e += 32) {
+        bool taken = false;
+        for (int j = 0; j < i; ++j) taken |= chosen[j] == e;
+        if (taken) continue;
+        const float v = score(e) + bias[e];
+        if (v > best || (v == best && e < best_e)) best = v, best_e = e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+        if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
+      }
+      chosen[i] = best_e;
+    }
+  }
+  if (lane != 0) return;
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i) sum += score(chosen[i]);
+  for (int i = 0; i < k; ++i) {
+    sel[t * k + i] = chosen[i];
+    weights[t * k + i] = route_scale * score(chosen[i]) / sum;
+  }
+}
+
+// counts[e] += 1 for every (token, slot) routed to e.
+__global__ void moe_count_kernel(const int32_t* sel, int64_t n_pairs, int32_t* counts) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n_pairs) atomicAdd(&counts[sel[i]], 1);
+}
+
+// Single block: offsets[e] = sum of counts[0..e), offsets[E] = total; cursor = offsets copy.
+__global__ void moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor) {
+  if (threadIdx.x != 0) return;
+  int32_t run = 0;
+  for (int e = 0; e < E; ++e) {
+    offsets[e] = run;
+    cursor[e] = run;
+    run += counts[e];
+  }
+  offsets[E] = run;
+}
+
+// perm[cursor[e]++] = pair index (t * k + i). Order within an expert does not matter: each output
+// row of the expert GEMMs depends only on its own input row.
+__global__ void moe_scatter_kernel(const int32_t* sel, int64_t n_pairs, int32_t* cursor, int32_t* perm) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n_pairs) perm[atomicAdd(&cursor[sel[i]], 1)] = static_cast<int32_t>(i);
+}
+
+// h[pair] = round(w[pair] * silu(min(g, L)) * clamp(u, -L, L)) for the pair rows [n_pairs, F].
+__global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const float* weights, int64_t n_pairs,
+                                         int64_t F, float limit, bool bf16_round, float* h) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_pairs * F) return;
+  float gi = g[i], ui = u[i];
+  if (bf16_round) gi = round_bf16(gi), ui = round_bf16(ui);
+  if (limit > 0.0f) {
+    gi = fminf(gi, limit);
+    ui = fminf(fmaxf(ui, -limit), limit);
+  }
+  const float v = weights[i / F] * (gi / (1.0f + expf(-gi)) * ui);
+  h[i] = bf16_round ? round_bf16(v) : v;
+}
+
+// out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16
+// first when the reference stores expert outputs in BF16). One block per token.
+__global__ void moe_combine_kernel(const float* y, const int32_t* sel, int k, int64_t D, bool bf16_round, float* out) {
+  const int64_t t = blockIdx.x;
+  int order[16];
+  for (int i = 0; i < k; ++i) order[i] = i;
+  for (int i = 1; i < k; ++i)  // insertion sort by expert id
+    for (int j = i; j > 0 && sel[t * k + order[j]] < sel[t * k + order[j - 1]]; --j) {
+      const int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int i = 0; i < k; ++i) {
+      const float v = y[(t * k + order[i]) * D + c];
+      acc += bf16_round ? round_bf16(v) : v;
+    }
+    out[t * D + c] = acc;
+  }
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,150 @@
+// Row-wise and elementwise kernels: embedding gather, stream broadcast, RMSNorm, add/convert/fill,
+// SwiGLU with clamp, row gather, tail RoPE (interleaved pairs), FP8 block fake-quant and the
+// Hadamard + FP4 fake-quant. Activation type T is float or bfloat16; math is F32.
+#pragma once
+
+#include "kernels/common/device_utils.cuh"
+
+namespace deepinfer::kernels {
+
+// ---- embedding / broadcast / gather --------------------------------------------------------
+template <typename Tin, typename Tout>
+__global__ void embed_gather_kernel(const int32_t* ids, const Tin* table, Tout* out, int64_t D) {
+  const int64_t t = blockIdx.x;
+  const Tin* row = table + static_cast<int64_t>(ids[t]) * D;
+  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) out[t * D + c] = from_f32<Tout>(to_f32(row[c]));
+}
+
+template <typename T>
+__global__ void broadcast_streams_kernel(const T* x, T* out, int64_t D, int hc) {
+  const int64_t t = blockIdx.x;
+  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+    const T v = x[t * D + c];
+    for (int s = 0; s < hc; ++s) out[(t * hc + s) * D + c] = v;
+  }
+}
+
+template <typename Tin, typename Tout>
+__global__ void gather_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
+  const int64_t i = blockIdx.x;
+  const Tin* src = x + static_cast<int64_t>(rows[i]) * n;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) out[i * n + c] = from_f32<Tout>(to_f32(src[c]));
+}
+
+// ---- RMSNorm: one block per row ------------------------------------------------------------
+template <typename Tin, typename Tout, typename Tw>
+__global__ void rms_norm_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t n, float eps) {
+  __shared__ float scratch[32];
+  const int64_t r = blockIdx.x;
+  float ss = 0.0f;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    const float v = to_f32(x[r * n + c]);
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(n) + eps);
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    const float w = weight == nullptr ? 1.0f : to_f32(weight[c]);
+    out[r * n + c] = from_f32<Tout>(to_f32(x[r * n + c]) * inv * w);
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+template <typename Ta, typename Tb, typename Tout>
+__global__ void add_kernel(const Ta* a, const Tb* b, Tout* out, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = from_f32<Tout>(to_f32(a[i]) + to_f32(b[i]));
+}
+
+template <typename Tin, typename Tout>
+__global__ void convert_kernel(const Tin* x, Tout* out, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = from_f32<Tout>(to_f32(x[i]));
+}
+
+template <typename T>
+__global__ void fill_kernel(T* out, T value, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = value;
+}
+
+template <typename Tg, typename Tu, typename Tout>
+__global__ void swiglu_kernel(const Tg* g, const Tu* u, Tout* out, int64_t n, float limit) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float gi = to_f32(g[i]), ui = to_f32(u[i]);
+  if (limit > 0.0f) {
+    gi = fminf(gi, limit);
+    ui = fminf(fmaxf(ui, -limit), limit);
+  }
+  out[i] = from_f32<Tout>(gi / (1.0f + expf(-gi)) * ui);
+}
+
+// ---- RoPE on the last n_rope dims of each head ---------------------------------------------
+// grid: (rows); block threads stride over heads x pairs.
+template <typename T>
+__global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t heads, int64_t width,
+                            int n_rope, float sign) {
+  const int64_t n = blockIdx.x;
+  const int half = n_rope / 2;
+  const float pos = static_cast<float>(positions[n]);
+  for (int64_t k = threadIdx.x; k < heads * half; k += blockDim.x) {
+    const int64_t h = k / half;
+    const int i = static_cast<int>(k % half);
+    const float angle = pos * inv_freq[i];
+    float s, c;
+    sincosf(angle, &s, &c);
+    s *= sign;
+    T* p = x + (n * heads + h) * width + (width - n_rope) + 2 * i;
+    const float x0 = to_f32(p[0]), x1 = to_f32(p[1]);
+    p[0] = from_f32<T>(x0 * c - x1 * s);
+    p[1] = from_f32<T>(x0 * s + x1 * c);
+  }
+}
+
+// ---- FP8 fake-quant of dims [0, n_dims) of each row, blocks of `block` -----------------------
+// grid: (rows, n_blocks); one warp per block of the row.
+template <typename T>
+__global__ void fp8_fake_quant_kernel(T* x, int64_t width, int64_t n_dims, int block) {
+  const int64_t r = blockIdx.x;
+  const int64_t b0 = static_cast<int64_t>(blockIdx.y) * block;
+  const int lane = threadIdx.x;
+  float amax = 1e-4f;
+  for (int64_t c = b0 + lane; c < min64(b0 + block, n_dims); c += 32) amax = fmaxf(amax, fabsf(to_f32(x[r * width + c])));
+  amax = warp_max(amax);
+  const float s = pow2_scale(amax, 448.0f);
+  for (int64_t c = b0 + lane; c < min64(b0 + block, n_dims); c += 32) {
+    T* p = x + r * width + c;
+    *p = from_f32<T>(round_e4m3(to_f32(*p) / s) * s);
+  }
+}
+
+// ---- normalised Walsh-Hadamard + FP4 fake-quant (blocks of 32), one block per row ------------
+template <typename T>
+__global__ void hadamard_fp4_kernel(T* x, int n) {
+  extern __shared__ float sh[];
+  const int64_t r = blockIdx.x;
+  for (int c = threadIdx.x; c < n; c += blockDim.x) sh[c] = to_f32(x[r * n + c]);
+  __syncthreads();
+  for (int len = 1; len < n; len <<= 1) {
+    for (int k = threadIdx.x; k < n / 2; k += blockDim.x) {
+      const int i = (k / len) * (len << 1) + (k % len);
+      const float a = sh[i], b = sh[i + len];
+      sh[i] = a + b;
+      sh[i + len] = a - b;
+    }
+    __syncthreads();
+  }
+  const float norm = rsqrtf(static_cast<float>(n));
+  for (int c = threadIdx.x; c < n; c += blockDim.x) sh[c] *= norm;
+  __syncthreads();
+  // One warp per 32-block.
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  for (int b = warp; b < n / 32; b += n_warps) {
+    const float v = sh[b * 32 + lane];
+    const float amax = warp_max(fmaxf(fabsf(v), 6.0f * 1.1754943508222875e-38f));
+    const float s = pow2_scale(amax, 6.0f);
+    x[r * n + b * 32 + lane] = from_f32<T>(round_e2m1(v / s) * s);
+  }
+}
+
+}  // namespace deepinfer::kernels

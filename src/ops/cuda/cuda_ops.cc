@@ -1,0 +1,113 @@
+// CudaOps memory: the per-step workspace arena, persistent allocations, copies and fills, plus
+// the view -> launch-parameter helpers shared by the other launcher files.
+#include "ops/cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/log.h"
+#include "ops/cuda/cuda_common.h"
+
+namespace deepinfer::ops::cuda {
+
+bool cuda_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+kernels::ActType act_type(const TensorView& v) {
+  DI_CHECK(v.dtype == DType::kF32 || v.dtype == DType::kBF16, "activation dtype {} not supported on CUDA",
+           tensor::dtype_name(v.dtype));
+  DI_CHECK(v.device == tensor::Device::kCuda, "CUDA op given a host tensor {}", v.shape_string());
+  return v.dtype == DType::kF32 ? kernels::ActType::kF32 : kernels::ActType::kBF16;
+}
+
+CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
+  DI_CUDA_CHECK(cudaSetDevice(device_));
+  DI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  arena_size_ = options.workspace_bytes;
+  DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
+}
+
+CudaOps::~CudaOps() {
+  cudaStreamSynchronize(stream_);
+  for (void* p : retired_) cudaFree(p);
+  for (void* p : persistent_) cudaFree(p);
+  cudaFree(arena_);
+  cudaStreamDestroy(stream_);
+}
+
+void CudaOps::begin_step() {
+  if (!retired_.empty()) {
+    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));
+    retired_.clear();
+  }
+  arena_used_ = 0;
+}
+
+void* CudaOps::arena_alloc(size_t bytes) {
+  bytes = (bytes + 255) / 256 * 256;
+  if (arena_used_ + bytes > arena_size_) {
+    // Grow: keep the old chunk alive until the next step (queued kernels may still read it).
+    const size_t grown = std::max(arena_size_ * 2, arena_used_ + bytes);
+    log_warn("CUDA workspace grows from {} to {} MiB (size it up front to avoid this)", arena_size_ >> 20, grown >> 20);
+    retired_.push_back(arena_);
+    DI_CUDA_CHECK(cudaMalloc(&arena_, grown));
+    arena_size_ = grown;
+    arena_used_ = 0;
+  }
+  void* p = static_cast<char*>(arena_) + arena_used_;
+  arena_used_ += bytes;
+  return p;
+}
+
+TensorView CudaOps::alloc(DType dtype, std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  void* p = arena_alloc(static_cast<size_t>(n) * tensor::dtype_size(dtype));
+  return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
+}
+
+TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(n) * tensor::dtype_size(dtype), 1);
+  void* p = nullptr;
+  DI_CUDA_CHECK(cudaMalloc(&p, bytes));
+  DI_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+  persistent_.push_back(p);
+  return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
+}
+
+TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
+  TensorView v = alloc(dtype, shape);
+  if (v.nbytes() > 0) DI_CUDA_CHECK(cudaMemcpyAsync(v.data, host, v.nbytes(), cudaMemcpyHostToDevice, stream_));
+  return v;
+}
+
+void CudaOps::copy(const TensorView& src, const TensorView& dst) {
+  DI_CHECK(src.dtype == dst.dtype && src.numel() == dst.numel(), "copy {} -> {}", src.shape_string(), dst.shape_string());
+  DI_CHECK(src.is_contiguous() && dst.is_contiguous(), "copy needs contiguous tensors");
+  if (src.nbytes() == 0) return;
+  DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, stream_));
+  if (src.device == tensor::Device::kCpu || dst.device == tensor::Device::kCpu) {
+    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
+  }
+}
+
+void CudaOps::fill(const TensorView& dst, float value) {
+  if (dst.numel() == 0) return;
+  int kind = 0;
+  switch (dst.dtype) {
+    case DType::kF32: kind = 0; break;
+    case DType::kBF16: kind = 1; break;
+    case DType::kI32: kind = 2; break;
+    default: DI_CHECK(false, "fill of dtype {}", tensor::dtype_name(dst.dtype));
+  }
+  DI_CUDA_CHECK(kernels::launch_fill({dst.data, kind, value, dst.numel()}, stream_));
+}
+
+void CudaOps::synchronize() { DI_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+}  // namespace deepinfer::ops::cuda

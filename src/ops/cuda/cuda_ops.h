@@ -1,0 +1,101 @@
+// CudaOps: the CUDA (Hopper, sm_90a) implementation of ops::Ops. Launchers validate views once,
+// fill kernel params and launch on the ops' stream; kernels live in src/kernels. All per-step
+// memory comes from a device arena sized at construction (grown only outside capture, with a
+// warning), so a warmed-up step performs no cudaMalloc.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "kernels/launch.h"
+#include "ops/ops.h"
+
+namespace deepinfer::ops::cuda {
+
+struct CudaOpsOptions {
+  int device = 0;
+  size_t workspace_bytes = size_t{256} << 20;
+};
+
+class CudaOps final : public Ops {
+ public:
+  explicit CudaOps(const CudaOpsOptions& options = {});
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  tensor::Device device() const override { return tensor::Device::kCuda; }
+  cudaStream_t stream() const { return stream_; }
+
+  void begin_step() override;
+  TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  void copy(const TensorView& src, const TensorView& dst) override;
+  void fill(const TensorView& dst, float value) override;
+  void synchronize() override;
+
+  void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
+  void broadcast_streams(const TensorView& x, const TensorView& out) override;
+  void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) override;
+  void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void convert(const TensorView& x, const TensorView& out) override;
+
+  void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) override;
+  void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
+                      const LinearOptions& options) override;
+  void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
+
+  void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
+              const TensorView& post, const TensorView& comb) override;
+  void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+               const TensorView& out) override;
+  void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) override;
+
+  void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) override;
+  void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) override;
+  void hadamard_fp4_fake_quant(const TensorView& x) override;
+
+  void window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) override;
+  void compress(const TensorView& kv, const TensorView& score, const TensorView& ape, const BatchView& batch,
+                const EmitPlan& plan, const CompressParams& params, const TensorView& state_kv,
+                const TensorView& state_score, const TensorView& rows) override;
+  void store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) override;
+  void indexer_topk(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
+                    int ratio, int32_t rows_per_block, float weight_scale, const TensorView& idx) override;
+  void sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
+                        const TensorView& comp, const TensorView& comp_idx, const TensorView& sinks,
+                        const BatchView& batch, const AttentionParams& params, const TensorView& out) override;
+
+  void moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
+                 const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
+                 const TensorView& weights) override;
+  void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                   std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
+
+  void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+
+  // Activations as BF16 for the tensor-core GEMM, FP8-fake-quantised per `block` when > 0.
+  TensorView activations_bf16(const TensorView& x, int block);
+
+ private:
+  void linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
+                   const LinearOptions& options);
+  void launch_gemm(const TensorView& xq, int64_t M, int64_t N, int64_t K, int n_groups,
+                   const kernels::WeightDesc& w, const TensorView& y);
+  void* arena_alloc(size_t bytes);
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
+  void* arena_ = nullptr;
+  size_t arena_size_ = 0, arena_used_ = 0;
+  std::vector<void*> retired_;
+  std::vector<void*> persistent_;
+};
+
+// True when a CUDA device is present (tests skip otherwise).
+bool cuda_available();
+
+}  // namespace deepinfer::ops::cuda

@@ -1,0 +1,164 @@
+// CudaOps launchers: window rings, the streaming compressor, history rows, the lightning indexer,
+// the sparse attention and MoE.
+#include <vector>
+
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_ops.h"
+
+namespace deepinfer::ops::cuda {
+
+namespace k = deepinfer::kernels;
+
+namespace {
+const k::SeqSpanDev* seq_spans(const BatchView& b) { return static_cast<const k::SeqSpanDev*>(b.seqs.data); }
+}  // namespace
+
+void CudaOps::window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) {
+  if (batch.n_seqs == 0) return;
+  DI_CUDA_CHECK(k::launch_window_store({kv.data, act_type(kv), seq_spans(batch), window.data, act_type(window),
+                                        batch.n_seqs, window.shape[1], window.shape[2]},
+                                       stream_));
+}
+
+void CudaOps::compress(const TensorView& kv, const TensorView& score, const TensorView& ape, const BatchView& batch,
+                       const EmitPlan& plan, const CompressParams& params, const TensorView& state_kv,
+                       const TensorView& state_score, const TensorView& rows) {
+  if (batch.n_seqs == 0) return;
+  // Index of each sequence's first emitted row (the plan lists rows sequence by sequence).
+  std::vector<int32_t> base(static_cast<size_t>(batch.n_seqs), 0);
+  size_t e = 0;
+  for (int64_t s = 0; s < batch.n_seqs; ++s) {
+    base[s] = static_cast<int32_t>(e);
+    const SeqSpan& seq = batch.h_seqs[s];
+    while (e < plan.h_token.size() && plan.h_token[e] < seq.token_begin + seq.n_tokens) ++e;
+  }
+  const TensorView d_base = upload(base.data(), DType::kI32, {batch.n_seqs});
+  const int64_t width = (params.overlapped ? 2 : 1) * params.dc;
+  const int64_t n_state = params.overlapped ? 2 * params.ratio : params.ratio;
+  DI_CHECK(kv.dtype == DType::kF32 && state_kv.dtype == DType::kF32, "compress works in F32");
+  DI_CUDA_CHECK(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
+                                    dptr<int32_t>(d_base), dptr<float>(state_kv), dptr<float>(state_score),
+                                    dptr<float>(rows), batch.n_seqs, params.ratio, params.overlapped, params.dc,
+                                    width, n_state},
+                                   stream_));
+}
+
+void CudaOps::store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) {
+  if (plan.n_emit == 0) return;
+  DI_CUDA_CHECK(k::launch_store_rows({rows.data, act_type(rows), dptr<int32_t>(plan.dst), pool.data, act_type(pool),
+                                      plan.n_emit, pool.shape[pool.rank - 1]},
+                                     stream_));
+}
+
+void CudaOps::indexer_topk(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
+                           int ratio, int32_t rows_per_block, float weight_scale, const TensorView& idx) {
+  const int64_t T = q.shape[0], Hi = q.shape[1], di = q.shape[2];
+  if (T == 0) return;
+  int32_t max_pos = 0;
+  for (int64_t t = 0; t < T; ++t) max_pos = std::max(max_pos, batch.h_positions[t]);
+  const int64_t ld = std::max<int64_t>(1, (max_pos + 1) / ratio);
+  TensorView scores = alloc(DType::kF32, {T, ld});
+  TensorView wf = w;
+  if (w.dtype != DType::kF32) {
+    wf = alloc(DType::kF32, {T, Hi});
+    convert(w, wf);
+  }
+  const size_t smem = (Hi * di + 32 * di + 32 * Hi) * sizeof(float);
+  DI_CHECK(smem <= 200 * 1024, "indexer: {} heads x {} dims need {} bytes of shared memory", Hi, di, smem);
+  DI_CUDA_CHECK(k::launch_indexer_topk({q.data, act_type(q), dptr<float>(wf), keys.data, act_type(keys),
+                                        dptr<int32_t>(batch.positions), dptr<int32_t>(batch.token_seq),
+                                        dptr<int32_t>(batch.block_tables), batch.max_blocks, ratio, rows_per_block,
+                                        static_cast<int>(Hi), static_cast<int>(di), static_cast<int>(idx.shape[1]),
+                                        weight_scale, dptr<float>(scores), ld, T, dptr<int32_t>(idx)},
+                                       stream_));
+}
+
+void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
+                               const TensorView& comp, const TensorView& comp_idx, const TensorView& sinks,
+                               const BatchView& batch, const AttentionParams& params, const TensorView& out) {
+  const int64_t T = q.shape[0], H = q.shape[1], d = q.shape[2];
+  if (T == 0) return;
+  DI_CHECK(d % 32 == 0 && d <= 512, "attention head_dim {} unsupported on CUDA", d);
+  DI_CHECK(q.dtype == kv_new.dtype && q.dtype == window.dtype && q.dtype == out.dtype &&
+               (comp.empty() || comp.dtype == q.dtype),
+           "attention: q, kv, window, compressed rows and out must share one dtype");
+  k::AttentionLaunchParams p{q.data, kv_new.data, window.data, comp.empty() ? nullptr : comp.data, act_type(q),
+                             comp_idx.empty() ? nullptr : dptr<int32_t>(comp_idx), dptr<float>(sinks),
+                             dptr<int32_t>(batch.positions), dptr<int32_t>(batch.token_seq), seq_spans(batch),
+                             dptr<int32_t>(batch.block_tables), out.data, T, H, d, params.window, params.ratio,
+                             params.all_compressed, params.rows_per_block, batch.max_blocks,
+                             comp_idx.empty() ? 0 : static_cast<int>(comp_idx.shape[1]), params.softmax_scale,
+                             out.dtype == DType::kBF16};
+  DI_CUDA_CHECK(k::launch_sparse_attention(p, stream_));
+}
+
+void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
+                        const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
+                        const TensorView& weights) {
+  const int64_t T = logits.shape[0];
+  if (T == 0) return;
+  DI_CHECK(params.n_experts_per_tok <= 16, "top-{} routing unsupported on CUDA", params.n_experts_per_tok);
+  DI_CUDA_CHECK(k::launch_moe_route({dptr<float>(logits), bias.empty() ? nullptr : dptr<float>(bias),
+                                     tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid), dptr<int32_t>(token_ids), T,
+                                     static_cast<int>(logits.shape[1]), static_cast<int>(params.n_experts_per_tok),
+                                     params.route_scale, dptr<int32_t>(sel), dptr<float>(weights)},
+                                    stream_));
+}
+
+void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                          std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) {
+  const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
+  const int E = static_cast<int>(experts.size());
+  if (T == 0) return;
+  const int64_t n_pairs = T * kk, F = experts[0].w1.out;
+  TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
+  TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
+  fill(counts, 0.0f);
+  DI_CUDA_CHECK(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
+                                     dptr<int32_t>(cursor), dptr<int32_t>(perm)},
+                                    stream_));
+  std::vector<k::WeightDesc> descs(static_cast<size_t>(3 * E));
+  for (int e = 0; e < E; ++e) {
+    descs[e] = weight_desc(experts[e].w1);
+    descs[E + e] = weight_desc(experts[e].w3);
+    descs[2 * E + e] = weight_desc(experts[e].w2);
+  }
+  const TensorView d_descs =
+      upload(descs.data(), DType::kU8, {static_cast<int64_t>(descs.size() * sizeof(k::WeightDesc))});
+  const k::WeightDesc* w_all = dptr<k::WeightDesc>(d_descs);
+  const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
+  TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
+  TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
+  auto expert_gemm = [&](const TensorView& a, int a_div, const k::WeightDesc* w, int64_t N, int64_t K,
+                         const TensorView& c) {
+    k::GemmParams p;
+    p.M = n_pairs;
+    p.N = N;
+    p.K = K;
+    p.A = a.data;
+    p.lda = K;
+    p.C = c.data;
+    p.ldc = N;
+    p.experts = w;
+    p.n_experts = E;
+    p.offsets = dptr<int32_t>(offsets);
+    p.perm = dptr<int32_t>(perm);
+    p.a_div = a_div;
+    p.max_rows_per_expert = static_cast<int>(T);  // an expert gets each token at most once
+    DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
+  };
+  const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);
+  expert_gemm(xa, static_cast<int>(kk), w_all, F, D, g);
+  expert_gemm(xa, static_cast<int>(kk), w_all + E, F, D, u);
+  const bool bf16 = x.dtype == DType::kBF16;
+  DI_CUDA_CHECK(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
+                                             params.swiglu_limit, bf16, dptr<float>(h)},
+                                            stream_));
+  const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
+  expert_gemm(ha, 1, w_all + 2 * E, D, F, y);
+  DI_CUDA_CHECK(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
+                                       dptr<float>(out)},
+                                      stream_));
+}
+
+}  // namespace deepinfer::ops::cuda

@@ -1,0 +1,95 @@
+// CudaOps linear-algebra launchers: the dequantising tensor-core GEMM (split-K chosen from the
+// weight shape only, so a row's result never depends on the batch), the plain F32 path, grouped
+// projections.
+#include <algorithm>
+
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_ops.h"
+
+namespace deepinfer::ops::cuda {
+
+namespace k = deepinfer::kernels;
+
+k::WeightDesc weight_desc(const LinearWeight& w) {
+  DI_CHECK(w.weight.device == tensor::Device::kCuda, "linear weight {} is not on the device", w.describe());
+  k::WeightDesc d;
+  d.w = static_cast<const uint8_t*>(w.weight.data);
+  d.block_out = w.block_out;
+  d.block_in = w.block_in;
+  switch (w.format) {
+    case tensor::WeightFormat::kBF16:
+      d.fmt = k::WeightFmt::kBF16;
+      d.row_bytes = w.in * 2;
+      break;
+    case tensor::WeightFormat::kFp8Block:
+      d.fmt = k::WeightFmt::kFp8Block;
+      d.row_bytes = w.in;
+      d.scale = static_cast<const uint8_t*>(w.scale.data);
+      d.scale_f32 = w.scale.dtype == DType::kF32;
+      d.scale_cols = w.scale.shape[1];
+      break;
+    case tensor::WeightFormat::kFp4Block:
+      d.fmt = k::WeightFmt::kFp4Block;
+      d.row_bytes = w.in / 2;
+      d.scale = static_cast<const uint8_t*>(w.scale.data);
+      d.scale_cols = w.scale.shape[1];
+      break;
+    case tensor::WeightFormat::kF32:
+      DI_CHECK(false, "F32 linear weights are not supported on CUDA ({})", w.describe());
+  }
+  return d;
+}
+
+namespace {
+
+// K splits from the weight shape alone: enough CTAs to cover the SMs for short-wide weights.
+int gemm_splits(int64_t N, int64_t K) {
+  const int64_t n_tiles = (N + 63) / 64;
+  if (n_tiles >= 132 || K < 1024) return 1;
+  return static_cast<int>(std::clamp<int64_t>((264 + n_tiles - 1) / n_tiles, 1, std::min<int64_t>(16, K / 256)));
+}
+
+}  // namespace
+
+void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
+                          const LinearOptions& options) {
+  const int64_t K = w.in, N = w.out / n_groups;
+  const int64_t M = x.numel() / (K * n_groups);
+  if (M == 0) return;
+  DI_CHECK(x.numel() == M * K * n_groups, "linear: x {} vs weight {}", x.shape_string(), w.describe());
+  DI_CHECK(y.numel() == M * N * n_groups, "linear: y {} vs {} rows of weight {}", y.shape_string(), M, w.describe());
+  k::GemmParams p;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.lda = K * n_groups;
+  p.ldc = N * n_groups;
+  p.w = weight_desc(w);
+  p.n_groups = n_groups;
+  if (x.dtype == DType::kF32 && options.act_quant_block == 0) {
+    // Plain numerics: F32 activations, sequential F32 sums (matches the CPU reference).
+    TensorView out = y.dtype == DType::kF32 ? y : alloc(DType::kF32, {M, N * n_groups});
+    p.A = x.data;
+    p.C = out.data;
+    DI_CUDA_CHECK(k::launch_f32_gemm(p, stream_));
+    if (out.data != y.data) convert(out, y);
+    return;
+  }
+  p.A = activations_bf16(x, options.act_quant_block).data;
+  p.C = y.data;
+  p.c_bf16 = act_type(y) == k::ActType::kBF16;
+  p.splits = gemm_splits(N, K);
+  if (p.splits > 1) p.partial = dptr<float>(alloc(DType::kF32, {p.splits, M, p.ldc}));
+  DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
+}
+
+void CudaOps::linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) {
+  linear_impl(x, w, y, 1, options);
+}
+
+void CudaOps::linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
+                             const LinearOptions& options) {
+  linear_impl(x, w, y, static_cast<int>(x.shape[1]), options);
+}
+
+}  // namespace deepinfer::ops::cuda

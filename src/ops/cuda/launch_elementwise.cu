@@ -1,0 +1,162 @@
+// Launch functions of the elementwise, norm, RoPE, fake-quant and hyper-connection kernels.
+#include "kernels/common/act_dispatch.cuh"
+#include "kernels/gemm/act_quant.cuh"
+#include "kernels/launch.h"
+#include "kernels/norm/elementwise.cuh"
+#include "kernels/norm/hc.cuh"
+
+namespace deepinfer::kernels {
+
+cudaError_t launch_embed(const EmbedParams& p, cudaStream_t s) {
+  with_act2(p.table_type, p.out_type, [&](auto ti, auto to) {
+    using Ti = decltype(ti);
+    using To = decltype(to);
+    embed_gather_kernel<Ti, To><<<p.T, 256, 0, s>>>(p.ids, static_cast<const Ti*>(p.table), static_cast<To*>(p.out), p.D);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_broadcast_streams(const BroadcastParams& p, cudaStream_t s) {
+  with_act(p.type, [&](auto t) {
+    using T = decltype(t);
+    broadcast_streams_kernel<T><<<p.T, 256, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.out), p.D, p.hc);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
+  with_act3(p.x_type, p.out_type, p.w_type, [&](auto ti, auto to, auto tw) {
+    using Ti = decltype(ti);
+    using To = decltype(to);
+    using Tw = decltype(tw);
+    rms_norm_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
+                                                        static_cast<To*>(p.out), p.n, p.eps);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add(const BinaryParams& p, cudaStream_t s) {
+  with_act3(p.a_type, p.b_type, p.out_type, [&](auto ta, auto tb, auto to) {
+    using A = decltype(ta);
+    using B = decltype(tb);
+    using O = decltype(to);
+    add_kernel<A, B, O><<<grid_for(p.n), 256, 0, s>>>(static_cast<const A*>(p.a), static_cast<const B*>(p.b),
+                                                      static_cast<O*>(p.out), p.n);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t s) {
+  with_act3(p.a_type, p.b_type, p.out_type, [&](auto ta, auto tb, auto to) {
+    using A = decltype(ta);
+    using B = decltype(tb);
+    using O = decltype(to);
+    swiglu_kernel<A, B, O><<<grid_for(p.n), 256, 0, s>>>(static_cast<const A*>(p.a), static_cast<const B*>(p.b),
+                                                         static_cast<O*>(p.out), p.n, p.limit);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_convert(const ConvertParams& p, cudaStream_t s) {
+  with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
+    using Ti = decltype(ti);
+    using To = decltype(to);
+    convert_kernel<Ti, To><<<grid_for(p.n), 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<To*>(p.out), p.n);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill(const FillParams& p, cudaStream_t s) {
+  switch (p.kind) {
+    case 0: fill_kernel<float><<<grid_for(p.n), 256, 0, s>>>(static_cast<float*>(p.out), p.value, p.n); break;
+    case 1:
+      fill_kernel<__nv_bfloat16><<<grid_for(p.n), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.out),
+                                                               __float2bfloat16_rn(p.value), p.n);
+      break;
+    default:
+      fill_kernel<int32_t><<<grid_for(p.n), 256, 0, s>>>(static_cast<int32_t*>(p.out), static_cast<int32_t>(p.value), p.n);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
+  with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
+    using Ti = decltype(ti);
+    using To = decltype(to);
+    gather_rows_kernel<Ti, To><<<p.n_rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), p.rows, static_cast<To*>(p.out), p.width);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
+  with_act(p.type, [&](auto t) {
+    using T = decltype(t);
+    rope_kernel<T><<<p.N, 128, 0, s>>>(static_cast<T*>(p.x), p.positions, p.inv_freq, p.heads, p.width, p.n_rope, p.sign);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.rows), static_cast<unsigned>((p.n_dims + p.block - 1) / p.block));
+  with_act(p.type, [&](auto t) {
+    using T = decltype(t);
+    fp8_fake_quant_kernel<T><<<grid, 32, 0, s>>>(static_cast<T*>(p.x), p.width, p.n_dims, p.block);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t s) {
+  with_act(p.type, [&](auto t) {
+    using T = decltype(t);
+    hadamard_fp4_kernel<T><<<p.rows, 128, p.width * sizeof(float), s>>>(static_cast<T*>(p.x), static_cast<int>(p.width));
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.rows), p.block > 0 ? static_cast<unsigned>((p.width + p.block - 1) / p.block) : 1u);
+  with_act(p.x_type, [&](auto t) {
+    using T = decltype(t);
+    act_quant_bf16_kernel<T><<<grid, p.block > 0 ? 32 : 256, 0, s>>>(static_cast<const T*>(p.x),
+                                                                     static_cast<__nv_bfloat16*>(p.out_bf16), p.width, p.block);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
+  const int n_mix = (2 + p.hc) * p.hc;
+  const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
+  HcPreParams fp{p.D, p.hc, p.n_split, p.sinkhorn_iters, p.hc_eps, p.norm_eps, p.base, p.scale};
+  with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
+    using X = decltype(tx);
+    using U = decltype(tu);
+    hc_mix_partial_kernel<X><<<dim3(p.T, p.n_split), 256, 0, s>>>(static_cast<const X*>(p.x), p.fn, p.partial, K, n_mix, chunk);
+    hc_pre_finalize_kernel<X, U><<<p.T, 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u),
+                                                     p.post, p.comb);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t s) {
+  const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
+  HcPreParams fp{p.D, p.hc, p.n_split, 0, p.hc_eps, p.norm_eps, p.base, p.scale};
+  with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
+    using X = decltype(tx);
+    using U = decltype(tu);
+    hc_mix_partial_kernel<X><<<dim3(p.T, p.n_split), 256, 0, s>>>(static_cast<const X*>(p.x), p.fn, p.partial, K, p.hc, chunk);
+    hc_head_finalize_kernel<X, U><<<p.T, 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u));
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t s) {
+  with_act2(p.x_type, p.o_type, [&](auto tx, auto to) {
+    using X = decltype(tx);
+    using O = decltype(to);
+    hc_post_kernel<X, O><<<dim3(p.T, p.hc), 256, 0, s>>>(static_cast<const O*>(p.o), static_cast<const X*>(p.x), p.post,
+                                                          p.comb, static_cast<X*>(p.out), p.D, p.hc);
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace deepinfer::kernels

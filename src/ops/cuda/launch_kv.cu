@@ -1,0 +1,79 @@
+// Launch functions of the KV-state, indexer and sparse-attention kernels.
+#include "kernels/attention/indexer.cuh"
+#include "kernels/attention/kv_state.cuh"
+#include "kernels/attention/sparse_attention.cuh"
+#include "kernels/common/act_dispatch.cuh"
+#include "kernels/launch.h"
+
+namespace deepinfer::kernels {
+
+cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t s) {
+  with_act2(p.kv_type, p.w_type, [&](auto tk, auto tw) {
+    using K_ = decltype(tk);
+    using W_ = decltype(tw);
+    window_store_kernel<K_, W_><<<p.n_seqs, 256, 0, s>>>(static_cast<const K_*>(p.kv), p.seqs, static_cast<W_*>(p.window),
+                                                         p.W, p.d);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t s) {
+  CompressParamsDev d{p.ratio, p.overlapped, p.dc, p.width, p.n_state};
+  const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>((p.dc + 127) / 128));
+  compress_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, p.emit_base, d, p.state_kv, p.state_score, p.rows);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
+  with_act2(p.rows_type, p.pool_type, [&](auto tr, auto tp) {
+    using R = decltype(tr);
+    using P = decltype(tp);
+    store_rows_kernel<R, P><<<p.n, 128, 0, s>>>(static_cast<const R*>(p.rows), p.dst, static_cast<P*>(p.pool), p.width);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
+  const size_t smem = (static_cast<size_t>(p.Hi) * p.di + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
+  cudaError_t err = cudaSuccess;
+  with_act2(p.q_type, p.k_type, [&](auto tq, auto tk) {
+    using Q = decltype(tq);
+    using KK = decltype(tk);
+    auto kernel = indexer_scores_kernel<Q, KK>;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return;
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxKeysPerBlock - 1) / kIdxKeysPerBlock));
+    kernel<<<grid, 256, smem, s>>>(static_cast<const Q*>(p.q), p.w, static_cast<const KK*>(p.keys), p.positions,
+                                   p.token_seq, p.block_tables, p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di,
+                                   p.weight_scale, p.scores, p.ld);
+  });
+  if (err != cudaSuccess) return err;
+  topk_select_kernel<<<p.T, 256, 0, s>>>(p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t s) {
+  AttentionParamsDev d;
+  d.H = p.H;
+  d.d = p.d;
+  d.W = p.W;
+  d.ratio = p.ratio;
+  d.all_compressed = p.all_compressed;
+  d.rows_per_block = p.rows_per_block;
+  d.max_blocks = p.max_blocks;
+  d.K = p.K;
+  d.softmax_scale = p.softmax_scale;
+  d.round_probs = p.round_probs;
+  const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock));
+  const size_t smem = kAttnRowsPerTile * p.d * sizeof(float);
+  with_act(p.type, [&](auto t) {
+    using T = decltype(t);
+    sparse_attention_kernel<T><<<grid, 32 * kAttnHeadsPerBlock, smem, s>>>(
+        static_cast<const T*>(p.q), static_cast<const T*>(p.kv_new), static_cast<const T*>(p.window),
+        static_cast<const T*>(p.comp), p.comp_idx, p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d,
+        static_cast<T*>(p.out));
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace deepinfer::kernels

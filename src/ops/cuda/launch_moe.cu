@@ -1,0 +1,33 @@
+// Launch functions of the MoE kernels (routing, expert grouping, SwiGLU epilogue, combine).
+#include "kernels/common/act_dispatch.cuh"
+#include "kernels/launch.h"
+#include "kernels/moe/moe.cuh"
+
+namespace deepinfer::kernels {
+
+cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t s) {
+  constexpr int kWarps = 8;
+  moe_route_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(
+      p.logits, p.bias, p.tid2eid, p.ids, p.T, p.E, p.k, p.route_scale, p.sel, p.weights);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
+  moe_count_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.counts);
+  moe_offsets_kernel<<<1, 32, 0, s>>>(p.counts, p.E, p.offsets, p.cursor);
+  moe_scatter_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.cursor, p.perm);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t s) {
+  moe_swiglu_weight_kernel<<<grid_for(p.n_pairs * p.F), 256, 0, s>>>(p.g, p.u, p.weights, p.n_pairs, p.F, p.limit,
+                                                                     p.bf16_round, p.h);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
+  moe_combine_kernel<<<p.T, 256, 0, s>>>(p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
+  return cudaGetLastError();
+}
+
+}  // namespace deepinfer::kernels

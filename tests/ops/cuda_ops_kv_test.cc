@@ -1,0 +1,140 @@
+// CUDA conformance of the KV-state ops (window store, streaming compressor, row stores), the
+// lightning indexer (integer-valued inputs: selection must match exactly, ties included),
+// sparse attention and MoE, on multi-sequence batches mixing prefill chunks and decode tokens.
+#include <numeric>
+
+#include "op_test_harness.h"
+
+namespace deepinfer::testing {
+namespace {
+
+class CudaKvOpsTest : public OpHarness {
+ protected:
+  // Three sequences: a prefill chunk from 0, a later chunk, a single decode token.
+  void SetUp() override {
+    OpHarness::SetUp();
+    if (IsSkipped()) return;
+    seqs_ = {{0, 0, 40, 0, 0, 0}, {2, 40, 23, 90, 0, 0}, {1, 63, 1, 301, 0, 0}};
+    for (const auto& s : seqs_)
+      for (int32_t i = 0; i < s.n_tokens; ++i) {
+        positions_.push_back(s.start_pos + i);
+        token_seq_.push_back(static_cast<int32_t>(&s - seqs_.data()));
+        ids_.push_back(static_cast<int32_t>(positions_.size() * 7 % 100));
+      }
+    max_blocks_ = 3;
+    tables_ = {0, 1, 2, 3, 4, 5, 6, 7, 8};  // 3 blocks of 128 positions each
+    host_ = view(false);
+    dev_ = view(true);
+  }
+  ops::BatchView view(bool device) {
+    ops::BatchView b;
+    b.n_tokens = static_cast<int64_t>(positions_.size());
+    b.n_seqs = static_cast<int64_t>(seqs_.size());
+    b.block_tokens = 128;
+    b.max_blocks = max_blocks_;
+    auto v = [&](std::vector<int32_t>& h, std::initializer_list<int64_t> shape) {
+      TensorView hv = TensorView::contiguous(h.data(), DType::kI32, shape);
+      if (!device) return hv;
+      TensorView d = gpu_->alloc_persistent(DType::kI32, shape);
+      gpu_->copy(hv, d);
+      return d;
+    };
+    b.token_ids = v(ids_, {b.n_tokens});
+    b.positions = v(positions_, {b.n_tokens});
+    b.token_seq = v(token_seq_, {b.n_tokens});
+    seq_words_.assign(reinterpret_cast<int32_t*>(seqs_.data()), reinterpret_cast<int32_t*>(seqs_.data()) + 6 * seqs_.size());
+    b.seqs = v(seq_words_, {b.n_seqs, 6});
+    b.block_tables = v(tables_, {b.n_seqs, max_blocks_});
+    b.h_token_ids = ids_.data();
+    b.h_positions = positions_.data();
+    b.h_token_seq = token_seq_.data();
+    b.h_seqs = seqs_.data();
+    b.h_block_tables = tables_.data();
+    return b;
+  }
+  std::vector<ops::SeqSpan> seqs_;
+  std::vector<int32_t> positions_, token_seq_, ids_, tables_, seq_words_;
+  int32_t max_blocks_ = 0;
+  ops::BatchView host_, dev_;
+};
+
+TEST_F(CudaKvOpsTest, CompressorWindowAndRowStores) {
+  for (int ratio : {4, 16}) {
+    const bool overlapped = ratio == 4;
+    const int64_t dc = 96, width = (overlapped ? 2 : 1) * dc, n_state = overlapped ? 2 * ratio : ratio;
+    const int64_t T = host_.n_tokens;
+    ops::EmitPlan ph, pd;
+    ops::plan_emissions(host_, ratio, &ph);
+    pd = ph;
+    auto up = [&](std::vector<int32_t>& v) {
+      std::vector<int32_t> copy = v.empty() ? std::vector<int32_t>{0} : v;
+      TensorView d = gpu_->alloc_persistent(DType::kI32, {static_cast<int64_t>(copy.size())});
+      gpu_->copy(TensorView::contiguous(copy.data(), DType::kI32, {static_cast<int64_t>(copy.size())}), d);
+      return d;
+    };
+    pd.token = up(ph.h_token);
+    pd.group = up(ph.h_group);
+    pd.dst = up(ph.h_dst);
+    Pair kv = random(DType::kF32, {T, width}), sc = random(DType::kF32, {T, width}), ape = random(DType::kF32, {ratio, width}, 0.1f);
+    Pair sk = make(DType::kF32, {3, n_state, width}), ss = make(DType::kF32, {3, n_state, width});
+    for (int64_t i = 0; i < ss.host.numel(); ++i) set(ss.host, i, -INFINITY);
+    upload(sk);
+    upload(ss);
+    const int64_t n = std::max<int64_t>(ph.n_emit, 1);
+    Pair rows = make(DType::kF32, {n, dc});
+    ops::CompressParams cp{ratio, overlapped, dc};
+    cpu_.compress(kv.host, sc.host, ape.host, host_, ph, cp, sk.host, ss.host, rows.host);
+    gpu_->compress(kv.dev, sc.dev, ape.dev, dev_, pd, cp, sk.dev, ss.dev, rows.dev);
+    EXPECT_LE(rel_error(download(rows.dev), values(rows.host)), 1e-6f) << "ratio " << ratio;
+    EXPECT_LE(rel_error(download(sk.dev), values(sk.host)), 0.0f);
+    Pair pool = make(DType::kF32, {9 * 128 / ratio, dc});
+    cpu_.store_rows(rows.host, ph, pool.host);
+    gpu_->store_rows(rows.dev, pd, pool.dev);
+    EXPECT_EQ(download(pool.dev), values(pool.host));
+  }
+  Pair kvw = random(DType::kBF16, {host_.n_tokens, 64});
+  Pair window = make(DType::kBF16, {3, 16, 64});
+  cpu_.window_store(kvw.host, host_, window.host);
+  gpu_->window_store(kvw.dev, dev_, window.dev);
+  EXPECT_EQ(download(window.dev), values(window.host));
+}
+
+TEST_F(CudaKvOpsTest, IndexerSelectsTheSameRowsIncludingTies) {
+  const int64_t T = host_.n_tokens, Hi = 4, di = 32, K = 8;
+  Pair q = random(DType::kF32, {T, Hi, di}, 1.0f, /*integers=*/true, 2);
+  Pair w = random(DType::kF32, {T, Hi}, 1.0f, true, 2);
+  Pair keys = random(DType::kF32, {9 * 32, di}, 1.0f, true, 1);  // ratio 4: 32 rows per block
+  Pair idx = make(DType::kI32, {T, K});
+  cpu_.indexer_topk(q.host, w.host, keys.host, host_, 4, 32, 0.5f, idx.host);
+  gpu_->indexer_topk(q.dev, w.dev, keys.dev, dev_, 4, 32, 0.5f, idx.dev);
+  EXPECT_EQ(download(idx.dev), values(idx.host));
+}
+
+TEST_F(CudaKvOpsTest, SparseAttentionWindowCompressedAndSinks) {
+  const int64_t T = host_.n_tokens, H = 12, d = 128, W = 16;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (int mode = 0; mode < 3; ++mode) {  // 0: window only, 1: HCA (all rows), 2: CSA (listed rows)
+      Pair q = random(dt, {T, H, d}, 0.3f), kv = random(dt, {T, d}), window = random(dt, {3, W, d});
+      Pair comp = random(dt, {9 * 32, d}), sinks = random(DType::kF32, {H});
+      Pair idx = make(DType::kI32, {T, 5});
+      for (int64_t t = 0; t < T; ++t) {
+        const int32_t n_avail = (positions_[t] + 1) / 4;
+        int32_t k = 0;
+        for (int32_t g = 0; g < n_avail && k < 5; g += 3) set(idx.host, t * 5 + k++, static_cast<float>(g));
+        for (; k < 5; ++k) set(idx.host, t * 5 + k, -1.0f);
+      }
+      upload(idx);
+      ops::AttentionParams ap{W, mode == 0 ? 0 : 4, mode == 1, 32, 1.0f / std::sqrt(128.0f)};
+      Pair out = make(dt, {T, H, d});
+      const TensorView none;
+      cpu_.sparse_attention(q.host, kv.host, window.host, mode ? comp.host : none, mode == 2 ? idx.host : none,
+                            sinks.host, host_, ap, out.host);
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, mode ? comp.dev : none, mode == 2 ? idx.dev : none, sinks.dev,
+                             dev_, ap, out.dev);
+      EXPECT_LE(rel_error(download(out.dev), values(out.host)), dt == DType::kF32 ? 1e-5f : 1e-2f) << "mode " << mode;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::testing

@@ -1,0 +1,222 @@
+// CUDA backend conformance: every op against the CPU reference on the same inputs, over shapes
+// that exercise tails (1 token, non-multiples of tiles, split-K) and both activation dtypes.
+// Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
+// integer-valued inputs where the math is exact (indexer selection) compare exactly.
+#include <numeric>
+
+#include "op_test_harness.h"
+
+namespace deepinfer::testing {
+namespace {
+
+using tensor::LinearWeight;
+using tensor::WeightFormat;
+
+class CudaOpsTest : public OpHarness {
+ protected:
+  struct Linear {
+    LinearWeight host, dev;
+  };
+  // A random weight stored in `format` (quantised with the checkpoint's recipe).
+  Linear make_linear(WeightFormat format, int64_t out, int64_t in, int block = 128) {
+    std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt(static_cast<float>(in)));
+    std::vector<float> w(static_cast<size_t>(out * in));
+    for (float& v : w) v = nd(rng_);
+    Linear l;
+    l.host.format = l.dev.format = format;
+    l.host.out = l.dev.out = out;
+    l.host.in = l.dev.in = in;
+    if (format == WeightFormat::kBF16) {
+      Pair p = make(DType::kBF16, {out, in});
+      for (int64_t i = 0; i < out * in; ++i) set(p.host, i, w[i]);
+      upload(p);
+      l.host.weight = p.host;
+      l.dev.weight = p.dev;
+      return l;
+    }
+    const bool fp4 = format == WeightFormat::kFp4Block;
+    const int bo = fp4 ? 1 : block, bi = fp4 ? 32 : block;
+    const int64_t sr = (out + bo - 1) / bo, sc = (in + bi - 1) / bi;
+    host_bufs_.emplace_back(std::make_unique<tensor::Buffer>(fp4 ? out * in / 2 : out * in));
+    TensorView qh = host_bufs_.back()->view(DType::kI8, {out, fp4 ? in / 2 : in});
+    if (!fp4) qh.dtype = DType::kF8E4M3;
+    host_bufs_.emplace_back(std::make_unique<tensor::Buffer>(sr * sc));
+    TensorView sh = host_bufs_.back()->view(DType::kF8E8M0, {sr, sc});
+    uint8_t* q = qh.as<uint8_t>();
+    for (int64_t b = 0; b < sr * sc; ++b) {
+      const int64_t r0 = (b / sc) * bo, c0 = (b % sc) * bi;
+      float amax = 1e-30f;
+      for (int64_t r = r0; r < std::min(out, r0 + bo); ++r)
+        for (int64_t c = c0; c < std::min(in, c0 + bi); ++c) amax = std::max(amax, std::fabs(w[r * in + c]));
+      const int k = tensor::pow2_scale_exponent(amax, fp4 ? 6.0f : 448.0f);
+      sh.as<uint8_t>()[b] = tensor::e8m0_from_exponent(k);
+      for (int64_t r = r0; r < std::min(out, r0 + bo); ++r)
+        for (int64_t c = c0; c < std::min(in, c0 + bi); ++c) {
+          const float v = std::ldexp(w[r * in + c], -k);
+          if (fp4) {
+            uint8_t& byte = q[(r * in + c) / 2];
+            const uint8_t code = tensor::f32_to_e2m1(v);
+            byte = (c % 2 == 0) ? static_cast<uint8_t>((byte & 0xf0) | code) : static_cast<uint8_t>((byte & 0x0f) | (code << 4));
+          } else {
+            q[r * in + c] = tensor::f32_to_e4m3(v);
+          }
+        }
+    }
+    TensorView qd = gpu_->alloc_persistent(qh.dtype, {qh.shape[0], qh.shape[1]});
+    TensorView sd = gpu_->alloc_persistent(DType::kF8E8M0, {sr, sc});
+    gpu_->copy(qh, qd);
+    gpu_->copy(sh, sd);
+    l.host.weight = qh;
+    l.host.scale = sh;
+    l.dev.weight = qd;
+    l.dev.scale = sd;
+    l.host.block_out = l.dev.block_out = bo;
+    l.host.block_in = l.dev.block_in = bi;
+    return l;
+  }
+};
+
+TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
+    for (int64_t M : {1, 3, 17, 70}) {
+      for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{64, 256}, {200, 256}, {96, 2048}, {1000, 128}}) {
+        Linear w = make_linear(f, N, K);
+        // Plain numerics: F32 activations, bit-exact with the CPU reference.
+        Pair x = random(DType::kF32, {M, K});
+        Pair y = make(DType::kF32, {M, N});
+        cpu_.linear(x.host, w.host, y.host, {});
+        gpu_->linear(x.dev, w.dev, y.dev, {});
+        EXPECT_EQ(download(y.dev), values(y.host)) << "plain format " << int(f) << " M " << M << " N " << N << " K " << K;
+        // Official numerics: BF16 activations quantised to FP8 per 128, BF16 output.
+        Pair xb = random(DType::kBF16, {M, K});
+        Pair yb = make(DType::kBF16, {M, N});
+        cpu_.linear(xb.host, w.host, yb.host, {128});
+        gpu_->linear(xb.dev, w.dev, yb.dev, {128});
+        EXPECT_LE(rel_error(download(yb.dev), values(yb.host)), 1e-2f) << "official format " << int(f) << " M " << M;
+        Pair yf = make(DType::kF32, {M, N});  // F32 output of the same tensor-core path
+        cpu_.linear(xb.host, w.host, yf.host, {128});
+        gpu_->linear(xb.dev, w.dev, yf.dev, {128});
+        EXPECT_LE(rel_error(download(yf.dev), values(yf.host)), 1e-5f) << "official/F32 format " << int(f) << " M " << M;
+      }
+    }
+  }
+}
+
+TEST_F(CudaOpsTest, GroupedLinearMatchesCpu) {
+  Linear w = make_linear(WeightFormat::kFp8Block, 2 * 128, 256);  // 2 groups of 128 rows, 256 inputs each
+  for (int64_t T : {1, 33}) {
+    Pair x = random(DType::kBF16, {T, 2, 256});
+    Pair y = make(DType::kF32, {T, 2, 128});
+    cpu_.linear_grouped(x.host, w.host, y.host, {});
+    gpu_->linear_grouped(x.dev, w.dev, y.dev, {});
+    EXPECT_LE(rel_error(download(y.dev), values(y.host)), 1e-5f);
+  }
+}
+
+TEST_F(CudaOpsTest, NormsSwigluAndConversions) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const float tol = dt == DType::kF32 ? 1e-5f : 1e-2f;
+    Pair x = random(dt, {37, 300}, 2.0f);
+    Pair w = random(DType::kBF16, {300});
+    Pair out = make(dt, {37, 300});
+    cpu_.rms_norm(x.host, w.host, 1e-6f, out.host);
+    gpu_->rms_norm(x.dev, w.dev, 1e-6f, out.dev);
+    EXPECT_LE(rel_error(download(out.dev), values(out.host)), tol);
+    cpu_.rms_norm(x.host, TensorView{}, 1e-6f, out.host);
+    gpu_->rms_norm(x.dev, TensorView{}, 1e-6f, out.dev);
+    EXPECT_LE(rel_error(download(out.dev), values(out.host)), tol);
+    Pair g = random(dt, {5, 130}, 8.0f), u = random(dt, {5, 130}, 8.0f), s = make(dt, {5, 130});
+    cpu_.swiglu(g.host, u.host, 10.0f, s.host);
+    gpu_->swiglu(g.dev, u.dev, 10.0f, s.dev);
+    EXPECT_LE(rel_error(download(s.dev), values(s.host)), tol);
+  }
+}
+
+TEST_F(CudaOpsTest, RopeAndFakeQuantisers) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    Pair x = random(dt, {9, 4, 128});
+    Pair pos = make(DType::kI32, {9});
+    for (int i = 0; i < 9; ++i) set(pos.host, i, static_cast<float>(i * 977 + 3));
+    upload(pos);
+    std::vector<float> freqs(32);
+    for (int i = 0; i < 32; ++i) freqs[i] = std::pow(160000.0f, -2.0f * i / 64.0f);
+    Pair f = make(DType::kF32, {32});
+    std::copy(freqs.begin(), freqs.end(), f.host.as<float>());
+    upload(f);
+    ops::RopeParams rp{f.dev, 64};
+    ops::RopeParams rph{f.host, 64};
+    cpu_.rope(x.host, pos.host, rph);
+    gpu_->rope(x.dev, pos.dev, rp);
+    EXPECT_LE(rel_error(download(x.dev), values(x.host)), dt == DType::kF32 ? 1e-5f : 1e-2f);
+  }
+  // FP8 / FP4 fake quant: identical inputs give identical quantisation decisions.
+  Pair a = random(DType::kF32, {11, 128}, 3.0f);
+  cpu_.fp8_fake_quant(a.host, 64, 64);
+  gpu_->fp8_fake_quant(a.dev, 64, 64);
+  EXPECT_EQ(download(a.dev), values(a.host));
+  Pair h = random(DType::kF32, {6, 128}, 2.0f);
+  cpu_.hadamard_fp4_fake_quant(h.host);
+  gpu_->hadamard_fp4_fake_quant(h.dev);
+  EXPECT_LE(rel_error(download(h.dev), values(h.host)), 1e-6f);
+}
+
+TEST_F(CudaOpsTest, HyperConnections) {
+  const int64_t T = 5, hc = 4, D = 256;
+  Pair x = random(DType::kF32, {T, hc, D});
+  Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
+  Pair scale = random(DType::kF32, {3}, 0.1f);
+  for (int i = 0; i < 3; ++i) set(scale.host, i, 1.0f + get(scale.host, i));
+  upload(scale);
+  ops::HcParams hp;
+  tensor::HcWeights wh{fn.host, base.host, scale.host}, wd{fn.dev, base.dev, scale.dev};
+  Pair u = make(DType::kF32, {T, D}), post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+  cpu_.hc_pre(x.host, wh, hp, u.host, post.host, comb.host);
+  gpu_->hc_pre(x.dev, wd, hp, u.dev, post.dev, comb.dev);
+  EXPECT_LE(rel_error(download(u.dev), values(u.host)), 1e-5f);
+  EXPECT_LE(rel_error(download(post.dev), values(post.host)), 1e-5f);
+  EXPECT_LE(rel_error(download(comb.dev), values(comb.host)), 1e-5f);
+  Pair o = random(DType::kF32, {T, D}), out = make(DType::kF32, {T, hc, D});
+  cpu_.hc_post(o.host, x.host, post.host, comb.host, out.host);
+  gpu_->hc_post(o.dev, x.dev, post.dev, comb.dev, out.dev);
+  EXPECT_LE(rel_error(download(out.dev), values(out.host)), 1e-5f);
+  Pair hfn = random(DType::kF32, {hc, hc * D}, 0.01f), hbase = random(DType::kF32, {hc}), hscale = random(DType::kF32, {1});
+  Pair y = make(DType::kF32, {T, D});
+  cpu_.hc_head(x.host, {hfn.host, hbase.host, hscale.host}, hp, y.host);
+  gpu_->hc_head(x.dev, {hfn.dev, hbase.dev, hscale.dev}, hp, y.dev);
+  EXPECT_LE(rel_error(download(y.dev), values(y.host)), 1e-5f);
+}
+
+TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
+  const int64_t E = 8, k = 3, D = 256, F = 128;
+  std::vector<Linear> w1, w2, w3;
+  std::vector<tensor::ExpertWeights> eh, ed;
+  for (int64_t e = 0; e < E; ++e) {
+    w1.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    w2.push_back(make_linear(WeightFormat::kFp4Block, D, F));
+    w3.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    eh.push_back({w1.back().host, w2.back().host, w3.back().host});
+    ed.push_back({w1.back().dev, w2.back().dev, w3.back().dev});
+  }
+  for (int64_t T : {1, 13, 40}) {
+    Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
+    Pair ids = make(DType::kI32, {T});
+    upload(ids);
+    Pair sel = make(DType::kI32, {T, k}), wts = make(DType::kF32, {T, k});
+    ops::MoeParams mp{k, 1.5f, 10.0f, 0};
+    cpu_.moe_route(logits.host, bias.host, TensorView{}, ids.host, mp, sel.host, wts.host);
+    gpu_->moe_route(logits.dev, bias.dev, TensorView{}, ids.dev, mp, sel.dev, wts.dev);
+    ASSERT_EQ(download(sel.dev), values(sel.host)) << "T " << T;
+    EXPECT_LE(rel_error(download(wts.dev), values(wts.host)), 1e-6f);
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      mp.act_quant_block = dt == DType::kBF16 ? 128 : 0;
+      Pair x = random(dt, {T, D});
+      Pair out = make(DType::kF32, {T, D});
+      cpu_.moe_experts(x.host, sel.host, wts.host, eh, mp, out.host);
+      gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
+      EXPECT_LE(rel_error(download(out.dev), values(out.host)), dt == DType::kF32 ? 1e-5f : 2e-2f) << "T " << T;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::testing
