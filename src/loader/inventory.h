@@ -48,7 +48,12 @@ struct FileTensorSpec {
 };
 
 // Every parameter of the model described by `config`, in a stable order (globals, layers, mtp).
+// V4.1 configs dispatch to param_inventory_v41.
 std::vector<ParamSpec> param_inventory(const ModelConfig& config);
+// The V4.1-Flash inventory (model_v41_flash.md §9): 32x32-block FP8 dense weights, CSA2 roles
+// (compressor/indexer keys only at KV sources), bias_vl, Engram tables, DSpark stages with Markov
+// and confidence heads, the vision tower, aligner and image delimiter embeddings.
+std::vector<ParamSpec> param_inventory_v41(const ModelConfig& config);
 // The file tensors (1 for plain tensors and BF16 linears, 2 for quantized linears) of a parameter.
 std::vector<FileTensorSpec> file_tensors(const ParamSpec& param);
 

@@ -6,77 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "loader/config_reader.h"
 
 namespace deepinfer::loader {
-namespace {
+namespace detail {
 
 using json = nlohmann::json;
-
-// Reads typed keys from one JSON object, remembering the first error (which names the key).
-class KeyReader {
- public:
-  KeyReader(const json& obj, std::string label) : obj_(obj), label_(std::move(label)) {}
-
-  int64_t integer(const char* key, std::optional<int64_t> fallback = std::nullopt) {
-    const json* v = lookup(key, fallback.has_value());
-    if (v == nullptr) return fallback.value_or(0);
-    if (!v->is_number_integer()) return fail<int64_t>(key, "must be an integer");
-    return v->get<int64_t>();
-  }
-  double number(const char* key, std::optional<double> fallback = std::nullopt) {
-    const json* v = lookup(key, fallback.has_value());
-    if (v == nullptr) return fallback.value_or(0.0);
-    if (!v->is_number()) return fail<double>(key, "must be a number");
-    return v->get<double>();
-  }
-  bool boolean(const char* key, bool fallback) {
-    const json* v = lookup(key, true);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) return fail<bool>(key, "must be true or false");
-    return v->get<bool>();
-  }
-  std::string string(const char* key, std::optional<std::string> fallback = std::nullopt) {
-    const json* v = lookup(key, fallback.has_value());
-    if (v == nullptr) return fallback.value_or("");
-    if (!v->is_string()) return fail<std::string>(key, "must be a string");
-    return v->get<std::string>();
-  }
-  std::vector<int> int_list(const char* key, bool optional) {
-    const json* v = lookup(key, optional);
-    std::vector<int> out;
-    if (v == nullptr) return out;
-    if (!v->is_array()) return fail<std::vector<int>>(key, "must be a list of integers");
-    for (const json& x : *v) {
-      if (!x.is_number_integer()) return fail<std::vector<int>>(key, "must be a list of integers");
-      out.push_back(x.get<int>());
-    }
-    return out;
-  }
-  const json* object(const char* key) {
-    const json* v = lookup(key, true);
-    if (v != nullptr && !v->is_object() && !v->is_null()) return fail<const json*>(key, "must be an object");
-    return (v != nullptr && v->is_object()) ? v : nullptr;
-  }
-  const Status& status() const { return status_; }
-
- private:
-  const json* lookup(const char* key, bool optional) {
-    auto it = obj_.find(key);
-    if (it == obj_.end() || (optional && it->is_null())) {
-      if (!optional && status_.is_ok()) status_ = invalid_argument("{}: missing required key '{}'", label_, key);
-      return nullptr;
-    }
-    return &*it;
-  }
-  template <typename T>
-  T fail(const char* key, const char* what) {
-    if (status_.is_ok()) status_ = invalid_argument("{}: '{}' {}", label_, key, what);
-    return T{};
-  }
-  const json& obj_;
-  std::string label_;
-  Status status_;
-};
 
 Status parse_quant(const json& config, const std::string& label, QuantConfig* q) {
   auto it = config.find("quantization_config");
@@ -140,7 +75,10 @@ Status parse_rope_scaling(const json& config, const std::string& label, RopeScal
   return Status::ok();
 }
 
-}  // namespace
+}  // namespace detail
+
+using json = nlohmann::json;
+using detail::KeyReader;
 
 const char* model_family_name(ModelFamily family) {
   return family == ModelFamily::kV4 ? "deepseek_v4" : "deepseek_v41";
@@ -158,8 +96,8 @@ Result<ModelConfig> parse_model_config(const json& config, const std::string& la
   KeyReader top(config, label);
   c.model_type = top.string("model_type");
   DI_RETURN_IF_ERROR(top.status());
-  if (c.model_type == "deepseek_v41") {
-    return unimplemented("{}: model_type deepseek_v41 (V4.1-Flash) is not supported yet", label);
+  if (c.model_type == "deepseek_v41" || c.model_type == "deepseek_v41_text") {
+    return parse_model_config_v41(config, label);
   }
   if (c.model_type != "deepseek_v4") {
     return invalid_argument("{}: 'model_type' is '{}', expected deepseek_v4 or deepseek_v41", label, c.model_type);
@@ -216,8 +154,8 @@ Result<ModelConfig> parse_model_config(const json& config, const std::string& la
   if (config.contains("n_group") && config["n_group"].is_number_integer() && config["n_group"].get<int64_t>() > 1) {
     return unimplemented("{}: group-limited routing ('n_group' > 1) is not part of DeepSeek-V4", label);
   }
-  DI_RETURN_IF_ERROR(parse_rope_scaling(config, label, &c.rope_scaling));
-  DI_RETURN_IF_ERROR(parse_quant(config, label, &c.quant));
+  DI_RETURN_IF_ERROR(detail::parse_rope_scaling(config, label, &c.rope_scaling));
+  DI_RETURN_IF_ERROR(detail::parse_quant(config, label, &c.quant));
   c.n_mtp_layers = static_cast<int64_t>(c.compress_ratios.size()) - c.num_hidden_layers;
   DI_RETURN_IF_ERROR(validate_model_config(c, label));
   return c;

@@ -37,6 +37,29 @@ struct QuantConfig {
 
 enum class LayerKind { kSlidingWindow, kCompressed };
 
+// V4.1 `vision_config` (model_v41_flash.md §1, §8). Parsed and validated so the composite config
+// and the vision tensors bind; the vision tower itself does not run yet (docs/v41.md).
+struct VisionConfig {
+  int64_t num_hidden_layers = 0;  // 0: no vision tower
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t patch_size = 0;
+  double rope_theta = 10000.0;
+  int64_t downsample_ratio = 0;
+  int64_t max_image_tokens = 0;
+  int64_t min_pixels = 0;
+  double max_wh_ratio = 0.0;      // 0: null (no aspect cap)
+};
+
+// A V4.1 layer's CSA2 role (model_v41_flash.md §2.1).
+enum class Csa2Role : uint8_t {
+  kWindowOnly,  // ratio 0: sliding window only
+  kFull,        // KV source: owns the compressor and the index keys (+ its own indexer)
+  kReindex,     // index source without a compressor: re-scores its group's keys
+  kReuse,       // reads its group's compressed KV and the latest top-k
+};
+
 struct ModelConfig {
   ModelFamily family = ModelFamily::kV4;
   std::string model_type;
@@ -89,6 +112,26 @@ struct ModelConfig {
 
   QuantConfig quant;
 
+  // ---- V4.1-Flash (model_v41_flash.md §1); empty / 0 / -1 for V4 ----
+  std::vector<int> kv_source_layer_ids;     // layers owning a compressor (CSA2 Full), ascending
+  std::vector<int> index_source_layer_ids;  // layers running an indexer (Full or Reindex), ascending
+  int64_t candidate_source_layer_id = -1;   // publishes the two-level candidate blocks; -1: off
+  int64_t candidate_topk_blocks = 0;        // candidate blocks kept per query
+  int64_t candidate_block_size = 0;         // compressed entries per candidate block
+  std::vector<int> engram_layer_ids;        // layers with an Engram lookup before the block
+  std::vector<int64_t> engram_num_embeddings;  // table rows per Engram layer (= sum of its primes)
+  int64_t engram_max_ngram_size = 0;        // n-grams 2..N are hashed
+  int64_t engram_vocab_size = 0;            // where the prime search starts
+  int64_t engram_n_heads = 0;               // hash heads per n-gram size
+  int64_t engram_head_dim = 0;              // table row width
+  int64_t engram_pad_token_id = 2;          // token id whose compressed id fills blocked slots
+  int64_t engram_compressed_vocab_size = 0; // tokenizer-derived compressed vocabulary (multipliers)
+  int64_t dspark_n_routed_experts = 0;      // DSpark stages' own MoE (V4.1)
+  int64_t dspark_num_experts_per_tok = 0;
+  double gate_temp = 1.0;                   // router temperature (logits / gate_temp)
+  int64_t image_token_id = -1;              // top-level image placeholder id (V4.1)
+  VisionConfig vision;
+
   // ---- derived helpers ----
   int ratio(int64_t layer) const { return compress_ratios.at(static_cast<size_t>(layer)); }
   // The overlapped (two-series) compressor and the lightning indexer exist iff the ratio is 4
@@ -100,6 +143,23 @@ struct ModelConfig {
   int64_t n_heads_per_group() const { return num_attention_heads / o_groups; }
   // Largest compression ratio in the stack (history blocks are multiples of it).
   int max_ratio() const;
+
+  // ---- V4.1 layer roles (valid after validation; see model_v41_flash.md §2.1) ----
+  bool is_v41() const { return family == ModelFamily::kV41; }
+  Csa2Role csa2_role(int64_t layer) const;
+  bool is_kv_source(int64_t layer) const;
+  bool is_index_source(int64_t layer) const;
+  bool is_engram_layer(int64_t layer) const;
+  // The KV source whose compressed cache layer `layer` reads (nearest source at or before it),
+  // or -1 for window-only layers.
+  int kv_source_of(int64_t layer) const;
+  // The index source whose top-k layer `layer` uses (nearest at or before it), or -1.
+  int index_source_of(int64_t layer) const;
+  // First layer of the CED decoder: the last KV source (its global KV is a projection of the
+  // encoder output, model_v41_flash.md §2.1). Layers from here on may run on a kept tail only.
+  int decoder_begin_layer() const;
+  // Position of `layer` in engram_layer_ids, or -1.
+  int engram_index(int64_t layer) const;
 };
 
 // Parses an HF config.json object. Errors name the key (e.g. "config.json: 'hidden_size' ...").
@@ -109,6 +169,17 @@ Result<ModelConfig> load_model_config(const std::string& dir);
 // Cross-field validation (shapes that must divide, ratios, ranges). Called by parse_model_config.
 Status validate_model_config(const ModelConfig& config, const std::string& label);
 // The HF config.json text for `config` (inverse of parse_model_config, used by the generator).
+// V4.1 configs are written nested (text_config + vision_config).
 std::string model_config_to_json(const ModelConfig& config);
+
+// V4.1 (model_config_v41.cc): the nested HF config (text_config + vision_config, HF or reference
+// key spellings inside) or a flat reference-style object (inference/config.json names: dim,
+// n_layers, kv_source_layers, ...). Fills derived defaults the way the released configs imply
+// (compress_ratios padded with 0 for the DSpark stages) and validates.
+Result<ModelConfig> parse_model_config_v41(const nlohmann::json& config, const std::string& label);
+// Cross-field rules of V4.1 (roles, sources, Engram, DSpark, vision); called by validate_model_config.
+Status validate_model_config_v41(const ModelConfig& config, const std::string& label);
+// The flat reference-runner `inference/config.json` text of a V4.1 config.
+std::string model_config_v41_inference_json(const ModelConfig& config);
 
 }  // namespace deepinfer::loader

@@ -1,6 +1,7 @@
 // Cross-field validation of ModelConfig and its inverse serialisation to HF config.json.
 #include <nlohmann/json.hpp>
 
+#include "loader/config_reader.h"
 #include "loader/model_config.h"
 
 namespace deepinfer::loader {
@@ -37,7 +38,7 @@ Status validate_model_config(const ModelConfig& c, const std::string& label) {
     return invalid_argument("{}: 'index_head_dim' ({}) must hold the {} RoPE dims", label, c.index_head_dim,
                             c.qk_rope_head_dim);
   }
-  if ((c.index_head_dim & (c.index_head_dim - 1)) != 0) {
+  if (c.family == ModelFamily::kV4 && (c.index_head_dim & (c.index_head_dim - 1)) != 0) {
     return invalid_argument("{}: 'index_head_dim' ({}) must be a power of two (Hadamard transform)", label,
                             c.index_head_dim);
   }
@@ -91,10 +92,12 @@ Status validate_model_config(const ModelConfig& c, const std::string& label) {
       return invalid_argument("{}: 'dspark_target_layer_ids' entry {} is not a layer", label, id);
     }
   }
+  if (c.family == ModelFamily::kV41) return validate_model_config_v41(c, label);
   return Status::ok();
 }
 
 std::string model_config_to_json(const ModelConfig& c) {
+  if (c.family == ModelFamily::kV41) return detail::model_config_v41_to_json(c);
   nlohmann::ordered_json j;
   j["architectures"] = {"DeepseekV4ForCausalLM"};
   j["model_type"] = c.model_type.empty() ? "deepseek_v4" : c.model_type;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "loader/engram_layout.h"
 #include "loader/inventory.h"
 #include "loader/safetensors.h"
 #include "tensor/number_formats.h"
@@ -176,10 +177,11 @@ int shard_of(const std::string& name, const ModelConfig& c, int64_t layers_per_s
   }
   if (name.rfind("mtp.", 0) == 0) return n_layer_shards + 1;
   if (name == "embed.weight") return 0;
-  return n_layer_shards;  // head, norm, hc_head_*
+  return n_layer_shards;  // head, norm, hc_head_* (V4.1: also vision, aligner, image_*)
 }
 
 std::string inference_config_json(const ModelConfig& c) {
+  if (c.family == ModelFamily::kV41) return model_config_v41_inference_json(c);
   nlohmann::ordered_json j;
   j["vocab_size"] = c.vocab_size;
   j["dim"] = c.hidden_size;
@@ -256,6 +258,10 @@ Status write_synthetic_checkpoint(const ModelConfig& config, const std::string& 
   DI_RETURN_IF_ERROR(write_file_atomic((fs::path(dir) / "config.json").string(), model_config_to_json(config)));
   DI_RETURN_IF_ERROR(write_file_atomic((fs::path(dir) / "inference" / "config.json").string(),
                                        inference_config_json(config)));
+  if (config.family == ModelFamily::kV41 && !config.engram_layer_ids.empty()) {
+    // The tokenizer-derived compressed token map is not part of config.json (§4.1, §13).
+    DI_RETURN_IF_ERROR(write_engram_sidecar(config, synthetic_engram_token_map(config), dir));
+  }
   nlohmann::ordered_json gen = {{"bos_token_id", config.bos_token_id}, {"eos_token_id", config.eos_token_id},
                                 {"do_sample", true}, {"temperature", 1.0}, {"top_p", 1.0}};
   DI_RETURN_IF_ERROR(write_file_atomic((fs::path(dir) / "generation_config.json").string(), gen.dump(2)));

@@ -28,7 +28,9 @@ ModelConfig tiny_v4_flash_config();
 ModelConfig tiny_short_config();
 // micro (§10.5): vocab 512, hidden 128, o_groups 1, otherwise tiny-short.
 ModelConfig micro_config();
-// Looks up one of the names above ("tiny-v4f", "tiny-short", "micro").
+// tiny-v41 (model_v41_flash.md §13): the V4.1 structure at hidden 128, vocab 512, window 8.
+ModelConfig tiny_v41_config();
+// Looks up one of the names above ("tiny-v4f", "tiny-short", "micro", "tiny-v41").
 Result<ModelConfig> named_test_config(const std::string& name);
 
 // The value the generator assigns to element `index` of tensor `name` before quantisation
