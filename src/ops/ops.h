@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 
+#include "base/check.h"
 #include "ops/batch.h"
 #include "tensor/linear_weight.h"
 #include "tensor/tensor.h"
@@ -67,6 +68,31 @@ struct MoeParams {
   float route_scale = 1.0f;
   float swiglu_limit = 0.0f;  // 0: no clamp
   int act_quant_block = 0;
+};
+
+// ---- DeepSeek-V4.1 (model_v41_flash.md) parameter types ----
+
+// V4.1's KV-cache and indexer quantizers (§3.4), applied as quantise-dequantise.
+enum class KvQuantFormat : uint8_t {
+  kFp8Pow2x32,  // FP8 E4M3, scale 2^ceil(log2(max(amax, 1e-4) / 448)) per 32 channels (window KV)
+  kFp4E4m3x16,  // FP4 E2M1, scale = E4M3(max(amax, 6*2^-9) / 6) per 16 channels (main compressed KV)
+  kFp4Pow2x32,  // FP4 E2M1, scale 2^ceil(log2(max(amax, 6*2^-126) / 6)) per 32 (index keys, queries)
+};
+
+// The V4.1 indexer (§3.2): score = sum_h (relu(q_h . k) * score_scale) * (w_h * weight_scale)
+// over the visible entries g < (pos+1)/ratio, optionally with the two-level candidate blocks.
+struct IndexerV41Params {
+  int ratio = 0;
+  int32_t rows_per_block = 0;  // history rows per block (block_tokens / ratio)
+  float score_scale = 0.0f;    // index_head_dim^-0.5
+  float weight_scale = 0.0f;   // index_n_heads^-0.5
+  enum class Candidates : uint8_t {
+    kNone,      // plain top-k over every visible entry
+    kPublish,   // candidate source: also write its candidate blocks (its own top-k is unrestricted)
+    kRestrict,  // Reindex after the candidate source: score only inside the given blocks
+  } candidates = Candidates::kNone;
+  int32_t candidate_topk_blocks = 0;
+  int32_t candidate_block_size = 0;
 };
 
 class Ops {
@@ -178,6 +204,57 @@ class Ops {
   // ---- rows ----
   // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].
   virtual void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
+
+  // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it
+  // runs V4.1 (CPU reference: ops/cpu/cpu_v41_*.cc). ----
+
+  // In place over each row of x [N, width] (width a multiple of the format's block): quantise to
+  // the format's grid and dequantise (RNE; FP4 ties to the even code), §3.4.
+  virtual void kv_fake_quant(const TensorView& x, KvQuantFormat format) {
+    (void)x, (void)format;
+    DI_CHECK(false, "kv_fake_quant is not implemented on this backend");
+  }
+  // Single-pass mHC (§5): the coefficient sets of streams x [T, hc, D] without collapsing them:
+  // pre [T, hc], post [T, hc], comb [T, hc, hc] (Sinkhorn-projected), all F32.
+  virtual void hc_mix(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& pre,
+                      const TensorView& post, const TensorView& comb) {
+    (void)x, (void)w, (void)params, (void)pre, (void)post, (void)comb;
+    DI_CHECK(false, "hc_mix is not implemented on this backend");
+  }
+  // u [T, D] = sum_i pre[t, i] * x[t, i, :] with a given pre [T, hc] F32 (the previous sublayer's).
+  virtual void hc_collapse(const TensorView& x, const TensorView& pre, const TensorView& u) {
+    (void)x, (void)pre, (void)u;
+    DI_CHECK(false, "hc_collapse is not implemented on this backend");
+  }
+  // V4.1 indexer top-k (§3.2): q [T, Hi, di], w [T, Hi] (weights_proj output), keys
+  // [n_rows_total, di] (history rows via the block tables); idx [T, k] ascending entry indices,
+  // -1 padded, ties to the lower index. candidates [T, candidate_topk_blocks] I32 (ascending
+  // block ids, -1 padded): written under kPublish — top blocks by their max visible score, the
+  // block of the newest visible entry always kept — and read under kRestrict.
+  virtual void indexer_topk_v41(const TensorView& q, const TensorView& w, const TensorView& keys,
+                                const BatchView& batch, const IndexerV41Params& params, const TensorView& candidates,
+                                const TensorView& idx) {
+    (void)q, (void)w, (void)keys, (void)batch, (void)params, (void)candidates, (void)idx;
+    DI_CHECK(false, "indexer_topk_v41 is not implemented on this backend");
+  }
+  // Engram gating into the streams (§4.2): kv [T, (hc+1)*D] = hc keys then one value;
+  // gate_i = sigmoid(signed sqrt(dot_i)) with dot_i = sum_d x_i*q_i*k_i*key_i * rsqrt(mean x_i^2 + eps)
+  // * rsqrt(mean key_i^2 + eps) / sqrt(D); out[t, i] = x[t, i] + gate_i * value (gate 0 where
+  // live[t] == 0; live [T] I32 or empty = all live). x, out [T, hc, D]; q/k_weight [hc, D] F32.
+  virtual void engram_gate(const TensorView& x, const TensorView& kv, const TensorView& q_weight,
+                           const TensorView& k_weight, const TensorView& live, float eps, const TensorView& out) {
+    (void)x, (void)kv, (void)q_weight, (void)k_weight, (void)live, (void)eps, (void)out;
+    DI_CHECK(false, "engram_gate is not implemented on this backend");
+  }
+  // DSpark draft attention (§7.2): every row of a sequence's block attends to the window ring
+  // positions [start_pos - W, start_pos) (>= window_floor) and to all rows of its own block
+  // (bidirectional), with sinks. q [T, H, d], kv_block [T, d], window [n_slots, W, d], out [T, H, d].
+  virtual void block_attention(const TensorView& q, const TensorView& kv_block, const TensorView& window,
+                               const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
+                               const TensorView& out) {
+    (void)q, (void)kv_block, (void)window, (void)sinks, (void)batch, (void)params, (void)out;
+    DI_CHECK(false, "block_attention is not implemented on this backend");
+  }
 };
 
 }  // namespace deepinfer::ops

@@ -64,6 +64,19 @@ class CpuOps final : public Ops {
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
 
+  // DeepSeek-V4.1 (cpu_v41_*.cc).
+  void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;
+  void hc_mix(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& pre,
+              const TensorView& post, const TensorView& comb) override;
+  void hc_collapse(const TensorView& x, const TensorView& pre, const TensorView& u) override;
+  void indexer_topk_v41(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
+                        const IndexerV41Params& params, const TensorView& candidates, const TensorView& idx) override;
+  void engram_gate(const TensorView& x, const TensorView& kv, const TensorView& q_weight, const TensorView& k_weight,
+                   const TensorView& live, float eps, const TensorView& out) override;
+  void block_attention(const TensorView& q, const TensorView& kv_block, const TensorView& window,
+                       const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
+                       const TensorView& out) override;
+
  private:
   std::vector<tensor::Buffer> workspace_;
   std::vector<tensor::Buffer> persistent_;
