@@ -33,7 +33,8 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& path) {
 // `where` names the token for messages, e.g. "token 3" or "stdin line 2, element 5".
 void check_id(const Tokenizer& tok, int64_t id, const std::string& where) {
   if (id < 0 || id >= tok.n_vocab()) {
-    fail(kName, where + ": id " + std::to_string(id) + " is out of range (the tokenizer has ids 0.." +
+    fail(kName, where + ": id " + std::to_string(id) +
+                    " is out of range (the tokenizer has ids 0.." +
                     std::to_string(tok.n_vocab() - 1) + ")");
   }
   if (tok.token_bytes(static_cast<int32_t>(id)).empty()) {
@@ -76,7 +77,8 @@ std::vector<int32_t> parse_ids_json(const Tokenizer& tok, const std::string& lin
     const std::string element = where + ", element " + std::to_string(i);
     if (!value[i].is_number_integer()) fail(kName, element + ": not an integer id");
     const int64_t id = value[i].is_number_unsigned() && value[i].get<uint64_t>() > INT64_MAX
-                           ? -1 : value[i].get<int64_t>();
+                           ? -1
+                           : value[i].get<int64_t>();
     check_id(tok, id, element);
     ids.push_back(static_cast<int32_t>(id));
   }
@@ -109,9 +111,11 @@ void run(const DetokenizeOptions& opt) {
 
 void setup(CLI::App* app) {
   auto opt = std::make_shared<DetokenizeOptions>();
-  app->add_option("--tokenizer", opt->tokenizer_path,
-                  "tokenizer.json (default: $DEEPINFER_TOKENIZER, else the prepared DeepSeek-V4 one)");
-  app->add_flag("--jsonl", opt->jsonl, "each stdin line is a JSON id array; print a JSON string per line");
+  app->add_option(
+      "--tokenizer", opt->tokenizer_path,
+      "tokenizer.json (default: $DEEPINFER_TOKENIZER, else the prepared DeepSeek-V4 one)");
+  app->add_flag("--jsonl", opt->jsonl,
+                "each stdin line is a JSON id array; print a JSON string per line");
   app->add_flag("--skip-special", opt->skip_special, "leave special tokens out of the text");
   app->callback([opt] { run(*opt); });
 }

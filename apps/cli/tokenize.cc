@@ -71,10 +71,12 @@ void tokenize_jsonl(const Tokenizer& tok, bool special) {
 
 void setup(CLI::App* app) {
   auto opt = std::make_shared<TokenizeOptions>();
-  app->add_option("--tokenizer", opt->tokenizer_path,
-                  "tokenizer.json (default: $DEEPINFER_TOKENIZER, else the prepared DeepSeek-V4 one)");
+  app->add_option(
+      "--tokenizer", opt->tokenizer_path,
+      "tokenizer.json (default: $DEEPINFER_TOKENIZER, else the prepared DeepSeek-V4 one)");
   app->add_flag("--special", opt->special, "turn text such as <｜User｜> into special-token ids");
-  app->add_flag("--jsonl", opt->jsonl, "each stdin line is a JSON string; print a JSON id array per line");
+  app->add_flag("--jsonl", opt->jsonl,
+                "each stdin line is a JSON string; print a JSON id array per line");
   app->callback([opt] {
     std::ios::sync_with_stdio(false);
     const auto tok = load_tokenizer(opt->tokenizer_path);

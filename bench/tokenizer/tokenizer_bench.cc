@@ -38,7 +38,8 @@ struct Timing {
 };
 
 // One pass over all lines. `sink` keeps the work from being optimised away.
-Timing encode_pass(const deepinfer::Tokenizer& tok, const std::vector<std::string>& lines, size_t* sink) {
+Timing encode_pass(const deepinfer::Tokenizer& tok, const std::vector<std::string>& lines,
+                   size_t* sink) {
   const auto wall0 = Clock::now();
   const double cpu0 = thread_cpu_seconds();
   for (const auto& line : lines) *sink += tok.encode(line, false).size();
@@ -62,12 +63,17 @@ int main(int argc, char** argv) {
   double min_seconds = 3.0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
-    if (key == "--corpus") corpus_path = argv[i + 1];
-    else if (key == "--tokenizer") tokenizer_path = argv[i + 1];
-    else if (key == "--seconds") min_seconds = std::stod(argv[i + 1]);
-    else return fail("unknown option " + key);
+    if (key == "--corpus")
+      corpus_path = argv[i + 1];
+    else if (key == "--tokenizer")
+      tokenizer_path = argv[i + 1];
+    else if (key == "--seconds")
+      min_seconds = std::stod(argv[i + 1]);
+    else
+      return fail("unknown option " + key);
   }
-  if (corpus_path.empty()) return fail("usage: tokenizer_bench --corpus corpus.jsonl [--tokenizer PATH] [--seconds S]");
+  if (corpus_path.empty())
+    return fail("usage: tokenizer_bench --corpus corpus.jsonl [--tokenizer PATH] [--seconds S]");
 
   std::ifstream in(corpus_path);
   if (!in) return fail("cannot open " + corpus_path);
@@ -106,10 +112,15 @@ int main(int argc, char** argv) {
   const double whole_s = thread_cpu_seconds() - cpu_whole0;
 
   const nlohmann::json result = {
-      {"corpus", corpus_path}, {"lines", lines.size()}, {"bytes", n_bytes},
-      {"tokens_per_pass", sink / (warm_cpu.size() + 1)}, {"load_seconds", load_s},
-      {"cold_mb_per_s", mb / cold.cpu_s}, {"warm_mb_per_s", mb / median(warm_cpu)},
-      {"cold_wall_mb_per_s", mb / cold.wall_s}, {"warm_wall_mb_per_s", mb / median(warm_wall)},
+      {"corpus", corpus_path},
+      {"lines", lines.size()},
+      {"bytes", n_bytes},
+      {"tokens_per_pass", sink / (warm_cpu.size() + 1)},
+      {"load_seconds", load_s},
+      {"cold_mb_per_s", mb / cold.cpu_s},
+      {"warm_mb_per_s", mb / median(warm_cpu)},
+      {"cold_wall_mb_per_s", mb / cold.wall_s},
+      {"warm_wall_mb_per_s", mb / median(warm_wall)},
       {"warm_passes", warm_cpu.size()},
       {"whole_text_mb_per_s", static_cast<double>(whole.size()) / 1e6 / whole_s},
       {"whole_text_tokens", n_tokens_whole}};

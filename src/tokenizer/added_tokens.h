@@ -31,7 +31,7 @@ class AddedTokenMatcher {
  private:
   struct Node {
     std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
-    int32_t token = -1;                                  // index into tokens_ if a token ends here
+    int32_t token = -1;                                 // index into tokens_ if a token ends here
   };
   struct Token {
     int32_t id;

@@ -12,7 +12,9 @@ namespace deepinfer::tokenizer {
 
 BpeModel::BpeModel(std::array<int32_t, 256> byte_ids, MergeTable merges, bool ignore_merges,
                    std::unordered_map<std::string, int32_t> whole_tokens)
-    : byte_ids_(byte_ids), merges_(std::move(merges)), ignore_merges_(ignore_merges),
+    : byte_ids_(byte_ids),
+      merges_(std::move(merges)),
+      ignore_merges_(ignore_merges),
       whole_tokens_(std::move(whole_tokens)) {}
 
 void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
@@ -50,7 +52,8 @@ void BpeModel::merge_short(std::string_view piece, std::vector<int32_t>& out) co
     ids[best] = pair[best].merged_id;
     // Drop symbol best+1; the pairs after it move down one slot.
     std::memmove(ids + best + 1, ids + best + 2, (n - best - 2) * sizeof(ids[0]));
-    if (best + 3 < n) std::memmove(pair + best + 1, pair + best + 2, (n - best - 3) * sizeof(pair[0]));
+    if (best + 3 < n)
+      std::memmove(pair + best + 1, pair + best + 2, (n - best - 3) * sizeof(pair[0]));
     --n;
     if (best > 0) pair[best - 1] = merges_.find(ids[best - 1], ids[best]);
     if (best + 1 < n) pair[best] = merges_.find(ids[best], ids[best + 1]);
@@ -109,8 +112,9 @@ void BpeModel::merge_long(std::string_view piece, std::vector<int32_t>& out) con
     if (next[i] < 0) return UINT64_MAX;
     const Merge m = merges_.find(ids[i], ids[next[i]]);
     merged[i] = m.merged_id;
-    return m.rank == Merge::kNoRank ? UINT64_MAX
-                                    : (static_cast<uint64_t>(m.rank) << 32) | static_cast<uint32_t>(i);
+    return m.rank == Merge::kNoRank
+               ? UINT64_MAX
+               : (static_cast<uint64_t>(m.rank) << 32) | static_cast<uint32_t>(i);
   };
   for (int32_t i = 0; i < n; ++i) {
     ids[i] = byte_ids_[static_cast<uint8_t>(piece[i])];

@@ -30,7 +30,8 @@ Status BpeTokenizer::build_ids(const TokenizerSpec& spec, const std::string& pat
   for (const auto& [text, id] : spec.vocab) max_id = std::max<int64_t>(max_id, id);
   for (const auto& a : spec.added_tokens) max_id = std::max<int64_t>(max_id, a.id);
   if (max_id < 0) return data_loss("{}: model.vocab is empty", path);
-  if (max_id >= kMaxVocab) return data_loss("{}: token id {} exceeds the supported {}", path, max_id, kMaxVocab);
+  if (max_id >= kMaxVocab)
+    return data_loss("{}: token id {} exceeds the supported {}", path, max_id, kMaxVocab);
   bytes_.assign(static_cast<size_t>(max_id + 1), std::string());
   kinds_.assign(static_cast<size_t>(max_id + 1), Kind::kUnassigned);
   for (const auto& a : spec.added_tokens) {
@@ -48,11 +49,13 @@ Status BpeTokenizer::build_ids(const TokenizerSpec& spec, const std::string& pat
   for (const auto& [text, id] : spec.vocab) {
     if (kinds_[id] == Kind::kAdded) {
       if (bytes_[id] != text) {
-        return data_loss("{}: id {} is vocab entry \"{}\" but added token \"{}\"", path, id, text, bytes_[id]);
+        return data_loss("{}: id {} is vocab entry \"{}\" but added token \"{}\"", path, id, text,
+                         bytes_[id]);
       }
       continue;
     }
-    if (kinds_[id] == Kind::kVocab) return data_loss("{}: model.vocab: id {} appears twice", path, id);
+    if (kinds_[id] == Kind::kVocab)
+      return data_loss("{}: model.vocab: id {} appears twice", path, id);
     // A piece outside the byte-level alphabet can only be a literal token; keep its text.
     if (!byte_level_to_bytes(text, &raw)) {
       raw = text;
@@ -85,7 +88,9 @@ Status BpeTokenizer::build_bpe(const TokenizerSpec& spec, const std::string& pat
     const auto r = vocab_ids_.find(right);
     const auto m = vocab_ids_.find(joined);
     if (l == vocab_ids_.end() || r == vocab_ids_.end() || m == vocab_ids_.end()) {
-      const std::string& missing = l == vocab_ids_.end() ? left : r == vocab_ids_.end() ? right : joined;
+      const std::string& missing = l == vocab_ids_.end()   ? left
+                                   : r == vocab_ids_.end() ? right
+                                                           : joined;
       return data_loss("{}: model.merges[{}] (\"{}\" \"{}\"): \"{}\" is not in model.vocab", path,
                        rank, left, right, missing);
     }

@@ -46,9 +46,7 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   enum class Kind : uint8_t { kUnassigned = 0, kVocab, kAdded };
-  Kind kind(int32_t id) const {
-    return id >= 0 && id < n_vocab() ? kinds_[id] : Kind::kUnassigned;
-  }
+  Kind kind(int32_t id) const { return id >= 0 && id < n_vocab() ? kinds_[id] : Kind::kUnassigned; }
   Status build_ids(const TokenizerSpec& spec, const std::string& path);
   Status build_bpe(const TokenizerSpec& spec, const std::string& path);
   void encode_ordinary(std::string_view text, std::vector<int32_t>& ids) const;

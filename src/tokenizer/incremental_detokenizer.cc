@@ -2,8 +2,8 @@
 // pending_ holds only the proper prefix of one multi-byte sequence (at most 3 bytes), so every
 // returned delta is valid UTF-8, and the concatenated deltas + flush() equal decode() of all ids
 // except that a trailing incomplete sequence becomes U+FFFD.
-#include "tokenizer/utf8.h"
 #include "deepinfer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace deepinfer {
 
@@ -16,7 +16,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
   pending_ += tokenizer_->token_bytes(id);
   const size_t n_held = tokenizer::incomplete_tail_length(pending_);
   std::string delta;
-  tokenizer::append_utf8_lossy(delta, std::string_view(pending_).substr(0, pending_.size() - n_held),
+  tokenizer::append_utf8_lossy(delta,
+                               std::string_view(pending_).substr(0, pending_.size() - n_held),
                                /*keep_incomplete_tail=*/false);
   pending_.erase(0, pending_.size() - n_held);
   return delta;

@@ -17,7 +17,8 @@ constexpr const char* kDefaultBos = "<｜begin▁of▁sentence｜>";
 constexpr const char* kDefaultEos = "<｜end▁of▁sentence｜>";
 
 // "bos_token" is either a string or an AddedToken object {"content": ...}.
-std::string special_token_text(const nlohmann::json& config, const char* key, const char* fallback) {
+std::string special_token_text(const nlohmann::json& config, const char* key,
+                               const char* fallback) {
   if (!config.contains(key)) return fallback;
   const auto& v = config[key];
   if (v.is_string()) return v.get<std::string>();
@@ -52,7 +53,8 @@ Result<SpecialTexts> read_config(const std::string& tokenizer_path) {
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::load(const std::string& tokenizer_json_path) {
   if (is_directory(tokenizer_json_path)) {
-    return invalid_argument("{} is a directory; pass the path of a tokenizer.json", tokenizer_json_path);
+    return invalid_argument("{} is a directory; pass the path of a tokenizer.json",
+                            tokenizer_json_path);
   }
   auto text = read_file(tokenizer_json_path);
   if (!text.is_ok()) return text.status().with_context("loading tokenizer");

@@ -76,7 +76,8 @@ Result<PreTokenizer> PreTokenizer::create(const std::vector<SplitSpec>& splits,
     }
     // JIT is an optimisation only: without it (e.g. a build without JIT) matching still works.
     compiled->jit = pcre2_jit_compile(compiled->code, PCRE2_JIT_COMPLETE) == 0;
-    if (!compiled->jit) log_debug("{}: split {}: PCRE2 JIT unavailable, using the interpreter", path, i);
+    if (!compiled->jit)
+      log_debug("{}: split {}: PCRE2 JIT unavailable, using the interpreter", path, i);
     pre.levels_.push_back(std::move(compiled));
   }
   return pre;
@@ -100,8 +101,10 @@ void PreTokenizer::split_level(size_t level, std::string_view piece,
   while (search < piece.size()) {
     const Compiled& re = *levels_[level];
     // pcre2_jit_match skips pcre2_match's per-call option checks (measured: ~8% of encode).
-    const int rc = re.jit ? pcre2_jit_match(re.code, subject, piece.size(), search, 0, state.data, state.context)
-                          : pcre2_match(re.code, subject, piece.size(), search, 0, state.data, state.context);
+    const int rc =
+        re.jit
+            ? pcre2_jit_match(re.code, subject, piece.size(), search, 0, state.data, state.context)
+            : pcre2_match(re.code, subject, piece.size(), search, 0, state.data, state.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       // Only resource limits can fail here; keep the rest as one piece rather than lose text.

@@ -31,7 +31,8 @@ class PreTokenizer {
 
  private:
   struct Compiled;
-  void split_level(size_t level, std::string_view piece, std::vector<std::string_view>& pieces) const;
+  void split_level(size_t level, std::string_view piece,
+                   std::vector<std::string_view>& pieces) const;
 
   std::vector<std::unique_ptr<Compiled>> levels_;
 };

@@ -34,7 +34,8 @@ bool flag(const Json& obj, const char* key) {
 
 std::string type_of(const Json& obj) {
   return obj.is_object() && obj.contains("type") && obj["type"].is_string()
-             ? obj["type"].get<std::string>() : std::string("<no type>");
+             ? obj["type"].get<std::string>()
+             : std::string("<no type>");
 }
 
 Status check_normalizer(const Json& root, const Ctx& ctx) {
@@ -48,7 +49,8 @@ Status check_normalizer(const Json& root, const Ctx& ctx) {
 }
 
 Status parse_split(const Json& p, const std::string& where, const Ctx& ctx, TokenizerSpec* spec) {
-  if (!p.contains("pattern") || !p["pattern"].is_object()) return ctx.invalid(where, "missing \"pattern\"");
+  if (!p.contains("pattern") || !p["pattern"].is_object())
+    return ctx.invalid(where, "missing \"pattern\"");
   const Json& pat = p["pattern"];
   SplitSpec split;
   if (pat.contains("Regex") && pat["Regex"].is_string()) {
@@ -87,7 +89,8 @@ Status parse_pre_tokenizer(const Json& root, const Ctx& ctx, TokenizerSpec* spec
     if (type == "Split") {
       DI_RETURN_IF_ERROR(parse_split(p, where, ctx, spec));
     } else if (type == "ByteLevel") {
-      if (flag(p, "add_prefix_space")) return ctx.unimplemented(where, "ByteLevel add_prefix_space=true");
+      if (flag(p, "add_prefix_space"))
+        return ctx.unimplemented(where, "ByteLevel add_prefix_space=true");
       if (p.value("use_regex", true)) return ctx.unimplemented(where, "ByteLevel use_regex=true");
       seen_byte_level = true;
     } else {
@@ -114,8 +117,10 @@ Status parse_model(const Json& root, const Ctx& ctx, TokenizerSpec* spec) {
   }
   spec->ignore_merges = flag(model, "ignore_merges");
   // The entries themselves were read by TokenizerJsonSax; the DOM keeps empty placeholders.
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return ctx.invalid("model.vocab", "missing or not an object");
-  if (!model.contains("merges") || !model["merges"].is_array()) return ctx.invalid("model.merges", "missing or not an array");
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    return ctx.invalid("model.vocab", "missing or not an object");
+  if (!model.contains("merges") || !model["merges"].is_array())
+    return ctx.invalid("model.merges", "missing or not an array");
   return Status::ok();
 }
 
@@ -158,7 +163,8 @@ Result<TokenizerSpec> parse_tokenizer_json(std::string_view json_text, const std
     TokenizerJsonSax sax(&spec);
     const bool parsed = Json::sax_parse(json_text, &sax);
     if (!parsed || !sax.error().empty()) {
-      return data_loss("{}: {}", path, sax.error().empty() ? "invalid tokenizer JSON" : sax.error());
+      return data_loss("{}: {}", path,
+                       sax.error().empty() ? "invalid tokenizer JSON" : sax.error());
     }
     const Json& root = sax.root();
     if (!root.is_object()) return data_loss("{}: not a JSON object", path);

@@ -16,10 +16,10 @@ namespace deepinfer::tokenizer {
 
 struct AddedTokenSpec {
   int32_t id = -1;
-  std::string content;  // raw UTF-8 text, matched literally
-  bool special = false; // the file's "special" flag (kept for reference; see bpe_tokenizer.h)
-  bool lstrip = false;  // matching also swallows the whitespace on its left
-  bool rstrip = false;  // ... and on its right
+  std::string content;   // raw UTF-8 text, matched literally
+  bool special = false;  // the file's "special" flag (kept for reference; see bpe_tokenizer.h)
+  bool lstrip = false;   // matching also swallows the whitespace on its left
+  bool rstrip = false;   // ... and on its right
 };
 
 // One `Split` pre-tokenizer with behavior Isolated: every match and every gap between matches
@@ -30,8 +30,8 @@ struct SplitSpec {
 };
 
 struct TokenizerSpec {
-  std::vector<std::pair<std::string, int32_t>> vocab;      // byte-level text → id
-  std::vector<std::pair<std::string, std::string>> merges; // in rank order (rank = index)
+  std::vector<std::pair<std::string, int32_t>> vocab;       // byte-level text → id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order (rank = index)
   std::vector<AddedTokenSpec> added_tokens;
   std::vector<SplitSpec> splits;  // applied in order, each re-splitting the previous pieces
   bool ignore_merges = false;     // BPE option: a piece that is a whole vocab entry skips merges

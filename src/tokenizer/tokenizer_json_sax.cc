@@ -8,7 +8,8 @@
 namespace deepinfer::tokenizer {
 
 bool TokenizerJsonSax::in_model_member(const char* name) const {
-  return stack_.size() == 2 && keys_[1] == "model" && stack_.back()->is_object() && pending_key_ == name;
+  return stack_.size() == 2 && keys_[1] == "model" && stack_.back()->is_object() &&
+         pending_key_ == name;
 }
 
 TokenizerJsonSax::Json* TokenizerJsonSax::add_value(Json value) {
@@ -27,7 +28,8 @@ TokenizerJsonSax::Json* TokenizerJsonSax::add_value(Json value) {
 }
 
 bool TokenizerJsonSax::open(Json container) {
-  const std::string key = !stack_.empty() && stack_.back()->is_object() ? pending_key_ : std::string();
+  const std::string key =
+      !stack_.empty() && stack_.back()->is_object() ? pending_key_ : std::string();
   stack_.push_back(add_value(std::move(container)));
   keys_.push_back(key);
   return true;
@@ -69,8 +71,12 @@ bool TokenizerJsonSax::merge_string(std::string& s) {
   return true;
 }
 
-bool TokenizerJsonSax::null() { return mode_ == Mode::kDom ? (add_value(nullptr), true) : fail_in_mode(); }
-bool TokenizerJsonSax::boolean(bool val) { return mode_ == Mode::kDom ? (add_value(val), true) : fail_in_mode(); }
+bool TokenizerJsonSax::null() {
+  return mode_ == Mode::kDom ? (add_value(nullptr), true) : fail_in_mode();
+}
+bool TokenizerJsonSax::boolean(bool val) {
+  return mode_ == Mode::kDom ? (add_value(val), true) : fail_in_mode();
+}
 
 bool TokenizerJsonSax::number_integer(number_integer_t val) {
   if (mode_ == Mode::kVocab) return vocab_id(val);
@@ -78,7 +84,8 @@ bool TokenizerJsonSax::number_integer(number_integer_t val) {
 }
 
 bool TokenizerJsonSax::number_unsigned(number_unsigned_t val) {
-  if (mode_ == Mode::kVocab) return val > INT32_MAX ? fail_in_mode() : vocab_id(static_cast<int64_t>(val));
+  if (mode_ == Mode::kVocab)
+    return val > INT32_MAX ? fail_in_mode() : vocab_id(static_cast<int64_t>(val));
   return mode_ == Mode::kDom ? (add_value(val), true) : fail_in_mode();
 }
 
@@ -88,13 +95,17 @@ bool TokenizerJsonSax::number_float(number_float_t val, const string_t&) {
 
 bool TokenizerJsonSax::string(string_t& val) {
   switch (mode_) {
-    case Mode::kDom: add_value(std::move(val)); return true;
-    case Mode::kMerges: return merge_string(val);
+    case Mode::kDom:
+      add_value(std::move(val));
+      return true;
+    case Mode::kMerges:
+      return merge_string(val);
     case Mode::kMergePair:
       if (pair_.size() == 2) return fail_in_mode();
       pair_.push_back(std::move(val));
       return true;
-    case Mode::kVocab: return fail_in_mode();
+    case Mode::kVocab:
+      return fail_in_mode();
   }
   return false;
 }

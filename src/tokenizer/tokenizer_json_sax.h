@@ -52,8 +52,8 @@ class TokenizerJsonSax : public nlohmann::json_sax<nlohmann::json> {
 
   TokenizerSpec* spec_;
   Json root_;
-  std::vector<Json*> stack_;      // open DOM containers
-  std::vector<std::string> keys_; // key under which each open container sits ("" in arrays)
+  std::vector<Json*> stack_;       // open DOM containers
+  std::vector<std::string> keys_;  // key under which each open container sits ("" in arrays)
   std::string pending_key_;
   Mode mode_ = Mode::kDom;
   std::string vocab_key_;

@@ -5,9 +5,9 @@ namespace deepinfer::tokenizer {
 namespace {
 
 struct SequenceScan {
-  size_t n_bytes = 0;     // bytes consumed: the whole sequence, or its maximal ill-formed subpart
-  bool complete = false;  // a well-formed sequence of n_bytes
-  bool truncated = false; // well-formed so far but the input ended early
+  size_t n_bytes = 0;      // bytes consumed: the whole sequence, or its maximal ill-formed subpart
+  bool complete = false;   // a well-formed sequence of n_bytes
+  bool truncated = false;  // well-formed so far but the input ended early
 };
 
 // Length of the sequence a lead byte announces, or 0 for bytes that cannot start one.
@@ -22,11 +22,16 @@ size_t expected_length(uint8_t lead) {
 // The second byte's range depends on the lead (excludes overlongs, surrogates, > U+10FFFF).
 bool second_byte_ok(uint8_t lead, uint8_t b) {
   switch (lead) {
-    case 0xE0: return b >= 0xA0 && b <= 0xBF;
-    case 0xED: return b >= 0x80 && b <= 0x9F;
-    case 0xF0: return b >= 0x90 && b <= 0xBF;
-    case 0xF4: return b >= 0x80 && b <= 0x8F;
-    default: return b >= 0x80 && b <= 0xBF;
+    case 0xE0:
+      return b >= 0xA0 && b <= 0xBF;
+    case 0xED:
+      return b >= 0x80 && b <= 0x9F;
+    case 0xF0:
+      return b >= 0x90 && b <= 0xBF;
+    case 0xF4:
+      return b >= 0x80 && b <= 0x8F;
+    default:
+      return b >= 0x80 && b <= 0xBF;
   }
 }
 
@@ -95,8 +100,15 @@ bool is_valid_utf8(std::string_view bytes) {
 bool is_unicode_white_space(uint32_t cp) {
   if (cp >= 0x09 && cp <= 0x0D) return true;
   switch (cp) {
-    case 0x20: case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
-    case 0x205F: case 0x3000:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;

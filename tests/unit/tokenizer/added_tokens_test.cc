@@ -30,7 +30,8 @@ SyntheticSpec spec_with_added() {
 }
 
 std::shared_ptr<const Tokenizer> load_added() {
-  auto tok = Tokenizer::load(write_temp_file("tokenizer.json", make_tokenizer_json(spec_with_added()).dump()));
+  auto tok = Tokenizer::load(
+      write_temp_file("tokenizer.json", make_tokenizer_json(spec_with_added()).dump()));
   EXPECT_TRUE(tok.is_ok()) << tok.status().to_string();
   return *tok;
 }
@@ -38,8 +39,7 @@ std::shared_ptr<const Tokenizer> load_added() {
 TEST(TokenizerAddedTokensTest, LongestMatchWinsAtTheSamePosition) {
   auto tok = load_added();
   EXPECT_EQ(tok->encode("<|U|><|E|>", true), (std::vector<int32_t>{kUserEnd}));
-  EXPECT_EQ(tok->encode("<|U|><|X|>", true),
-            (std::vector<int32_t>{kUser, 256, 'X', '|', '>'}));
+  EXPECT_EQ(tok->encode("<|U|><|X|>", true), (std::vector<int32_t>{kUser, 256, 'X', '|', '>'}));
   EXPECT_EQ(tok->encode("a<think>b<|U|>", true), (std::vector<int32_t>{'a', kThink, 'b', kUser}));
 }
 
@@ -87,7 +87,8 @@ TEST(TokenizerAddedTokensTest, DecodeKeepsOrSkipsSpecials) {
 }
 
 TEST(TokenizerAddedTokensTest, BosEosComeFromTokenizerConfig) {
-  const std::string path = write_temp_file("tokenizer.json", make_tokenizer_json(spec_with_added()).dump());
+  const std::string path =
+      write_temp_file("tokenizer.json", make_tokenizer_json(spec_with_added()).dump());
   const auto dir = std::filesystem::path(path).parent_path();
   std::ofstream(dir / "tokenizer_config.json")
       << R"({"bos_token": {"content": "<|U|>"}, "eos_token": "<think>"})";

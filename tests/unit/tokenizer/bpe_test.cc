@@ -69,7 +69,8 @@ TEST(TokenizerBpeTest, PreTokenizerPiecesAreMergedSeparately) {
 // The reference: merge the lowest-ranked adjacent pair, leftmost on ties, until none is left.
 std::vector<int32_t> naive_bpe(const std::string& text, const SyntheticSpec& spec) {
   std::map<std::pair<std::string, std::string>, size_t> rank;
-  for (size_t i = 0; i < spec.merges.size(); ++i) rank.emplace(spec.merges[i], i);  // pairs are unique
+  for (size_t i = 0; i < spec.merges.size(); ++i)
+    rank.emplace(spec.merges[i], i);  // pairs are unique
   std::vector<std::string> symbols;
   for (char c : text) symbols.emplace_back(1, c);
   while (symbols.size() > 1) {
@@ -123,7 +124,8 @@ TEST(TokenizerBpeTest, BytesWithoutMergesStayBytes) {
   const auto ids = tok->encode(all, false);
   ASSERT_EQ(ids.size(), 256u);
   for (int b = 0; b < 256; ++b) EXPECT_EQ(ids[b], b);
-  for (int b = 0; b < 256; ++b) EXPECT_EQ(tok->token_bytes(b), std::string(1, static_cast<char>(b)));
+  for (int b = 0; b < 256; ++b)
+    EXPECT_EQ(tok->token_bytes(b), std::string(1, static_cast<char>(b)));
 }
 
 }  // namespace

@@ -27,13 +27,15 @@ class DeepSeekTokenizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     tok_ = deepseek();
-    ASSERT_NE(tok_, nullptr) << "cannot load " << kPath << ": run tools/prepare_data.sh (after npm ci)";
+    ASSERT_NE(tok_, nullptr) << "cannot load " << kPath
+                             << ": run tools/prepare_data.sh (after npm ci)";
   }
   std::shared_ptr<const Tokenizer> tok_;
 };
 
 TEST_F(DeepSeekTokenizerTest, SpecVectorWithSpecialTokens) {
-  const std::string text = "<｜User｜>你好<｜Assistant｜><think>推理</think>答案<｜end▁of▁sentence｜>";
+  const std::string text =
+      "<｜User｜>你好<｜Assistant｜><think>推理</think>答案<｜end▁of▁sentence｜>";
   EXPECT_EQ(tok_->encode(text, true),
             (std::vector<int32_t>{128803, 30594, 128804, 128821, 36101, 128822, 7624, 1}));
   EXPECT_EQ(tok_->decode(tok_->encode(text, true)), text);
@@ -42,9 +44,9 @@ TEST_F(DeepSeekTokenizerTest, SpecVectorWithSpecialTokens) {
 
 TEST_F(DeepSeekTokenizerTest, SpecVectorOrdinaryText) {
   const std::string text = "Hello! 毕老师！1 + 1 = 2 ĠÑĤÐ²ÑĬÑĢ";
-  const std::vector<int32_t> expected = {19923, 3, 223, 5464, 5008, 1175, 19, 940, 223,
-                                         19, 438, 223, 20, 6113, 257, 76589, 131, 100,
-                                         76032, 1628, 76589, 131, 108, 76589, 131, 98};
+  const std::vector<int32_t> expected = {19923, 3,    223,   5464, 5008, 1175,  19,    940, 223,
+                                         19,    438,  223,   20,   6113, 257,   76589, 131, 100,
+                                         76032, 1628, 76589, 131,  108,  76589, 131,   98};
   EXPECT_EQ(tok_->encode(text, false), expected);
   EXPECT_EQ(tok_->encode(text, true), expected);
   EXPECT_EQ(tok_->decode(expected), text);
@@ -54,22 +56,36 @@ TEST_F(DeepSeekTokenizerTest, SpecialTokenTable) {
   EXPECT_EQ(tok_->n_vocab(), 128847);
   EXPECT_EQ(tok_->bos_id(), 0);
   EXPECT_EQ(tok_->eos_id(), 1);
-  const std::vector<std::pair<std::string, int32_t>> table = {
-      {"<｜begin▁of▁sentence｜>", 0}, {"<｜end▁of▁sentence｜>", 1}, {"<｜▁pad▁｜>", 2},
-      {"<｜place▁holder▁no▁0｜>", 128000}, {"<｜place▁holder▁no▁798｜>", 128798},
-      {"<｜System｜>", 128799}, {"<｜fim▁hole｜>", 128800}, {"<｜User｜>", 128803},
-      {"<｜Assistant｜>", 128804}, {"<|EOT|>", 128805}, {"<｜tool▁calls▁begin｜>", 128806},
-      {"<｜tool▁sep｜>", 128814}, {"<think>", 128821}, {"</think>", 128822},
-      {"｜DSML｜", 128825}, {"<｜latest_reminder｜>", 128828}, {"<｜action｜>", 128829},
-      {"<｜title｜>", 128836}, {"<dsml:", 128840}, {"</dsml:", 128841},
-      {"<｜read_url｜>", 128845}, {"<｜end_of_query｜>", 128846}};
+  const std::vector<std::pair<std::string, int32_t>> table = {{"<｜begin▁of▁sentence｜>", 0},
+                                                              {"<｜end▁of▁sentence｜>", 1},
+                                                              {"<｜▁pad▁｜>", 2},
+                                                              {"<｜place▁holder▁no▁0｜>", 128000},
+                                                              {"<｜place▁holder▁no▁798｜>", 128798},
+                                                              {"<｜System｜>", 128799},
+                                                              {"<｜fim▁hole｜>", 128800},
+                                                              {"<｜User｜>", 128803},
+                                                              {"<｜Assistant｜>", 128804},
+                                                              {"<|EOT|>", 128805},
+                                                              {"<｜tool▁calls▁begin｜>", 128806},
+                                                              {"<｜tool▁sep｜>", 128814},
+                                                              {"<think>", 128821},
+                                                              {"</think>", 128822},
+                                                              {"｜DSML｜", 128825},
+                                                              {"<｜latest_reminder｜>", 128828},
+                                                              {"<｜action｜>", 128829},
+                                                              {"<｜title｜>", 128836},
+                                                              {"<dsml:", 128840},
+                                                              {"</dsml:", 128841},
+                                                              {"<｜read_url｜>", 128845},
+                                                              {"<｜end_of_query｜>", 128846}};
   for (const auto& [text, id] : table) {
     EXPECT_EQ(tok_->token_to_id(text), id) << text;
     EXPECT_EQ(tok_->token_bytes(id), text);
     EXPECT_TRUE(tok_->is_special(id)) << text;
     EXPECT_EQ(tok_->encode(text, true), (std::vector<int32_t>{id})) << text;
   }
-  EXPECT_EQ(tok_->token_to_id("<｜place▁holder▁no▁799｜>"), std::nullopt);  // replaced by <｜System｜>
+  EXPECT_EQ(tok_->token_to_id("<｜place▁holder▁no▁799｜>"),
+            std::nullopt);                   // replaced by <｜System｜>
   EXPECT_EQ(tok_->token_bytes(128815), "");  // in the spec table without a known text
   EXPECT_FALSE(tok_->is_special(3));
   EXPECT_EQ(tok_->token_bytes(3), "!");
@@ -88,12 +104,23 @@ TEST_F(DeepSeekTokenizerTest, SpecialMatchingOffKeepsControlTextOrdinary) {
 }
 
 TEST_F(DeepSeekTokenizerTest, RoundTripsTrickyText) {
-  const std::vector<std::string> texts = {
-      "", " ", "\n", "\r\n\r\n", "   \t\t  x", "a\u00A0b\u3000c", "1234567890123", "３２１",
-      "👨‍👩‍👧‍👦 👍🏽 🇯🇵 1️⃣", "e\u0301\u0302 क्षत्रिय สวัสดี", "مرحبا שלום Привет",
-      "def f(x):\n\treturn x**2  # ok\r\n", std::string(5000, ' ') + "end",
-      std::string(3000, 'z'), "日本語のテキストとカタカナ", "\xFF\xFE invalid \xC3",
-      "<｜User｜> <|EOT|> </dsml: ｜DSML｜"};
+  const std::vector<std::string> texts = {"",
+                                          " ",
+                                          "\n",
+                                          "\r\n\r\n",
+                                          "   \t\t  x",
+                                          "a\u00A0b\u3000c",
+                                          "1234567890123",
+                                          "３２１",
+                                          "👨‍👩‍👧‍👦 👍🏽 🇯🇵 1️⃣",
+                                          "e\u0301\u0302 क्षत्रिय สวัสดี",
+                                          "مرحبا שלום Привет",
+                                          "def f(x):\n\treturn x**2  # ok\r\n",
+                                          std::string(5000, ' ') + "end",
+                                          std::string(3000, 'z'),
+                                          "日本語のテキストとカタカナ",
+                                          "\xFF\xFE invalid \xC3",
+                                          "<｜User｜> <|EOT|> </dsml: ｜DSML｜"};
   for (const auto& text : texts) {
     for (bool special : {false, true}) {
       const auto ids = tok_->encode(text, special);
@@ -109,7 +136,8 @@ TEST_F(DeepSeekTokenizerTest, RoundTripsTrickyText) {
 }
 
 TEST_F(DeepSeekTokenizerTest, StreamingDetokenizerMatchesDecode) {
-  const std::string text = "Mixed: 你好, мир! 😀👩🏾‍💻 e\u0301 ทดสอบ <｜User｜> done";
+  const std::string text =
+      "Mixed: 你好, мир! 😀👩🏾‍💻 e\u0301 ทดสอบ <｜User｜> done";
   const auto ids = tok_->encode(text, true);
   IncrementalDetokenizer detok(tok_);
   std::string streamed;
@@ -138,7 +166,8 @@ TEST_F(DeepSeekTokenizerTest, ConcurrentEncodingIsConsistent) {
   for (int w = 0; w < 4; ++w) {
     threads.emplace_back([&, w] {
       for (int rep = 0; rep < 5; ++rep) {
-        for (size_t i = 0; i < texts.size(); ++i) n_bad[w] += tok_->encode(texts[i], false) != expected[i];
+        for (size_t i = 0; i < texts.size(); ++i)
+          n_bad[w] += tok_->encode(texts[i], false) != expected[i];
       }
     });
   }

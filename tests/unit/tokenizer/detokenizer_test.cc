@@ -71,8 +71,8 @@ TEST(TokenizerStreamTest, RandomBytesNeverYieldBrokenUtf8) {
   auto tok = byte_tokenizer();
   std::mt19937 rng(7);
   // Biased towards bytes that form (or almost form) multi-byte sequences.
-  const std::vector<int32_t> pool = {'a', ' ', 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98,
-                                     0x80, 0xFF, 0xED, 0xA0, 0xC0, 256, 300};
+  const std::vector<int32_t> pool = {'a',  ' ',  0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F,
+                                     0x98, 0x80, 0xFF, 0xED, 0xA0, 0xC0, 256,  300};
   for (int round = 0; round < 2000; ++round) {
     std::vector<int32_t> ids(1 + rng() % 24);
     for (auto& id : ids) id = pool[rng() % pool.size()];

@@ -11,10 +11,10 @@
 namespace deepinfer {
 namespace {
 
+using ::testing::HasSubstr;
 using testing_tokenizer::make_tokenizer_json;
 using testing_tokenizer::SyntheticSpec;
 using testing_tokenizer::write_temp_file;
-using ::testing::HasSubstr;
 
 Status load_status(const std::string& contents) {
   const std::string path = write_temp_file("tokenizer.json", contents);
@@ -52,7 +52,8 @@ TEST(TokenizerLoadTest, DirectoryIsRejected) {
 }
 
 TEST(TokenizerLoadTest, MalformedJson) {
-  EXPECT_THAT(load_status("{\"model\": {\"vocab\": ").message(), HasSubstr("invalid tokenizer JSON"));
+  EXPECT_THAT(load_status("{\"model\": {\"vocab\": ").message(),
+              HasSubstr("invalid tokenizer JSON"));
   EXPECT_THAT(load_status("").message(), HasSubstr("invalid tokenizer JSON"));
   EXPECT_THAT(load_status("[1, 2]").message(), HasSubstr("not a JSON object"));
 }

@@ -49,26 +49,42 @@ nlohmann::json make_tokenizer_json(const SyntheticSpec& spec) {
   }
   nlohmann::json added = nlohmann::json::array();
   for (const auto& a : spec.added) {
-    added.push_back({{"id", a.id}, {"content", a.content}, {"single_word", false},
-                     {"lstrip", a.lstrip}, {"rstrip", a.rstrip}, {"normalized", false},
+    added.push_back({{"id", a.id},
+                     {"content", a.content},
+                     {"single_word", false},
+                     {"lstrip", a.lstrip},
+                     {"rstrip", a.rstrip},
+                     {"normalized", false},
                      {"special", a.special}});
   }
   nlohmann::json splits = nlohmann::json::array();
   for (const auto& re : spec.split_regexes) {
-    splits.push_back({{"type", "Split"}, {"pattern", {{"Regex", re}}}, {"behavior", "Isolated"},
+    splits.push_back({{"type", "Split"},
+                      {"pattern", {{"Regex", re}}},
+                      {"behavior", "Isolated"},
                       {"invert", false}});
   }
-  splits.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+  splits.push_back({{"type", "ByteLevel"},
+                    {"add_prefix_space", false},
+                    {"trim_offsets", true},
                     {"use_regex", false}});
   return {{"version", "1.0"},
           {"added_tokens", added},
           {"normalizer", {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}}},
           {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", splits}}},
           {"post_processor", nullptr},
-          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
-                       {"use_regex", true}}},
-          {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-                     {"byte_fallback", false}, {"vocab", vocab}, {"merges", merges}}}};
+          {"decoder",
+           {{"type", "ByteLevel"},
+            {"add_prefix_space", true},
+            {"trim_offsets", true},
+            {"use_regex", true}}},
+          {"model",
+           {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", nullptr},
+            {"byte_fallback", false},
+            {"vocab", vocab},
+            {"merges", merges}}}};
 }
 
 std::string write_temp_file(const std::string& name, const std::string& contents) {

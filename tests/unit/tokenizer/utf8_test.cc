@@ -23,12 +23,18 @@ TEST(TokenizerUtf8Test, ValidTextIsUnchanged) {
 }
 
 TEST(TokenizerUtf8Test, MaximalSubpartsBecomeOneReplacementEach) {
-  EXPECT_EQ(lossy("a\xFF" "b"), "a" + kFffd + "b");
-  EXPECT_EQ(lossy("\x80\x80"), kFffd + kFffd);                   // lone continuation bytes
-  EXPECT_EQ(lossy("\xE2\x82" "A"), kFffd + "A");                 // truncated € then ASCII
-  EXPECT_EQ(lossy("\xF0\x9F\x98" "\xE2\x82\xAC"), kFffd + "€");  // truncated emoji then €
-  EXPECT_EQ(lossy("\xC0\xAF"), kFffd + kFffd);                   // overlong '/'
-  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);       // surrogate U+D800
+  EXPECT_EQ(lossy("a\xFF"
+                  "b"),
+            "a" + kFffd + "b");
+  EXPECT_EQ(lossy("\x80\x80"), kFffd + kFffd);  // lone continuation bytes
+  EXPECT_EQ(lossy("\xE2\x82"
+                  "A"),
+            kFffd + "A");  // truncated € then ASCII
+  EXPECT_EQ(lossy("\xF0\x9F\x98"
+                  "\xE2\x82\xAC"),
+            kFffd + "€");                                               // truncated emoji then €
+  EXPECT_EQ(lossy("\xC0\xAF"), kFffd + kFffd);                          // overlong '/'
+  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // surrogate U+D800
   EXPECT_EQ(lossy("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
   EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));
 }
@@ -45,13 +51,16 @@ TEST(TokenizerUtf8Test, IncompleteTail) {
   EXPECT_EQ(incomplete_tail_length("\x80"), 0u);
   EXPECT_EQ(incomplete_tail_length("\xED\xA0"), 0u);  // would be a surrogate
   EXPECT_EQ(lossy("ab\xE2\x82", /*keep_tail=*/true), "ab\xE2\x82");
-  EXPECT_EQ(lossy("\xFF" "ab\xE2\x82", /*keep_tail=*/true), kFffd + "ab\xE2\x82");
+  EXPECT_EQ(lossy("\xFF"
+                  "ab\xE2\x82",
+                  /*keep_tail=*/true),
+            kFffd + "ab\xE2\x82");
   EXPECT_EQ(lossy("ab\xE2\x82"), "ab" + kFffd);
 }
 
 TEST(TokenizerByteLevelTest, GptTwoAlphabet) {
-  EXPECT_EQ(byte_to_code_point(' '), 0x120u);  // Ġ
-  EXPECT_EQ(byte_to_code_point('\n'), 0x10Au); // Ċ
+  EXPECT_EQ(byte_to_code_point(' '), 0x120u);   // Ġ
+  EXPECT_EQ(byte_to_code_point('\n'), 0x10Au);  // Ċ
   EXPECT_EQ(byte_to_code_point('A'), static_cast<uint32_t>('A'));
   EXPECT_EQ(byte_to_code_point(0xAD), 0x143u);  // the last shifted byte
   std::string all;
