@@ -66,7 +66,7 @@ Status read_openai_sampling(const Json& body, SamplingParams* out) {
   DI_PROTO_RETURN_IF_ERROR(read_stop(body, "stop", &out->stop));
   DI_PROTO_RETURN_IF_ERROR(read_seed(body, out));
   DI_PROTO_RETURN_IF_ERROR(read_int32(body, "n", &n));
-  if (n && *n != 1) return json_error("n", "only 1 choice per request is supported");
+  if (n) out->n = *n;  // range checked by SamplingParams::validate (finish_request)
   DI_PROTO_RETURN_IF_ERROR(read_int32(body, "min_tokens", &min_tokens));
   out->min_tokens = min_tokens.value_or(0);
   DI_PROTO_ASSIGN_OR_RETURN(auto logprobs, opt_bool(body, "logprobs", ""));

@@ -7,7 +7,7 @@
 namespace deepinfer::protocol {
 
 // Chat Completions: max_tokens | max_completion_tokens, temperature, top_p, top_k, min_p,
-// presence/frequency/repetition_penalty, stop, seed, n (must be 1), logprobs + top_logprobs,
+// presence/frequency/repetition_penalty, stop, seed, n (1..128 choices), logprobs + top_logprobs,
 // logit_bias, min_tokens.
 Status read_openai_sampling(const Json& body, SamplingParams* out);
 // Responses: max_output_tokens, temperature, top_p, top_logprobs.

@@ -70,6 +70,11 @@ TEST(OpenAIChatTest, RequestBecomesTheOfficialConversation) {
   EXPECT_EQ(*ids, tok->ids(text));  // structural ids = reference tokenization of the text
 }
 
+TEST(OpenAIChatTest, SeveralChoicesAreReadIntoN) {
+  EXPECT_EQ(parse_ok(R"({"messages": [], "n": 3})").sampling.n, 3);
+  EXPECT_EQ(parse_ok(R"({"messages": []})").sampling.n, 1);
+}
+
 TEST(OpenAIChatTest, StreamedAnswerWithReasoning) {
   ChatRequest r = parse_ok(kToolRequest);
   testing::Run run = testing::run_model(r, meta(), "Hot.</think>Sunny." + kEos, 42);
@@ -224,7 +229,8 @@ TEST(OpenAIChatTest, ValidationErrorsNameTheJsonPath) {
             "high, xhigh or max)");
   EXPECT_EQ(error(R"({"messages": [], "reasoning_effort": 50})"),
             "reasoning_effort: an integer effort needs model family v41");
-  EXPECT_EQ(error(R"({"messages": [], "n": 2})"), "n: only 1 choice per request is supported");
+  EXPECT_EQ(error(R"({"messages": [], "n": 0})"), "n = 0 is outside [1, 128]");
+  EXPECT_EQ(error(R"({"messages": [], "n": 129})"), "n = 129 is outside [1, 128]");
   EXPECT_EQ(error(R"({"messages": [], "stop": ["a", 1]})"), "stop[1]: expected a string, got number");
   EXPECT_EQ(error(R"({"messages": [], "response_format": {"type": "yaml"}})"),
             "response_format.type: expected \"text\", \"json_object\" or \"json_schema\"");
