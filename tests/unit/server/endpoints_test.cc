@@ -1,0 +1,68 @@
+// GET /v1/models, /health, /metrics and POST /tokenize, /detokenize.
+#include "server_test_util.h"
+
+namespace deepinfer::server::testing {
+namespace {
+
+const std::string kReply = "Ok.</think>Fine." + kEos;
+
+TEST(EndpointsTest, ModelsAndHealth) {
+  ServerOptions o = quiet_options();
+  o.served_model_names = {"deepseek-v4-flash", "dsv4"};
+  TestServer t(fixed_reply(kReply), o);
+  Json list = parse(t.get("/v1/models").body);
+  EXPECT_EQ(list["object"], "list");
+  ASSERT_EQ(list["data"].size(), 2u);
+  EXPECT_EQ(list["data"][1]["id"], "dsv4");
+  EXPECT_EQ(list["data"][0]["object"], "model");
+  EXPECT_EQ(list["data"][0]["max_model_len"], 4096);
+  EXPECT_EQ(parse(t.get("/v1/models/dsv4").body)["id"], "dsv4");
+  EXPECT_EQ(t.post("/v1/chat/completions", R"({"model": "dsv4", "messages": [{"role": "user", "content": "x"}]})").status, 200);
+  ClientResponse health = t.get("/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(parse(health.body), Json::parse(R"({"status": "ok"})"));
+}
+
+TEST(EndpointsTest, MetricsAfterTraffic) {
+  TestServer t(fixed_reply(kReply));
+  for (int i = 0; i < 3; ++i) t.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})");
+  t.post("/v1/chat/completions", "{");
+  ClientResponse r = t.get("/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& m = r.body;
+  for (const char* line :
+       {"deepinfer_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 3\n",
+        "deepinfer_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1\n",
+        "deepinfer_request_success_total{finished_reason=\"stop\"} 3\n",
+        "deepinfer_generation_tokens_total 30\n",
+        "deepinfer_time_to_first_token_seconds_count 3\n",
+        "deepinfer_e2e_request_latency_seconds_bucket{le=\"+Inf\"} 3\n",
+        "deepinfer_request_generation_tokens_bucket{le=\"5\"} 0\n",
+        "deepinfer_request_generation_tokens_bucket{le=\"10\"} 3\n",
+        "deepinfer_requests_in_flight 0\n", "deepinfer_requests_in_flight_limit 4096\n",
+        "deepinfer_kv_cache_usage_ratio 0\n", "deepinfer_prefix_cache_hit_rate 0\n",
+        "# TYPE deepinfer_time_per_output_token_seconds histogram\n"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << line;
+  }
+}
+
+TEST(EndpointsTest, TokenizeAndDetokenize) {
+  TestServer t(fixed_reply(kReply));
+  Json tok = parse(t.post("/tokenize", R"({"prompt": "Hi"})").body);
+  EXPECT_EQ(tok, Json::parse(R"({"count": 3, "max_model_len": 4096, "tokens": [0, 1072, 1105]})"));
+  Json raw = parse(t.post("/tokenize", R"({"prompt": "<｜User｜>Hi", "add_special_tokens": false})").body);
+  EXPECT_EQ(raw["tokens"], Json::parse("[128803, 1072, 1105]"));
+  Json chat = parse(t.post("/tokenize", R"({"messages": [{"role": "user", "content": "Hi"}]})").body);
+  EXPECT_EQ(t.tokenizer->decode(chat["tokens"].get<std::vector<int32_t>>()),
+            "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>");
+  EXPECT_EQ(parse(t.post("/detokenize", R"({"tokens": [1072, 1105]})").body), Json::parse(R"({"prompt": "Hi"})"));
+  EXPECT_EQ(t.post("/detokenize", R"({"tokens": [-1]})").status, 400);
+  EXPECT_EQ(t.post("/detokenize", R"({"tokens": [999999999]})").status, 400);
+  EXPECT_EQ(t.post("/detokenize", R"({"tokens": ["a"]})").status, 400);
+  // A lone byte of a multi-byte character comes back as U+FFFD, never as invalid JSON.
+  EXPECT_EQ(parse(t.post("/detokenize", R"({"tokens": [1195]})").body)["prompt"], "\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace deepinfer::server::testing
