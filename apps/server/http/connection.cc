@@ -98,6 +98,10 @@ class ResponderImpl : public Responder, public std::enable_shared_from_this<Resp
 Connection::Connection(tcp::socket socket, std::shared_ptr<ServerShared> shared)
     : stream_(std::move(socket)), shared_(std::move(shared)) {
   remote_ = endpoint_text(stream_.socket());
+  // The peek in on_peer_event must never block the io thread (a stale readiness report from
+  // the previous request on this connection arrives after its bytes were consumed).
+  beast::error_code ignored;
+  stream_.socket().non_blocking(true, ignored);
 }
 
 Connection::~Connection() {
