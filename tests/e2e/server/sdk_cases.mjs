@@ -20,7 +20,8 @@ const weatherParams = {
 export function sdkCases({ base, model, apiKey, scripted }) {
   const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 60000 });
   const anthropic = new Anthropic({ baseURL: base, apiKey, maxRetries: 0, timeout: 60000 });
-  const sampling = scripted ? {} : { temperature: 0 };
+  // A random-weight model says anything: greedy and seeded, so a run is reproducible.
+  const sampling = scripted ? {} : { temperature: 0, seed: 7 };
   const chatTools = [{ type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: weatherParams } }];
   const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
@@ -69,7 +70,7 @@ export function sdkCases({ base, model, apiKey, scripted }) {
       }
     }],
     ['chat.completions n=2 and logprobs', async () => {
-      const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16, n: 2, logprobs: true, top_logprobs: 2 });
+      const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16, n: 2, logprobs: true, top_logprobs: 2, seed: 7 });
       assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
       for (const c of r.choices) {
         assert.ok(c.logprobs.content.length > 0);
@@ -179,13 +180,20 @@ export function sdkCases({ base, model, apiKey, scripted }) {
     ['cancel mid-stream frees the request', async () => {
       const before = await (await fetch(`${base}/metrics`)).text();
       const disconnectsBefore = metricValue(before, 'deepinfer_client_disconnects_total');
+      const info = await openai.models.retrieve(model);
       const ac = new AbortController();
       const stream = await openai.chat.completions.create(
-        { model, messages: [{ role: 'user', content: 'Sing [[long]]' }], max_tokens: 2000, stream: true },
+        { model, messages: [{ role: 'user', content: 'Sing [[long]]' }], max_tokens: Math.min(2000, info.max_model_len - 64),
+          stream: true, ...sampling },
         { signal: ac.signal });
       let n = 0;
       try {
-        for await (const _ of stream) if (++n === 5) ac.abort();
+        for await (const _ of stream) {
+          if (++n === 5) {
+            ac.abort();
+            break;
+          }
+        }
       } catch (e) {
         assert.ok(e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError', String(e));
       }
