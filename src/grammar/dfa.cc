@@ -3,6 +3,7 @@
 #include "grammar/dfa.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include <xxhash.h>
 
 #include "base/check.h"
+#include "grammar/mask_cache.h"
 
 namespace deepinfer::grammar {
 
@@ -53,6 +55,15 @@ std::array<uint64_t, 2> Dfa::digest_from(int32_t state) const {
   }
   XXH128_hash_t h = XXH3_128bits(words.data(), words.size() * sizeof(int32_t));
   return {h.low64, h.high64};
+}
+
+const Dfa::SliceBounds& Dfa::slice_bounds() const {
+  auto cached = std::atomic_load(&slice_bounds_);
+  if (!cached) {
+    cached = std::make_shared<const SliceBounds>(compute_slice_bounds(*this));
+    std::atomic_store(&slice_bounds_, cached);
+  }
+  return *cached;
 }
 
 size_t Dfa::memory_bytes() const {
@@ -133,6 +144,7 @@ class Refiner {
   std::vector<int32_t> elems_, loc_, blk_, bstart_, bend_, marked_;
   std::vector<uint8_t> in_work_;
   std::vector<int32_t> work_;
+  std::vector<int32_t> pre_, touched_;  // scratch
 };
 
 void Refiner::build_inverse() {
@@ -180,18 +192,19 @@ std::vector<int32_t> Refiner::run(const std::vector<uint8_t>& accepting) {
     in_work_[b] = 0;
     splitter.assign(elems_.begin() + bstart_[b], elems_.begin() + bend_[b]);
     for (size_t a = 0; a < delta_.size(); ++a) {
-      std::vector<int32_t> pre;
+      pre_.clear();
       for (int32_t t : splitter) {
-        for (int32_t i = inv_off_[a][t]; i < inv_off_[a][t + 1]; ++i) pre.push_back(inv_src_[a][i]);
+        for (int32_t i = inv_off_[a][t]; i < inv_off_[a][t + 1]; ++i) pre_.push_back(inv_src_[a][i]);
       }
-      split_by(pre);
+      if (!pre_.empty()) split_by(pre_);
     }
   }
   return blk_;
 }
 
 void Refiner::split_by(const std::vector<int32_t>& pre) {
-  std::vector<int32_t> touched;
+  std::vector<int32_t>& touched = touched_;
+  touched.clear();
   for (int32_t s : pre) {
     const int32_t b = blk_[s];
     const int32_t p = loc_[s];
@@ -228,8 +241,10 @@ void Refiner::split_by(const std::vector<int32_t>& pre) {
 
 }  // namespace
 
-Dfa DfaBuilder::minimize(const RawDfa& raw) {
+Dfa DfaBuilder::finish(const RawDfa& raw, bool merge_states) {
+  static std::atomic<uint64_t> next_uid{1};
   Dfa out;
+  out.uid_ = next_uid.fetch_add(1, std::memory_order_relaxed);
   const std::vector<uint8_t> keep = useful_states(raw);
   std::vector<int32_t> elem_of(raw.n_states(), -1), state_of;
   for (int32_t s = 0; s < raw.n_states(); ++s) {
@@ -265,8 +280,13 @@ Dfa DfaBuilder::minimize(const RawDfa& raw) {
   }
   std::vector<uint8_t> acc(n + 1, 0);
   for (int32_t e = 0; e < n; ++e) acc[e] = raw.accepting[state_of[e]];
-  Refiner refiner(n + 1, delta);
-  const std::vector<int32_t> block = refiner.run(acc);
+  std::vector<int32_t> block(n + 1);
+  if (merge_states) {
+    Refiner refiner(n + 1, delta);
+    block = refiner.run(acc);
+  } else {
+    for (int32_t e = 0; e <= n; ++e) block[e] = e;
+  }
   // BFS renumbering over blocks from the start block.
   std::vector<int32_t> new_id(n + 2, -1), rep;
   const int32_t sink_block = block[sink];

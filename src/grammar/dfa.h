@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -51,10 +54,23 @@ class Dfa {
   bool matches(std::string_view bytes) const;
   // 128-bit digest of the sub-automaton reachable from `state` (structure, not numbering).
   std::array<uint64_t, 2> digest_from(int32_t state) const;
+  // Process-unique id of this automaton's content (copies share it): an exact cache key.
+  uint64_t uid() const { return uid_; }
   size_t memory_bytes() const;
+  // Per state, over strings of JSON-safe characters read through byte transitions: lo = the
+  // largest k such that every string of <= k characters keeps the automaton alive; hi = the most
+  // characters any such string can have while alive (255 = unbounded). Computed once.
+  // sealed: no accepting state is reachable through such characters (the automaton can only
+  // finish after some other byte, e.g. a closing quote).
+  struct SliceBounds {
+    std::vector<uint8_t> lo, hi, sealed;
+  };
+  const SliceBounds& slice_bounds() const;
 
  private:
   friend class DfaBuilder;
+  mutable std::shared_ptr<const SliceBounds> slice_bounds_;  // lazy, atomically published
+  uint64_t uid_ = 0;
   int32_t start_ = 0;
   int32_t n_classes_ = 1;
   std::array<uint8_t, 256> byte_class_{};
@@ -102,8 +118,26 @@ class DfaBuilder {
                               const std::string& what);
   // Drops dead and unreachable states, merges equivalent ones (Hopcroft), merges equal byte
   // classes and numbers states in BFS order. An empty language gives a 0-state DFA.
-  static Dfa minimize(const RawDfa& raw);
+  static Dfa minimize(const RawDfa& raw) { return finish(raw, true); }
+  // Drops dead and unreachable states and merges equal byte classes, without merging states:
+  // for constructions that are (nearly) minimal already, where Hopcroft would cost more than it saves.
+  static Dfa trim(const RawDfa& raw) { return finish(raw, false); }
   static RawDfa to_raw(const Dfa& dfa);
+
+ private:
+  static Dfa finish(const RawDfa& raw, bool merge_states);
+};
+
+// A process-wide, thread-safe cache of built automata by key (front ends see the same
+// constraints again and again); bounded: when full it starts over.
+class DfaCache {
+ public:
+  std::shared_ptr<const Dfa> find(const std::string& key) const;
+  void put(const std::string& key, std::shared_ptr<const Dfa> dfa);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Dfa>> map_;
 };
 
 // Leaf-DFA algebra (automata without calls or token edges).

@@ -70,10 +70,22 @@ Result<Dfa> product(const Dfa& a, const Dfa& b, Keep keep, Accept accept, int64_
       return resource_exhausted("{}: automaton product exceeds {} states", what, max_states);
     }
   }
-  return DfaBuilder::minimize(raw);
+  return DfaBuilder::trim(raw);
 }
 
 }  // namespace
+
+std::shared_ptr<const Dfa> DfaCache::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  return it == map_.end() ? nullptr : it->second;
+}
+
+void DfaCache::put(const std::string& key, std::shared_ptr<const Dfa> dfa) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.size() >= 4096) map_.clear();
+  map_.emplace(key, std::move(dfa));
+}
 
 Result<Dfa> dfa_intersect(const Dfa& a, const Dfa& b, const AutomatonLimits& limits,
                           const std::string& what) {
@@ -111,27 +123,27 @@ Dfa dfa_complement(const Dfa& a) {
   raw.accepting[sink] = 1;
   for (int32_t c = 0; c < raw.n_classes; ++c) raw.table[static_cast<size_t>(sink) * raw.n_classes + c] = sink;
   raw.start = a.empty() ? sink : a.start();
-  return DfaBuilder::minimize(raw);
+  return DfaBuilder::trim(raw);
 }
 
 Dfa dfa_from_strings(const std::vector<std::string>& strings) {
-  // A trie; minimization merges common suffixes.
+  // A trie over the bytes that occur (plus one class for all others); minimization merges
+  // common suffixes.
   RawDfa raw;
-  raw.n_classes = 256;
-  for (int x = 0; x < 256; ++x) raw.byte_class[x] = static_cast<uint8_t>(x);
+  std::array<bool, 256> used{};
+  for (const std::string& s : strings) for (char ch : s) used[static_cast<uint8_t>(ch)] = true;
+  raw.n_classes = 1;
+  for (int x = 0; x < 256; ++x) raw.byte_class[x] = used[x] ? static_cast<uint8_t>(raw.n_classes++) : 0;
   raw.start = raw.add_state();
   for (const std::string& s : strings) {
     int32_t cur = raw.start;
     for (char ch : s) {
-      const auto c = static_cast<uint8_t>(ch);
-      int32_t& slot = raw.table[static_cast<size_t>(cur) * 256 + c];
-      if (slot < 0) {
+      const size_t slot = static_cast<size_t>(cur) * raw.n_classes + raw.byte_class[static_cast<uint8_t>(ch)];
+      if (raw.table[slot] < 0) {
         const int32_t t = raw.add_state();
-        raw.table[static_cast<size_t>(cur) * 256 + c] = t;
-        cur = t;
-      } else {
-        cur = slot;
+        raw.table[slot] = t;
       }
+      cur = raw.table[slot];
     }
     raw.accepting[cur] = 1;
   }

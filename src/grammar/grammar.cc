@@ -37,7 +37,7 @@ class GrammarCompilerImpl {
   Status prune_unproductive();
   void compute_complete();
   Status check_left_recursion();
-  void compute_slice_depth();
+  void compute_slice_bounds();
   bool inlinable(int32_t rule, const Dfa& dfa) const;
 
   Grammar g_;
@@ -158,12 +158,13 @@ NodeId GrammarCompilerImpl::substitute(NodeId id, std::unordered_map<NodeId, Nod
 bool GrammarCompilerImpl::inlinable(int32_t rule, const Dfa& dfa) const {
   if (!limits_.inline_small_rules || rule == g_.root || recursive_[rule]) return false;
   if (dfa.n_states() > 48 || dfa.has_tokens()) return false;
-  // A wide self-loop (free text, string bodies) stays a separate rule: its mask is cached once
-  // per rule state and shared, instead of once per caller position.
+  // A self-loop wider than the digits (free text, string bodies, identifiers) stays a separate
+  // rule: its states are walked with the fast leaf walk, cached once and shared by all callers
+  // (and across grammars), instead of once per caller position with the pushdown walk.
   for (int32_t s = 0; s < dfa.n_states(); ++s) {
     int loops = 0;
     for (int b = 0; b < 256; ++b) loops += dfa.next(s, static_cast<uint8_t>(b)) == s;
-    if (loops > 32) return false;
+    if (loops > 10) return false;
   }
   return true;
 }
@@ -207,14 +208,20 @@ Status GrammarCompilerImpl::compile_rules() {
   for (int32_t r : order) {
     std::unordered_map<NodeId, NodeId> memo;
     const NodeId body = substitute(g_.rules[r].body, memo);
-    DI_ASSIGN_OR_RETURN(Dfa dfa, DfaBuilder::from_ast(g_.ast, body, auto_limits_, token_index,
-                                                      "rule '" + g_.rules[r].name + "'"));
-    total += dfa.n_states();
+    std::shared_ptr<const Dfa> dfa;
+    if (g_.ast.node(body).op == Op::kDfa) {
+      dfa = g_.ast.dfa(g_.ast.node(body).a);  // a prebuilt automaton (front ends build them minimal)
+    } else {
+      DI_ASSIGN_OR_RETURN(Dfa built, DfaBuilder::from_ast(g_.ast, body, auto_limits_, token_index,
+                                                          "rule '" + g_.rules[r].name + "'"));
+      dfa = std::make_shared<const Dfa>(std::move(built));
+    }
+    total += dfa->n_states();
     if (total > limits_.max_states) {
       return resource_exhausted("grammar exceeds {} automaton states (at rule '{}')", limits_.max_states,
                                 g_.rules[r].name);
     }
-    if (inlinable(r, dfa)) inline_dfa_[r] = std::make_shared<const Dfa>(dfa);
+    if (inlinable(r, *dfa)) inline_dfa_[r] = dfa;
     out_->dfas_[r] = std::move(dfa);
   }
   return Status::ok();
@@ -227,7 +234,7 @@ Status GrammarCompilerImpl::prune_unproductive() {
     changed = false;
     for (int32_t r = 0; r < n; ++r) {
       if (productive[r]) continue;
-      const Dfa& d = out_->dfas_[r];
+      const Dfa& d = *out_->dfas_[r];
       if (d.empty()) continue;
       std::vector<uint8_t> seen(d.n_states(), 0);
       std::vector<int32_t> work{d.start()};
@@ -247,7 +254,7 @@ Status GrammarCompilerImpl::prune_unproductive() {
   }
   if (!productive[g_.root]) return invalid_argument("the grammar matches nothing (unsatisfiable)");
   for (int32_t r = 0; r < n; ++r) {
-    const Dfa& d = out_->dfas_[r];
+    const Dfa& d = *out_->dfas_[r];
     bool drop = false;
     for (int32_t s = 0; s < d.n_states() && !drop; ++s) {
       for (auto [e, end] = d.calls(s); e != end; ++e) drop |= !productive[e->label];
@@ -257,7 +264,7 @@ Status GrammarCompilerImpl::prune_unproductive() {
     for (auto& calls : raw.calls) {
       std::erase_if(calls, [&](const LabeledEdge& e) { return !productive[e.label]; });
     }
-    out_->dfas_[r] = DfaBuilder::minimize(raw);
+    out_->dfas_[r] = std::make_shared<const Dfa>(DfaBuilder::minimize(raw));
   }
   return Status::ok();
 }
@@ -266,21 +273,21 @@ void GrammarCompilerImpl::compute_complete() {
   const int32_t n = out_->n_rules();
   out_->state_base_.resize(n + 1);
   int32_t total = 0;
-  for (int32_t r = 0; r < n; ++r) { out_->state_base_[r] = total; total += out_->dfas_[r].n_states(); }
+  for (int32_t r = 0; r < n; ++r) { out_->state_base_[r] = total; total += out_->dfas_[r]->n_states(); }
   out_->state_base_[n] = total;
   out_->complete_.assign(total, 0);
   for (int32_t r = 0; r < n; ++r) {
-    const Dfa& d = out_->dfas_[r];
+    const Dfa& d = *out_->dfas_[r];
     for (int32_t s = 0; s < d.n_states(); ++s) out_->complete_[out_->state_base_[r] + s] = d.accepting(s);
   }
   auto nullable = [&](int32_t r) {
-    const Dfa& d = out_->dfas_[r];
+    const Dfa& d = *out_->dfas_[r];
     return !d.empty() && out_->complete_[out_->state_base_[r] + d.start()];
   };
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < n; ++r) {
-      const Dfa& d = out_->dfas_[r];
+      const Dfa& d = *out_->dfas_[r];
       for (int32_t s = 0; s < d.n_states(); ++s) {
         uint8_t& c = out_->complete_[out_->state_base_[r] + s];
         if (c) continue;
@@ -297,7 +304,7 @@ Status GrammarCompilerImpl::check_left_recursion() {
   // left[r]: rules called by r before r has read anything.
   std::vector<std::vector<int32_t>> left(n);
   for (int32_t r = 0; r < n; ++r) {
-    const Dfa& d = out_->dfas_[r];
+    const Dfa& d = *out_->dfas_[r];
     if (d.empty()) continue;
     std::vector<uint8_t> seen(d.n_states(), 0);
     std::vector<int32_t> work{d.start()};
@@ -307,7 +314,7 @@ Status GrammarCompilerImpl::check_left_recursion() {
       work.pop_back();
       for (auto [e, end] = d.calls(s); e != end; ++e) {
         left[r].push_back(e->label);
-        const Dfa& callee = out_->dfas_[e->label];
+        const Dfa& callee = *out_->dfas_[e->label];
         const bool null = !callee.empty() && out_->can_complete(e->label, callee.start());
         if (null && !seen[e->target]) { seen[e->target] = 1; work.push_back(e->target); }
       }
@@ -338,12 +345,8 @@ Status GrammarCompilerImpl::check_left_recursion() {
   return Status::ok();
 }
 
-void GrammarCompilerImpl::compute_slice_depth() {
-  out_->slice_depth_.assign(out_->complete_.size(), 0);
-  for (int32_t r = 0; r < out_->n_rules(); ++r) {
-    std::vector<uint8_t> depth = compute_rule_slice_depth(out_->dfas_[r]);
-    std::copy(depth.begin(), depth.end(), out_->slice_depth_.begin() + out_->state_base_[r]);
-  }
+void GrammarCompilerImpl::compute_slice_bounds() {
+  for (const auto& dfa : out_->dfas_) (void)dfa->slice_bounds();  // computed once, shared
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCompilerImpl::run() {
@@ -355,7 +358,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompilerImpl::run() {
   DI_RETURN_IF_ERROR(prune_unproductive());
   compute_complete();
   DI_RETURN_IF_ERROR(check_left_recursion());
-  compute_slice_depth();
+  compute_slice_bounds();
   out_->root_ = g_.root;
   for (const Rule& r : g_.rules) out_->names_.push_back(r.name);
   out_->terminal_tokens_.resize(terminal_index_.size());

@@ -59,17 +59,15 @@ class CompiledGrammar {
 
   int32_t n_rules() const { return static_cast<int32_t>(dfas_.size()); }
   int32_t root() const { return root_; }
-  const Dfa& dfa(int32_t rule) const { return dfas_[static_cast<size_t>(rule)]; }
+  const Dfa& dfa(int32_t rule) const { return *dfas_[static_cast<size_t>(rule)]; }
   const std::string& rule_name(int32_t rule) const { return names_[static_cast<size_t>(rule)]; }
   // The rule can finish at `state` without reading more input (accepting or nullable calls).
   bool can_complete(int32_t rule, int32_t state) const {
     return complete_[static_cast<size_t>(state_base_[rule] + state)] != 0;
   }
-  // Max k such that every string of <= k JSON-safe characters keeps the rule alive from state
-  // through its own byte transitions (255 = unbounded); see Vocabulary slices.
-  uint8_t slice_depth(int32_t rule, int32_t state) const {
-    return slice_depth_[static_cast<size_t>(state_base_[rule] + state)];
-  }
+  // Dfa::SliceBounds of the rule's automaton at `state` (see Vocabulary slices).
+  uint8_t slice_lo(int32_t rule, int32_t state) const { return dfas_[rule]->slice_bounds().lo[state]; }
+  uint8_t slice_hi(int32_t rule, int32_t state) const { return dfas_[rule]->slice_bounds().hi[state]; }
   int32_t n_states_total() const { return static_cast<int32_t>(complete_.size()); }
   int32_t state_index(int32_t rule, int32_t state) const { return state_base_[rule] + state; }
   // Token terminals: vocabulary ids matched by id (terminal index i <-> token id).
@@ -86,11 +84,10 @@ class CompiledGrammar {
   friend class GrammarCompilerImpl;
 
   int32_t root_ = 0;
-  std::vector<Dfa> dfas_;
+  std::vector<std::shared_ptr<const Dfa>> dfas_;  // shared with front-end caches where possible
   std::vector<std::string> names_;
   std::vector<int32_t> state_base_;
   std::vector<uint8_t> complete_;
-  std::vector<uint8_t> slice_depth_;
   std::vector<int32_t> terminal_tokens_;
   std::shared_ptr<const Vocabulary> vocab_;
   double compile_ms_ = 0;

@@ -224,7 +224,14 @@ std::string number_literal_regex(const Decimal& value) {
   return re;
 }
 
-Result<Dfa> number_dfa(const NumberSpec& spec, const AutomatonLimits& limits, const std::string& what) {
+Result<std::shared_ptr<const Dfa>> number_dfa(const NumberSpec& spec, const AutomatonLimits& limits,
+                                              const std::string& what) {
+  static DfaCache cache;
+  std::string key = std::string(spec.integer ? "i" : "n") + (spec.zero_fraction ? "z" : "");
+  if (spec.lower) key += (spec.lower_exclusive ? ">" : ">=") + spec.lower->to_string();
+  if (spec.upper) key += (spec.upper_exclusive ? "<" : "<=") + spec.upper->to_string();
+  for (const Decimal& m : spec.multiple_of) key += "%" + m.to_string();
+  if (auto hit = cache.find(key)) return hit;
   const bool plain = !spec.lower && !spec.upper && spec.multiple_of.empty();
   std::string base;
   if (spec.integer) base = spec.zero_fraction ? "-?(0|[1-9][0-9]*)(\\.0+)?" : "-?(0|[1-9][0-9]*)";
@@ -243,7 +250,9 @@ Result<Dfa> number_dfa(const NumberSpec& spec, const AutomatonLimits& limits, co
     DI_ASSIGN_OR_RETURN(Dfa mod, multiple_of_dfa(m, limits, what));
     DI_ASSIGN_OR_RETURN(dfa, dfa_intersect(dfa, mod, limits, what));
   }
-  return dfa;
+  auto out = std::make_shared<const Dfa>(DfaBuilder::minimize(DfaBuilder::to_raw(dfa)));
+  cache.put(key, out);
+  return out;
 }
 
 }  // namespace deepinfer::grammar

@@ -5,6 +5,7 @@
 // Integers may carry a zero fraction (5.0): JSON schema counts it as an integer.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,9 @@ struct NumberSpec {
 
 // The DFA of JSON number texts satisfying `spec` (empty DFA if none does). `what` names the
 // schema location in errors (e.g. a multipleOf too large to enforce).
-Result<Dfa> number_dfa(const NumberSpec& spec, const AutomatonLimits& limits, const std::string& what);
+// Cached process-wide by spec.
+Result<std::shared_ptr<const Dfa>> number_dfa(const NumberSpec& spec, const AutomatonLimits& limits,
+                                              const std::string& what);
 
 // Regex (raw) for JSON numbers equal to `value`: 5 -> 5(\.0+)?, 1.5 -> 1\.50*.
 std::string number_literal_regex(const Decimal& value);

@@ -306,12 +306,23 @@ Result<NodeId> JsonSchemaCompiler::Impl::value(const Json& schema, const std::st
   if (n.is_boolean()) return n.get<bool>() ? any_value() : g.ast.nothing();
   if (n.empty()) return any_value();
   const std::string key = n.dump();
-  if (auto it = memo.find(key); it != memo.end()) return g.ast.rule(it->second);
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  // Schemas that may contain subschemas get a rule (created before its body, so recursive
+  // references find it); scalar schemas are plain expressions, inlined where used.
+  const auto types = schema_types(n);
+  const bool structured = n.contains(kGroups) || (!n.contains("enum") && std::any_of(types.begin(), types.end(),
+      [](const std::string& t) { return t == "object" || t == "array"; }));
+  if (!structured) {
+    DI_ASSIGN_OR_RETURN(NodeId node, typed(n, path, 0));
+    memo.emplace(key, node);
+    return node;
+  }
   const int32_t id = g.add_rule(path);
-  memo.emplace(key, id);
+  const NodeId call = g.ast.rule(id);
+  memo.emplace(key, call);
   DI_ASSIGN_OR_RETURN(NodeId body, typed(n, path, 0));
   g.rules[id].body = body;
-  return g.ast.rule(id);
+  return call;
 }
 
 NodeId JsonSchemaCompiler::Impl::ws() {

@@ -56,7 +56,7 @@ struct JsonSchemaCompiler::Impl {
   const Json& doc;
   JsonSchemaOptions o;
   SchemaDraft draft;
-  std::map<std::string, int32_t> memo;  // normalized schema text -> rule
+  std::map<std::string, NodeId> memo;  // normalized schema text -> its expression
   int32_t any_rule = -1;
   int32_t free_string_rule = -1;
   int32_t raw_text_rule = -1;

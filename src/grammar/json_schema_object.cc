@@ -40,16 +40,13 @@ Result<NodeId> JsonSchemaCompiler::Impl::object_value(const Json& n, const std::
     return unimplemented("keyword 'patternProperties' at {}: more than {} patterns", path, kMaxPatterns);
   }
   // Key automata of each pattern (quoted canonical strings whose value matches), built lazily.
-  std::map<std::string, Dfa> pattern_dfas;
+  std::vector<std::shared_ptr<const Dfa>> held;  // keeps the automata pattern_dfa hands out alive
   auto pattern_dfa = [&](const std::string& p) -> Result<const Dfa*> {
-    auto it = pattern_dfas.find(p);
-    if (it == pattern_dfas.end()) {
-      StringSpec spec;
-      spec.patterns.push_back(p);
-      DI_ASSIGN_OR_RETURN(Dfa d, string_dfa(spec, o.automata, o.strings, path + "/patternProperties"));
-      it = pattern_dfas.emplace(p, std::move(d)).first;
-    }
-    return &it->second;
+    StringSpec spec;
+    spec.patterns.push_back(p);
+    DI_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> d, string_dfa(spec, o.automata, o.strings, path + "/patternProperties"));
+    held.push_back(d);
+    return d.get();
   };
   // Named members.
   std::vector<NodeId> items;

@@ -230,9 +230,9 @@ Result<NodeId> JsonSchemaCompiler::Impl::raw_string(const Json& n, const std::st
   if (spec.min_length == 0 && spec.max_length < 0 && spec.patterns.empty() && spec.formats.empty()) {
     return raw_string(Json(true), path, depth);
   }
-  DI_ASSIGN_OR_RETURN(Dfa dfa, string_dfa(spec, o.automata, o.strings, path));
-  if (dfa.empty()) return g.ast.nothing();
-  return g.ast.rule(g.add_rule(path + ":raw", g.ast.dfa(std::make_shared<const Dfa>(std::move(dfa)))));
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa, string_dfa(spec, o.automata, o.strings, path));
+  if (dfa->empty()) return g.ast.nothing();
+  return g.ast.rule(g.add_rule(path + ":raw", g.ast.dfa(std::move(dfa))));
 }
 
 Result<NodeId> JsonSchemaCompiler::Impl::literal(const Json& v) {
@@ -240,8 +240,10 @@ Result<NodeId> JsonSchemaCompiler::Impl::literal(const Json& v) {
   if (v.is_string()) return g.ast.literal(json_quote(v.get<std::string>()));
   if (v.is_number()) {
     DI_ASSIGN_OR_RETURN(Decimal d, Decimal::parse(v.dump()));
-    DI_ASSIGN_OR_RETURN(Dfa dfa, regex_dfa(number_literal_regex(d), o.automata));
-    return g.ast.dfa(std::make_shared<const Dfa>(std::move(dfa)));
+    NumberSpec exact;
+    exact.lower = exact.upper = d;
+    DI_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa, number_dfa(exact, o.automata, "enum number"));
+    return g.ast.dfa(std::move(dfa));
   }
   if (v.is_array()) {
     std::vector<NodeId> parts{g.ast.byte('['), ws()};
@@ -289,9 +291,9 @@ Result<NodeId> JsonSchemaCompiler::Impl::number_value(const Json& n, const std::
     }
   }
   spec.zero_fraction = draft != SchemaDraft::kDraft4;
-  DI_ASSIGN_OR_RETURN(Dfa dfa, number_dfa(spec, o.automata, path));
-  if (dfa.empty()) return g.ast.nothing();
-  return g.ast.dfa(std::make_shared<const Dfa>(std::move(dfa)));
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa, number_dfa(spec, o.automata, path));
+  if (dfa->empty()) return g.ast.nothing();
+  return g.ast.dfa(std::move(dfa));
 }
 
 Result<NodeId> JsonSchemaCompiler::Impl::string_value(const Json& n, const std::string& path) {
@@ -314,11 +316,10 @@ Result<NodeId> JsonSchemaCompiler::Impl::string_value(const Json& n, const std::
   if (spec.min_length == 0 && spec.max_length < 0 && spec.patterns.empty() && spec.formats.empty()) {
     return free_string();
   }
-  auto dfa = string_dfa(spec, o.automata, o.strings, path);
-  if (!dfa.is_ok()) return dfa.status();
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa, string_dfa(spec, o.automata, o.strings, path));
   if (dfa->empty()) return g.ast.nothing();
   // A rule of its own: its (wide) body states are cached once and shared by all callers.
-  const int32_t id = g.add_rule(path + ":string", g.ast.dfa(std::make_shared<const Dfa>(std::move(*dfa))));
+  const int32_t id = g.add_rule(path + ":string", g.ast.dfa(std::move(dfa)));
   return g.ast.rule(id);
 }
 
@@ -370,7 +371,7 @@ NodeId JsonSchemaCompiler::Impl::any_value() {
     const NodeId arr = g.ast.concat({g.ast.byte('['), ws(),
                                      g.ast.optional(g.ast.concat({v, g.ast.star(g.ast.concat({item_sep(), v}))})),
                                      ws(), g.ast.byte(']')});
-    const NodeId num = g.ast.dfa(std::make_shared<const Dfa>(number_dfa(NumberSpec{}, o.automata, "number").value()));
+    const NodeId num = g.ast.dfa(number_dfa(NumberSpec{}, o.automata, "number").value());
     g.rules[any_rule].body = g.ast.alt({obj, arr, free_string(), num, g.ast.literal("true"), g.ast.literal("false"),
                                         g.ast.literal("null")});
   }

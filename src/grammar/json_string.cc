@@ -79,7 +79,41 @@ Dfa counted_chars(int64_t min, int64_t max, bool raw_text = false) {
     if (k >= min) raw.accepting[id(k, c.start())] = 1;
   }
   raw.start = id(0, c.start());
-  return DfaBuilder::minimize(raw);
+  return DfaBuilder::trim(raw);  // minimal by construction (distinct counters, minimal char DFA)
+}
+
+// '"' body '"', built on the automaton: a new start reads '"' into the body and every accepting
+// body state reads '"' into a new final state. Canonical bodies never read a raw '"' at a
+// character boundary, so no transition is overwritten.
+Dfa wrap_in_quotes(const Dfa& body) {
+  RawDfa raw = DfaBuilder::to_raw(body);
+  // Give '"' a class of its own (a copy of its old column) so only it gets the new edges.
+  const int32_t old_cls = raw.byte_class['"'];
+  const int32_t q = raw.n_classes;
+  std::vector<int32_t> table;
+  table.reserve(static_cast<size_t>(raw.n_states()) * (q + 1));
+  for (int32_t s = 0; s < raw.n_states(); ++s) {
+    for (int32_t c = 0; c < q; ++c) table.push_back(raw.table[static_cast<size_t>(s) * q + c]);
+    table.push_back(raw.table[static_cast<size_t>(s) * q + old_cls]);
+  }
+  raw.table = std::move(table);
+  raw.n_classes = q + 1;
+  raw.byte_class['"'] = static_cast<uint8_t>(q);
+  const int32_t start = raw.add_state(), final_state = raw.add_state();
+  raw.table[static_cast<size_t>(start) * raw.n_classes + q] = raw.start;
+  for (int32_t s = 0; s < body.n_states(); ++s) {
+    if (!raw.accepting[s]) continue;
+    raw.accepting[s] = 0;
+    raw.table[static_cast<size_t>(s) * raw.n_classes + q] = final_state;
+  }
+  raw.accepting[final_state] = 1;
+  raw.start = start;
+  return DfaBuilder::trim(raw);
+}
+
+DfaCache& string_cache() {
+  static DfaCache cache;
+  return cache;
 }
 }  // namespace
 
@@ -115,11 +149,7 @@ const Dfa& free_string_dfa() {
 }
 
 const Dfa& canonical_string_dfa() {
-  static const Dfa dfa = [] {
-    Ast ast;
-    const NodeId body = ast.dfa(std::make_shared<const Dfa>(counted_chars(0, -1)));
-    return compile_leaf(ast, ast.concat({ast.byte('"'), body, ast.byte('"')}), {}, "json string").value();
-  }();
+  static const Dfa dfa = wrap_in_quotes(counted_chars(0, -1));
   return dfa;
 }
 
@@ -158,13 +188,17 @@ Result<std::string> format_regex(std::string_view format) {
   return it->second;
 }
 
-Result<Dfa> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
-                       const StringLimits& string_limits, const std::string& what) {
+Result<std::shared_ptr<const Dfa>> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
+                                              const StringLimits& string_limits, const std::string& what) {
   if (spec.min_length > string_limits.max_length_bound || spec.max_length > string_limits.max_length_bound) {
     return unimplemented("{}: string length bounds above {} are not supported", what,
                          string_limits.max_length_bound);
   }
-  if (spec.max_length >= 0 && spec.max_length < spec.min_length) return Dfa{};
+  std::string key = fmt::format("{}|{}|{}", spec.raw ? 'r' : 'j', spec.min_length, spec.max_length);
+  for (const auto& p : spec.patterns) key += fmt::format("|p{}:{}", p.size(), p);
+  for (const auto& f : spec.formats) key += fmt::format("|f{}:{}", f.size(), f);
+  if (auto hit = string_cache().find(key)) return hit;
+  if (spec.max_length >= 0 && spec.max_length < spec.min_length) return std::make_shared<const Dfa>();
   Dfa body = counted_chars(spec.min_length, spec.max_length, spec.raw);
   const CharMapper mapper = spec.raw ? CharMapper(raw_chars) : CharMapper(json_chars);
   for (const std::string& p : spec.patterns) {
@@ -184,10 +218,9 @@ Result<Dfa> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
     DI_ASSIGN_OR_RETURN(Dfa fd, compile_leaf(ast, root, limits, what + ": format " + f));
     DI_ASSIGN_OR_RETURN(body, dfa_intersect(body, fd, limits, what));
   }
-  if (spec.raw) return body;
-  Ast ast;
-  const NodeId inner = ast.dfa(std::make_shared<const Dfa>(std::move(body)));
-  return compile_leaf(ast, ast.concat({ast.byte('"'), inner, ast.byte('"')}), limits, what);
+  auto out = std::make_shared<const Dfa>(spec.raw || body.empty() ? std::move(body) : wrap_in_quotes(body));
+  string_cache().put(key, out);
+  return out;
 }
 
 }  // namespace deepinfer::grammar

@@ -6,6 +6,7 @@
 // Lengths count code points, as JSON schema does.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,9 @@ struct StringLimits {
 
 // Quoted canonical JSON strings satisfying `spec` (raw text when spec.raw); errors name `what`
 // and the offending part.
-Result<Dfa> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
-                       const StringLimits& string_limits, const std::string& what);
+// Built automata are cached process-wide by spec.
+Result<std::shared_ptr<const Dfa>> string_dfa(const StringSpec& spec, const AutomatonLimits& limits,
+                                              const StringLimits& string_limits, const std::string& what);
 // Any quoted JSON string, every escape allowed (\/, \uXXXX, ...).
 const Dfa& free_string_dfa();
 // Any quoted canonical JSON string.

@@ -1,10 +1,14 @@
 // Building StateMasks: a walk of the vocabulary trie from one (rule, state) — a plain DFA walk for
 // leaf rules, a pushdown walk (Stepper over a local arena whose bottom is kContext) otherwise —
-// skipping subtrees made only of slice tokens the state provably accepts; then the suffix trie of
-// rule-finishing tokens. Also the per-state slice depth analysis.
+// over only the tokens outside the slice the state provably accepts (Vocabulary::rest_trie);
+// then the suffix trie of rule-finishing tokens. Also the per-state slice depth analysis.
 #include "grammar/mask_cache.h"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <string>
 
@@ -32,10 +36,12 @@ void StateMask::or_into(uint32_t* mask, const Vocabulary& vocab) const {
   }
 }
 
-std::vector<uint8_t> compute_rule_slice_depth(const Dfa& dfa) {
+Dfa::SliceBounds compute_slice_bounds(const Dfa& dfa) {
   const int32_t n = dfa.n_states();
-  std::vector<uint8_t> depth(n, kUnboundedSlice);
-  if (n == 0) return depth;
+  Dfa::SliceBounds out;
+  out.lo.assign(n, kUnboundedSlice);
+  out.hi.assign(n, kUnboundedSlice);
+  if (n == 0) return out;
   static const std::vector<Utf8Sequence> kSeqs = [] {
     std::vector<Utf8Sequence> seqs;
     for (auto [lo, hi] : {std::pair<uint32_t, uint32_t>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}) {
@@ -55,28 +61,30 @@ std::vector<uint8_t> compute_rule_slice_depth(const Dfa& dfa) {
       }
     }
   }
-  // One-character successors; -1 marks "some character kills the state".
-  std::vector<std::vector<int32_t>> preds(n);
+  // One-character successors (live ones) and whether some character kills the state.
+  std::vector<std::vector<int32_t>> succ(n), preds(n);
   std::vector<uint8_t> dies(n, 0);
   std::vector<int32_t> cur, next;
   for (int32_t q = 0; q < n; ++q) {
-    for (size_t k = 0; k < kSeqs.size() && !dies[q]; ++k) {
+    for (size_t k = 0; k < kSeqs.size(); ++k) {
       cur.assign(1, q);
-      for (int i = 0; i < kSeqs[k].n && !dies[q]; ++i) {
+      for (int i = 0; i < kSeqs[k].n && !cur.empty(); ++i) {
         next.clear();
         for (int32_t s : cur) {
           for (int32_t c : classes[k][i]) {
             const int32_t t = dfa.next_class(s, c);
-            if (t < 0) { dies[q] = 1; break; }
+            if (t < 0) { dies[q] = 1; continue; }
             if (std::find(next.begin(), next.end(), t) == next.end()) next.push_back(t);
           }
         }
         cur.swap(next);
       }
-      if (!dies[q]) for (int32_t t : cur) preds[t].push_back(q);
+      for (int32_t t : cur) {
+        if (std::find(succ[q].begin(), succ[q].end(), t) == succ[q].end()) { succ[q].push_back(t); preds[t].push_back(q); }
+      }
     }
   }
-  // dist(q) = shortest count of characters that kills q; depth = dist - 1.
+  // lo: shortest count of characters that kills q, minus one.
   std::vector<int32_t> dist(n, -1);
   std::deque<int32_t> queue;
   for (int32_t q = 0; q < n; ++q) if (dies[q]) { dist[q] = 1; queue.push_back(q); }
@@ -88,9 +96,32 @@ std::vector<uint8_t> compute_rule_slice_depth(const Dfa& dfa) {
     }
   }
   for (int32_t q = 0; q < n; ++q) {
-    if (dist[q] >= 0) depth[q] = static_cast<uint8_t>(std::min(dist[q] - 1, 254));
+    if (dist[q] >= 0) out.lo[q] = static_cast<uint8_t>(std::min(dist[q] - 1, 254));
   }
-  return depth;
+  // hi: longest live path (unbounded if it can reach a cycle), by peeling sinks (Kahn on succ).
+  std::vector<int32_t> out_degree(n), longest(n, 0);
+  for (int32_t q = 0; q < n; ++q) out_degree[q] = static_cast<int32_t>(succ[q].size());
+  for (int32_t q = 0; q < n; ++q) if (out_degree[q] == 0) queue.push_back(q);
+  std::vector<uint8_t> done(n, 0);
+  while (!queue.empty()) {
+    const int32_t q = queue.front();
+    queue.pop_front();
+    done[q] = 1;
+    for (int32_t t : succ[q]) longest[q] = std::max(longest[q], longest[t] + 1);
+    for (int32_t p : preds[q]) if (--out_degree[p] == 0) queue.push_back(p);
+  }
+  for (int32_t q = 0; q < n; ++q) {
+    if (done[q]) out.hi[q] = static_cast<uint8_t>(std::min(longest[q], 254));
+  }
+  // sealed: accepting states are not reachable through characters.
+  out.sealed.assign(n, 1);
+  for (int32_t q = 0; q < n; ++q) if (dfa.accepting(q)) { out.sealed[q] = 0; queue.push_back(q); }
+  while (!queue.empty()) {
+    const int32_t q = queue.front();
+    queue.pop_front();
+    for (int32_t p : preds[q]) if (out.sealed[p]) { out.sealed[p] = 0; queue.push_back(p); }
+  }
+  return out;
 }
 
 namespace {
@@ -98,10 +129,15 @@ namespace {
 class Walk {
  public:
   Walk(const CompiledGrammar& g, int32_t rule, int32_t state)
-      : g_(g), v_(g.vocab()), trie_(v_.trie()), rule_(rule), state_(state) {
+      : g_(g), v_(g.vocab()), rule_(rule), state_(state) {
     out_ = std::make_shared<StateMask>();
-    out_->slice_level = static_cast<int8_t>(Vocabulary::slice_level(g.slice_depth(rule, state)));
-    prune_ = out_->slice_level >= 0 ? kSliceLengths[out_->slice_level] : 0;
+    const int level = Vocabulary::slice_level(g.slice_lo(rule, state));
+    trie_ = &v_.rest_trie(level);
+    out_->slice_level = static_cast<int8_t>(level);
+    slice_max_ = level >= 0 ? kSliceLengths[level] : 0;
+    // Only where the rule cannot finish inside such a token (it would continue in the caller).
+    const Dfa::SliceBounds& b = g.dfa(rule).slice_bounds();
+    if (b.sealed[state]) longest_ = b.hi[state];
     out_->exit_at_root = g.can_complete(rule, state);
     accepted_.assign(static_cast<size_t>(v_.n_words()), 0);
   }
@@ -120,7 +156,7 @@ class Walk {
     }
   }
   bool is_accepted(int32_t t) const {
-    return ((accepted_[t >> 5] >> (t & 31)) & 1u) || v_.slice_length(t) <= prune_;
+    return ((accepted_[t >> 5] >> (t & 31)) & 1u) || v_.slice_length(t) <= slice_max_;
   }
   void walk_leaf();
   void walk_pushdown();
@@ -129,9 +165,10 @@ class Walk {
 
   const CompiledGrammar& g_;
   const Vocabulary& v_;
-  const std::vector<TrieNode>& trie_;
+  const std::vector<TrieNode>* trie_;
   int32_t rule_, state_;
-  uint8_t prune_ = 0;
+  uint8_t longest_ = kUnboundedSlice;  // slice tokens longer than this are all rejected
+  uint8_t slice_max_ = 0;
   std::shared_ptr<StateMask> out_;
   std::vector<uint32_t> accepted_;
   std::vector<int32_t> exits_;  // trie nodes after which the rule may return
@@ -140,10 +177,11 @@ class Walk {
 void Walk::walk_leaf() {
   const Dfa& dfa = g_.dfa(rule_);
   std::vector<int32_t> st(1, state_);
-  const int32_t n = static_cast<int32_t>(trie_.size());
+  const std::vector<TrieNode>& trie = *trie_;
+  const int32_t n = static_cast<int32_t>(trie.size());
   for (int32_t i = 1; i < n;) {
-    const TrieNode& node = trie_[i];
-    if (node.prune <= prune_) { i = node.end; continue; }
+    const TrieNode& node = trie[i];
+    if (node.min_slice > longest_) { i = node.end; continue; }
     const int32_t t = dfa.next(st[node.depth - 1], node.byte);
     if (t < 0) { i = node.end; continue; }
     if (st.size() <= node.depth) st.resize(node.depth + 1);
@@ -159,10 +197,10 @@ void Walk::walk_pushdown() {
   StackArena arena;
   Stepper stepper(g_, arena);
   std::vector<std::vector<int32_t>> cfg(2);
-  const int32_t n = static_cast<int32_t>(trie_.size());
+  const std::vector<TrieNode>& trie = *trie_;
+  const int32_t n = static_cast<int32_t>(trie.size());
   for (int32_t i = 1; i < n;) {
-    const TrieNode& node = trie_[i];
-    if (node.prune <= prune_) { i = node.end; continue; }
+    const TrieNode& node = trie[i];
     const int d = node.depth;
     if (cfg.size() <= static_cast<size_t>(d)) cfg.resize(d + 1);
     if (d == 1) {
@@ -183,10 +221,11 @@ void Walk::walk_pushdown() {
 void Walk::build_suffixes() {
   std::vector<std::pair<std::string, int32_t>> entries;
   std::string path;
+  const std::vector<TrieNode>& trie = *trie_;
   for (int32_t e : exits_) {
-    const int base = trie_[e].depth;
-    for (int32_t j = e + 1; j < trie_[e].end; ++j) {
-      const TrieNode& node = trie_[j];
+    const int base = trie[e].depth;
+    for (int32_t j = e + 1; j < trie[e].end; ++j) {
+      const TrieNode& node = trie[j];
       path.resize(node.depth - base);
       path[node.depth - base - 1] = static_cast<char>(node.byte);
       for (int32_t t = node.token; t >= 0; t = v_.next_duplicate(t)) {
@@ -259,14 +298,38 @@ bool small_reachable(const Dfa& dfa, int32_t state, int32_t limit) {
 std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGrammar& grammar,
                                                             int32_t rule, int32_t state) {
   const Dfa& dfa = grammar.dfa(rule);
-  const bool shareable = !dfa.has_calls() && small_reachable(dfa, state, 64);
-  std::array<uint64_t, 2> key{};
-  if (shareable) {
-    key = dfa.digest_from(state);
-    if (auto hit = grammar.vocab().find_shared(key)) return hit;
+  // Leaf states are shared across grammars: by automaton identity (front ends hand out cached
+  // automata), and for small automata also by structure (equal rules built separately).
+  const bool leaf = !dfa.has_calls();
+  const std::array<uint64_t, 2> id_key{dfa.uid(), static_cast<uint64_t>(state) | (uint64_t{1} << 63)};
+  std::array<uint64_t, 2> digest_key{};
+  const bool by_digest = leaf && small_reachable(dfa, state, 64);
+  if (leaf) {
+    if (auto hit = grammar.vocab().find_shared(id_key)) return hit;
+    if (by_digest) {
+      digest_key = dfa.digest_from(state);
+      if (auto hit = grammar.vocab().find_shared(digest_key)) {
+        grammar.vocab().put_shared(id_key, hit);
+        return hit;
+      }
+    }
   }
+  timespec ts0, ts1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
   auto mask = Walk(grammar, rule, state).run();
-  if (shareable) grammar.vocab().put_shared(key, mask);
+  if (std::getenv("DI_GRAMMAR_TRACE")) {
+    std::fprintf(stderr, "state mask %s/%d: %.1f us leaf=%d slice=%d accepted=%d suffix_nodes=%zu exit=%d\n",
+                 grammar.rule_name(rule).c_str(), state,
+                 (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts1), (ts1.tv_sec - ts0.tv_sec) * 1e6 + (ts1.tv_nsec - ts0.tv_nsec) / 1e3),
+                 !dfa.has_calls(), mask->slice_level, mask->n_accepted, mask->suffixes.nodes.size(), mask->exit_at_root);
+    if (dfa.has_calls() && mask->n_accepted > 10000) {
+      std::string first;
+      for (int b = 0; b < 256; ++b) if (dfa.next(state, static_cast<uint8_t>(b)) >= 0) first += static_cast<char>(b);
+      std::fprintf(stderr, "   first bytes [%s] calls %ld\n", first.c_str(), dfa.calls(state).second - dfa.calls(state).first);
+    }
+  }
+  if (leaf) grammar.vocab().put_shared(id_key, mask);
+  if (by_digest) grammar.vocab().put_shared(digest_key, mask);
   return mask;
 }
 

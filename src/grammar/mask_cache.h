@@ -43,8 +43,8 @@ struct StateMask {
   void or_into(uint32_t* mask, const Vocabulary& vocab) const;
 };
 
-// Per-state slice depth of one rule automaton (see CompiledGrammar::slice_depth).
-std::vector<uint8_t> compute_rule_slice_depth(const Dfa& dfa);
+// Per-state slice bounds of one automaton (use the cached Dfa::slice_bounds()).
+Dfa::SliceBounds compute_slice_bounds(const Dfa& dfa);
 
 // Builds the mask of (rule, state); leaf-rule states are shared across grammars through the
 // vocabulary's cache, keyed by the digest of the automaton reachable from the state.

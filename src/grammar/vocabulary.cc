@@ -1,5 +1,5 @@
-// Vocabulary construction: the token trie (sorted byte strings -> preorder nodes with subtree
-// ends), slice lengths and slice bitsets, the Tokenizer adapter, and the shared leaf-mask cache.
+// Vocabulary construction: token tries (sorted byte strings -> preorder nodes with subtree ends),
+// slice lengths and bitsets, the Tokenizer adapter, and the shared leaf-mask cache.
 #include "grammar/vocabulary.h"
 
 #include <algorithm>
@@ -47,8 +47,9 @@ Result<std::shared_ptr<const Vocabulary>> Vocabulary::create(std::vector<std::st
   v->special_ = std::move(special);
   v->bytes_.resize(static_cast<size_t>(n_tokens));
   v->special_.resize(static_cast<size_t>(n_tokens), 0);
-  v->build_trie();
   v->build_slices();
+  v->build_trie();
+  v->build_rest_tries();
   return std::shared_ptr<const Vocabulary>(v);
 }
 
@@ -64,15 +65,8 @@ Result<std::shared_ptr<const Vocabulary>> Vocabulary::from_tokenizer(const Token
   return create(std::move(bytes), std::move(special), tokenizer.eos_id(), std::max(n_tokens, n));
 }
 
-void Vocabulary::build_trie() {
-  std::vector<int32_t> ids;
-  for (int32_t id = 0; id < n_tokens_; ++id) {
-    if (!special_[id] && !bytes_[id].empty()) ids.push_back(id);
-  }
-  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
-  dup_next_.assign(static_cast<size_t>(n_tokens_), -1);
-  trie_.clear();
-  trie_.push_back({0, -1, 0, 0, 0});
+std::vector<TrieNode> Vocabulary::build_trie_of(const std::vector<int32_t>& ids) const {
+  std::vector<TrieNode> trie{{0, -1, 0, 0, 0}};
   std::vector<int32_t> open{0};  // node index per depth along the current path
   const std::string* prev = nullptr;
   for (int32_t id : ids) {
@@ -82,26 +76,54 @@ void Vocabulary::build_trie() {
       while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
     }
     while (open.size() > lcp + 1) {
-      trie_[open.back()].end = static_cast<int32_t>(trie_.size());
+      trie[open.back()].end = static_cast<int32_t>(trie.size());
       open.pop_back();
     }
     for (size_t d = lcp; d < s.size(); ++d) {
-      trie_.push_back({0, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]), 0});
-      open.push_back(static_cast<int32_t>(trie_.size() - 1));
+      trie.push_back({0, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]), 0});
+      open.push_back(static_cast<int32_t>(trie.size() - 1));
     }
-    TrieNode& leaf = trie_[open.back()];
-    if (leaf.token < 0) {
-      leaf.token = id;
-    } else {
-      int32_t t = leaf.token;
-      while (dup_next_[t] >= 0) t = dup_next_[t];
-      dup_next_[t] = id;
-    }
+    // Equal byte strings share a node: the first id is stored, the rest chain via dup_next_.
+    if (trie[open.back()].token < 0) trie[open.back()].token = id;
     prev = &s;
   }
   while (!open.empty()) {
-    trie_[open.back()].end = static_cast<int32_t>(trie_.size());
+    trie[open.back()].end = static_cast<int32_t>(trie.size());
     open.pop_back();
+  }
+  // min_slice bottom-up (children follow their parent in preorder); needs slice_len_.
+  if (!slice_len_.empty()) {
+    for (int32_t i = static_cast<int32_t>(trie.size()) - 1; i > 0; --i) {
+      uint8_t m = kUnboundedSlice;
+      if (trie[i].token >= 0) m = slice_len_[trie[i].token] == kUnboundedSlice ? 0 : slice_len_[trie[i].token];
+      for (int32_t c = i + 1; c < trie[i].end; c = trie[c].end) m = std::min(m, trie[c].min_slice);
+      trie[i].min_slice = m;
+    }
+  }
+  return trie;
+}
+
+void Vocabulary::build_trie() {
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < n_tokens_; ++id) {
+    if (!special_[id] && !bytes_[id].empty()) ids.push_back(id);
+  }
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
+  dup_next_.assign(static_cast<size_t>(n_tokens_), -1);
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (bytes_[ids[i]] == bytes_[ids[i - 1]]) dup_next_[ids[i - 1]] = ids[i];
+  }
+  trie_ = build_trie_of(ids);
+}
+
+void Vocabulary::build_rest_tries() {
+  for (size_t level = 0; level < kSliceLengths.size(); ++level) {
+    // Tokens in trie (sorted) order, minus those of the slice; duplicates follow their first id.
+    std::vector<int32_t> ids;
+    for (const TrieNode& n : trie_) {
+      if (n.token >= 0 && slice_len_[n.token] > kSliceLengths[level]) ids.push_back(n.token);
+    }
+    rest_[level] = build_trie_of(ids);
   }
 }
 
@@ -109,13 +131,6 @@ void Vocabulary::build_slices() {
   slice_len_.assign(static_cast<size_t>(n_tokens_), kUnboundedSlice);
   for (int32_t id = 0; id < n_tokens_; ++id) {
     if (!special_[id] && !bytes_[id].empty()) slice_len_[id] = json_safe_length(bytes_[id]);
-  }
-  // prune: max over the subtree, computed bottom-up (children follow their parent in preorder).
-  for (int32_t i = static_cast<int32_t>(trie_.size()) - 1; i >= 0; --i) {
-    uint8_t m = 0;
-    for (int32_t t = trie_[i].token; t >= 0; t = dup_next_[t]) m = std::max(m, slice_len_[t]);
-    for (int32_t c = i + 1; c < trie_[i].end; c = trie_[c].end) m = std::max(m, trie_[c].prune);
-    trie_[i].prune = m;
   }
   slices_.assign(kSliceLengths.size(), std::vector<uint32_t>(static_cast<size_t>(n_words()), 0));
   for (int32_t id = 0; id < n_tokens_; ++id) {

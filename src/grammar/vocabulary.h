@@ -24,13 +24,13 @@ namespace deepinfer::grammar {
 
 struct StateMask;
 
-// One node of the token trie, in preorder; node 0 is the root (no byte).
+// One node of a token trie, in preorder; node 0 is the root (no byte).
 struct TrieNode {
-  int32_t end;      // one past the last node of this subtree
-  int32_t token;    // token whose bytes end here, or -1 (more in Vocabulary::next_duplicate)
-  uint16_t depth;   // bytes from the root
+  int32_t end;        // one past the last node of this subtree
+  int32_t token;      // token whose bytes end here, or -1 (more in Vocabulary::next_duplicate)
+  uint16_t depth;     // bytes from the root
   uint8_t byte;
-  uint8_t prune;    // max slice length of tokens in the subtree; 255 if any is not a slice token
+  uint8_t min_slice;  // least slice length of the subtree's tokens, 0 if one is not a slice token
 };
 
 // Slice levels: U[l] = tokens of <= kSliceLengths[l] JSON-safe characters.
@@ -62,6 +62,9 @@ class Vocabulary {
   int32_t find_token(std::string_view bytes) const;
 
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // The trie of the tokens outside slice `level` (all tokens for level -1): a walk that ORs in
+  // the slice only needs to visit these.
+  const std::vector<TrieNode>& rest_trie(int level) const { return level < 0 ? trie_ : rest_[level]; }
   int32_t next_duplicate(int32_t token) const { return dup_next_[token]; }
   uint8_t slice_length(int32_t token) const { return slice_len_[token]; }
   // Highest slice level usable in a state of the given slice depth, or -1.
@@ -75,7 +78,10 @@ class Vocabulary {
  private:
   Vocabulary() = default;
   void build_trie();
+  // A preorder trie of the given tokens, which must be sorted by bytes.
+  std::vector<TrieNode> build_trie_of(const std::vector<int32_t>& sorted_ids) const;
   void build_slices();
+  void build_rest_tries();
 
   int32_t n_tokens_ = 0;
   int32_t eos_id_ = -1;
@@ -85,6 +91,7 @@ class Vocabulary {
   std::vector<int32_t> dup_next_;
   std::vector<uint8_t> slice_len_;
   std::vector<std::vector<uint32_t>> slices_;
+  std::array<std::vector<TrieNode>, kSliceLengths.size()> rest_;
 
   struct KeyHash {
     size_t operator()(const std::array<uint64_t, 2>& k) const { return k[0] ^ (k[1] * 0x9E3779B97F4A7C15ull); }
