@@ -31,11 +31,6 @@ std::string reply_for(const std::string& prompt) {
            "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" "
            "string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>" + eos;
   }
-  if (turn.find("[[long]]") != std::string::npos) {
-    std::string words;
-    for (int i = 0; i < 20000; ++i) words += " la";
-    return think + words + eos;
-  }
   if (turn.find("json please") != std::string::npos) return think + "{\"ok\": true}" + eos;
   return think + "Hello from DeepInfer!" + eos;
 }
@@ -61,8 +56,17 @@ int main(int argc, char** argv) {
   eo.step_ms = parse_int(std::getenv("FAKE_SERVE_STEP_MS"), 1);
   eo.max_model_len = 8192;
   eo.model_dir = "/models/deepseek-v4-flash";
-  deepinfer::server::testing::FakeEngine engine(tok, eo, [tok](const Request& r, int) {
-    return tok->encode(reply_for(tok->decode(r.prompt_ids)), /*match_special=*/true);
+  // "[[long]]": 20,000 tokens of " la" (built once; tokenizing 60 KB per request would dominate).
+  const std::vector<int32_t> la = tok->encode(" la", false);
+  deepinfer::server::testing::FakeEngine engine(tok, eo, [tok, la](const Request& r, int) {
+    std::string prompt = tok->decode(r.prompt_ids);
+    size_t last_user = prompt.rfind("<｜User｜>");
+    if (prompt.find("[[long]]", last_user == std::string::npos ? 0 : last_user) != std::string::npos) {
+      std::vector<int32_t> ids;
+      for (int i = 0; i < 20000; ++i) ids.insert(ids.end(), la.begin(), la.end());
+      return ids;
+    }
+    return tok->encode(reply_for(prompt), /*match_special=*/true);
   });
 
   deepinfer::server::ServerOptions options;

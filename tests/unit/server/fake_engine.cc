@@ -24,18 +24,18 @@ Result<RequestId> FakeEngine::submit(Request request, EventSink sink) {
                                                " tokens does not fit max_model_len " + std::to_string(options_.max_model_len));
   }
   if (Status s = request.sampling.validate(); !s.is_ok()) return s;
-  std::lock_guard lock(mu_);
-  if (!accepting_) return Status(StatusCode::kUnavailable, "engine is shutting down");
-  RequestId id = next_id_++;
   Live live;
   live.sink = std::move(sink);
   int n = std::max(1, request.sampling.n);
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n; ++i) {  // outside the lock: scripts may tokenize
     Sequence s;
     s.script = script_(request, i);
     s.detok = std::make_shared<IncrementalDetokenizer>(tokenizer_, request.sampling.skip_special_tokens);
     live.seqs.push_back(std::move(s));
   }
+  std::lock_guard lock(mu_);
+  if (!accepting_) return Status(StatusCode::kUnavailable, "engine is shutting down");
+  RequestId id = next_id_++;
   n_prompt_total_ += static_cast<int64_t>(request.prompt_ids.size());
   last_request_ = request;
   live.request = std::move(request);
