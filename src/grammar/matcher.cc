@@ -50,12 +50,14 @@ bool Matcher::advance(const std::vector<int32_t>& from, std::string_view bytes, 
 bool Matcher::accept(int32_t token) {
   const Vocabulary& v = g_->vocab();
   const Config& cur = history_.back();
-  if (cur.terminated || token < 0 || token >= v.n_tokens()) return false;
+  if (token < 0 || token >= v.n_tokens()) return false;
   if (token == v.eos_id()) {
-    if (!stepper_.can_finish_any(cur.stacks, kBottom)) return false;
+    // Once ended, EOS stays the only allowed token (it is what the mask offers).
+    if (!cur.terminated && !stepper_.can_finish_any(cur.stacks, kBottom)) return false;
     history_.push_back({cur.stacks, true});
     return true;
   }
+  if (cur.terminated) return false;
   Config next;
   // Token terminals (matched by id), then the bytes of non-special tokens.
   const auto& terms = g_->terminal_tokens();

@@ -1,7 +1,8 @@
 // Matcher: the per-request state of constrained decoding over one shared CompiledGrammar.
 // Each step: fill_bitmask() for the next token, then accept() the sampled token. The state is a
 // history of configurations (sets of hash-consed stacks), so rollback(n) (speculative decoding)
-// is O(n). EOS is allowed exactly when the grammar can end. Not thread-safe: one per request.
+// is O(n). EOS is allowed exactly when the grammar can end; after it, only EOS is.
+// Not thread-safe: one per request.
 #pragma once
 
 #include <cstdint>

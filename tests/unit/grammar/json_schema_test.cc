@@ -1,0 +1,208 @@
+// JSON schema compiler edge cases beyond the test suite: literals and numeric equality, exact
+// decimal bounds, multipleOf, lengths with escapes and non-ASCII, patterns over escaped text,
+// object key rules, orders and separators, oneOf, recursion, and errors that name the keyword.
+#include <gtest/gtest.h>
+
+#include "grammar/json_schema.h"
+#include "test_vocab.h"
+
+namespace deepinfer::grammar {
+namespace {
+
+using testing::small_vocab;
+
+Result<std::shared_ptr<const CompiledGrammar>> compile(const std::string& schema, const JsonSchemaOptions& o = {}) {
+  DI_ASSIGN_OR_RETURN(Grammar g, json_schema_to_grammar(std::string_view(schema), o));
+  return CompiledGrammar::compile(std::move(g), small_vocab().vocab);
+}
+
+std::shared_ptr<const CompiledGrammar> must(const std::string& schema, const JsonSchemaOptions& o = {}) {
+  auto r = compile(schema, o);
+  EXPECT_TRUE(r.is_ok()) << schema << ": " << r.status().to_string();
+  return r.is_ok() ? *r : nullptr;
+}
+
+bool ok(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  return testing::accepts(g, small_vocab(), text);
+}
+
+std::string error_of(const std::string& schema, const JsonSchemaOptions& o = {}) {
+  auto r = compile(schema, o);
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(JsonSchemaTest, EnumAndConstLiterals) {
+  auto g = must(R"({"enum": [1, "a\"b", null, [1, 2], {"k": true}]})");
+  EXPECT_TRUE(ok(g, "1"));
+  EXPECT_TRUE(ok(g, "1.0"));  // equal as numbers
+  EXPECT_TRUE(ok(g, R"("a\"b")"));
+  EXPECT_TRUE(ok(g, "null"));
+  EXPECT_TRUE(ok(g, "[1,2]"));
+  EXPECT_TRUE(ok(g, R"({"k":true})"));
+  EXPECT_FALSE(ok(g, "2"));
+  EXPECT_FALSE(ok(g, "10"));
+  EXPECT_FALSE(ok(g, R"("ab")"));
+  EXPECT_FALSE(ok(g, "[2,1]"));
+  auto c = must(R"({"const": 2.5, "type": "number"})");
+  EXPECT_TRUE(ok(c, "2.5"));
+  EXPECT_TRUE(ok(c, "2.50"));
+  EXPECT_FALSE(ok(c, "2.51"));
+  // Members that fail the sibling keywords are dropped.
+  auto s = must(R"({"enum": ["a", "bbbb", 3], "type": "string", "maxLength": 2})");
+  EXPECT_TRUE(ok(s, R"("a")"));
+  EXPECT_FALSE(ok(s, R"("bbbb")"));
+  EXPECT_FALSE(ok(s, "3"));
+}
+
+TEST(JsonSchemaTest, ExactDecimalBounds) {
+  auto g = must(R"({"type": "number", "minimum": -1.5, "exclusiveMaximum": 10.25})");
+  for (const char* yes : {"-1.5", "-1.49", "0", "-0", "10.2", "10.249999", "3"}) EXPECT_TRUE(ok(g, yes)) << yes;
+  for (const char* no : {"-1.51", "-2", "10.25", "10.250", "11", "100"}) EXPECT_FALSE(ok(g, no)) << no;
+  auto i = must(R"({"type": "integer", "exclusiveMinimum": 0, "maximum": 120})");
+  for (const char* yes : {"1", "99", "120", "7.0"}) EXPECT_TRUE(ok(i, yes)) << yes;
+  for (const char* no : {"0", "-0", "121", "1.5", "007"}) EXPECT_FALSE(ok(i, no)) << no;
+  auto neg = must(R"({"type": "integer", "maximum": -10})");
+  EXPECT_TRUE(ok(neg, "-10"));
+  EXPECT_TRUE(ok(neg, "-1000"));
+  EXPECT_FALSE(ok(neg, "-9"));
+  EXPECT_FALSE(ok(neg, "5"));
+}
+
+TEST(JsonSchemaTest, MultipleOf) {
+  auto g = must(R"({"type": "integer", "multipleOf": 7})");
+  for (const char* yes : {"0", "7", "-14", "700", "343"}) EXPECT_TRUE(ok(g, yes)) << yes;
+  for (const char* no : {"1", "8", "-15", "701"}) EXPECT_FALSE(ok(g, no)) << no;
+  auto d = must(R"({"type": "number", "multipleOf": 0.25, "minimum": 0})");
+  for (const char* yes : {"0", "0.25", "1.5", "2.750", "10"}) EXPECT_TRUE(ok(d, yes)) << yes;
+  for (const char* no : {"0.1", "1.26", "-0.25", "0.125"}) EXPECT_FALSE(ok(d, no)) << no;
+}
+
+TEST(JsonSchemaTest, StringLengthCountsCodePointsAndEscapes) {
+  auto g = must(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  EXPECT_TRUE(ok(g, R"("ab")"));
+  EXPECT_TRUE(ok(g, R"("中文")"));
+  EXPECT_TRUE(ok(g, R"("a\nb")"));    // 3 characters
+  EXPECT_TRUE(ok(g, R"("\"\\")"));     // 2 characters
+  EXPECT_FALSE(ok(g, R"("a")"));
+  EXPECT_FALSE(ok(g, R"("abcd")"));
+  EXPECT_FALSE(ok(g, R"("中文中文")"));
+  EXPECT_FALSE(ok(g, "\"a\nb\""));     // raw control character
+}
+
+TEST(JsonSchemaTest, PatternsApplyToTheDecodedString) {
+  auto g = must(R"({"type": "string", "pattern": "^a\"b\\\\c$"})");  // a"b\c
+  EXPECT_TRUE(ok(g, R"("a\"b\\c")"));
+  EXPECT_FALSE(ok(g, R"("a\"b\c")"));
+  auto search = must(R"({"type": "string", "pattern": "[0-9]{3}"})");  // unanchored
+  EXPECT_TRUE(ok(search, R"("ab123cd")"));
+  EXPECT_FALSE(ok(search, R"("ab12cd")"));
+}
+
+TEST(JsonSchemaTest, ObjectsPropertiesPatternsAdditional) {
+  const std::string schema = R"({"type": "object",
+      "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+      "patternProperties": {"^x-": {"type": "boolean"}},
+      "additionalProperties": false, "required": ["name"]})";
+  auto g = must(schema);
+  EXPECT_TRUE(ok(g, R"({"name":"a"})"));
+  EXPECT_TRUE(ok(g, R"({"name":"a","age":3,"x-y":true})"));
+  EXPECT_FALSE(ok(g, R"({"age":3})"));
+  EXPECT_FALSE(ok(g, R"({"name":"a","other":1})"));
+  EXPECT_FALSE(ok(g, R"({"name":"a","x-y":1})"));
+  EXPECT_FALSE(ok(g, R"({"name":"a","name":"b"})"));  // no duplicate keys
+  // Schema order by default; any order on request.
+  EXPECT_FALSE(ok(g, R"({"age":3,"name":"a"})"));
+  JsonSchemaOptions any;
+  any.any_order = true;
+  auto a = must(schema, any);
+  EXPECT_TRUE(ok(a, R"({"age":3,"name":"a"})"));
+  EXPECT_TRUE(ok(a, R"({"x-q":false,"name":"a","age":3})"));
+  EXPECT_FALSE(ok(a, R"({"age":3,"age":4,"name":"a"})"));
+}
+
+TEST(JsonSchemaTest, PropertyCountsAndArrays) {
+  auto g = must(R"({"type": "object", "minProperties": 1, "maxProperties": 2})");
+  EXPECT_TRUE(ok(g, R"({"a":1})"));
+  EXPECT_TRUE(ok(g, R"({"a":1,"b":[]})"));
+  EXPECT_FALSE(ok(g, "{}"));
+  EXPECT_FALSE(ok(g, R"({"a":1,"b":2,"c":3})"));
+  auto t = must(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                    "items": false, "minItems": 1})");
+  EXPECT_TRUE(ok(t, "[1]"));
+  EXPECT_TRUE(ok(t, R"([1,"a"])"));
+  EXPECT_FALSE(ok(t, "[]"));
+  EXPECT_FALSE(ok(t, R"(["a"])"));
+  EXPECT_FALSE(ok(t, R"([1,"a",2])"));
+  auto n = must(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 2, "maxItems": 3})");
+  EXPECT_TRUE(ok(n, "[true,false]"));
+  EXPECT_FALSE(ok(n, "[true]"));
+  EXPECT_FALSE(ok(n, "[true,true,true,true]"));
+}
+
+TEST(JsonSchemaTest, WhitespaceAndSeparators) {
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "array"}}})";
+  JsonSchemaOptions flex;
+  flex.flexible_whitespace = true;
+  flex.max_whitespace = 4;
+  auto f = must(schema, flex);
+  EXPECT_TRUE(ok(f, "{ \"a\" : [ 1 , 2 ] }"));
+  EXPECT_TRUE(ok(f, "\n{\"a\":[]}\n"));
+  EXPECT_FALSE(ok(f, "{      \"a\":[]}"));  // more than 4 whitespace bytes in one gap
+  JsonSchemaOptions py = python_json_style();
+  auto p = must(schema, py);
+  EXPECT_TRUE(ok(p, R"({"a": [1, 2]})"));
+  EXPECT_FALSE(ok(p, R"({"a":[1,2]})"));
+}
+
+TEST(JsonSchemaTest, OneOfNeedsDisjointBranches) {
+  auto g = must(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+      {"type": "object", "properties": {"kind": {"const": "b"}}, "required": ["kind"]},
+      {"type": "string"}]})");
+  EXPECT_TRUE(ok(g, R"({"kind":"a","x":1})"));
+  EXPECT_TRUE(ok(g, R"({"kind":"b"})"));
+  EXPECT_TRUE(ok(g, R"("s")"));
+  EXPECT_FALSE(ok(g, R"({"kind":"c"})"));
+  const std::string e = error_of(R"({"properties": {"v": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}}})");
+  EXPECT_NE(e.find("keyword 'oneOf' at #/properties/v/oneOf"), std::string::npos) << e;
+}
+
+TEST(JsonSchemaTest, RecursiveRefs) {
+  auto g = must(R"({"$defs": {"node": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+      "required": ["v", "next"], "additionalProperties": false}}, "$ref": "#/$defs/node"})");
+  EXPECT_TRUE(ok(g, R"({"v":1,"next":null})"));
+  EXPECT_TRUE(ok(g, R"({"v":1,"next":{"v":2,"next":{"v":3,"next":null}}})"));
+  EXPECT_FALSE(ok(g, R"({"v":1,"next":{"v":2}})"));
+}
+
+TEST(JsonSchemaTest, UnsupportedKeywordsAreErrorsNamingThePath) {
+  EXPECT_NE(error_of(R"({"properties": {"a": {"not": {"type": "string"}}}})").find("keyword 'not' at #/properties/a"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "array", "uniqueItems": true})").find("keyword 'uniqueItems' at #"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "string", "format": "hostname-ish"})").find("format 'hostname-ish'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "other.json#/a"})").find("$ref 'other.json#/a'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "strin"})").find("unknown type 'strin'"), std::string::npos);
+  EXPECT_NE(error_of(R"J({"type": "string", "pattern": "(?=a)"})J").find("lookahead"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"type": "array", "uniqueItems": false})"), "");
+  JsonSchemaOptions lenient;
+  lenient.unknown_formats_are_annotations = true;
+  EXPECT_EQ(error_of(R"({"type": "string", "format": "hostname-ish"})", lenient), "");
+}
+
+TEST(JsonSchemaTest, FormatsAndAllOf) {
+  auto g = must(R"({"allOf": [{"type": "string", "format": "date"}, {"maxLength": 10}]})");
+  EXPECT_TRUE(ok(g, R"("2024-02-29")"));
+  EXPECT_FALSE(ok(g, R"("2024-02-30")"));
+  EXPECT_FALSE(ok(g, R"("2024-13-01")"));
+  auto u = must(R"({"type": "string", "format": "uuid"})");
+  EXPECT_TRUE(ok(u, R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_FALSE(ok(u, R"("123e4567-e89b-12d3-a456-42661417400")"));
+  auto ip = must(R"({"type": "string", "format": "ipv6"})");
+  EXPECT_TRUE(ok(ip, R"("::1")"));
+  EXPECT_TRUE(ok(ip, R"("fe80::1:2")"));
+  EXPECT_FALSE(ok(ip, R"("1::2::3")"));
+}
+
+}  // namespace
+}  // namespace deepinfer::grammar
