@@ -16,6 +16,9 @@ namespace deepinfer::engine {
 struct LoadOptions {
   model::Numerics numerics = model::Numerics::kOfficial;
   std::string device = "cpu";
+  // V4.1 CED prefill (model_v41_flash.md §2.3); V4 ignores these.
+  model::PrefillMode prefill_mode = model::PrefillMode::kExact;
+  int32_t keep_tokens = 140;
 };
 
 struct LoadedModel {

@@ -19,8 +19,19 @@ enum class Numerics {
   kPlain,
 };
 
+// V4.1 CED prefill (model_v41_flash.md §2.3): which prompt rows the decoder layers run on.
+enum class PrefillMode {
+  kExact,    // every row through every layer (the reference's oracle mode)
+  kCompact,  // decoder layers only on each prompt's last keep_tokens rows, their windows floored
+             // at the kept tail (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE=compact)
+};
+
 struct ModelOptions {
   Numerics numerics = Numerics::kOfficial;
+  // V4.1 only (V4 ignores these).
+  PrefillMode prefill_mode = PrefillMode::kExact;
+  int32_t keep_tokens = 140;    // DEEPINFER_YOCO_PREFILL_KEEP_TOKENS: window + max rewind depth
+  bool seed_draft_rings = true; // forward() appends the DSpark stages' ring entries (§7.2)
 };
 
 // A step's batch on the host (the runner builds it from the scheduler's plan).
@@ -32,11 +43,23 @@ struct ForwardBatch {
   std::vector<int32_t> block_tables;  // [n_seqs * max_blocks] history block ids (-1 unused)
   std::vector<int32_t> logit_rows;    // token rows whose logits are wanted, in output order
   bool keep_hidden = false;           // also return the final HC state of the logit rows (MTP input)
+  // V4.1 (optional, per sequence; empty = not given):
+  // Prompt length of each sequence: with PrefillMode::kCompact the decoder layers skip prompt
+  // positions below n_prompt - keep_tokens (unknown or 0: no truncation).
+  std::vector<int32_t> n_prompt;
+  // Engram look-back: the token ids at positions start_pos - n_back .. start_pos - 1 of each
+  // sequence, n_back = engram_max_ngram_size - 1 per sequence (-1 = unknown). Needed after a
+  // replay from a cold slot; otherwise the slot's own history is used.
+  std::vector<int32_t> engram_lookback;
 };
 
 struct ForwardResult {
   tensor::TensorView logits;  // [n_logit_rows, vocab] F32 on the ops' device, valid until the next call
   tensor::TensorView hidden;  // [n_logit_rows, hc, D] when keep_hidden
+  // V4.1 DSpark draft (mtp_forward), one entry per batch row: the greedy Markov-chained draft
+  // token of the row and its confidence logit (sigmoid = estimated acceptance probability).
+  std::vector<int32_t> draft_tokens;
+  std::vector<float> confidence;
 };
 
 // Per-layer hidden states for golden comparisons (host copies, F32).

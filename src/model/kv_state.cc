@@ -1,5 +1,6 @@
 #include "model/kv_state.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "base/check.h"
@@ -11,8 +12,9 @@ using tensor::TensorView;
 
 namespace {
 
-CompressorState make_compressor(ops::Ops* ops, int32_t n_slots, int ratio, int64_t dc, int64_t* bytes) {
-  const bool overlapped = ratio == 4;
+// V4: overlapped two-series state for ratio 4. V4.1: one non-overlapping group of `ratio` tokens.
+CompressorState make_compressor(ops::Ops* ops, int32_t n_slots, int ratio, int64_t dc, bool overlapped,
+                                int64_t* bytes) {
   const int64_t n_state = overlapped ? 2 * ratio : ratio;
   const int64_t width = overlapped ? 2 * dc : dc;
   CompressorState s{ops->alloc_persistent(DType::kF32, {n_slots, n_state, width}),
@@ -24,7 +26,28 @@ CompressorState make_compressor(ops::Ops* ops, int32_t n_slots, int ratio, int64
 // A view of one slot's rows of a [n_slots, ...] tensor.
 TensorView slot_view(const TensorView& t, int32_t slot) { return t.slice0(slot, slot + 1); }
 
+// Which layers own history pools, and of what width (0: none).
+struct PoolWidths {
+  int64_t rows = 0, keys = 0;
+};
+PoolWidths pool_widths(const loader::ModelConfig& c, int64_t layer) {
+  const int ratio = c.ratio(layer);
+  if (ratio == 0 || layer >= c.num_hidden_layers) return {};
+  if (c.is_v41()) return c.is_kv_source(layer) ? PoolWidths{c.head_dim, c.index_head_dim} : PoolWidths{};
+  return {c.head_dim, ratio == 4 ? c.index_head_dim : 0};
+}
+
 }  // namespace
+
+int64_t KvState::history_bytes_per_block(const loader::ModelConfig& c, int32_t block_tokens, DType kv_dtype) {
+  const int64_t kv_size = static_cast<int64_t>(tensor::dtype_size(kv_dtype));
+  int64_t bytes = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers + c.n_mtp_layers; ++l) {
+    const PoolWidths w = pool_widths(c, l);
+    if (w.rows > 0) bytes += block_tokens / c.ratio(l) * (w.rows + w.keys) * kv_size;
+  }
+  return bytes;
+}
 
 KvState::KvState(const loader::ModelConfig& c, const KvStateOptions& options, ops::Ops* ops)
     : config_(c), options_(options), ops_(ops) {
@@ -37,19 +60,28 @@ KvState::KvState(const loader::ModelConfig& c, const KvStateOptions& options, op
     s.ratio = c.ratio(l);
     s.window = ops->alloc_persistent(options.kv_dtype, {options.n_slots, c.sliding_window, c.head_dim});
     bytes_per_slot_ += c.sliding_window * c.head_dim * kv_size;
-    if (s.ratio > 0) {
-      s.comp = make_compressor(ops, options.n_slots, s.ratio, c.head_dim, &bytes_per_slot_);
-      const int64_t rows = static_cast<int64_t>(options.n_blocks) * options.block_tokens / s.ratio;
-      s.comp_rows = ops->alloc_persistent(options.kv_dtype, {rows, c.head_dim});
-      bytes_per_block_ += options.block_tokens / s.ratio * c.head_dim * kv_size;
+    const bool streaming = c.is_v41() ? (c.is_kv_source(l) && s.ratio > 1) : s.ratio > 0;
+    if (streaming) {
+      s.comp = make_compressor(ops, options.n_slots, s.ratio, c.head_dim, !c.is_v41() && s.ratio == 4,
+                               &bytes_per_slot_);
     }
-    if (s.ratio == 4) {
-      s.idx_comp = make_compressor(ops, options.n_slots, s.ratio, c.index_head_dim, &bytes_per_slot_);
+    if (!c.is_v41() && s.ratio == 4) {
+      s.idx_comp = make_compressor(ops, options.n_slots, s.ratio, c.index_head_dim, true, &bytes_per_slot_);
+    }
+    const PoolWidths w = pool_widths(c, l);
+    if (w.rows > 0) {
       const int64_t rows = static_cast<int64_t>(options.n_blocks) * options.block_tokens / s.ratio;
-      s.idx_keys = ops->alloc_persistent(options.kv_dtype, {rows, c.index_head_dim});
-      bytes_per_block_ += options.block_tokens / s.ratio * c.index_head_dim * kv_size;
+      s.comp_rows = ops->alloc_persistent(options.kv_dtype, {rows, w.rows});
+      if (w.keys > 0) s.idx_keys = ops->alloc_persistent(options.kv_dtype, {rows, w.keys});
     }
     layers_.push_back(s);
+  }
+  bytes_per_block_ = history_bytes_per_block(c, options.block_tokens, options.kv_dtype);
+  decoder_rows_.assign(static_cast<size_t>(options.n_slots), DecoderRows{});
+  if (c.is_v41() && !c.engram_layer_ids.empty()) {
+    n_engram_back_ = static_cast<int32_t>(c.engram_max_ngram_size - 1);
+    engram_ring_.assign(static_cast<size_t>(options.n_slots) * n_engram_back_ * 2, -1);
+    bytes_per_slot_ += n_engram_back_ * 2 * 4;
   }
 }
 
@@ -62,6 +94,9 @@ void KvState::reset_slot(int32_t slot) {
       ops_->fill(slot_view(cs->score, slot), -std::numeric_limits<float>::infinity());
     }
   }
+  const size_t n = static_cast<size_t>(n_engram_back_) * 2;
+  std::fill_n(engram_ring_.begin() + static_cast<std::ptrdiff_t>(slot * n), n, -1);
+  decoder_rows_[static_cast<size_t>(slot)] = DecoderRows{};
 }
 
 void KvState::copy_slot(int32_t src, int32_t dst) {
@@ -73,6 +108,23 @@ void KvState::copy_slot(int32_t src, int32_t dst) {
       ops_->copy(slot_view(cs->score, src), slot_view(cs->score, dst));
     }
   }
+  const size_t n = static_cast<size_t>(n_engram_back_) * 2;
+  std::copy_n(engram_ring_.begin() + static_cast<std::ptrdiff_t>(src * n), n,
+              engram_ring_.begin() + static_cast<std::ptrdiff_t>(dst * n));
+  decoder_rows_[static_cast<size_t>(dst)] = decoder_rows_[static_cast<size_t>(src)];
+}
+
+int32_t KvState::engram_id(int32_t slot, int32_t pos) const {
+  if (n_engram_back_ == 0 || pos < 0) return -1;
+  const size_t at = (static_cast<size_t>(slot) * n_engram_back_ + static_cast<size_t>(pos % n_engram_back_)) * 2;
+  return engram_ring_[at] == pos ? engram_ring_[at + 1] : -1;
+}
+
+void KvState::record_engram_id(int32_t slot, int32_t pos, int32_t id) {
+  if (n_engram_back_ == 0) return;
+  const size_t at = (static_cast<size_t>(slot) * n_engram_back_ + static_cast<size_t>(pos % n_engram_back_)) * 2;
+  engram_ring_[at] = pos;
+  engram_ring_[at + 1] = id;
 }
 
 }  // namespace deepinfer::model

@@ -1,0 +1,121 @@
+// ModelV41 layer loop (model_v41_flash.md §2, §5, §6): per layer Engram (before the block), the
+// attention input collapsed with the previous sublayer's pre, the KV-source update on every row,
+// then — from the CED decoder on — the kept rows only; single-pass mHC around attention and MoE.
+// Shape comments: T = rows of the current row set, D = hidden, hc = streams.
+#include <algorithm>
+
+#include "model/v41/model_v41.h"
+#include "model/v41/step_v41.h"
+
+namespace deepinfer::model {
+
+using tensor::DType;
+using tensor::TensorView;
+
+namespace {
+
+// Rows `rows` of x [T, w...] as a new [n, w...] tensor (same dtype).
+TensorView gather(ops::Ops* ops, const TensorView& x, const std::vector<int32_t>& rows) {
+  const int64_t T = x.shape[0], w = x.numel() / T, n = static_cast<int64_t>(rows.size());
+  TensorView out = ops->alloc(x.dtype, {n, w});
+  ops->gather_rows(x.reshape({T, w}), rows, out);
+  return out;
+}
+
+}  // namespace
+
+TensorView ModelV41::run_layers(Step& step, KvState& state, TensorView x, TensorView& pre, Capture* capture) {
+  const int64_t D = config_.hidden_size, hc = config_.hc_mult;
+  const int split = config_.decoder_begin_layer();
+  const Rows* rows = &step.full;
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    const loader::BlockWeightsV41& w = weights_.layers[static_cast<size_t>(l)];
+    capture_draft_input(l, step, x);
+    if (w.engram) x = engram(*w.engram, l, step, x);
+    // Attention input: the streams collapsed with the previous sublayer's pre (§5).
+    TensorView a = alloc_act({x.shape[0], D});
+    ops_->hc_collapse(x, pre, a);
+    ops_->rms_norm(a, w.attn_norm, static_cast<float>(config_.rms_norm_eps), a);
+    if (config_.is_kv_source(l)) source_update(w, l, state, step, a);  // every row: G/KG exist for all positions
+    if (l == split && step.cut) {
+      const int64_t n = static_cast<int64_t>(step.dec_rows.size());
+      if (n == 0) return alloc_act({1, hc, D}).slice0(0, 0);  // every row lies before its prompt's kept tail
+      x = gather(ops_, x, step.dec_rows).reshape({n, hc, D});
+      a = gather(ops_, a, step.dec_rows);
+      pre = gather(ops_, pre, step.dec_rows);
+      rows = &step.dec;
+    }
+    x = block_tail(w, l, state, step, *rows, x, a, pre);
+    if (capture) {
+      const int64_t T = x.shape[0];
+      std::vector<float> host(static_cast<size_t>(T * hc * D));
+      TensorView f32 = ops_->alloc(DType::kF32, {T, hc, D});
+      ops_->convert(x, f32);
+      ops_->copy(f32, TensorView::contiguous(host.data(), DType::kF32, {T, hc, D}));
+      capture->after_layer.push_back(std::move(host));
+    }
+  }
+  return x;
+}
+
+// Everything of a block after its attention input: mHC mixes, attention, MoE. `pre` enters as the
+// previous sublayer's pre and leaves as this block's FFN pre. layer < 0 is DSpark stage -layer - 1.
+TensorView ModelV41::block_tail(const loader::BlockWeightsV41& w, int64_t layer, KvState& state, Step& step,
+                                const Rows& rows, const TensorView& x, const TensorView& a, TensorView& pre) {
+  const int64_t T = rows.n(), D = config_.hidden_size, hc = config_.hc_mult;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  TensorView attn_pre = ops_->alloc(DType::kF32, {T, hc});
+  TensorView post = ops_->alloc(DType::kF32, {T, hc});
+  TensorView comb = ops_->alloc(DType::kF32, {T, hc, hc});
+  ops_->hc_mix(x, w.hc_attn, hc_params_, attn_pre, post, comb);
+  // layer < 0: DSpark stage -layer - 1 (window-only block attention over its ring + the block).
+  const TensorView o = layer >= 0 ? attention(w, layer, state, step, rows, a)
+                                  : draft_attention(w, static_cast<int>(-layer - 1), state, rows, a);
+  TensorView x1 = alloc_act({T, hc, D});
+  ops_->hc_post(o, x, post, comb, x1);
+
+  TensorView ffn_pre = ops_->alloc(DType::kF32, {T, hc});
+  ops_->hc_mix(x1, w.hc_ffn, hc_params_, ffn_pre, post, comb);
+  TensorView b = alloc_act({T, D});
+  ops_->hc_collapse(x1, attn_pre, b);  // the FFN collapses with the attention's pre
+  ops_->rms_norm(b, w.ffn_norm, eps, b);
+  const int64_t k = layer >= 0 ? config_.num_experts_per_tok : config_.dspark_num_experts_per_tok;
+  const TensorView f = moe(w.ffn, k, rows, b);
+  TensorView x2 = alloc_act({T, hc, D});
+  ops_->hc_post(f, x1, post, comb, x2);
+  pre = ffn_pre;
+  return x2;
+}
+
+TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& rows, const TensorView& b) {
+  const int64_t T = rows.n(), D = config_.hidden_size, F = config_.moe_intermediate_size;
+  const int64_t E = static_cast<int64_t>(w.experts.size());
+  TensorView logits = ops_->alloc(DType::kF32, {T, E});
+  ops_->linear(b, w.gate, logits, {});  // router in F32 (gate_temp is validated to be 1)
+  ops::MoeParams mp;
+  mp.n_experts_per_tok = k;
+  mp.route_scale = static_cast<float>(config_.routed_scaling_factor);
+  mp.swiglu_limit = static_cast<float>(config_.swiglu_limit);
+  mp.act_quant_block = fp8_act().act_quant_block;
+  TensorView sel = ops_->alloc(DType::kI32, {T, k});
+  TensorView weights = ops_->alloc(DType::kF32, {T, k});
+  // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
+  ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
+  TensorView acc = ops_->alloc(DType::kF32, {T, D});  // routed + shared, accumulated in F32
+  ops_->moe_experts(b, sel, weights, w.experts, mp, acc);
+  if (w.shared) {
+    TensorView g = alloc_act({T, F});
+    TensorView u = alloc_act({T, F});
+    ops_->linear(b, w.shared->w1, g, fp8_act());
+    ops_->linear(b, w.shared->w3, u, fp8_act());
+    ops_->swiglu(g, u, mp.swiglu_limit, g);
+    TensorView y = alloc_act({T, D});
+    ops_->linear(g, w.shared->w2, y, fp8_act());
+    ops_->add(acc, y, acc);
+  }
+  TensorView out = alloc_act({T, D});
+  ops_->convert(acc, out);
+  return out;
+}
+
+}  // namespace deepinfer::model
