@@ -18,6 +18,9 @@ namespace deepinfer {
 inline constexpr const char* kDefaultModelId = "deepseek-ai/DeepSeek-V4.1-Flash-1017";
 // The embedded demo model: the tiny synthetic V4-Flash, generated on first use.
 inline constexpr const char* kDemoModelName = "demo";
+// The embedded V4.1 demo model: tiny-v41 (model_v41_flash.md §13; vocabulary 512, so prompts are
+// token ids), generated on first use.
+inline constexpr const char* kDemoV41ModelName = "demo-v41";
 
 // Resolves `model` to a checkpoint directory: an existing directory; "demo" (the embedded tiny
 // model, generated into the cache dir on first use); a repo id "org/name" looked up in

@@ -33,14 +33,8 @@ kv::ReplayConfig make_replay(const EngineOptions& options, const loader::ModelCo
 }  // namespace
 
 int64_t kv_bytes_per_block(const loader::ModelConfig& c, int32_t block_tokens, tensor::DType kv_dtype) {
-  const int64_t kv_size = static_cast<int64_t>(tensor::dtype_size(kv_dtype));
-  int64_t bytes = 0;
-  for (int64_t l = 0; l < c.num_hidden_layers + c.n_mtp_layers; ++l) {
-    const int ratio = c.ratio(l);
-    if (ratio > 0) bytes += block_tokens / ratio * c.head_dim * kv_size;
-    if (ratio == 4) bytes += block_tokens / 4 * c.index_head_dim * kv_size;
-  }
-  return std::max<int64_t>(bytes, 1);
+  // KvState's own layout (V4: every compressed layer; V4.1: only the KV sources own pools).
+  return std::max<int64_t>(model::KvState::history_bytes_per_block(c, block_tokens, kv_dtype), 1);
 }
 
 Result<EngineConfig> make_engine_config(const EngineOptions& options, const loader::ModelConfig& c,

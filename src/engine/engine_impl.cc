@@ -62,7 +62,11 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   e->debug_ = debug;
   DI_ASSIGN_OR_RETURN(const std::string dir, resolve_model_dir(options.model));
   DI_ASSIGN_OR_RETURN(const model::Numerics numerics, parse_numerics(options.numerics));
-  DI_ASSIGN_OR_RETURN(e->model_, load_model(dir, LoadOptions{numerics, options.device}));
+  LoadOptions load{numerics, options.device};
+  // V4.1 CED prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE: compact | none = exact).
+  load.prefill_mode = options.yoco_prefill_mode == "compact" ? model::PrefillMode::kCompact : model::PrefillMode::kExact;
+  load.keep_tokens = options.yoco_keep_tokens;
+  DI_ASSIGN_OR_RETURN(e->model_, load_model(dir, load));
   auto tok = load_tokenizer(options, dir);
   if (!tok.is_ok()) return tok.status().with_context("engine tokenizer");
   e->tokenizer_ = std::move(tok).value();

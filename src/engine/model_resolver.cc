@@ -43,16 +43,18 @@ std::string find_in_hf_cache(const fs::path& hub, const std::string& repo_id) {
   return "";
 }
 
-Result<std::string> demo_model_dir() {
+Result<std::string> demo_model_dir(bool v41) {
   static std::mutex mu;  // one generator at a time within the process
   std::lock_guard<std::mutex> lock(mu);
-  const fs::path dir = fs::path(cache_dir()) / "models" / "demo-tiny-v4f-seed0";
+  const fs::path dir = fs::path(cache_dir()) / "models" / (v41 ? "demo-tiny-v41-seed0" : "demo-tiny-v4f-seed0");
   if (has_checkpoint(dir) && file_exists((dir / "deepinfer_synthetic.json").string())) return dir.string();
-  log_info("generating the embedded demo model (tiny synthetic V4-Flash) into {}", dir.string());
+  log_info("generating the embedded demo model (tiny synthetic {}) into {}", v41 ? "V4.1-Flash" : "V4-Flash",
+           dir.string());
   const fs::path tmp = dir.string() + ".partial";
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  DI_RETURN_IF_ERROR(loader::write_synthetic_checkpoint(loader::tiny_v4_flash_config(), tmp.string(), {}));
+  DI_RETURN_IF_ERROR(loader::write_synthetic_checkpoint(v41 ? loader::tiny_v41_config() : loader::tiny_v4_flash_config(),
+                                                        tmp.string(), {}));
   fs::remove_all(dir, ec);
   fs::create_directories(dir.parent_path(), ec);
   fs::rename(tmp, dir, ec);
@@ -70,7 +72,8 @@ std::string cache_dir() {
 }
 
 Result<std::string> resolve_model_dir(const std::string& model) {
-  if (model.empty() || model == kDemoModelName) return demo_model_dir();
+  if (model.empty() || model == kDemoModelName) return demo_model_dir(/*v41=*/false);
+  if (model == kDemoV41ModelName) return demo_model_dir(/*v41=*/true);
   std::vector<std::string> looked;
   if (is_directory(model)) {
     if (has_checkpoint(model)) return model;

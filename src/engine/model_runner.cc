@@ -73,6 +73,7 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
     const auto begin = static_cast<int32_t>(b.token_ids.size());
     b.seqs.push_back(ops::SeqSpan{sp.state_slot, begin, sp.n_tokens_scheduled, sp.first_position,
                                   sp.n_history_cached, sp.window_floor});
+    b.n_prompt.push_back(sp.n_prompt);
     for (int32_t j = 0; j < sp.n_tokens_scheduled; ++j) {
       b.token_ids.push_back(sp.token_ids[static_cast<size_t>(j)]);
       b.positions.push_back(sp.first_position + j);

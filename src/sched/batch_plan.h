@@ -38,6 +38,9 @@ struct SeqPlan {
   // Window rings never held positions below this (cold start: 0; bounded replay: R). The
   // model masks window positions < window_floor.
   int32_t window_floor = 0;
+  // Prompt length of the sequence (V4.1 compact prefill keeps the decoder on the last
+  // yoco_keep_tokens prompt positions; model::ForwardBatch::n_prompt).
+  int32_t n_prompt = 0;
   // Last prompt chunk or decode: sample after this step. With drafts, logits are needed for the
   // last n_draft_tokens + 1 positions (verification), otherwise for the last position only.
   bool needs_logits = false;

@@ -154,6 +154,7 @@ void Scheduler::emit(Request& req, StepState& step, int32_t n_real, int32_t n_dr
   sp.n_draft_tokens = n_drafts;
   sp.n_history_cached = req.n_tokens_cached;
   sp.window_floor = kv_.window_floor(req.id);
+  sp.n_prompt = req.n_prompt;
   sp.needs_logits = req.n_computed + n_real == req.n_tokens();
   const auto first = req.tokens.begin() + req.n_computed;
   sp.token_ids.assign(first, first + n_real);
