@@ -58,8 +58,13 @@ Result<sched::FinishReason> OutputProcessor::accept_token(SequenceState& s, cons
   ++s.n_generated;
   s.pending.token_ids.push_back(token);
   if (s.params->logprobs.has_value()) s.pending.logprobs.push_back(TokenLogprobs{token, row.logprob, row.top_logprobs});
-  const sample::StopUpdate update = s.stop.append(token, s.detokenizer.push(token));
+  sample::StopUpdate update = s.stop.append(token, s.detokenizer.push(token));
   s.pending.text += update.text;
+  if (update.finish == sample::FinishReason::kNone && s.matcher && s.matcher->is_terminated()) {
+    // The grammar accepted EOS (also when ignore_eos hides it from the stop checker): done.
+    s.pending.text += s.stop.flush();
+    update.finish = sample::FinishReason::kStop;
+  }
   switch (update.finish) {
     case sample::FinishReason::kNone: return sched::FinishReason::kNone;
     case sample::FinishReason::kStop:

@@ -1,0 +1,202 @@
+"""LLM: offline generation and chat over the DeepInfer engine, shaped like vLLM's ``LLM``.
+
+Prompts may be a string, a list of strings, a list of token ids, a list of token-id lists, or
+vLLM prompt dicts ({"prompt": ...} / {"prompt_token_ids": [...]}). ``generate`` returns one
+RequestOutput per prompt, in order. The engine runs on a background thread; the GIL is released
+while it works, so other Python threads keep running.
+"""
+
+import json
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from deepinfer import _core
+from deepinfer.outputs import CompletionOutput, Logprob, RequestOutput, StreamOutput
+from deepinfer.sampling_params import SamplingParams
+
+PromptType = Union[str, List[int], Dict[str, Any]]
+
+
+def _is_token_list(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(t, int) for t in x)
+
+
+def _normalize_prompts(prompts: Any) -> List[Dict[str, Any]]:
+    if isinstance(prompts, (str, dict)) or _is_token_list(prompts):
+        prompts = [prompts]
+    if not isinstance(prompts, (list, tuple)) or len(prompts) == 0:
+        raise ValueError("prompts must be a string, token ids, a prompt dict, or a non-empty list of them")
+    out = []
+    for i, p in enumerate(prompts):
+        if isinstance(p, str):
+            out.append({"prompt": p})
+        elif _is_token_list(p):
+            out.append({"prompt_token_ids": list(p)})
+        elif isinstance(p, dict) and ("prompt" in p or "prompt_token_ids" in p):
+            out.append({k: p[k] for k in ("prompt", "prompt_token_ids") if k in p})
+        else:
+            raise ValueError(f"prompts[{i}]: expected a string, a list of token ids or a prompt dict")
+    return out
+
+
+def _params_list(sampling_params: Any, n: int) -> List[SamplingParams]:
+    if sampling_params is None:
+        return [SamplingParams()] * n
+    if isinstance(sampling_params, SamplingParams):
+        return [sampling_params] * n
+    params = list(sampling_params)
+    if len(params) != n:
+        raise ValueError(f"got {len(params)} sampling_params for {n} prompts")
+    return params
+
+
+class LLM:
+    """An engine with one model loaded.
+
+    ``model`` is a checkpoint directory, a repo id found locally (DEEPINFER_HF_MODEL_DIR or the
+    Hugging Face cache), or "demo" (the embedded tiny model, generated on first use). Other
+    keyword arguments are EngineOptions fields (max_num_seqs, max_num_batched_tokens,
+    max_model_len, block_tokens, kv_blocks, kv_cache_bytes, enable_prefix_caching, replay_mode,
+    seed, numerics, device, tokenizer, ...); unknown ones raise ValueError. DeepInfer's
+    environment variables are applied first, explicit arguments win.
+    """
+
+    def __init__(self, model: str = "demo", **engine_options: Any) -> None:
+        self._engine = _core.Engine(model=model, **engine_options)
+        self.model = model
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def generate(self, prompts: Any, sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None,
+                 *, use_tqdm: bool = False, cache_salt: Optional[str] = None) -> List[RequestOutput]:
+        items = _normalize_prompts(prompts)
+        params = _params_list(sampling_params, len(items))
+        requests = [self._request(item, p, cache_salt) for item, p in zip(items, params)]
+        raw = self._engine.generate(requests, progress=use_tqdm and len(requests) > 1)
+        return [self._request_output(item, r, p) for item, r, p in zip(items, raw, params)]
+
+    def stream(self, prompt: PromptType, sampling_params: Optional[SamplingParams] = None) -> Iterator[StreamOutput]:
+        """Yields StreamOutput deltas as tokens are generated (closing the iterator aborts)."""
+        item = _normalize_prompts(prompt)[0]
+        s = self._engine.stream(self._request(item, sampling_params or SamplingParams(), None))
+        finished = False
+        try:
+            while True:
+                e = s.next()
+                if e is None:
+                    finished = True
+                    return
+                yield StreamOutput(index=e["index"], text=e["text"], token_ids=list(e["token_ids"]),
+                                   finish_reason=e["finish_reason"], error=e["error"] or None)
+        finally:
+            if not finished:
+                s.abort()
+
+    def chat(self, messages: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]],
+             sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None, *,
+             use_tqdm: bool = False, thinking: bool = False, reasoning_effort: Optional[Union[str, int]] = None,
+             tools: Optional[List[Dict[str, Any]]] = None, chat_template_kwargs: Optional[Dict[str, Any]] = None
+             ) -> List[RequestOutput]:
+        """One conversation (a list of OpenAI-style message dicts) or a list of conversations.
+
+        Renders with the DeepSeek chat encoding (thinking mode switch, reasoning effort, tools),
+        generates, and parses each reply: CompletionOutput.text is the raw decoded text, and
+        .reasoning_content / .content / .tool_calls hold the parsed turn.
+        """
+        kwargs = dict(chat_template_kwargs or {})
+        thinking = bool(kwargs.pop("thinking", thinking))
+        conversations = messages if messages and isinstance(messages[0], list) else [messages]
+        prompt_ids = []
+        for conv in conversations:
+            doc: Dict[str, Any] = {"messages": conv, "thinking_mode": "thinking" if thinking else "chat"}
+            if reasoning_effort is not None:
+                doc["reasoning_effort"] = reasoning_effort
+            if tools:
+                doc["tools"] = tools  # OpenAI style: {"type": "function", "function": {...}}
+            doc.update(kwargs)
+            prompt_ids.append(self._engine.render_chat(json.dumps(doc, ensure_ascii=False)))
+        outputs = self.generate(prompt_ids, sampling_params, use_tqdm=use_tqdm)
+        for out in outputs:
+            for c in out.outputs:
+                parsed = self._engine.parse_chat_output(c.token_ids, thinking, c.finish_reason or "stop")
+                c.reasoning_content = parsed["reasoning_content"]
+                c.content = parsed["content"]
+                c.tool_calls = parsed["tool_calls"]
+        return outputs
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def get_tokenizer(self) -> "Tokenizer":
+        return Tokenizer(self._engine)
+
+    def stats(self) -> Dict[str, Any]:
+        return self._engine.stats()
+
+    @property
+    def model_dir(self) -> str:
+        return self._engine.model_dir
+
+    @property
+    def max_model_len(self) -> int:
+        return self._engine.max_model_len
+
+    def shutdown(self) -> None:
+        self._engine.shutdown(True)
+
+    def _request(self, item: Dict[str, Any], p: SamplingParams, cache_salt: Optional[str]) -> Dict[str, Any]:
+        r = dict(item)
+        r["sampling"] = p._sampling_dict()
+        so = p._structured_dict()
+        if so is not None:
+            r["structured_outputs"] = so
+        if cache_salt:
+            r["cache_salt"] = cache_salt
+        return r
+
+    def _logprobs(self, raw: list) -> List[Dict[int, Logprob]]:
+        out = []
+        for token, logprob, top in raw:
+            entry: Dict[int, Logprob] = {}
+            for rank, (t, lp) in enumerate(top, start=1):
+                entry[t] = Logprob(lp, rank, self._engine.decode([t], False))
+            if token not in entry:
+                entry[token] = Logprob(logprob, None, self._engine.decode([token], False))
+            out.append(entry)
+        return out
+
+    def _request_output(self, item: Dict[str, Any], raw: Dict[str, Any], p: SamplingParams) -> RequestOutput:
+        completions = []
+        for i, s in enumerate(raw["outputs"]):
+            want = p.logprobs is not None
+            completions.append(CompletionOutput(
+                index=i, text=s["text"], token_ids=list(s["token_ids"]),
+                cumulative_logprob=sum(lp for _, lp, _ in s["logprobs"]) if want else None,
+                logprobs=self._logprobs(s["logprobs"]) if want else None,
+                finish_reason=s["finish_reason"], error=s["error"] or None))
+        return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt"),
+                             prompt_token_ids=list(raw["prompt_token_ids"]), outputs=completions,
+                             num_cached_tokens=raw["num_cached_tokens"])
+
+
+class Tokenizer:
+    """The engine's tokenizer: encode (special tokens matched) and decode."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
+        """Token ids of `text` (special-token text matched); BOS first if add_special_tokens."""
+        ids = self._engine.encode(text, True)
+        if add_special_tokens and (not ids or ids[0] != self._engine.bos_token_id):
+            ids.insert(0, self._engine.bos_token_id)
+        return ids
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        return self._engine.decode(list(ids), skip_special_tokens)
+
+    @property
+    def eos_token_id(self) -> int:
+        return self._engine.eos_token_id
+
+    @property
+    def bos_token_id(self) -> int:
+        return self._engine.bos_token_id

@@ -1,0 +1,121 @@
+// End to end through the `deepinfer` binary on the tiny demo model: `generate` with no arguments
+// (the `./dev.sh run` path), JSONL in and out with a progress bar, agreement with the C++ Engine
+// for the same request, bad arguments, and a scripted non-interactive `chat` session.
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/engine.h"
+#include "e2e_util.h"
+
+namespace deepinfer {
+namespace {
+
+using testing::run_shell;
+
+const std::string kCli = DI_CLI_BINARY;
+
+std::string model_flag() { return " --model " + testing::tiny_model_dir() + " --kv-blocks 32 "; }
+
+TEST(CliE2eTest, GenerateWithoutArgumentsRunsTheDemo) {
+  const auto r = run_shell("DEEPINFER_CACHE_DIR=" + testing::demo_cache_dir() + " OMP_NUM_THREADS=1 " + kCli +
+                           " generate --max-tokens 8 --kv-blocks 16");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("DeepInfer demo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=== prompt 0"), std::string::npos);
+  EXPECT_NE(r.out.find("The three most important ideas in computer science are"), std::string::npos);
+  EXPECT_NE(r.out.find("(8 tokens, finish: length)"), std::string::npos) << r.out;
+}
+
+TEST(CliE2eTest, JsonlInAndOutMatchesTheEngine) {
+  const std::string in = testing::temp_path("prompts.jsonl"), out = testing::temp_path("out.jsonl");
+  std::ofstream(in) << R"({"prompt": "Hello, my name is", "id": "a"})" << "\n"
+                    << R"({"prompt_token_ids": [0, 1000, 2000, 3000], "max_tokens": 3, "seed": 11})" << "\n"
+                    << "\n"
+                    << R"("The future of AI is")" << "\n";
+  const auto r = run_shell(kCli + " generate" + model_flag() + "--prompts-jsonl " + in + " --output-jsonl " + out +
+                               " --max-tokens 5 --seed 7 --temperature 0.7 --ignore-eos --progress",
+                           /*merge_stderr=*/true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("3/3 requests"), std::string::npos) << r.out;  // the progress bar
+  std::ifstream f(out);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["id"], "a");
+  EXPECT_EQ(lines[0]["prompt"], "Hello, my name is");
+  EXPECT_EQ(lines[0]["token_ids"].size(), 5u);
+  EXPECT_EQ(lines[0]["finish_reason"], "length");
+  EXPECT_EQ(lines[0]["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(lines[0]["usage"]["prompt_tokens"], lines[0]["prompt_token_ids"].size());
+  EXPECT_EQ(lines[0]["outputs"][0]["text"], lines[0]["text"]);
+  EXPECT_EQ(lines[1]["prompt_token_ids"], nlohmann::json({0, 1000, 2000, 3000}));
+  EXPECT_EQ(lines[1]["token_ids"].size(), 3u);
+  EXPECT_EQ(lines[2]["index"], 2);
+
+  // The same requests through the C++ Engine give the same tokens.
+  EngineOptions o;
+  o.model = testing::tiny_model_dir();
+  o.kv_blocks = 32;
+  auto engine = Engine::open(o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  Request a;
+  a.prompt = "Hello, my name is";
+  a.sampling.max_tokens = 5;
+  a.sampling.seed = 7;
+  a.sampling.temperature = 0.7f;
+  a.sampling.ignore_eos = true;
+  Request b = a;
+  b.prompt.clear();
+  b.prompt_ids = {0, 1000, 2000, 3000};
+  b.sampling.max_tokens = 3;
+  b.sampling.seed = 11;
+  auto outs = (*engine)->generate({a, b});
+  ASSERT_TRUE(outs.is_ok());
+  EXPECT_EQ(lines[0]["token_ids"].get<std::vector<int32_t>>(), (*outs)[0].sequences[0].token_ids);
+  EXPECT_EQ(lines[0]["text"].get<std::string>(), (*outs)[0].sequences[0].text);
+  EXPECT_EQ(lines[1]["token_ids"].get<std::vector<int32_t>>(), (*outs)[1].sequences[0].token_ids);
+}
+
+TEST(CliE2eTest, IdsPromptsAndJsonlToStdout) {
+  const auto r = run_shell(kCli + " generate" + model_flag() + "--ids '0 5 6 7' '0,8,9' --max-tokens 2 --n 2 "
+                           "--seed 1 --output-jsonl - --no-progress");
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::vector<nlohmann::json> lines;
+  std::istringstream s(r.out);
+  for (std::string line; std::getline(s, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1]["prompt_token_ids"], nlohmann::json({0, 8, 9}));
+  EXPECT_EQ(lines[0]["outputs"].size(), 2u);
+}
+
+TEST(CliE2eTest, BadArgumentsExitWithAMessage) {
+  auto r = run_shell(kCli + " generate" + model_flag() + "--temperature -1 hi", true);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("temperature = -1"), std::string::npos) << r.out;
+  r = run_shell(kCli + " generate --model no-such-org/no-such-model hi", true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("Looked in"), std::string::npos) << r.out;
+  r = run_shell(kCli + " generate" + model_flag() + "--ids 'x y'", true);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("'x' is not a token id"), std::string::npos) << r.out;
+  r = run_shell("DEEPINFER_USE_NEXTN_DECODE=many " + kCli + " generate" + model_flag() + "hi", true);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("DEEPINFER_USE_NEXTN_DECODE='many'"), std::string::npos) << r.out;
+}
+
+TEST(CliE2eTest, ChatReadsLinesFromStdin) {
+  const auto r = run_shell("printf 'Hello\\n/think\\nWhy?\\n/reset\\n/nothink\\nBye\\n/exit\\nignored\\n' | " + kCli +
+                           " chat" + model_flag() + "--max-tokens 6 --seed 3 --ignore-eos");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("[thinking mode on]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[conversation cleared]"), std::string::npos);
+  EXPECT_NE(r.out.find("[thinking mode off]"), std::string::npos);
+  size_t n_turns = 0;
+  for (size_t p = 0; (p = r.out.find("[length, 6 tokens]", p)) != std::string::npos; ++p) ++n_turns;
+  EXPECT_EQ(n_turns, 3u) << r.out;  // "ignored" after /exit is not answered
+  EXPECT_NE(r.out.find("[reasoning]"), std::string::npos) << r.out;  // the thinking turn
+}
+
+}  // namespace
+}  // namespace deepinfer

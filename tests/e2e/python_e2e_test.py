@@ -1,0 +1,130 @@
+"""End to end through the Python module on the tiny demo model (run by python_e2e_test.cc with
+PYTHONPATH=<build>/python and DI_TEST_MODEL=<tiny-v4f dir>): LLM.generate with text and id prompts,
+seeds, n > 1, logprobs and stop strings; LLM.chat in both thinking modes; streaming; errors."""
+
+import os
+import threading
+import unittest
+
+import deepinfer
+from deepinfer import LLM, SamplingParams
+
+MODEL = os.environ["DI_TEST_MODEL"]
+
+
+class PythonE2eTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.llm = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8)
+
+    def test_generate_text_prompts(self):
+        params = SamplingParams(temperature=0.8, max_tokens=5, seed=3, ignore_eos=True)
+        outs = self.llm.generate(["Hello, my name is", "The capital of France is"], params)
+        self.assertEqual(len(outs), 2)
+        for out, prompt in zip(outs, ["Hello, my name is", "The capital of France is"]):
+            self.assertIsInstance(out, deepinfer.RequestOutput)
+            self.assertEqual(out.prompt, prompt)
+            self.assertEqual(out.prompt_token_ids[0], 0)  # BOS
+            c = out.outputs[0]
+            self.assertIsInstance(c, deepinfer.CompletionOutput)
+            self.assertEqual(len(c.token_ids), 5)
+            self.assertEqual(c.finish_reason, "length")
+            self.assertEqual(c.text, self.llm.get_tokenizer().decode(c.token_ids, skip_special_tokens=True))
+            self.assertIsNone(c.logprobs)
+        again = self.llm.generate("The capital of France is", params)
+        self.assertEqual(again[0].outputs[0].token_ids, outs[1].outputs[0].token_ids)
+
+    def test_token_id_prompts_n_and_logprobs(self):
+        params = SamplingParams(n=2, max_tokens=4, seed=5, logprobs=3, ignore_eos=True)
+        outs = self.llm.generate([[0, 100, 200], [0, 300]], params)
+        self.assertEqual(outs[1].prompt_token_ids, [0, 300])
+        self.assertIsNone(outs[1].prompt)
+        self.assertEqual(len(outs[0].outputs), 2)
+        c = outs[0].outputs[0]
+        self.assertEqual(len(c.logprobs), 4)
+        for token, entry in zip(c.token_ids, c.logprobs):
+            self.assertIn(token, entry)
+            self.assertLessEqual(entry[token].logprob, 0.0)
+            ranks = sorted(lp.rank for lp in entry.values() if lp.rank is not None)
+            self.assertEqual(ranks, [1, 2, 3])
+        self.assertAlmostEqual(c.cumulative_logprob, sum(e[t].logprob for t, e in zip(c.token_ids, c.logprobs)), 4)
+        single = self.llm.generate([[0, 100, 200]], SamplingParams(max_tokens=4, seed=5, ignore_eos=True))
+        self.assertEqual(single[0].outputs[0].token_ids, c.token_ids)  # sample 0 of n == n = 1
+
+    def test_per_prompt_params_and_stop_strings(self):
+        free = self.llm.generate("Once upon a time", SamplingParams(max_tokens=12, seed=9, ignore_eos=True))[0]
+        text = free.outputs[0].text
+        self.assertGreater(len(text), 2)
+        stop = text[len(text) // 2:len(text) // 2 + 2]
+        cut = self.llm.generate(["Once upon a time", "x"],
+                                [SamplingParams(max_tokens=12, seed=9, ignore_eos=True, stop=stop),
+                                 SamplingParams(max_tokens=1)])
+        self.assertEqual(cut[0].outputs[0].finish_reason, "stop")
+        self.assertEqual(cut[0].outputs[0].text, text[:text.find(stop)])
+        self.assertEqual(len(cut[1].outputs[0].token_ids), 1)
+
+    def test_chat_both_modes(self):
+        conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+        for thinking in (False, True):
+            out = self.llm.chat(conv, SamplingParams(max_tokens=6, seed=1, ignore_eos=True), thinking=thinking)[0]
+            c = out.outputs[0]
+            self.assertEqual(len(c.token_ids), 6)
+            self.assertIsInstance(c.content, str)
+            self.assertIsInstance(c.reasoning_content, str)
+            if thinking:  # the reply starts inside <think>: text before any </think> is reasoning
+                self.assertEqual(c.content, "")
+            else:
+                self.assertEqual(c.reasoning_content, "")
+        batch = self.llm.chat([conv, conv], SamplingParams(max_tokens=2, seed=4))
+        self.assertEqual(len(batch), 2)
+        self.assertEqual(batch[0].outputs[0].token_ids, batch[1].outputs[0].token_ids)
+
+    def test_stream_matches_generate(self):
+        params = SamplingParams(max_tokens=6, seed=21, ignore_eos=True)
+        deltas = list(self.llm.stream("Streaming test", params))
+        self.assertEqual(deltas[-1].finish_reason, "length")
+        tokens = [t for d in deltas for t in d.token_ids]
+        full = self.llm.generate("Streaming test", params)[0].outputs[0]
+        self.assertEqual(tokens, full.token_ids)
+        self.assertEqual("".join(d.text for d in deltas), full.text)
+
+    def test_generate_releases_the_gil(self):
+        ticks = []
+        stop = threading.Event()
+
+        def ticker():
+            while not stop.is_set():
+                ticks.append(1)
+                stop.wait(0.005)
+
+        t = threading.Thread(target=ticker)
+        t.start()
+        self.llm.generate(["a"] * 4, SamplingParams(max_tokens=8, seed=1, ignore_eos=True))
+        stop.set()
+        t.join()
+        self.assertGreater(len(ticks), 3)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, "top_p = 1.5"):
+            SamplingParams(top_p=1.5)
+        with self.assertRaisesRegex(ValueError, "unknown sampling|unexpected"):
+            self.llm._engine.generate([{"prompt": "x", "sampling": {"temprature": 1.0}}])
+        with self.assertRaisesRegex(ValueError, "outside the vocabulary"):
+            self.llm.generate([[0, 10**6]])
+        with self.assertRaisesRegex(ValueError, "prompt"):
+            self.llm.generate([""])
+        with self.assertRaisesRegex(ValueError, "unknown engine option"):
+            LLM(model=MODEL, gpu_memory_utilisation=0.9)
+        with self.assertRaisesRegex(RuntimeError, "Looked in"):
+            LLM(model="no-such-org/no-such-model")
+        with self.assertRaisesRegex(RuntimeError, "prompt_logprobs"):
+            self.llm.generate("x", SamplingParams(prompt_logprobs=1))
+
+    def test_stats(self):
+        s = self.llm.stats()
+        self.assertGreater(s["requests_finished"], 0)
+        self.assertEqual(s["num_running"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
