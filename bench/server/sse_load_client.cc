@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     ev.data.u32 = static_cast<uint32_t>(i);
     epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
   }
-  std::vector<double> ttft_ms, gaps_ms, delivery_ms;
+  std::vector<double> ttft_ms, gaps_ms, delivery_ms, tpot_ms;
   int n_open = o.n_conns;
   std::vector<epoll_event> events(1024);
   char buf[65536];
@@ -217,16 +217,26 @@ int main(int argc, char** argv) {
     n_events += c.n_events;
     n_tokens += c.n_tokens;
     ttft_ms.push_back((c.t_first - c.t_start) / 1e6);
+    // Per-stream time per output token after the first: the last content event is the one before
+    // the final usage / [DONE] frames, which arrive with it.
+    if (c.n_tokens > 1) tpot_ms.push_back((c.t_last - c.t_first) / 1e6 / static_cast<double>(c.n_tokens - 1));
   }
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
   double wall_s = (t_end - t0) / 1e9;
   std::printf("{\"conns\": %d, \"ok\": %d, \"failed\": %d, \"wall_s\": %.3f, \"events\": %lld, "
               "\"events_per_s\": %.1f, \"completion_tokens\": %lld, \"tokens_per_s\": %.1f, "
-              "\"ttft_ms_p50\": %.2f, \"ttft_ms_p99\": %.2f, \"gap_ms_p50\": %.3f, \"gap_ms_p99\": %.3f, "
+              "\"ttft_ms_mean\": %.2f, \"ttft_ms_p50\": %.2f, \"ttft_ms_p99\": %.2f, \"tpot_ms_mean\": %.3f, "
+              "\"tpot_ms_p50\": %.3f, \"gap_ms_p50\": %.3f, \"gap_ms_p99\": %.3f, "
               "\"delivery_ms_p50\": %.3f, \"delivery_ms_p99\": %.3f, \"server_cpu_s\": %.2f, "
               "\"server_peak_rss_mb\": %.1f, \"server_peak_threads\": %d}\n",
               o.n_conns, n_ok, n_failed, wall_s, static_cast<long long>(n_events), n_events / wall_s,
-              static_cast<long long>(n_tokens), n_tokens / wall_s, percentile(ttft_ms, 0.5),
-              percentile(ttft_ms, 0.99), percentile(gaps_ms, 0.5), percentile(gaps_ms, 0.99),
+              static_cast<long long>(n_tokens), n_tokens / wall_s, mean(ttft_ms), percentile(ttft_ms, 0.5),
+              percentile(ttft_ms, 0.99), mean(tpot_ms), percentile(tpot_ms, 0.5), percentile(gaps_ms, 0.5),
+              percentile(gaps_ms, 0.99),
               percentile(delivery_ms, 0.5), percentile(delivery_ms, 0.99), after.cpu_s - before.cpu_s,
               peak.rss_kb / 1024.0, peak.threads);
   return n_failed == 0 ? 0 : 1;

@@ -1,5 +1,5 @@
 // Entry point of the server e2e tests (registered in ctest by CMakeLists.txt):
-//   node run_server_tests.mjs [--scripted] [--suites sdk,bad,load] [--streams N] [--max-body N]
+//   node run_server_tests.mjs [--scripted] [--suites sdk,bad,load] [--streams N] [--load-tokens N] [--max-body N]
 //                             [--api-key K] [--model NAME] -- SERVER_COMMAND...
 // SERVER_COMMAND must listen on an ephemeral port and print "listening on http://HOST:PORT".
 import { badInputCases } from './bad_input_cases.mjs';
@@ -13,12 +13,14 @@ if (dash < 0) {
   console.error('usage: run_server_tests.mjs [options] -- SERVER_COMMAND...');
   process.exit(2);
 }
-const opts = { scripted: false, suites: 'sdk,bad,load', streams: 200, maxBody: 1 << 20, apiKey: 'test-key', model: 'deepseek-v4-flash' };
+const opts = { scripted: false, suites: 'sdk,bad,load', streams: 200, loadTokens: 24, maxBody: 1 << 20, apiKey: 'test-key',
+  model: 'deepseek-v4-flash' };
 for (let i = 0; i < dash; ++i) {
   const key = argv[i];
   if (key === '--scripted') opts.scripted = true;
   else if (key === '--suites') opts.suites = argv[++i];
   else if (key === '--streams') opts.streams = Number(argv[++i]);
+  else if (key === '--load-tokens') opts.loadTokens = Number(argv[++i]);
   else if (key === '--max-body') opts.maxBody = Number(argv[++i]);
   else if (key === '--api-key') opts.apiKey = argv[++i];
   else if (key === '--model') opts.model = argv[++i];
@@ -39,7 +41,7 @@ try {
 const ctx = { base: server.base, pid: server.pid, apiKey: opts.apiKey, model: opts.model, scripted: opts.scripted,
   maxBodyBytes: opts.maxBody, streams: opts.streams,
   // Token-id prompts work with every model, including micro ones whose vocabulary has no chat tokens.
-  body: { model: opts.model, prompt: [1, 20, 30, 40], max_tokens: 24, temperature: 0 },
+  body: { model: opts.model, prompt: [1, 20, 30, 40], max_tokens: opts.loadTokens, temperature: 0 },
   // Clients that cancel ask for a long answer (the fake engine's "[[long]]" script).
   cancelBody: opts.scripted ? { model: opts.model, prompt: 'Sing [[long]]', max_tokens: 4000 }
     : { model: opts.model, prompt: [1, 20, 30, 40], max_tokens: 1000 } };
