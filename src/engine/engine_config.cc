@@ -77,6 +77,11 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
   ec.sched.max_model_len = ec.max_model_len;
   ec.sched.max_prefill_chunk = options.max_prefill_chunk;
   ec.sched.max_draft_tokens = 0;  // speculative decoding is not wired into the engine yet
+  // V4.1 Engram hashes the n-gram ending at each position: a replay from a cold slot needs the
+  // N - 1 ids before it.
+  if (c.is_v41() && !c.engram_layer_ids.empty()) {
+    ec.sched.n_lookback_tokens = static_cast<int32_t>(c.engram_max_ngram_size - 1);
+  }
 
   ec.kv.block_tokens = options.block_tokens;
   ec.kv.n_blocks = static_cast<int32_t>(n_blocks);

@@ -8,6 +8,17 @@
 #include "base/status.h"
 
 namespace deepinfer::engine {
+namespace {
+
+// ForwardBatch::engram_lookback holds n ids per sequence (-1: use the slot's own history); it is
+// created on the first sequence that carries any.
+void add_lookback(model::ForwardBatch& b, size_t seq, size_t n_seqs, const std::vector<int32_t>& ids) {
+  const size_t n = ids.size();
+  if (b.engram_lookback.empty()) b.engram_lookback.assign(n_seqs * n, -1);
+  std::copy(ids.begin(), ids.end(), b.engram_lookback.begin() + static_cast<std::ptrdiff_t>(seq * n));
+}
+
+}  // namespace
 
 ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots)
     : model_(model),
@@ -83,6 +94,7 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
       (*logit_row)[i] = static_cast<int32_t>(b.logit_rows.size());
       b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1);
     }
+    if (!sp.lookback_ids.empty()) add_lookback(b, i, plan.seqs.size(), sp.lookback_ids);
     const std::vector<kv::BlockId>& t = tables_[sp.seq_id];
     b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
     b.block_tables.resize(b.block_tables.size() + (max_blocks - t.size()), -1);

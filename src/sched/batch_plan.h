@@ -45,6 +45,9 @@ struct SeqPlan {
   // last n_draft_tokens + 1 positions (verification), otherwise for the last position only.
   bool needs_logits = false;
   std::vector<TokenId> token_ids;  // n_tokens_scheduled ids: known tokens, then the drafts
+  // With a cold state slot (kReset) and SchedulerConfig::n_lookback_tokens > 0: the ids at
+  // first_position - n .. first_position - 1 (-1 below position 0). Empty otherwise.
+  std::vector<TokenId> lookback_ids;
   // Block table diff: truncate the runner's table to n_blocks − new_block_ids.size(), append
   // new_block_ids. block_table_reset: first step of an admission; new_block_ids is the whole table.
   bool block_table_reset = false;

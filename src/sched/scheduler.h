@@ -27,6 +27,9 @@ struct SchedulerConfig {
   int32_t max_model_len = 0;              // prompt + generated; 0: bounded by the pool only
   int32_t max_prefill_chunk = 0;          // cap on one sequence's prefill chunk; 0: budget only
   int32_t max_draft_tokens = 0;           // speculative lookahead per sequence and step
+  // Token ids before first_position sent with a sequence whose state slot starts cold (V4.1's
+  // Engram hashes n-grams over them, SeqPlan::lookback_ids); 0: none.
+  int32_t n_lookback_tokens = 0;
 };
 
 struct SchedulerStats {

@@ -159,6 +159,11 @@ void Scheduler::emit(Request& req, StepState& step, int32_t n_real, int32_t n_dr
   const auto first = req.tokens.begin() + req.n_computed;
   sp.token_ids.assign(first, first + n_real);
   sp.token_ids.insert(sp.token_ids.end(), req.draft_tokens.begin(), req.draft_tokens.begin() + n_drafts);
+  if (init == StateInit::kReset && sp.first_position > 0) {
+    for (int32_t p = sp.first_position - config_.n_lookback_tokens; p < sp.first_position; ++p) {
+      sp.lookback_ids.push_back(p < 0 ? -1 : req.tokens[static_cast<size_t>(p)]);
+    }
+  }
   sp.block_table_reset = reset;
   sp.n_blocks = static_cast<int32_t>(kv_.block_table(req.id).size());
   sp.new_block_ids = std::move(new_blocks);
