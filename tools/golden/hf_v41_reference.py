@@ -67,6 +67,15 @@ def prompt_ids(n, seed, vocab):
 
 
 # ------------------------------------------------------------------- the port as a package
+def rewrite_relative_imports(src):
+    """`from ...x import` -> `from transformers.x import`, `from ... import` -> `from transformers
+    import`, `from ..x import` -> `from transformers.models.x import`; `from .x` stays (same package)."""
+    src = re.sub(r"^(\s*)from \.\.\.(?=\w)", r"\1from transformers.", src, flags=re.M)
+    src = re.sub(r"^(\s*)from \.\.\. import", r"\1from transformers import", src, flags=re.M)
+    src = re.sub(r"^(\s*)from \.\.(?=\w)", r"\1from transformers.models.", src, flags=re.M)
+    return re.sub(r"^(\s*)from \.\. import", r"\1from transformers.models import", src, flags=re.M)
+
+
 def import_port(port_dir):
     """Copies the three files into <tmp>/deepseek_v41_port/ with absolute transformers imports."""
     root = tempfile.mkdtemp(prefix="hf_v41_")
@@ -74,9 +83,7 @@ def import_port(port_dir):
     os.makedirs(pkg)
     for name in PORT_FILES:
         src = open(os.path.join(port_dir, name)).read()
-        src = re.sub(r"^from \.\.\.", "from transformers.", src, flags=re.M)
-        src = re.sub(r"^(\s*)from \.\.\.", r"\1from transformers.", src, flags=re.M)
-        src = re.sub(r"^(\s*)from \.\.(?=\w)", r"\1from transformers.models.", src, flags=re.M)
+        src = rewrite_relative_imports(src)
         open(os.path.join(pkg, name), "w").write(src)
     sys.path.insert(0, root)
     return importlib.import_module("deepseek_v41_port.modeling_deepseek_v41"), \
@@ -272,7 +279,7 @@ def main():
         hidden.clear()
         model.model.bind_tokenizer(None)  # fresh Engram history per prompt
         with torch.no_grad():
-            out = model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=0)
+            out = model(input_ids=torch.tensor([ids]), use_cache=True)
         logits = out.logits[0].to(torch.float32)
         top = torch.topk(logits, TOPK, dim=-1)
         golden[f"{name}.ids"] = torch.tensor(ids, dtype=torch.int32)
@@ -292,7 +299,7 @@ def main():
             chunks = []
             with torch.no_grad():
                 for a, b in ((0, 37), (37, n)):
-                    o = model(input_ids=torch.tensor([ids[a:b]]), past_key_values=cache, use_cache=True, logits_to_keep=0,
+                    o = model(input_ids=torch.tensor([ids[a:b]]), past_key_values=cache, use_cache=True,
                               position_ids=torch.arange(a, b).unsqueeze(0))
                     cache = o.past_key_values
                     chunks.append(o.logits[0].to(torch.float32))
