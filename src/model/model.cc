@@ -128,17 +128,20 @@ Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capt
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, hc = config_.hc_mult;
   TensorView e = ops_->alloc(act_dtype(), {T, D});
   ops_->embed(step.batch.token_ids, weights_.embed, e);
-  TensorView x = ops_->alloc(act_dtype(), {T, hc, D});
+  TensorView x = ops_->alloc(act_dtype(), {T, hc, D});        // HC streams, updated in place per layer
+  TensorView scratch = ops_->alloc(act_dtype(), {T, hc, D});  // the block's intermediate streams
   ops_->broadcast_streams(e, x);
   if (capture) capture->after_layer.clear();
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    x = block(weights_.layers[static_cast<size_t>(l)], l, state.layer(l), step, x);
+    block(weights_.layers[static_cast<size_t>(l)], l, state.layer(l), step, x, scratch);
     if (capture) {
+      const size_t mark = ops_->workspace_mark();
       std::vector<float> host(static_cast<size_t>(T * hc * D));
       TensorView f32 = ops_->alloc(DType::kF32, {T, hc, D});
       ops_->convert(x, f32);
       ops_->copy(f32, TensorView::contiguous(host.data(), DType::kF32, {T, hc, D}));
       capture->after_layer.push_back(std::move(host));
+      ops_->workspace_release(mark);
     }
   }
   ForwardResult result;

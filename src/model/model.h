@@ -40,8 +40,10 @@ class Model final : public LanguageModel {
   struct Step;
   Status validate(const ForwardBatch& batch, const KvState& state) const;
   Step make_step(const ForwardBatch& batch, const KvState& state);
-  tensor::TensorView block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
-                           const tensor::TensorView& x);
+  // Runs one block in place on the HC streams x [T, hc, D]; scratch is a second buffer of the same
+  // shape. Every temporary of the block is released when it returns.
+  void block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step, const tensor::TensorView& x,
+             const tensor::TensorView& scratch);
   tensor::TensorView attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
                                const tensor::TensorView& a);
   void compressor(const tensor::CompressorWeights& w, const CompressorState& cs, int ratio, int64_t dc, bool indexer,

@@ -10,9 +10,10 @@ namespace deepinfer::model {
 using tensor::DType;
 using tensor::TensorView;
 
-TensorView Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
-                        const TensorView& x) {
+void Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step, const TensorView& x,
+                  const TensorView& scratch) {
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, hc = config_.hc_mult;
+  const size_t mark = ops_->workspace_mark();
   const float eps = static_cast<float>(config_.rms_norm_eps);
   TensorView u = ops_->alloc(act_dtype(), {T, D});          // collapsed streams
   TensorView post = ops_->alloc(DType::kF32, {T, hc});
@@ -20,15 +21,14 @@ TensorView Model::block(const loader::BlockWeights& w, int64_t layer, LayerState
   ops_->hc_pre(x, w.hc_attn, hc_params_, u, post, comb);
   ops_->rms_norm(u, w.attn_norm, eps, u);                    // a = RMSNorm(u)
   const TensorView o = attention(w, layer, state, step, u);  // [T, D]
-  TensorView x1 = ops_->alloc(act_dtype(), {T, hc, D});
+  const TensorView& x1 = scratch;                            // [T, hc, D] streams after attention
   ops_->hc_post(o, x, post, comb, x1);
 
   ops_->hc_pre(x1, w.hc_ffn, hc_params_, u, post, comb);
   ops_->rms_norm(u, w.ffn_norm, eps, u);                     // b = RMSNorm(u)
   const TensorView f = moe(w, step, u);                       // [T, D]
-  TensorView x2 = ops_->alloc(act_dtype(), {T, hc, D});
-  ops_->hc_post(f, x1, post, comb, x2);
-  return x2;
+  ops_->hc_post(f, x1, post, comb, x);                        // back into x: the block runs in place
+  ops_->workspace_release(mark);
 }
 
 TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,

@@ -35,7 +35,8 @@ Result<ForwardResult> Model::mtp_forward(const ForwardBatch& b, const TensorView
   ops_->broadcast_streams(ep, x);  // e_proj(e) is shared by the four streams
   ops_->add(hp, x, x);
   const int64_t layer = config_.num_hidden_layers;  // the MTP block's state follows the main layers
-  x = block(mw.block, layer, state.layer(layer), step, x);
+  TensorView scratch = ops_->alloc(act_dtype(), {T, hc, D});
+  block(mw.block, layer, state.layer(layer), step, x, scratch);
   ForwardResult result;
   result.logits = head(x, *mw.hc_head, mw.norm, b.logit_rows);
   if (b.keep_hidden && !b.logit_rows.empty()) {

@@ -104,6 +104,11 @@ class Ops {
   // Per-step workspace, valid until the next begin_step().
   virtual void begin_step() = 0;
   virtual TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Workspace scopes: everything allocated after a mark is released (reused) by
+  // workspace_release(mark). The model releases each layer's temporaries at the layer's end, so a
+  // step's workspace is bounded by one layer, not by the whole stack.
+  virtual size_t workspace_mark() { return 0; }
+  virtual void workspace_release(size_t mark) {}
   // Copies host data into workspace memory on this backend's device.
   virtual TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) = 0;
   // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops.

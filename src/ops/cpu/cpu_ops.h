@@ -16,6 +16,10 @@ class CpuOps final : public Ops {
   tensor::Device device() const override { return tensor::Device::kCpu; }
 
   void begin_step() override { workspace_.clear(); }
+  size_t workspace_mark() override { return workspace_.size(); }
+  void workspace_release(size_t mark) override {
+    if (mark < workspace_.size()) workspace_.erase(workspace_.begin() + static_cast<std::ptrdiff_t>(mark), workspace_.end());
+  }
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;

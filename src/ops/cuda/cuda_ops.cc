@@ -46,6 +46,14 @@ void CudaOps::begin_step() {
   arena_used_ = 0;
 }
 
+size_t CudaOps::workspace_mark() { return static_cast<size_t>(arena_epoch_ << 44) | arena_used_; }
+
+void CudaOps::workspace_release(size_t mark) {
+  // Kernels queued on the stream may still read released memory: they run before any later
+  // kernel writes it (one stream), so reuse is safe without a sync.
+  if ((mark >> 44) == arena_epoch_) arena_used_ = std::min(arena_used_, mark & ((size_t{1} << 44) - 1));
+}
+
 void* CudaOps::arena_alloc(size_t bytes) {
   bytes = (bytes + 255) / 256 * 256;
   if (arena_used_ + bytes > arena_size_) {
@@ -53,6 +61,7 @@ void* CudaOps::arena_alloc(size_t bytes) {
     const size_t grown = std::max(arena_size_ * 2, arena_used_ + bytes);
     log_warn("CUDA workspace grows from {} to {} MiB (size it up front to avoid this)", arena_size_ >> 20, grown >> 20);
     retired_.push_back(arena_);
+    ++arena_epoch_;
     DI_CUDA_CHECK(cudaMalloc(&arena_, grown));
     arena_size_ = grown;
     arena_used_ = 0;

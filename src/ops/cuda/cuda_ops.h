@@ -30,6 +30,8 @@ class CudaOps final : public Ops {
   cudaStream_t stream() const { return stream_; }
 
   void begin_step() override;
+  size_t workspace_mark() override;
+  void workspace_release(size_t mark) override;
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
@@ -91,6 +93,7 @@ class CudaOps final : public Ops {
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;
+  uint64_t arena_epoch_ = 0;  // bumped when the arena chunk is replaced: older marks are void
   std::vector<void*> retired_;
   std::vector<void*> persistent_;
 };

@@ -1,0 +1,116 @@
+// TimingOps: an Ops decorator that synchronises after every op and accumulates wall time per op
+// name, for the benchmark's per-kernel breakdown. It changes nothing numerically; the extra
+// synchronisation makes totals slower than an undecorated run, so report shares, not sums.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "ops/ops.h"
+
+namespace deepinfer::ops {
+
+class TimingOps final : public Ops {
+ public:
+  explicit TimingOps(Ops* inner) : inner_(inner) {}
+  // op name -> (calls, seconds)
+  const std::map<std::string, std::pair<int64_t, double>>& totals() const { return totals_; }
+  void reset() { totals_.clear(); }
+
+  tensor::Device device() const override { return inner_->device(); }
+  void begin_step() override { inner_->begin_step(); }
+  size_t workspace_mark() override { return inner_->workspace_mark(); }
+  void workspace_release(size_t mark) override { inner_->workspace_release(mark); }
+  TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override { return inner_->alloc(dtype, shape); }
+  TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override {
+    return inner_->upload(host, dtype, shape);
+  }
+  TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override {
+    return inner_->alloc_persistent(dtype, shape);
+  }
+  void copy(const TensorView& src, const TensorView& dst) override { timed("copy", [&] { inner_->copy(src, dst); }); }
+  void fill(const TensorView& dst, float value) override { timed("fill", [&] { inner_->fill(dst, value); }); }
+  void synchronize() override { inner_->synchronize(); }
+
+  void embed(const TensorView& a, const TensorView& b, const TensorView& c) override {
+    timed("embed", [&] { inner_->embed(a, b, c); });
+  }
+  void broadcast_streams(const TensorView& a, const TensorView& b) override {
+    timed("broadcast_streams", [&] { inner_->broadcast_streams(a, b); });
+  }
+  void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& o) override {
+    timed("rms_norm", [&] { inner_->rms_norm(x, w, eps, o); });
+  }
+  void add(const TensorView& a, const TensorView& b, const TensorView& o) override { timed("add", [&] { inner_->add(a, b, o); }); }
+  void convert(const TensorView& x, const TensorView& o) override { timed("convert", [&] { inner_->convert(x, o); }); }
+  void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
+    timed(w.is_quantized() ? "linear_fp8_fp4" : "linear_bf16", [&] { inner_->linear(x, w, y, o); });
+  }
+  void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
+    timed("linear_grouped", [&] { inner_->linear_grouped(x, w, y, o); });
+  }
+  void swiglu(const TensorView& g, const TensorView& u, float l, const TensorView& o) override {
+    timed("swiglu", [&] { inner_->swiglu(g, u, l, o); });
+  }
+  void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& p, const TensorView& u, const TensorView& post,
+              const TensorView& comb) override {
+    timed("hc_pre", [&] { inner_->hc_pre(x, w, p, u, post, comb); });
+  }
+  void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+               const TensorView& out) override {
+    timed("hc_post", [&] { inner_->hc_post(o, x, post, comb, out); });
+  }
+  void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& p, const TensorView& y) override {
+    timed("hc_head", [&] { inner_->hc_head(x, w, p, y); });
+  }
+  void rope(const TensorView& x, const TensorView& pos, const RopeParams& p) override { timed("rope", [&] { inner_->rope(x, pos, p); }); }
+  void fp8_fake_quant(const TensorView& x, int64_t n, int b) override { timed("fp8_fake_quant", [&] { inner_->fp8_fake_quant(x, n, b); }); }
+  void hadamard_fp4_fake_quant(const TensorView& x) override { timed("hadamard_fp4", [&] { inner_->hadamard_fp4_fake_quant(x); }); }
+  void window_store(const TensorView& kv, const BatchView& b, const TensorView& w) override {
+    timed("window_store", [&] { inner_->window_store(kv, b, w); });
+  }
+  void compress(const TensorView& kv, const TensorView& s, const TensorView& ape, const BatchView& b, const EmitPlan& p,
+                const CompressParams& cp, const TensorView& sk, const TensorView& ss, const TensorView& r) override {
+    timed("compress", [&] { inner_->compress(kv, s, ape, b, p, cp, sk, ss, r); });
+  }
+  void store_rows(const TensorView& r, const EmitPlan& p, const TensorView& pool) override {
+    timed("store_rows", [&] { inner_->store_rows(r, p, pool); });
+  }
+  void indexer_topk(const TensorView& q, const TensorView& w, const TensorView& k, const BatchView& b, int ratio,
+                    int32_t rpb, float ws, const TensorView& idx) override {
+    timed("indexer_topk", [&] { inner_->indexer_topk(q, w, k, b, ratio, rpb, ws, idx); });
+  }
+  void sparse_attention(const TensorView& q, const TensorView& kv, const TensorView& w, const TensorView& c,
+                        const TensorView& ci, const TensorView& s, const BatchView& b, const AttentionParams& p,
+                        const TensorView& o) override {
+    timed("sparse_attention", [&] { inner_->sparse_attention(q, kv, w, c, ci, s, b, p, o); });
+  }
+  void moe_route(const TensorView& l, const TensorView& b, const TensorView& t, const TensorView& ids, const MoeParams& p,
+                 const TensorView& sel, const TensorView& w) override {
+    timed("moe_route", [&] { inner_->moe_route(l, b, t, ids, p, sel, w); });
+  }
+  void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& w, std::span<const ExpertWeights> e,
+                   const MoeParams& p, const TensorView& o) override {
+    timed("moe_experts", [&] { inner_->moe_experts(x, sel, w, e, p, o); });
+  }
+  void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
+    timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });
+  }
+
+ private:
+  template <typename F>
+  void timed(const char* name, F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    inner_->synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto& e = totals_[name];
+    e.first += 1;
+    e.second += s;
+  }
+  Ops* inner_;
+  std::map<std::string, std::pair<int64_t, double>> totals_;
+};
+
+}  // namespace deepinfer::ops
