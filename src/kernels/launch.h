@@ -124,3 +124,19 @@ struct MoeCombineParams { const float* y; const int32_t* sel; int k; int64_t T, 
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
 
 }  // namespace deepinfer::kernels
+
+namespace deepinfer::kernels {
+
+// Synthetic device weights for benchmarks (no files): counter-hash random contents per kind.
+enum class RandomKind : int {
+  kF32Normal = 0,   // N(0, scale)
+  kBF16Normal = 1,  // N(0, scale)
+  kFp8Code = 2,     // E4M3 codes of N(0, 1) * 64 (never NaN)
+  kE8M0Const = 3,   // every byte = extra (a fixed power-of-two exponent)
+  kFp4Byte = 4,     // two random E2M1 codes per byte
+  kI64Experts = 5,  // rows of `row_len` distinct ids in [0, extra)
+};
+struct FillRandomParams { void* out; RandomKind kind; int64_t n; uint64_t seed; float scale; int extra; int row_len; };
+cudaError_t launch_fill_random(const FillRandomParams& p, cudaStream_t stream);
+
+}  // namespace deepinfer::kernels

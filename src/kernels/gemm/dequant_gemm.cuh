@@ -19,7 +19,7 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kGemmBN = 64, kGemmBK = 32, kGemmPad = 8;
+inline constexpr int kGemmBN = 64, kGemmBK = 64, kGemmPad = 8;
 
 __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, int64_t k) {
   switch (w.fmt) {
@@ -38,6 +38,37 @@ __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, 
   }
   return 0.0f;
 }
+
+// Dequantises 16 stored bytes of weight row n starting at element k into BF16 (8 for BF16 storage,
+// 16 for FP8, 32 for FP4) at dst. The chunk lies inside one scale block (k aligned to the chunk).
+__device__ __forceinline__ int dequant_chunk(const WeightDesc& w, int64_t n, int64_t k, __nv_bfloat16* dst) {
+  if (w.fmt == WeightFmt::kBF16) {
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k * 2);
+    return 8;
+  }
+  if (w.fmt == WeightFmt::kFp8Block) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k);
+    const int64_t si = (n / w.block_out) * w.scale_cols + k / w.block_in;
+    const float s = w.scale_f32 ? reinterpret_cast<const float*>(w.scale)[si] : e8m0_to_f32(w.scale[si]);
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 16; i += 2) {
+      *reinterpret_cast<__nv_bfloat162*>(dst + i) = __floats2bfloat162_rn(e4m3_to_f32(b[i]) * s, e4m3_to_f32(b[i + 1]) * s);
+    }
+    return 16;
+  }
+  const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k / 2);
+  const float s = e8m0_to_f32(w.scale[n * w.scale_cols + k / 32]);
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    *reinterpret_cast<__nv_bfloat162*>(dst + 2 * i) =
+        __floats2bfloat162_rn(e2m1_to_f32(b[i] & 0xf) * s, e2m1_to_f32(b[i] >> 4) * s);
+  }
+  return 32;
+}
+
+__device__ __forceinline__ int chunk_elems(WeightFmt f) { return f == WeightFmt::kBF16 ? 8 : (f == WeightFmt::kFp8Block ? 16 : 32); }
 
 __device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, const uint32_t* b) {
   asm volatile(
@@ -93,17 +124,40 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
   const int wn = BM == 64 ? (warp & 1) * WN : warp * WN;
   float acc[MT][NT][4] = {};
 
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
+  // 16-byte vector loads when every row start is 16-byte aligned (else the scalar path).
+  const bool a_vec = (p.lda % 8 == 0) && ((a_col0 % 8) == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
+  const int ce = chunk_elems(w.fmt);
+  const bool b_vec = (w.row_bytes % 16 == 0) && (reinterpret_cast<uintptr_t>(w.w) % 16 == 0) &&
+                     (w.fmt == WeightFmt::kBF16 || (w.fmt == WeightFmt::kFp8Block && w.block_in % 16 == 0) ||
+                      w.fmt == WeightFmt::kFp4Block);
   for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
-    for (int i = threadIdx.x; i < BM * BK; i += blockDim.x) {
-      const int r = i / BK, kk = i % BK;
-      const int64_t k = k0 + kk;
-      sA[r][kk] = (a_row[r] >= 0 && k < k_end) ? static_cast<const __nv_bfloat16*>(p.A)[a_row[r] * p.lda + a_col0 + k]
-                                               : __float2bfloat16_rn(0.0f);
+    const bool full_k = k0 + BK <= k_end;
+    if (a_vec && full_k) {
+      for (int i = threadIdx.x; i < BM * (BK / 8); i += blockDim.x) {
+        const int r = i / (BK / 8), kk = (i % (BK / 8)) * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (a_row[r] >= 0) v = *reinterpret_cast<const uint4*>(A + a_row[r] * p.lda + a_col0 + k0 + kk);
+        *reinterpret_cast<uint4*>(&sA[r][kk]) = v;
+      }
+    } else {
+      for (int i = threadIdx.x; i < BM * BK; i += blockDim.x) {
+        const int r = i / BK, kk = i % BK;
+        const int64_t k = k0 + kk;
+        sA[r][kk] = (a_row[r] >= 0 && k < k_end) ? A[a_row[r] * p.lda + a_col0 + k] : __float2bfloat16_rn(0.0f);
+      }
     }
-    for (int i = threadIdx.x; i < BN * BK; i += blockDim.x) {
-      const int r = i / BK, kk = i % BK;
-      const int64_t n = n0 + r, k = k0 + kk;
-      sB[r][kk] = __float2bfloat16_rn((n < p.N && k < k_end) ? dequant_weight(w, w_row0 + n, k) : 0.0f);
+    if (b_vec && full_k && n0 + BN <= p.N) {
+      for (int i = threadIdx.x; i < BN * (BK / ce); i += blockDim.x) {
+        const int r = i / (BK / ce), kk = (i % (BK / ce)) * ce;
+        dequant_chunk(w, w_row0 + n0 + r, k0 + kk, &sB[r][kk]);
+      }
+    } else {
+      for (int i = threadIdx.x; i < BN * BK; i += blockDim.x) {
+        const int r = i / BK, kk = i % BK;
+        const int64_t n = n0 + r, k = k0 + kk;
+        sB[r][kk] = __float2bfloat16_rn((n < p.N && k < k_end) ? dequant_weight(w, w_row0 + n, k) : 0.0f);
+      }
     }
     __syncthreads();
 #pragma unroll

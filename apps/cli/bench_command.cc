@@ -1,0 +1,51 @@
+// `deepinfer bench`: decode/prefill throughput at context frontiers with roofline shares, written
+// as JSON (bench/results/ keeps every run that a figure in the docs quotes).
+#include <cstdio>
+#include <fstream>
+
+#include "command.h"
+#include "deepinfer/bench.h"
+
+namespace deepinfer::cli {
+namespace {
+
+void setup(CLI::App* app) {
+  auto o = std::make_shared<BenchOptions>();
+  auto out = std::make_shared<std::string>();
+  app->add_option("--model", o->model, "checkpoint dir or name; empty: full-width synthetic V4-Flash on the GPU");
+  app->add_option("--layers", o->layers, "synthetic model: main layers")->capture_default_str();
+  app->add_option("--device", o->device, "cuda | cpu")->capture_default_str();
+  app->add_option("--numerics", o->numerics, "official | plain")->capture_default_str();
+  app->add_option("--batch", o->batches, "decode batch sizes")->delimiter(',');
+  app->add_option("--context", o->contexts, "decode context lengths")->delimiter(',');
+  app->add_option("--prefill", o->prefill_lengths, "prefill prompt lengths")->delimiter(',');
+  app->add_option("--prefill-chunk", o->prefill_chunk, "prefill chunk tokens")->capture_default_str();
+  app->add_option("--iters", o->iters, "timed iterations")->capture_default_str();
+  app->add_option("--memory-budget-gib", o->memory_budget_gib, "skip rows whose KV exceeds this")->capture_default_str();
+  app->add_flag("!--no-breakdown", o->kernel_breakdown, "skip the per-op breakdown");
+  app->add_option("--baseline", o->baseline_json, "JSON of a baseline run to embed");
+  app->add_option("--commit", o->commit, "commit id to record");
+  app->add_option("--out", *out, "write the JSON here (default: stdout)");
+  app->callback([o, out, app] {
+    std::string cmd = "deepinfer bench";
+    for (const auto& r : app->get_options()) {
+      if (r->count() == 0 || r->get_name() == "--help") continue;
+      for (const auto& v : r->results()) cmd += " " + r->get_name() + " " + v;
+    }
+    o->command = cmd;
+    auto res = run_benchmark(*o);
+    if (!res.is_ok()) fail("bench", res.status().message(), 1);
+    if (out->empty()) {
+      std::printf("%s\n", res->c_str());
+    } else {
+      std::ofstream f(*out);
+      f << *res << "\n";
+      if (!f) fail("bench", "cannot write " + *out, 1);
+    }
+  });
+}
+
+DI_CLI_COMMAND("bench", "Benchmark decode and prefill throughput (JSON with roofline shares)", setup);
+
+}  // namespace
+}  // namespace deepinfer::cli

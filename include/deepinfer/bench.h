@@ -1,0 +1,37 @@
+// Public benchmark entry point behind `deepinfer bench`: decode and prefill throughput of the
+// model on a device, with the share of the HBM roofline and of FP8 tensor peak, and a per-op time
+// breakdown. Without a checkpoint it builds a full-width synthetic DeepSeek-V4-Flash directly in
+// device memory (random weights, no files) with a configurable number of layers, so it fits one GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "deepinfer/status.h"
+
+namespace deepinfer {
+
+struct BenchOptions {
+  std::string model;                  // checkpoint dir / name; empty: synthetic V4-Flash on the device
+  int64_t layers = 4;                 // synthetic model: main layers (full V4-Flash widths)
+  std::string device = "cuda";
+  std::string numerics = "official";
+  std::vector<int32_t> batches = {1, 8, 32, 128, 512};
+  std::vector<int32_t> contexts = {4096, 32768, 131072};
+  std::vector<int32_t> prefill_lengths = {8192, 131072};
+  int32_t prefill_chunk = 8192;
+  int warmup = 2;
+  int iters = 5;
+  double memory_budget_gib = 120.0;   // rows whose KV would not fit are reported as skipped
+  bool kernel_breakdown = true;
+  double fp8_peak_tflops = 1979.0;    // H200 dense FP8 (datasheet)
+  std::string baseline_json;          // optional rows from another engine to embed (e.g. transformers)
+  std::string command;                // recorded verbatim in the JSON
+  std::string commit;                 // recorded verbatim in the JSON
+};
+
+// Runs the benchmark and returns the result JSON (gpu, commit, command, date, rows, breakdown).
+Result<std::string> run_benchmark(const BenchOptions& options);
+
+}  // namespace deepinfer

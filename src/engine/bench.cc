@@ -1,0 +1,248 @@
+// run_benchmark (include/deepinfer/bench.h): decode and prefill throughput at context frontiers,
+// roofline shares and a per-op breakdown, as JSON.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "base/log.h"
+#include "deepinfer/bench.h"
+#include "deepinfer/model.h"
+#include "engine/bench_model.h"
+#include "engine/device_backend.h"
+#include "engine/loaded_model.h"
+#include "model/model.h"
+#include "ops/timing_ops.h"
+#ifdef DI_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace deepinfer {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct BenchModel {
+  loader::ModelConfig config;
+  std::unique_ptr<ops::Ops> ops;
+  std::unique_ptr<engine::LoadedModel> loaded;      // from a checkpoint
+  std::unique_ptr<loader::TensorSource> synthetic;  // or generated on the device
+  loader::ModelWeights weights;
+  std::unique_ptr<model::Model> model;
+};
+
+Result<BenchModel> build_model(const BenchOptions& o, model::Numerics numerics) {
+  BenchModel b;
+  if (!o.model.empty()) {
+    DI_ASSIGN_OR_RETURN(const std::string dir, resolve_model_dir(o.model));
+    DI_ASSIGN_OR_RETURN(b.loaded, engine::load_model(dir, engine::LoadOptions{numerics, o.device}));
+    b.config = b.loaded->config;
+    auto* m = dynamic_cast<model::Model*>(b.loaded->model.get());
+    if (m == nullptr) return unimplemented("bench: only DeepSeek-V4 checkpoints are benchmarked so far");
+    return b;
+  }
+  b.config = engine::v4_flash_config(o.layers);
+  DI_ASSIGN_OR_RETURN(b.ops, engine::make_ops(o.device));
+  DI_ASSIGN_OR_RETURN(b.synthetic, engine::synthetic_device_weights(b.config, b.ops.get(), 7));
+  DI_ASSIGN_OR_RETURN(b.weights, loader::bind_weights(b.config, *b.synthetic));
+  b.model = std::make_unique<model::Model>(b.config, b.weights, b.ops.get(), model::ModelOptions{numerics});
+  return b;
+}
+
+model::LanguageModel& model_of(BenchModel& b) { return b.loaded ? *b.loaded->model : *b.model; }
+ops::Ops* ops_of(BenchModel& b) { return b.loaded ? b.loaded->ops.get() : b.ops.get(); }
+
+// One decode step of `batch` sequences whose history holds `context` tokens.
+model::ForwardBatch decode_batch(int64_t batch, int64_t context, int32_t block_tokens) {
+  model::ForwardBatch fb;
+  const int32_t n_blocks = static_cast<int32_t>(context / block_tokens + 1);
+  fb.max_blocks = n_blocks;
+  for (int64_t s = 0; s < batch; ++s) {
+    fb.token_ids.push_back(static_cast<int32_t>(1000 + s * 37 % 100000));
+    fb.positions.push_back(static_cast<int32_t>(context));
+    fb.seqs.push_back({static_cast<int32_t>(s), static_cast<int32_t>(s), 1, static_cast<int32_t>(context), 0, 0});
+    for (int32_t k = 0; k < n_blocks; ++k) fb.block_tables.push_back(static_cast<int32_t>(s * n_blocks + k));
+    fb.logit_rows.push_back(static_cast<int32_t>(s));
+  }
+  return fb;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+Result<double> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context, model::KvState& state) {
+  const model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
+  std::vector<double> times;
+  for (int i = 0; i < o.warmup + o.iters; ++i) {
+    const auto t0 = Clock::now();
+    auto r = model_of(b).forward(fb, state);
+    if (!r.is_ok()) return r.status();
+    ops_of(b)->synchronize();
+    if (i >= o.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(times);
+}
+
+Result<double> time_prefill(BenchModel& b, const BenchOptions& o, int64_t n, model::KvState& state) {
+  std::vector<double> times;
+  for (int it = 0; it < std::max(1, o.iters / 2) + 1; ++it) {
+    state.reset_slot(0);
+    const auto t0 = Clock::now();
+    for (int64_t begin = 0; begin < n; begin += o.prefill_chunk) {
+      const int64_t len = std::min<int64_t>(o.prefill_chunk, n - begin);
+      model::ForwardBatch fb;
+      fb.max_blocks = static_cast<int32_t>(n / state.options().block_tokens + 1);
+      for (int32_t k = 0; k < fb.max_blocks; ++k) fb.block_tables.push_back(k);
+      for (int64_t i = 0; i < len; ++i) {
+        fb.token_ids.push_back(static_cast<int32_t>((begin + i) * 7919 % 100000 + 3));
+        fb.positions.push_back(static_cast<int32_t>(begin + i));
+      }
+      fb.seqs.push_back({0, 0, static_cast<int32_t>(len), static_cast<int32_t>(begin), 0, 0});
+      fb.logit_rows.push_back(static_cast<int32_t>(len - 1));
+      auto r = model_of(b).forward(fb, state);
+      if (!r.is_ok()) return r.status();
+    }
+    ops_of(b)->synchronize();
+    if (it > 0) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());  // first = warm-up
+  }
+  return median(times);
+}
+
+json gpu_info(double* copy_gbs) {
+  json g = {{"name", "cpu"}};
+  *copy_gbs = 0;
+#ifdef DI_HAVE_CUDA
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
+    g = {{"name", prop.name}, {"sm_count", prop.multiProcessorCount}, {"memory_gib", prop.totalGlobalMem / double(1 << 30)}};
+    // Copy bandwidth ceiling: a 2 GiB device-to-device copy, bytes read + written.
+    const size_t bytes = size_t{2} << 30;
+    void *a = nullptr, *c = nullptr;
+    if (cudaMalloc(&a, bytes) == cudaSuccess && cudaMalloc(&c, bytes) == cudaSuccess) {
+      cudaMemset(a, 1, bytes);
+      std::vector<double> t;
+      for (int i = 0; i < 6; ++i) {
+        cudaDeviceSynchronize();
+        const auto t0 = Clock::now();
+        cudaMemcpy(c, a, bytes, cudaMemcpyDeviceToDevice);
+        cudaDeviceSynchronize();
+        if (i > 0) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      *copy_gbs = 2.0 * bytes / median(t) / 1e9;
+    }
+    cudaFree(a);
+    cudaFree(c);
+    g["copy_bandwidth_gbs"] = *copy_gbs;
+  }
+#endif
+  return g;
+}
+
+json model_json(const loader::ModelConfig& c) {
+  return {{"layers", c.num_hidden_layers}, {"hidden", c.hidden_size}, {"heads", c.num_attention_heads},
+          {"head_dim", c.head_dim}, {"experts", c.n_routed_experts}, {"experts_per_tok", c.num_experts_per_tok},
+          {"moe_inter", c.moe_intermediate_size}, {"vocab", c.vocab_size}, {"window", c.sliding_window},
+          {"index_topk", c.index_topk}};
+}
+
+json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb) {
+  ops::TimingOps timing(ops_of(b));
+  model::Model* base = b.loaded ? dynamic_cast<model::Model*>(b.loaded->model.get()) : b.model.get();
+  const loader::ModelWeights& w = b.loaded ? b.weights : b.weights;
+  if (b.loaded) return json::object();  // weights of a loaded model are private to it
+  model::Model timed(base->config(), w, &timing, base->options());
+  (void)timed.forward(fb, state);
+  double total = 0;
+  for (const auto& [name, v] : timing.totals()) total += v.second;
+  json out = json::object();
+  for (const auto& [name, v] : timing.totals()) {
+    out[name] = {{"calls", v.first}, {"ms", v.second * 1e3}, {"share", total > 0 ? v.second / total : 0}};
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> run_benchmark(const BenchOptions& o) {
+  DI_ASSIGN_OR_RETURN(const model::Numerics numerics, engine::parse_numerics(o.numerics));
+  DI_ASSIGN_OR_RETURN(BenchModel b, build_model(o, numerics));
+  double copy_gbs = 0;
+  json result;
+  result["gpu"] = gpu_info(&copy_gbs);
+  result["commit"] = o.commit;
+  result["command"] = o.command;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  result["date"] = date;
+  result["numerics"] = o.numerics;
+  result["model"] = model_json(b.config);
+  result["rows"] = json::array();
+  const int32_t block_tokens = std::max(256, b.config.max_ratio());
+  const double budget = o.memory_budget_gib * double(1 << 30);
+  auto row_base = [&](const char* kind, int64_t batch, int64_t context) {
+    return json{{"kind", kind}, {"batch", batch}, {"context", context}, {"model", model_json(b.config)}};
+  };
+  for (int64_t context : o.contexts) {
+    for (int64_t batch : o.batches) {
+      json row = row_base("decode", batch, context);
+      const int64_t n_blocks = batch * (context / block_tokens + 1);
+      if (static_cast<double>(engine::kv_bytes_estimate(b.config, batch, n_blocks, block_tokens)) > budget) {
+        row["skipped"] = "KV state does not fit the memory budget";
+        result["rows"].push_back(row);
+        continue;
+      }
+      model::KvState state(b.config, {static_cast<int32_t>(batch), static_cast<int32_t>(n_blocks), block_tokens,
+                                      model_of(b).act_dtype()},
+                           ops_of(b));
+      if (ops_of(b)->device() != tensor::Device::kCpu) DI_RETURN_IF_ERROR(engine::randomize_kv(state, ops_of(b), 11));
+      DI_ASSIGN_OR_RETURN(const double t, time_decode(b, o, batch, context, state));
+      const engine::StepCost cost = engine::decode_step_cost(b.config, batch, context);
+      row["step_ms"] = t * 1e3;
+      row["tokens_per_s"] = static_cast<double>(batch) / t;
+      row["bytes_per_step"] = cost.weight_bytes + cost.kv_bytes;
+      row["hbm_roofline_pct"] = copy_gbs > 0 ? 100.0 * (cost.weight_bytes + cost.kv_bytes) / t / (copy_gbs * 1e9) : 0.0;
+      row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
+      log_info("decode batch {} context {}: {:.3f} ms/step, {:.1f} tok/s", batch, context, t * 1e3, batch / t);
+      if (o.kernel_breakdown && !result.contains("decode_breakdown")) {
+        result["decode_breakdown"] = breakdown(b, state, decode_batch(batch, context, block_tokens));
+        result["decode_breakdown_shape"] = {{"batch", batch}, {"context", context}};
+      }
+      result["rows"].push_back(row);
+    }
+  }
+  for (int64_t n : o.prefill_lengths) {
+    json row = row_base("prefill", 1, n);
+    if (static_cast<double>(engine::kv_bytes_estimate(b.config, 1, n / block_tokens + 1, block_tokens)) > budget) {
+      row["skipped"] = "KV state does not fit the memory budget";
+      result["rows"].push_back(row);
+      continue;
+    }
+    model::KvState state(b.config, {1, static_cast<int32_t>(n / block_tokens + 1), block_tokens, model_of(b).act_dtype()},
+                         ops_of(b));
+    DI_ASSIGN_OR_RETURN(const double t, time_prefill(b, o, n, state));
+    const engine::StepCost cost = engine::prefill_cost(b.config, n);
+    row["seconds"] = t;
+    row["tokens_per_s"] = static_cast<double>(n) / t;
+    row["hbm_roofline_pct"] = 0.0;  // prefill is compute-bound: the tensor share is the meaningful one
+    row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
+    log_info("prefill {} tokens: {:.3f} s, {:.1f} tok/s", n, t, n / t);
+    result["rows"].push_back(row);
+  }
+  if (!o.baseline_json.empty()) {
+    auto text = read_file(o.baseline_json);
+    if (text.is_ok()) {
+      json base = json::parse(*text, nullptr, false);
+      if (!base.is_discarded()) result["baseline"] = base;
+    }
+  }
+  return result.dump(1);
+}
+
+}  // namespace deepinfer
