@@ -87,6 +87,9 @@ TEST_F(CudaKvOpsTest, CompressorWindowAndRowStores) {
     gpu_->compress(kv.dev, sc.dev, ape.dev, dev_, pd, cp, sk.dev, ss.dev, rows.dev);
     EXPECT_LE(rel_error(download(rows.dev), values(rows.host)), 1e-6f) << "ratio " << ratio;
     EXPECT_LE(rel_error(download(sk.dev), values(sk.host)), 0.0f);
+    // Row stores on identical inputs (the GPU's rows) must match exactly.
+    const std::vector<float> grows = download(rows.dev);
+    std::copy(grows.begin(), grows.end(), rows.host.as<float>());
     Pair pool = make(DType::kF32, {9 * 128 / ratio, dc});
     cpu_.store_rows(rows.host, ph, pool.host);
     gpu_->store_rows(rows.dev, pd, pool.dev);

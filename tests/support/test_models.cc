@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
@@ -16,7 +17,8 @@ namespace deepinfer::testing {
 
 std::string synthetic_model_dir(const std::string& config, uint64_t seed) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::path(DI_BINARY_DIR) / "test_models";
+  const char* bin = std::getenv("DEEPINFER_TEST_MODELS_DIR");
+  const fs::path root = bin != nullptr ? fs::path(bin) : fs::path(DI_BINARY_DIR) / "test_models";
   fs::create_directories(root);
   const fs::path dir = root / (config + "-seed" + std::to_string(seed));
   const int fd = ::open((root / (config + ".lock")).c_str(), O_CREAT | O_RDWR, 0644);
@@ -39,7 +41,9 @@ std::string synthetic_model_dir(const std::string& config, uint64_t seed) {
 }
 
 std::string fixture_path(const std::string& name) {
-  return (std::filesystem::path(DI_SOURCE_DIR) / "tests" / "fixtures" / name).string();
+  // DEEPINFER_SOURCE_DIR: where the tree lives when test binaries run elsewhere (the GPU machine).
+  const char* src = std::getenv("DEEPINFER_SOURCE_DIR");
+  return (std::filesystem::path(src != nullptr ? src : DI_SOURCE_DIR) / "tests" / "fixtures" / name).string();
 }
 
 std::string run_command(const std::string& command) {

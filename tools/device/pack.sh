@@ -7,8 +7,17 @@ cd "$(dirname "$0")/../.."
 BUILD="${1:-build}"
 rm -rf .carry && mkdir -p .carry/bin .carry/lib
 cp "$BUILD/bin/deepinfer" .carry/bin/
-for f in "$BUILD"/bin/*; do [ -f "$f" ] && [ -x "$f" ] && cp "$f" .carry/bin/; done
-for lib in libfmt.so.9 libpcre2-8.so.0 libgomp.so.1; do
+# CUDA test binaries, when this build has the CUDA backend.
+for f in "$BUILD"/tests/ops/cuda_ops_test "$BUILD"/tests/model/cuda_model_test; do
+  [ -x "$f" ] && cp "$f" .carry/bin/
+done
+for lib in libfmt.so.9 libpcre2-8.so.0 libgomp.so.1 libxxhash.so.0; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" .carry/lib/ 2>/dev/null || cp -L "/lib/x86_64-linux-gnu/$lib" .carry/lib/
 done
+# transformers' V4.1 port for the V4.1 golden run (read at run time, never committed): see
+# tools/golden/run_v41_golden_on_device.sh. HF_V41_PORT names a folder holding the three files.
+if [ -n "${HF_V41_PORT:-}" ]; then
+  mkdir -p .carry/hf_v41
+  cp "$HF_V41_PORT"/__init__.py "$HF_V41_PORT"/configuration_deepseek_v41.py "$HF_V41_PORT"/modeling_deepseek_v41.py .carry/hf_v41/
+fi
 du -sh .carry
