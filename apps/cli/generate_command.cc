@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "command.h"
@@ -29,7 +31,26 @@ struct GenerateArgs {
   bool ids = false;
   bool progress = false;
   bool no_progress = false;
+  std::string json_schema;  // structured outputs (at most one of the three)
+  std::string regex;
+  std::string grammar;
 };
+
+// The --json-schema / --regex / --grammar constraint, if any ('@file' reads a file).
+std::optional<StructuredOutput> structured_from_args(const GenerateArgs& args) {
+  auto text = [](const std::string& v) {
+    if (v.empty() || v[0] != '@') return v;
+    std::ifstream in(v.substr(1));
+    if (!in) fail(kName, "cannot read " + v.substr(1), 2);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const int n = !args.json_schema.empty() + !args.regex.empty() + !args.grammar.empty();
+  if (n == 0) return std::nullopt;
+  if (n > 1) fail(kName, "give at most one of --json-schema, --regex, --grammar", 2);
+  if (!args.json_schema.empty()) return StructuredOutput{StructuredOutput::Kind::kJsonSchema, text(args.json_schema)};
+  if (!args.regex.empty()) return StructuredOutput{StructuredOutput::Kind::kRegex, text(args.regex)};
+  return StructuredOutput{StructuredOutput::Kind::kEbnf, text(args.grammar)};
+}
 
 std::vector<int32_t> parse_ids(const std::string& text) {
   std::vector<int32_t> ids;
@@ -123,8 +144,12 @@ void run(const GenerateArgs& args, const EngineFlags& engine_flags, const Sampli
                 "for real weights.\n\n", cache_dir().c_str());
   }
   std::unique_ptr<Engine> engine = open_engine_or_fail(kName, engine_flags);
+  const std::optional<StructuredOutput> constraint = structured_from_args(args);
   std::vector<Request> requests;
-  for (const PromptItem& item : items) requests.push_back(item.request);
+  for (const PromptItem& item : items) {
+    requests.push_back(item.request);
+    if (constraint) requests.back().structured_output = constraint;
+  }
   const bool show_bar = !args.no_progress && (args.progress || (items.size() > 1 && isatty(STDERR_FILENO)));
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -157,6 +182,9 @@ void setup(CLI::App* app) {
                   "\"id\" and per-line sampling fields");
   app->add_option("--output-jsonl", args->output_jsonl, "write one JSON result per prompt here ('-' = stdout)");
   app->add_flag("--ids", args->ids, "prompts are token ids (\"0 1 2\"); also print generated ids");
+  app->add_option("--json-schema", args->json_schema, "constrain the output to this JSON schema (text or @file)");
+  app->add_option("--regex", args->regex, "constrain the output to this regex (text or @file)");
+  app->add_option("--grammar", args->grammar, "constrain the output to this EBNF/GBNF grammar (text or @file)");
   app->add_flag("--progress", args->progress, "always show the progress bar");
   app->add_flag("--no-progress", args->no_progress, "never show the progress bar");
   app->callback([args, engine_flags, sampling_flags] { run(*args, *engine_flags, *sampling_flags); });

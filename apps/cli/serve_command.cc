@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "deepinfer/engine.h"
+#include "engine_flags.h"
 
 #if DI_HAVE_SERVER
 #include "api_server.h"
@@ -22,7 +23,7 @@ namespace {
 #if DI_HAVE_SERVER
 
 struct ServeArgs {
-  EngineOptions engine;
+  std::shared_ptr<EngineFlags> engine;
   server::ServerOptions server;
   int64_t max_body_mb = 32;
   bool no_thinking = false;
@@ -30,14 +31,7 @@ struct ServeArgs {
 };
 
 void add_options(CLI::App* app, ServeArgs* a) {
-  app->add_option("--model", a->engine.model, "checkpoint directory, repo id, or 'demo'")->capture_default_str();
-  app->add_option("--tokenizer", a->engine.tokenizer, "tokenizer.json (default: the model's)");
-  app->add_option("--device", a->engine.device, "cpu | cuda")->capture_default_str();
-  app->add_option("--max-num-seqs", a->engine.max_num_seqs, "running sequences per step")->capture_default_str();
-  app->add_option("--max-num-batched-tokens", a->engine.max_num_batched_tokens, "tokens per step")->capture_default_str();
-  app->add_option("--max-model-len", a->engine.max_model_len, "context limit (0: the model's)")->capture_default_str();
-  app->add_option("--kv-blocks", a->engine.kv_blocks, "KV history blocks (0: sized automatically)")->capture_default_str();
-  app->add_option("--seed", a->engine.seed, "engine seed for requests without one")->capture_default_str();
+  a->engine = add_engine_flags(app);  // the same engine flags as generate / chat
   app->add_option("--host", a->server.http.host, "address to listen on")->capture_default_str();
   app->add_option("--port", a->server.http.port, "port (0: any free port)")->capture_default_str();
   app->add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY' (or x-api-key)")
@@ -62,18 +56,15 @@ sigset_t shutdown_signals() {
 void serve(const ServeArgs& args) {
   sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the engine and io threads exist
-  auto options = EngineOptions::with_environment(args.engine);
-  if (!options.is_ok()) fail("serve", options.status().message(), 2);
-  auto engine = Engine::open(*options);
-  if (!engine.is_ok()) fail("serve", engine.status().message(), 2);
+  std::unique_ptr<Engine> engine = open_engine_or_fail("serve", *args.engine);
   server::ServerOptions so = args.server;
   so.http.max_body_bytes = static_cast<size_t>(args.max_body_mb) << 20;
   so.thinking_by_default = !args.no_thinking;
   so.access_log = !args.quiet;
-  auto server = server::ApiServer::start(**engine, so);
+  auto server = server::ApiServer::start(*engine, so);
   if (!server.is_ok()) fail("serve", server.status().message(), 2);
   std::printf("deepinfer serve: listening on http://%s:%d (model %s)\n", so.http.host.c_str(), (*server)->port(),
-              (*engine)->model_dir().c_str());
+              engine->model_dir().c_str());
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
@@ -87,7 +78,7 @@ void serve(const ServeArgs& args) {
   std::fprintf(stderr, "deepinfer serve: %s, draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
                so.shutdown_timeout_s);
   size_t n_aborted = (*server)->shutdown();
-  (*engine)->shutdown(/*drain=*/false);
+  engine->shutdown(/*drain=*/false);
   std::fprintf(stderr, "deepinfer serve: stopped (%zu requests aborted)\n", n_aborted);
 }
 

@@ -89,6 +89,16 @@ TEST(CliE2eTest, IdsPromptsAndJsonlToStdout) {
   EXPECT_EQ(lines[0]["outputs"].size(), 2u);
 }
 
+TEST(CliE2eTest, RegexConstrainsTheOutput) {
+  const auto r = run_shell(kCli + " generate" + model_flag() + "--regex '(red|green|blue)' --seed 4 --output-jsonl - "
+                           "'My favourite colour is'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string text = j["text"];
+  EXPECT_TRUE(text == "red" || text == "green" || text == "blue") << text;
+  EXPECT_EQ(j["finish_reason"], "stop");
+}
+
 TEST(CliE2eTest, BadArgumentsExitWithAMessage) {
   auto r = run_shell(kCli + " generate" + model_flag() + "--temperature -1 hi", true);
   EXPECT_EQ(r.status, 2) << r.out;

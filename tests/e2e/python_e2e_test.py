@@ -120,6 +120,15 @@ class PythonE2eTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "prompt_logprobs"):
             self.llm.generate("x", SamplingParams(prompt_logprobs=1))
 
+    def test_structured_outputs(self):
+        so = deepinfer.StructuredOutputsParams(json={"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                                     "required": ["ok"], "additionalProperties": False})
+        out = self.llm.generate("JSON:", SamplingParams(max_tokens=20, seed=2, structured_outputs=so))[0].outputs[0]
+        self.assertIn(out.text, ('{"ok":true}', '{"ok":false}'))
+        self.assertEqual(out.finish_reason, "stop")
+        with self.assertRaisesRegex(ValueError, "structured_output"):
+            self.llm.generate("x", SamplingParams(structured_outputs={"regex": "(unclosed"}))
+
     def test_stats(self):
         s = self.llm.stats()
         self.assertGreater(s["requests_finished"], 0)
