@@ -3,6 +3,12 @@ add_library(di_warnings INTERFACE)
 target_compile_options(di_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${DI_WERROR}>>:-Werror>)
+# GCC 12 reports -Wrestrict/-Wstringop-overflow false positives inside libstdc++'s std::string at
+# -O3 (GCC PR105329/PR105651); they are not about our code and would break -Werror builds.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(di_warnings INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict -Wno-stringop-overflow -Wno-stringop-overread>)
+endif()
 
 # OpenMP parallelises the CPU reference over output rows only, so results stay
 # independent of the thread count and of the batch composition.
