@@ -74,9 +74,15 @@ enum class FinishReason : uint8_t { kStop, kLength, kAbort, kError };
 const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
 
 // Constrained decoding for one request (compiled by the grammar engine; errors name the keyword).
+// kDsmlToolCalls: the output is DeepSeek DSML tool-call markup (docs/chat-encoding.md); `spec` is
+// a JSON object, booleans optional with these defaults: {"tools": [{"name": "f", "parameters":
+// {JSON schema, default {}}}, ...], "required": false (a tool-call block must come), "thinking":
+// false (output starts with reasoning closed by </think>), "allow_content": true (text before the
+// block), "parallel_calls": true (several invokes), "v41_tags": false (V4.1 tag spelling),
+// "any_order": true (parameters in any order, at most 10 per tool; false: schema order)}.
 struct StructuredOutput {
-  enum class Kind : uint8_t { kJsonSchema, kRegex, kEbnf, kJsonObject } kind = Kind::kJsonSchema;
-  std::string spec;  // the schema / regex / grammar text (empty for kJsonObject)
+  enum class Kind : uint8_t { kJsonSchema, kRegex, kEbnf, kJsonObject, kDsmlToolCalls } kind = Kind::kJsonSchema;
+  std::string spec;  // the schema / regex / grammar text / DSML spec (empty for kJsonObject)
 };
 
 struct Request {

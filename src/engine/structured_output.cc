@@ -1,8 +1,15 @@
 // StructuredOutputCompiler over the grammar engine's public API (include/deepinfer/grammar.h):
-// JSON schema, regex, EBNF (GBNF / Lark subset) and "any JSON object" ({"type": "object"}).
+// JSON schema, regex, EBNF (GBNF / Lark subset), "any JSON object" ({"type": "object"}) and
+// DSML tool calls (the JSON spec of engine.h, parsed here into compile_dsml's arguments).
 // Builds without the grammar engine too (then every structured_output request fails at submit
 // with UNIMPLEMENTED naming the field), so the engine never blocks on that module's progress.
 #include "engine/structured_output.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -15,6 +22,66 @@ namespace deepinfer::engine {
 
 #ifdef DI_ENGINE_HAS_GRAMMAR
 namespace {
+
+struct DsmlSpec {
+  std::vector<DsmlToolSpec> tools;
+  DsmlGrammarOptions options;
+};
+
+Status spec_error(const std::string& field, const std::string& what) {
+  return invalid_argument("structured_output: DSML tool-call spec field '{}': {}", field, what);
+}
+
+Result<DsmlToolSpec> parse_dsml_tool(const nlohmann::ordered_json& tool, const std::string& path) {
+  if (!tool.is_object()) return spec_error(path, "expected an object {\"name\", \"parameters\"}");
+  DsmlToolSpec out;
+  for (const auto& [key, value] : tool.items()) {
+    if (key == "name" && value.is_string()) {
+      out.name = value.get<std::string>();
+    } else if (key == "parameters" && value.is_object()) {
+      out.parameters_json = value.dump();
+    } else if (key == "name" || key == "parameters") {
+      return spec_error(path + "." + key, key == "name" ? "expected a string" : "expected a JSON schema object");
+    } else {
+      return spec_error(path + "." + key, "unknown field (expected name, parameters)");
+    }
+  }
+  if (out.name.empty()) return spec_error(path + ".name", "required (a non-empty string)");
+  return out;
+}
+
+// The kDsmlToolCalls spec of engine.h; unknown fields are errors (a misspelled "required" must
+// not silently turn into an optional tool call). Ordered JSON: schema order is parameter order.
+Result<DsmlSpec> parse_dsml_spec(const std::string& text) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return invalid_argument("structured_output: the DSML tool-call spec must be a JSON object");
+  }
+  DsmlSpec out;
+  const std::pair<const char*, bool*> flags[] = {
+      {"required", &out.options.tool_call_required}, {"thinking", &out.options.thinking},
+      {"allow_content", &out.options.allow_content}, {"parallel_calls", &out.options.parallel_calls},
+      {"v41_tags", &out.options.v41_tags}, {"any_order", &out.options.any_order}};
+  for (const auto& [key, value] : j.items()) {
+    if (key == "tools") {
+      if (!value.is_array() || value.empty()) return spec_error("tools", "expected a non-empty array of tools");
+      for (size_t i = 0; i < value.size(); ++i) {
+        DI_ASSIGN_OR_RETURN(DsmlToolSpec tool, parse_dsml_tool(value[i], "tools[" + std::to_string(i) + "]"));
+        out.tools.push_back(std::move(tool));
+      }
+      continue;
+    }
+    auto flag = std::find_if(std::begin(flags), std::end(flags), [&](const auto& f) { return key == f.first; });
+    if (flag == std::end(flags)) {
+      return spec_error(key, "unknown field (expected tools, required, thinking, allow_content, parallel_calls, "
+                             "v41_tags, any_order)");
+    }
+    if (!value.is_boolean()) return spec_error(key, "expected true or false");
+    *flag->second = value.get<bool>();
+  }
+  if (out.tools.empty()) return spec_error("tools", "required (a non-empty array of tools)");
+  return out;
+}
 
 struct CompiledGrammarOutput final : CompiledStructuredOutput {
   std::shared_ptr<const Grammar> grammar;
@@ -42,6 +109,11 @@ class GrammarOutputCompiler final : public StructuredOutputCompiler {
       case StructuredOutput::Kind::kRegex: g = compiler_->compile_regex(spec.spec); break;
       case StructuredOutput::Kind::kEbnf: g = compiler_->compile_ebnf(spec.spec); break;
       case StructuredOutput::Kind::kJsonObject: g = compiler_->compile_json_schema(R"({"type": "object"})"); break;
+      case StructuredOutput::Kind::kDsmlToolCalls: {
+        DI_ASSIGN_OR_RETURN(DsmlSpec dsml, parse_dsml_spec(spec.spec));
+        g = compiler_->compile_dsml(dsml.tools, dsml.options);
+        break;
+      }
     }
     if (!g.is_ok()) return Status(StatusCode::kInvalidArgument, g.status().message()).with_context("structured_output");
     auto out = std::make_shared<CompiledGrammarOutput>();
