@@ -184,6 +184,8 @@ Status read_choice_and_thinking(const Json& body, const ProtocolOptions& options
     if (type == "tool") {
       DI_PROTO_ASSIGN_OR_RETURN(r->tool_choice.name, req_string(*choice, "name", "tool_choice"));
     }
+    DI_PROTO_ASSIGN_OR_RETURN(auto serial, opt_bool(*choice, "disable_parallel_tool_use", "tool_choice"));
+    r->parallel_tool_calls = !serial.value_or(false);
   }
   std::optional<bool> thinking;
   DI_PROTO_ASSIGN_OR_RETURN(const Json* t, opt_object(body, "thinking", ""));

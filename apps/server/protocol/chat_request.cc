@@ -67,6 +67,7 @@ void set_thinking(std::optional<bool> thinking, const ProtocolOptions& options,
 }
 
 void attach_tools_and_format(std::vector<std::string> tool_schemas, ChatRequest* request) {
+  request->tool_schemas = tool_schemas;  // for the tool-call grammar
   bool with_tools = !tool_schemas.empty() && request->tool_choice.mode != ToolChoiceMode::kNone;
   if (!with_tools && request->response_format.empty()) return;
   auto& messages = request->messages;
@@ -88,6 +89,14 @@ Status finish_request(ChatRequest* request) {
   }
   if (choice.mode == ToolChoiceMode::kRequired && request->tool_names.empty()) {
     return json_error("tool_choice", "\"required\" needs at least one tool");
+  }
+  // Both would constrain the whole output: a JSON document cannot also be a tool call.
+  if ((choice.mode == ToolChoiceMode::kRequired || choice.mode == ToolChoiceMode::kNamed) &&
+      !request->response_format.empty()) {
+    std::string what = choice.mode == ToolChoiceMode::kRequired ? "\"required\"" : "a named tool";
+    std::string format = request->api == Api::kResponses ? "text.format" : "response_format";
+    return json_error("tool_choice", what + " cannot be combined with " + format +
+                                         " (both constrain the whole output); send one of them");
   }
   Status sampling = request->sampling.validate();
   if (!sampling.is_ok()) return sampling;

@@ -42,11 +42,14 @@ struct ChatRequest {
   std::vector<chat::Message> messages;  // tools / response format already attached
   chat::RenderOptions render;
   SamplingParams sampling;
-  // tool_choice "none" removes the tools from the prompt; required/named must be enforced by
-  // constrained decoding (the grammar module), it is only recorded here.
+  // tool_choice "none" removes the tools from the prompt; required/named (and
+  // parallel_tool_calls = false) are enforced by the server with a DSML tool-call grammar
+  // (routes/output_constraint.h), they are only recorded here.
   ToolChoice tool_choice;
-  std::vector<std::string> tool_names;  // declared tools, in order
-  std::string response_format;          // JSON text of the requested format ("" = free text)
+  bool parallel_tool_calls = true;        // false: at most one call per turn
+  std::vector<std::string> tool_names;    // declared tools, in order
+  std::vector<std::string> tool_schemas;  // their function objects {name, parameters, ...} (JSON text)
+  std::string response_format;            // JSON text of the requested format ("" = free text)
   bool stream = false;
   bool include_usage = false;  // Chat Completions stream_options.include_usage
   // The last message is an assistant turn to continue (Anthropic prefill): it is rendered without

@@ -195,6 +195,8 @@ Result<ChatRequest> parse_chat_completions(const Json& body, const ProtocolOptio
   std::vector<std::string> schemas;
   DI_PROTO_RETURN_IF_ERROR(read_tools(body, &r, &schemas));
   DI_PROTO_RETURN_IF_ERROR(read_tool_choice(body, &r));
+  DI_PROTO_ASSIGN_OR_RETURN(auto parallel, opt_bool(body, "parallel_tool_calls", ""));
+  r.parallel_tool_calls = parallel.value_or(true);
   DI_PROTO_RETURN_IF_ERROR(read_response_format(body, &r));
   DI_PROTO_RETURN_IF_ERROR(read_thinking(body, options, &r));
   DI_PROTO_RETURN_IF_ERROR(read_openai_sampling(body, &r.sampling));

@@ -27,7 +27,8 @@ void set_thinking(std::optional<bool> thinking, const ProtocolOptions& options,
 void attach_tools_and_format(std::vector<std::string> tool_schemas, ChatRequest* request);
 
 // Checks that need the whole request: a named tool choice names a declared tool, required
-// needs tools, and the sampling parameters are valid.
+// needs tools, a forced tool call comes without a response format, and the sampling parameters
+// are valid.
 Status finish_request(ChatRequest* request);
 
 }  // namespace deepinfer::protocol

@@ -241,6 +241,8 @@ Result<ChatRequest> parse_responses(const Json& body, const ProtocolOptions& opt
   std::vector<std::string> schemas;
   DI_PROTO_RETURN_IF_ERROR(read_tools(body, &r, &schemas));
   DI_PROTO_RETURN_IF_ERROR(read_tool_choice(body, &r));
+  DI_PROTO_ASSIGN_OR_RETURN(auto parallel, opt_bool(body, "parallel_tool_calls", ""));
+  r.parallel_tool_calls = parallel.value_or(true);
   DI_PROTO_RETURN_IF_ERROR(read_options(body, options, &r));
   DI_PROTO_RETURN_IF_ERROR(read_responses_sampling(body, &r.sampling));
   attach_tools_and_format(std::move(schemas), &r);

@@ -11,6 +11,7 @@
 #include "routes/chat_response.h"
 #include "routes/chat_stream.h"
 #include "routes/logprobs_json.h"
+#include "routes/output_constraint.h"
 #include "routes/request_checks.h"
 #include "routes/stop_filter.h"
 
@@ -216,7 +217,7 @@ void handle_chat(const std::shared_ptr<Exchange>& exchange, const ChatApi& api) 
   if (auto e = check_context(ctx, static_cast<int64_t>(ids->size()), request.sampling.max_tokens)) {
     return exchange->reply_error(*e);
   }
-  auto structured = structured_output_of(request.response_format);
+  auto structured = output_constraint(request);
   if (!structured.is_ok()) return exchange->reply_error(error_from_status(structured.status()));
 
   Request engine_request;

@@ -2,11 +2,13 @@
 // KV/scheduler integrity check after every step: hundreds of concurrent streams with
 // cancellations end with a clean integrity check, every KV block free and nothing left in the
 // server; a greedy answer does not change with load; engine validation errors reach the client
-// as 400s naming the field.
+// as 400s naming the field. On tiny-v4f (the demo model: real vocabulary, random weights), forced
+// tool calls in all three APIs come back as tool calls whose arguments match the schema.
 #include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -31,6 +33,18 @@ std::unique_ptr<Engine> open_micro_engine() {
   o.max_num_batched_tokens = 256;
   o.max_model_len = 512;
   o.n_snapshot_slots = 8;
+  engine::DebugOptions debug;
+  debug.check_integrity_every_step = true;
+  auto e = engine::open_engine(o, debug);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+std::unique_ptr<Engine> open_tiny_engine() {
+  EngineOptions o;
+  o.model = deepinfer::testing::synthetic_model_dir("tiny-v4f");
+  o.kv_blocks = 32;
+  o.max_num_seqs = 8;
   engine::DebugOptions debug;
   debug.check_integrity_every_step = true;
   auto e = engine::open_engine(o, debug);
@@ -177,6 +191,125 @@ TEST(ServerEngineE2eTest, EngineValidationErrorsAre400s) {
   EXPECT_NE(too_long.body.find("maximum context length is 512 tokens"), std::string::npos) << too_long.body;
   EXPECT_EQ(http_request(server->port(), "GET", "/health").status, 200);
   server->shutdown();
+}
+
+// Bounded argument schemas (enum, small integer, boolean, no extra keys) so that a random model's
+// calls always end within max_tokens.
+const char* kWeatherSchema = R"({"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo", "Lima"]},
+  "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"],
+  "additionalProperties": false})";
+const char* kClockSchema = R"({"type": "object", "properties": {"utc": {"type": "boolean"}}, "required": ["utc"],
+  "additionalProperties": false})";
+
+void expect_schema_valid(const std::string& name, const Json& args) {
+  ASSERT_TRUE(args.is_object()) << args.dump();
+  if (name == "get_weather") {
+    ASSERT_EQ(args.size(), 2u) << args.dump();
+    const std::string city = args.at("city").get<std::string>();
+    EXPECT_TRUE(city == "Paris" || city == "Oslo" || city == "Lima") << args.dump();
+    // JSON schema counts 6.0 as an integer, and so does the grammar (draft 6 and later).
+    ASSERT_TRUE(args.at("days").is_number()) << args.dump();
+    const double days = args.at("days").get<double>();
+    EXPECT_EQ(days, std::floor(days)) << args.dump();
+    EXPECT_GE(days, 1);
+    EXPECT_LE(days, 7);
+  } else {
+    ASSERT_EQ(name, "get_time");
+    ASSERT_EQ(args.size(), 1u) << args.dump();
+    EXPECT_TRUE(args.at("utc").is_boolean()) << args.dump();
+  }
+}
+
+TEST(ServerEngineE2eTest, ForcedToolCallsOnTheDemoModelComeBackAsSchemaValidCalls) {
+  auto engine = open_tiny_engine();
+  ASSERT_NE(engine, nullptr);
+  auto server = start_server(*engine);
+  ASSERT_NE(server, nullptr);
+  const Json openai_tools = Json::array(
+      {Json{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", Json::parse(kWeatherSchema)}}}},
+       Json{{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", Json::parse(kClockSchema)}}}}});
+  const Json user = Json::array({Json{{"role", "user"}, {"content", "What is the weather in Oslo?"}}});
+  // Thinking off: the reasoning before </think> is not constrained, and a random model need not close it.
+  auto chat = [&](Json tool_choice, uint64_t seed, bool stream) {
+    return Json{{"messages", user}, {"tools", openai_tools}, {"tool_choice", tool_choice},
+                {"parallel_tool_calls", false}, {"thinking", {{"type", "disabled"}}}, {"seed", seed},
+                {"max_tokens", 400}, {"stream", stream}};
+  };
+  const Json named_time = Json{{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  const Json anthropic = Json{
+      {"max_tokens", 400}, {"messages", user}, {"thinking", {{"type", "disabled"}}},
+      {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}},
+      {"tools", Json::array({Json{{"name", "get_weather"}, {"input_schema", Json::parse(kWeatherSchema)}},
+                             Json{{"name", "get_time"}, {"input_schema", Json::parse(kClockSchema)}}})}};
+  const Json responses = Json{
+      {"input", "What time is it?"}, {"tool_choice", "required"}, {"parallel_tool_calls", false},
+      {"reasoning", {{"effort", "none"}}}, {"max_output_tokens", 400},
+      {"tools", Json::array({Json{
+                    {"type", "function"}, {"name", "get_time"}, {"parameters", Json::parse(kClockSchema)}}})}};
+  const std::vector<std::pair<std::string, Json>> calls = {
+      {"/v1/chat/completions", chat("required", 1, false)}, {"/v1/chat/completions", chat("required", 2, false)},
+      {"/v1/chat/completions", chat(named_time, 3, false)}, {"/v1/chat/completions", chat("required", 4, true)},
+      {"/v1/messages", anthropic},                          {"/v1/responses", responses}};
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (const auto& [path, body] : calls) {
+    clients.push_back(std::make_unique<HttpClient>(server->port()));
+    ASSERT_TRUE(clients.back()->send_request("POST", path, body.dump()));
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE("call " + std::to_string(i));
+    auto r = clients[i]->read_response(300000);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->status, 200) << r->body;
+    if (i < 3) {
+      const Json choice = Json::parse(r->body)["choices"][0];
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << r->body;
+      EXPECT_EQ(choice["message"]["content"], nullptr) << r->body;
+      ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r->body;
+      const Json& fn = choice["message"]["tool_calls"][0]["function"];
+      if (i == 2) {
+        EXPECT_EQ(fn["name"], "get_time");
+      }
+      expect_schema_valid(fn["name"], Json::parse(fn["arguments"].get<std::string>()));
+    } else if (i == 3) {  // streamed: the deltas add up to one call
+      std::string name, arguments, finish;
+      for (const SseEvent& e : parse_sse(r->body)) {
+        if (e.data == "[DONE]") continue;
+        const Json c = Json::parse(e.data);
+        if (c["choices"].empty()) continue;
+        const Json& delta = c["choices"][0]["delta"];
+        const bool has_text = delta.contains("content") && delta["content"].is_string() &&
+                              !delta["content"].get<std::string>().empty();
+        EXPECT_FALSE(has_text) << e.data;
+        if (delta.contains("tool_calls")) {
+          for (const Json& tc : delta["tool_calls"]) {
+            EXPECT_EQ(tc["index"], 0) << e.data;
+            if (tc["function"].contains("name")) name += tc["function"]["name"].get<std::string>();
+            if (tc["function"].contains("arguments")) arguments += tc["function"]["arguments"].get<std::string>();
+          }
+        }
+        if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"];
+      }
+      EXPECT_EQ(finish, "tool_calls") << r->body;
+      expect_schema_valid(name, Json::parse(arguments));
+    } else if (i == 4) {
+      const Json j = Json::parse(r->body);
+      EXPECT_EQ(j["stop_reason"], "tool_use") << r->body;
+      ASSERT_EQ(j["content"].size(), 1u) << r->body;
+      EXPECT_EQ(j["content"][0]["type"], "tool_use");
+      EXPECT_EQ(j["content"][0]["name"], "get_weather");
+      expect_schema_valid("get_weather", j["content"][0]["input"]);
+    } else {
+      const Json j = Json::parse(r->body);
+      ASSERT_EQ(j["output"].size(), 1u) << r->body;
+      EXPECT_EQ(j["output"][0]["type"], "function_call");
+      EXPECT_EQ(j["output"][0]["name"], "get_time");
+      expect_schema_valid("get_time", Json::parse(j["output"][0]["arguments"].get<std::string>()));
+    }
+  }
+  server->shutdown();
+  const engine::DebugSnapshot d = engine::debug_snapshot(*engine);
+  EXPECT_TRUE(d.integrity.is_ok()) << d.integrity.to_string();
+  EXPECT_EQ(d.n_free_blocks, d.n_blocks);
 }
 
 }  // namespace
