@@ -80,9 +80,17 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abor
 // false (output starts with reasoning closed by </think>), "allow_content": true (text before the
 // block), "parallel_calls": true (several invokes), "v41_tags": false (V4.1 tag spelling),
 // "any_order": true (parameters in any order, at most 10 per tool; false: schema order)}.
+// after_reasoning (reasoning-aware structured output, as vLLM's reasoning parsers): the output
+// starts with free reasoning closed by the tokenizer's `</think>` special token, and only what
+// follows it must match the constraint. Until `</think>` every token is allowed except EOS, so
+// the answer cannot be skipped; `</think>` itself is not part of the constrained text. A
+// tokenizer without `</think>` is an INVALID_ARGUMENT at submit naming
+// structured_output.after_reasoning, and so is after_reasoning with kDsmlToolCalls (its spec has
+// its own "thinking" flag).
 struct StructuredOutput {
   enum class Kind : uint8_t { kJsonSchema, kRegex, kEbnf, kJsonObject, kDsmlToolCalls } kind = Kind::kJsonSchema;
   std::string spec;  // the schema / regex / grammar text / DSML spec (empty for kJsonObject)
+  bool after_reasoning = false;  // constrain only the answer after `</think>` (see above)
 };
 
 struct Request {

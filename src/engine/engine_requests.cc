@@ -3,6 +3,7 @@
 // stats/integrity snapshot taken before each delivery.
 #include "base/log.h"
 #include "engine/engine_impl.h"
+#include "engine/reasoning_gate.h"
 
 namespace deepinfer::engine {
 
@@ -17,6 +18,10 @@ void EngineImpl::admit(std::vector<AcceptedRequest> requests) {
       SequenceState state(r.id, i, r.sampling, r.seeds[static_cast<size_t>(i)], r.prompt_ids, tokenizer_,
                           outputs_->eos_ids(), scheduler_->max_seq_tokens() - n_prompt);
       if (r.grammar) state.matcher = grammar_compiler_->make_matcher(r.grammar);
+      if (r.grammar && r.reasoning_end >= 0) {
+        state.matcher = std::make_unique<ReasoningGatedMatcher>(std::move(state.matcher), r.reasoning_end,
+                                                                outputs_->eos_ids(), outputs_->n_vocab());
+      }
       outputs_->add(seq, std::move(state));
       seq_owner_[seq] = r.id;
       record.live.push_back(seq);

@@ -1,9 +1,11 @@
 // accept_request (see request_intake.h). Order of checks: prompt presence, tokenization, ids in
 // the vocabulary, length vs max_model_len, sampling fields (SamplingParams::validate names them),
-// unsupported features, structured output. Messages name the field as the caller spelled it.
+// unsupported features, structured output (after_reasoning before the grammar's own errors).
+// Messages name the field as the caller spelled it.
 #include "engine/request_intake.h"
 
 #include "base/status.h"
+#include "engine/reasoning_gate.h"
 #include "sample/keyed_noise.h"
 
 namespace deepinfer::engine {
@@ -67,7 +69,15 @@ Result<AcceptedRequest> accept_request(Request request, RequestId id, EventSink 
     if (compiler == nullptr) {
       return unimplemented("structured_output is not available: the grammar engine is not wired into this build");
     }
-    DI_ASSIGN_OR_RETURN(out.grammar, compiler->compile(*request.structured_output));
+    const StructuredOutput& so = *request.structured_output;
+    if (so.after_reasoning && so.kind == StructuredOutput::Kind::kDsmlToolCalls) {
+      return invalid_argument("structured_output.after_reasoning: not used with DSML tool calls (set \"thinking\" "
+                              "in their spec instead)");
+    }
+    if (so.after_reasoning) {
+      DI_ASSIGN_OR_RETURN(out.reasoning_end, reasoning_end_token(tokenizer));
+    }
+    DI_ASSIGN_OR_RETURN(out.grammar, compiler->compile(so));
   }
   for (int32_t i = 0; i < request.sampling.n; ++i) {
     out.seeds.push_back(sample::resolve_sequence_seed(request.sampling.seed, limits.engine_seed, id, i));

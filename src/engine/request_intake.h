@@ -28,6 +28,7 @@ struct AcceptedRequest {
   std::vector<uint64_t> seeds;  // one per sequence (sampling.n), keyed_noise.h resolve_sequence_seed
   uint64_t cache_salt = 0;      // 0 = the shared namespace
   std::shared_ptr<const CompiledStructuredOutput> grammar;  // null: unconstrained
+  int32_t reasoning_end = -1;  // >= 0: the grammar starts after this token (after_reasoning)
   std::string label;
   EventSink sink;
 };
