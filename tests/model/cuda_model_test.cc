@@ -76,10 +76,14 @@ TEST_P(CudaModelTest, MatchesTheCpuReference) {
     EXPECT_EQ(agree, static_cast<int>(lc.size()));
   }
   // Official numerics: BF16 roundings and FP8/FP4 fake-quant decisions flip on last-bit summation
-  // differences, and the flips compound over layers (on this random model the logits end up as far
-  // apart as official and plain numerics are). So the check is per layer, relative to the effect of
-  // the contract itself: after the first layers the GPU must be much closer to the CPU's official
-  // numerics than the CPU's plain numerics are — a skipped quantiser would fail it.
+  // differences, and the flips compound over layers: an E4M3 code is 6-12% wide, so a 0.2% input
+  // difference flips a few % of the codes of the next quantised GEMM input (measured on the H200:
+  // |gpu - cpu| / |cpu| = 0.002 after layer 0, 0.018 after layer 1, 0.13 after layer 6; the logits
+  // end up as far apart as official and plain numerics are). So the check is per layer, relative to
+  // the effect of the contract itself (official vs plain on the CPU): after layer 0 the GPU must be
+  // within a quarter of it, and after every layer strictly closer to the CPU's official numerics
+  // than plain numerics are — a skipped or misplaced quantiser would put the GPU on the plain side.
+  // Each op's official numerics are checked without compounding in cuda_ops_test.
   if (!plain) {
     auto cpu_plain = load_on("cpu", model::Numerics::kPlain);
     ASSERT_NE(cpu_plain, nullptr);
@@ -100,9 +104,7 @@ TEST_P(CudaModelTest, MatchesTheCpuReference) {
       const double plain_vs_official = rel_l2(cp.after_layer[l], cc.after_layer[l]);
       std::printf("layer %zu: |gpu - cpu| / |cpu| = %.3g (official vs plain on the CPU: %.3g)\n", l, gpu_vs_cpu,
                   plain_vs_official);
-      if (l < 2) {
-        EXPECT_LT(gpu_vs_cpu, 0.25 * plain_vs_official) << "layer " << l;
-      }
+      EXPECT_LT(gpu_vs_cpu, (l == 0 ? 0.25 : 0.9) * plain_vs_official) << "layer " << l;
     }
   }
 }

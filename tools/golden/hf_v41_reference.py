@@ -289,6 +289,9 @@ def main():
         pos = FULL_LOGIT_POSITIONS[name]
         golden[f"{name}.full_positions"] = torch.tensor(pos, dtype=torch.int32)
         golden[f"{name}.full_logits"] = logits[pos].contiguous()
+        if name == "p1":  # every position of the short prompt: localises any divergence by layer
+            golden["p1.hidden_positions"] = torch.arange(n, dtype=torch.int32)
+            golden["p1.hidden"] = torch.stack([hidden[i][0].to(torch.float32) for i in range(len(model.model.layers))]).contiguous()
         if name == "p0":
             hp = [p for p in HIDDEN_POSITIONS if p < n]
             golden["p0.hidden_positions"] = torch.tensor(hp, dtype=torch.int32)
