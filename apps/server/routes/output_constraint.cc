@@ -31,6 +31,12 @@ Result<Json> parameters_of(const std::string& function_json, size_t index) {
   return *params;
 }
 
+// The output starts with reasoning closed by </think>: thinking mode, except a continued assistant
+// turn (Anthropic prefill), whose reasoning is closed already (protocol::parser_options agrees).
+bool reasoning_first(const protocol::ChatRequest& request) {
+  return request.render.thinking_mode == chat::ThinkingMode::kThinking && !request.continue_final_message;
+}
+
 }  // namespace
 
 Result<std::optional<StructuredOutput>> tool_call_constraint(const protocol::ChatRequest& request) {
@@ -53,12 +59,9 @@ Result<std::optional<StructuredOutput>> tool_call_constraint(const protocol::Cha
     tools.push_back(
         Json{{"name", request.tool_names[i]}, {"parameters", std::move(params).value()}});
   }
-  // A continued assistant turn (Anthropic prefill) has its reasoning closed already.
-  const bool thinking = request.render.thinking_mode == chat::ThinkingMode::kThinking &&
-                        !request.continue_final_message;
   Json spec{{"tools", std::move(tools)},
             {"required", forced},
-            {"thinking", thinking},
+            {"thinking", reasoning_first(request)},
             {"allow_content", !forced},
             {"parallel_calls", request.parallel_tool_calls},
             {"v41_tags", request.render.family == chat::ModelFamily::kV41},
@@ -68,8 +71,11 @@ Result<std::optional<StructuredOutput>> tool_call_constraint(const protocol::Cha
 }
 
 Result<std::optional<StructuredOutput>> output_constraint(const protocol::ChatRequest& request) {
-  if (!request.response_format.empty()) return structured_output_of(request.response_format);
-  return tool_call_constraint(request);
+  if (request.response_format.empty()) return tool_call_constraint(request);
+  Result<std::optional<StructuredOutput>> format = structured_output_of(request.response_format);
+  // The format applies to the answer: the reasoning before </think> stays free text.
+  if (format.is_ok() && format->has_value()) (*format)->after_reasoning = reasoning_first(request);
+  return format;
 }
 
 }  // namespace deepinfer::server

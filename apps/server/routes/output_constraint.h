@@ -20,7 +20,9 @@ namespace deepinfer::server {
 // any order unless a tool has more than 10 (then schema order, the grammar engine's limit).
 Result<std::optional<StructuredOutput>> tool_call_constraint(const protocol::ChatRequest& request);
 
-// response_format when set (see structured_output_of), else tool_call_constraint.
+// response_format when set (see structured_output_of; in thinking mode with after_reasoning, so
+// the format constrains the answer after </think> and the reasoning stays free), else
+// tool_call_constraint.
 Result<std::optional<StructuredOutput>> output_constraint(const protocol::ChatRequest& request);
 
 }  // namespace deepinfer::server
