@@ -44,7 +44,7 @@ class Vocabulary;
 
 struct GrammarLimits {
   int64_t max_states = 500'000;  // automaton states over the whole grammar
-  double max_compile_ms = 250.0; // wall-clock compile budget; past it compilation fails
+  double max_compile_ms = 250.0; // compile budget in CPU time of the compiling thread; past it compilation fails
 };
 
 enum class JsonSchemaDraft : uint8_t { kAuto, kDraft4, kDraft7, k2020 };

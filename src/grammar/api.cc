@@ -2,6 +2,8 @@
 // (front ends -> grammar::Grammar -> CompiledGrammar; GrammarMatcher -> grammar::Matcher).
 #include "deepinfer/grammar.h"
 
+#include <chrono>
+
 #include "deepinfer/tokenizer.h"
 #include "grammar/dsml.h"
 #include "grammar/ebnf.h"
@@ -18,6 +20,11 @@ grammar::CompileLimits compile_limits(const GrammarLimits& l) {
   c.max_states = l.max_states;
   c.max_compile_ms = l.max_compile_ms;
   return c;
+}
+
+// The front ends share the compile budget (thread CPU time) with the automaton construction.
+grammar::ThreadCpuClock::time_point deadline_of(const GrammarLimits& l) {
+  return grammar::ThreadCpuClock::now() + std::chrono::microseconds(static_cast<int64_t>(l.max_compile_ms * 1000));
 }
 
 grammar::JsonSchemaOptions schema_options(const JsonSchemaGrammarOptions& p) {
@@ -77,7 +84,9 @@ Result<std::shared_ptr<const Grammar>> GrammarCompiler::compile_ebnf(std::string
 Result<std::shared_ptr<const Grammar>> GrammarCompiler::compile_json_schema(std::string_view schema_json,
                                                                             const JsonSchemaGrammarOptions& options,
                                                                             const GrammarLimits& limits) const {
-  DI_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::json_schema_to_grammar(schema_json, schema_options(options)));
+  grammar::JsonSchemaOptions o = schema_options(options);
+  o.automata.deadline = deadline_of(limits);
+  DI_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::json_schema_to_grammar(schema_json, o));
   return build(std::move(g), limits);
 }
 
@@ -97,6 +106,7 @@ Result<std::shared_ptr<const Grammar>> GrammarCompiler::compile_dsml(const std::
   o.parallel_calls = options.parallel_calls;
   o.any_order = options.any_order;
   o.v41_tags = options.v41_tags;
+  o.values.automata.deadline = deadline_of(limits);
   DI_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::dsml_tool_call_grammar(specs, o, *vocab_));
   return build(std::move(g), limits);
 }

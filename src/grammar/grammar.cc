@@ -23,7 +23,7 @@ class GrammarCompilerImpl {
     start_ = std::chrono::steady_clock::now();
     auto_limits_.max_states = limits.max_rule_states;
     auto_limits_.deadline =
-        start_ + std::chrono::microseconds(static_cast<int64_t>(limits.max_compile_ms * 1000));
+        ThreadCpuClock::now() + std::chrono::microseconds(static_cast<int64_t>(limits.max_compile_ms * 1000));
   }
 
   Result<std::shared_ptr<const CompiledGrammar>> run();

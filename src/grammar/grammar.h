@@ -47,7 +47,7 @@ struct Grammar {
 struct CompileLimits {
   int64_t max_states = 500'000;     // DFA states over all rules
   int64_t max_rule_states = 200'000;
-  double max_compile_ms = 250.0;    // wall clock for the whole compilation; then an error
+  double max_compile_ms = 250.0;    // CPU time of the compiling thread for the whole compilation; then an error
   bool inline_small_rules = true;   // substitute small narrow non-recursive rules into callers
 };
 

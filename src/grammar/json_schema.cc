@@ -301,6 +301,7 @@ Result<Json> JsonSchemaCompiler::Impl::merge(const Json& a, const Json& b, const
 }
 
 Result<NodeId> JsonSchemaCompiler::Impl::value(const Json& schema, const std::string& path) {
+  if (o.automata.past_deadline()) return resource_exhausted("{}: compile time limit exceeded", path);
   if (schema.is_boolean()) return schema.get<bool>() ? any_value() : g.ast.nothing();
   DI_ASSIGN_OR_RETURN(Json n, normalize(schema, path, 0));
   if (n.is_boolean()) return n.get<bool>() ? any_value() : g.ast.nothing();

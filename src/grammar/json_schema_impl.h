@@ -60,6 +60,7 @@ struct JsonSchemaCompiler::Impl {
   int32_t any_rule = -1;
   int32_t free_string_rule = -1;
   int32_t raw_text_rule = -1;
+  int expansions = 0;  // anyOf/oneOf branches compiled so far (bounded)
 };
 
 // JSON-schema equality of instances (numbers by value, objects ignoring key order).

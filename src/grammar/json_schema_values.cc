@@ -12,6 +12,7 @@ namespace deepinfer::grammar {
 namespace {
 
 constexpr int kMaxGroupDepth = 10;
+constexpr int kMaxExpansions = 2000;
 
 bool has_type(const std::vector<std::string>& types, const char* t) {
   return std::find(types.begin(), types.end(), t) != types.end();
@@ -66,6 +67,8 @@ Result<NodeId> JsonSchemaCompiler::Impl::typed(const Json& n, const std::string&
 
 Result<NodeId> JsonSchemaCompiler::Impl::groups(const Json& n, const std::string& path, int depth) {
   if (depth > kMaxGroupDepth) return unimplemented("{}: anyOf/oneOf nested or combined too deeply", path);
+  // Combined groups multiply out (allOf of anyOfs): bound the work, fail closed.
+  if (o.automata.past_deadline()) return resource_exhausted("{}: compile time limit exceeded", path);
   Json rest = n;
   const Json group = rest[kGroups][0];
   rest[kGroups].erase(0);
@@ -77,6 +80,10 @@ Result<NodeId> JsonSchemaCompiler::Impl::groups(const Json& n, const std::string
   std::vector<Json> merged;
   for (size_t i = 0; i < branches.size(); ++i) {
     const std::string bpath = child(gpath, std::to_string(i));
+    if (++expansions > kMaxExpansions) {
+      return resource_exhausted("{}: anyOf/oneOf combinations expand to more than {} alternatives", path,
+                                kMaxExpansions);
+    }
     DI_ASSIGN_OR_RETURN(Json nb, normalize(branches[i], bpath, 0));
     if (rest.empty()) {
       DI_ASSIGN_OR_RETURN(NodeId v, value(branches[i], bpath));

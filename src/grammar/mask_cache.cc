@@ -5,10 +5,6 @@
 #include "grammar/mask_cache.h"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <string>
 
@@ -314,20 +310,7 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
       }
     }
   }
-  timespec ts0, ts1;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
   auto mask = Walk(grammar, rule, state).run();
-  if (std::getenv("DI_GRAMMAR_TRACE")) {
-    std::fprintf(stderr, "state mask %s/%d: %.1f us leaf=%d slice=%d accepted=%d suffix_nodes=%zu exit=%d\n",
-                 grammar.rule_name(rule).c_str(), state,
-                 (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts1), (ts1.tv_sec - ts0.tv_sec) * 1e6 + (ts1.tv_nsec - ts0.tv_nsec) / 1e3),
-                 !dfa.has_calls(), mask->slice_level, mask->n_accepted, mask->suffixes.nodes.size(), mask->exit_at_root);
-    if (dfa.has_calls() && mask->n_accepted > 10000) {
-      std::string first;
-      for (int b = 0; b < 256; ++b) if (dfa.next(state, static_cast<uint8_t>(b)) >= 0) first += static_cast<char>(b);
-      std::fprintf(stderr, "   first bytes [%s] calls %ld\n", first.c_str(), dfa.calls(state).second - dfa.calls(state).first);
-    }
-  }
   if (leaf) grammar.vocab().put_shared(id_key, mask);
   if (by_digest) grammar.vocab().put_shared(digest_key, mask);
   return mask;

@@ -3,6 +3,8 @@
 // object key rules, orders and separators, oneOf, recursion, and errors that name the keyword.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "grammar/json_schema.h"
 #include "test_vocab.h"
 
@@ -202,6 +204,29 @@ TEST(JsonSchemaTest, FormatsAndAllOf) {
   EXPECT_TRUE(ok(ip, R"("::1")"));
   EXPECT_TRUE(ok(ip, R"("fe80::1:2")"));
   EXPECT_FALSE(ok(ip, R"("1::2::3")"));
+}
+
+TEST(JsonSchemaTest, ExplosiveSchemasFailClosedAndFast) {
+  // allOf of 6 anyOfs with 8 object branches each would expand to 8^6 alternatives.
+  Json any = Json::array();
+  for (int i = 0; i < 8; ++i) any.push_back(Json{{"properties", Json{{"p" + std::to_string(i), Json{{"type", "integer"}}}}}});
+  Json all = Json::array();
+  for (int i = 0; i < 6; ++i) all.push_back(Json{{"anyOf", any}});
+  const auto start = ThreadCpuClock::now();
+  JsonSchemaOptions o;
+  o.automata.deadline = start + std::chrono::milliseconds(250);
+  auto r = json_schema_to_grammar(Json{{"type", "object"}, {"allOf", all}}, o);
+  const double ms = std::chrono::duration<double, std::milli>(ThreadCpuClock::now() - start).count();  // CPU time
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
+  EXPECT_LT(ms, 2000.0);
+  // A grammar whose automaton is too large for the limits fails with a clear message.
+  CompileLimits tight;
+  tight.max_states = 50;
+  auto big = CompiledGrammar::compile(json_schema_to_grammar(std::string_view(
+      R"({"type":"string","maxLength":400})"), {}).value(), small_vocab().vocab, tight);
+  ASSERT_FALSE(big.is_ok());
+  EXPECT_NE(big.status().message().find("exceeds 50 automaton states"), std::string::npos) << big.status().message();
 }
 
 }  // namespace

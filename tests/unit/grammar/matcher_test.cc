@@ -134,7 +134,9 @@ TEST(MatcherTest, MaskEqualsAcceptOnRandomWalks) {
         for (int32_t t = 0; t < v.vocab->n_tokens(); ++t) if ((mask[t >> 5] >> (t & 31)) & 1u) options.push_back(t);
         if (options.empty() || m.is_terminated()) break;
         ASSERT_TRUE(m.accept(options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)]));
-        if (step % 7 == 6) ASSERT_TRUE(m.rollback(1).is_ok());  // exercise rollback mid-walk
+        if (step % 7 == 6) {
+          ASSERT_TRUE(m.rollback(1).is_ok());  // exercise rollback mid-walk
+        }
       }
     }
   }

@@ -28,7 +28,9 @@ bool accepts_text(const std::shared_ptr<const CompiledGrammar>& g, const SuiteVo
       bit = (mask[t >> 5] >> (t & 31)) & 1u;
     }
     const bool ok = m.accept(t);
-    if (sv.check_masks) EXPECT_EQ(bit, ok) << "token " << t << " of " << text;
+    if (sv.check_masks) {
+      EXPECT_EQ(bit, ok) << "token " << t << " of " << text;
+    }
     return ok;
   };
   for (int32_t t : sv.tokenize(text)) if (!step(t)) return false;
