@@ -15,7 +15,8 @@ namespace deepinfer::protocol {
 // Validation errors name the JSON path ("messages[1].tool_calls[0].function.name: required").
 Result<ChatRequest> parse_chat_completions(const Json& body, const ProtocolOptions& options);
 
-// The non-streaming response. A parse error in the model output (finish kError) is an error
+// The non-streaming response. A call forced by a named tool_choice finishes with "stop" (as
+// OpenAI's API does), other tool calls with "tool_calls". A parse error in the model output (finish kError) is an error
 // Status (the server answers 500), never content with markup.
 Result<Json> chat_completion_response(const chat::ParsedOutput& output, const ChatRequest& request,
                                       const ResponseMeta& meta, const Usage& usage);
@@ -36,6 +37,7 @@ class ChatCompletionsStreamer {
 
   ResponseMeta meta_;
   bool include_usage_ = false;
+  bool named_tool_choice_ = false;  // finish "stop" for the forced call (see finish_reason_text)
   bool started_ = false;
   std::string error_;
 };

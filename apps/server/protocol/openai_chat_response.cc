@@ -24,6 +24,17 @@ Json tool_call_json(const chat::ToolCall& call) {
   return tc;
 }
 
+// OpenAI reports a call forced by a named tool_choice with finish_reason "stop" (streaming or
+// not); only calls under "auto" / "required" end with "tool_calls". vLLM does the same.
+const char* finish_reason_text(chat::FinishReason reason, bool named_tool_choice) {
+  if (reason == chat::FinishReason::kToolCalls && named_tool_choice) return "stop";
+  return chat::finish_reason_name(reason);
+}
+
+bool is_named_choice(const ChatRequest& request) {
+  return request.tool_choice.mode == ToolChoiceMode::kNamed;
+}
+
 }  // namespace
 
 Result<Json> chat_completion_response(const chat::ParsedOutput& output, const ChatRequest& request,
@@ -51,7 +62,7 @@ Result<Json> chat_completion_response(const chat::ParsedOutput& output, const Ch
   choice["index"] = 0;
   choice["message"] = std::move(message);
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = chat::finish_reason_name(*output.finish_reason);
+  choice["finish_reason"] = finish_reason_text(*output.finish_reason, is_named_choice(request));
   Json response;
   response["id"] = meta.id;
   response["object"] = "chat.completion";
@@ -63,7 +74,7 @@ Result<Json> chat_completion_response(const chat::ParsedOutput& output, const Ch
 }
 
 ChatCompletionsStreamer::ChatCompletionsStreamer(const ChatRequest& request, ResponseMeta meta)
-    : meta_(std::move(meta)), include_usage_(request.include_usage) {}
+    : meta_(std::move(meta)), include_usage_(request.include_usage), named_tool_choice_(is_named_choice(request)) {}
 
 Json ChatCompletionsStreamer::chunk(Json delta, const Json& finish_reason) const {
   Json choice;
@@ -127,7 +138,7 @@ void ChatCompletionsStreamer::on_event(const chat::ChatEvent& e, const Usage& us
     out->push_back(Json{{"error", std::move(error)}});
     return;
   }
-  out->push_back(chunk(Json::object(), chat::finish_reason_name(e.finish_reason)));
+  out->push_back(chunk(Json::object(), finish_reason_text(e.finish_reason, named_tool_choice_)));
   if (include_usage_) {
     Json last = chunk(Json::object(), nullptr);
     last["choices"] = Json::array();

@@ -75,6 +75,30 @@ TEST(ToolChoiceTest, NamedFunctionSendsOnlyThatTool) {
                                          "parallel_tool_calls": false, "thinking": {"type": "disabled"})"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(sent_spec(t), spec_json(true, false, false, false, false, {"get_time"}));
+  // OpenAI answers a named tool_choice with finish_reason "stop" (a "required" call says
+  // "tool_calls", above), streaming or not.
+  Json j = parse(r.body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"].size(), 1u) << r.body;
+  ClientResponse s = t.post(
+      "/v1/chat/completions",
+      chat_body(R"("tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "stream": true)"));
+  ASSERT_EQ(s.status, 200) << s.body;
+  std::vector<std::string> finishes;
+  bool streamed_call = false;
+  for (const Json& chunk : sse_json(s.body)) {
+    if (!chunk.is_object() || chunk["choices"].empty()) continue;
+    const Json& choice = chunk["choices"][0];
+    if (!choice["finish_reason"].is_null()) finishes.push_back(choice["finish_reason"]);
+    if (choice["delta"].contains("tool_calls")) streamed_call = true;
+  }
+  EXPECT_TRUE(streamed_call) << s.body;
+  EXPECT_EQ(finishes, std::vector<std::string>{"stop"}) << s.body;
+  // "required" keeps "tool_calls" when streaming too.
+  ClientResponse req =
+      t.post("/v1/chat/completions", chat_body(R"("tool_choice": "required", "stream": true)"));
+  ASSERT_EQ(req.status, 200) << req.body;
+  EXPECT_NE(req.body.find(R"("finish_reason":"tool_calls")"), std::string::npos) << req.body;
 }
 
 TEST(ToolChoiceTest, AutoAndNoneSendNoGrammarUnlessParallelCallsAreOff) {
