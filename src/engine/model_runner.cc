@@ -103,7 +103,16 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
 }
 
 Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
-  return model_->model->forward(batch, state_);
+  DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
+  if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
+  // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous).
+  const int64_t rows = r.logits.shape[0], vocab = r.logits.shape[1];
+  host_logits_.resize(static_cast<size_t>(rows * vocab));
+  const tensor::TensorView host =
+      tensor::TensorView::contiguous(host_logits_.data(), tensor::DType::kF32, {rows, vocab});
+  model_->ops->copy(r.logits, host);  // synchronous for host destinations
+  r.logits = host;
+  return r;
 }
 
 void ModelRunner::finish_step(const sched::BatchPlan& plan) {

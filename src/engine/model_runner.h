@@ -25,7 +25,8 @@ class ModelRunner {
   // Applies the plan's bookkeeping and state duties and builds the forward batch. logit_row[i]
   // receives the batch's logit row of plan.seqs[i] (-1: no logits this step).
   Result<model::ForwardBatch> prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row);
-  // Runs the model. The logits view is valid until the next forward.
+  // Runs the model. The logits view is in host memory (the sampler runs on the host; logits from a
+  // device backend are copied into a buffer the runner owns) and valid until the next forward.
   Result<model::ForwardResult> forward(const model::ForwardBatch& batch);
   // After the forward: copies state slots into the snapshots the plan asked for.
   void finish_step(const sched::BatchPlan& plan);
@@ -43,6 +44,7 @@ class ModelRunner {
 
   LoadedModel* model_;
   model::KvState state_;
+  std::vector<float> host_logits_;  // [n_logit_rows, vocab] staging for device backends
   int32_t n_state_slots_;
   int32_t n_snapshot_slots_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
