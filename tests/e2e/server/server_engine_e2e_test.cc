@@ -6,6 +6,7 @@
 // tool calls in all three APIs come back as tool calls whose arguments match the schema, and a
 // response_format in thinking mode gives free reasoning and a schema-valid JSON answer.
 #include <dirent.h>
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -89,6 +90,22 @@ int n_threads() {
   return n;
 }
 
+// "tid:name" of every thread, for failure messages.
+std::string thread_names() {
+  std::string out;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      out += std::string(e->d_name) + ":" + name + " ";
+    }
+    closedir(d);
+  }
+  return out;
+}
+
 TEST(ServerEngineE2eTest, LoadWithCancellationsEndsWithCleanKvIntegrity) {
   constexpr int kStreams = 200;
   auto engine = open_micro_engine();
@@ -97,6 +114,7 @@ TEST(ServerEngineE2eTest, LoadWithCancellationsEndsWithCleanKvIntegrity) {
   ASSERT_NE(server, nullptr);
   ASSERT_EQ(http_request(server->port(), "GET", "/health").status, 200);
   const int threads_before = n_threads();
+  const std::string names_before = thread_names();
   std::vector<int32_t> shared_prefix = ids(16, 7);
   std::vector<std::unique_ptr<HttpClient>> clients;
   for (int i = 0; i < kStreams; ++i) {
@@ -149,7 +167,7 @@ TEST(ServerEngineE2eTest, LoadWithCancellationsEndsWithCleanKvIntegrity) {
   EXPECT_DOUBLE_EQ(engine->stats().kv_usage, 0.0);
   // Worker threads exit asynchronously after their connection closes (give a loaded machine time).
   EXPECT_TRUE(eventually([&] { return n_threads() == threads_before; }, 30000))
-      << n_threads() << " threads, " << threads_before << " before the load";
+      << n_threads() << " threads, " << threads_before << " before the load (" << names_before << "): " << thread_names();
   server->shutdown();
 }
 
