@@ -129,6 +129,18 @@ class PythonE2eTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "structured_output"):
             self.llm.generate("x", SamplingParams(structured_outputs={"regex": "(unclosed"}))
 
+    def test_v41_demo_model(self):
+        # The embedded tiny V4.1-Flash (512-id vocabulary): token-id prompts, greedy, deterministic.
+        v41 = LLM(model="demo-v41", kv_blocks=16, max_num_seqs=4)
+        prompt = [0, 5, 9, 17, 33, 64, 100, 200, 300, 400, 401, 402]
+        params = SamplingParams(max_tokens=6, temperature=0.0)
+        first = v41.generate([prompt], params)[0].outputs[0]
+        again = v41.generate([prompt], params)[0].outputs[0]
+        self.assertEqual(len(first.token_ids), 6)
+        self.assertTrue(all(0 <= t < 512 for t in first.token_ids))
+        self.assertEqual(first.token_ids, again.token_ids)
+        self.assertEqual(first.finish_reason, "length")
+
     def test_stats(self):
         s = self.llm.stats()
         self.assertGreater(s["requests_finished"], 0)
