@@ -26,6 +26,15 @@ namespace {
 
 using Json = protocol::Json;
 
+// The engine with the KV/scheduler integrity check after every step.
+std::unique_ptr<Engine> open_checked(const EngineOptions& o) {
+  engine::DebugOptions debug;
+  debug.check_integrity_every_step = true;
+  auto e = engine::open_engine(o, debug);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
 std::unique_ptr<Engine> open_micro_engine() {
   EngineOptions o;
   o.model = deepinfer::testing::synthetic_model_dir("micro");
@@ -35,11 +44,7 @@ std::unique_ptr<Engine> open_micro_engine() {
   o.max_num_batched_tokens = 256;
   o.max_model_len = 512;
   o.n_snapshot_slots = 8;
-  engine::DebugOptions debug;
-  debug.check_integrity_every_step = true;
-  auto e = engine::open_engine(o, debug);
-  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
-  return e.is_ok() ? std::move(e).value() : nullptr;
+  return open_checked(o);
 }
 
 std::unique_ptr<Engine> open_tiny_engine() {
@@ -47,11 +52,7 @@ std::unique_ptr<Engine> open_tiny_engine() {
   o.model = deepinfer::testing::synthetic_model_dir("tiny-v4f");
   o.kv_blocks = 32;
   o.max_num_seqs = 8;
-  engine::DebugOptions debug;
-  debug.check_integrity_every_step = true;
-  auto e = engine::open_engine(o, debug);
-  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
-  return e.is_ok() ? std::move(e).value() : nullptr;
+  return open_checked(o);
 }
 
 std::unique_ptr<ApiServer> start_server(Engine& engine) {
