@@ -68,9 +68,13 @@ class LLM:
 
     def generate(self, prompts: Any, sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None,
                  *, use_tqdm: bool = False, cache_salt: Optional[str] = None) -> List[RequestOutput]:
+        return self._generate(prompts, sampling_params, use_tqdm=use_tqdm, cache_salt=cache_salt)
+
+    def _generate(self, prompts: Any, sampling_params: Any, *, use_tqdm: bool = False,
+                  cache_salt: Optional[str] = None, after_reasoning: bool = False) -> List[RequestOutput]:
         items = _normalize_prompts(prompts)
         params = _params_list(sampling_params, len(items))
-        requests = [self._request(item, p, cache_salt) for item, p in zip(items, params)]
+        requests = [self._request(item, p, cache_salt, after_reasoning) for item, p in zip(items, params)]
         raw = self._engine.generate(requests, progress=use_tqdm and len(requests) > 1)
         return [self._request_output(item, r, p) for item, r, p in zip(items, raw, params)]
 
@@ -114,7 +118,8 @@ class LLM:
                 doc["tools"] = tools  # OpenAI style: {"type": "function", "function": {...}}
             doc.update(kwargs)
             prompt_ids.append(self._engine.render_chat(json.dumps(doc, ensure_ascii=False)))
-        outputs = self.generate(prompt_ids, sampling_params, use_tqdm=use_tqdm)
+        # In thinking mode a structured output constrains the answer after </think>, not the reasoning.
+        outputs = self._generate(prompt_ids, sampling_params, use_tqdm=use_tqdm, after_reasoning=thinking)
         for out in outputs:
             for c in out.outputs:
                 parsed = self._engine.parse_chat_output(c.token_ids, thinking, c.finish_reason or "stop")
@@ -142,11 +147,14 @@ class LLM:
     def shutdown(self) -> None:
         self._engine.shutdown(True)
 
-    def _request(self, item: Dict[str, Any], p: SamplingParams, cache_salt: Optional[str]) -> Dict[str, Any]:
+    def _request(self, item: Dict[str, Any], p: SamplingParams, cache_salt: Optional[str],
+                 after_reasoning: bool = False) -> Dict[str, Any]:
         r = dict(item)
         r["sampling"] = p._sampling_dict()
         so = p._structured_dict()
         if so is not None:
+            if after_reasoning and so.get("after_reasoning") is None:
+                so = dict(so, after_reasoning=True)
             r["structured_outputs"] = so
         if cache_salt:
             r["cache_salt"] = cache_salt

@@ -18,9 +18,13 @@ class StructuredOutputsParams:
     regex: Optional[str] = None
     grammar: Optional[str] = None
     json_object: Optional[bool] = None
+    # Constrain only what follows the model's </think> (reasoning stays free). LLM.chat sets it in
+    # thinking mode; set it yourself for raw thinking-mode prompts passed to generate().
+    after_reasoning: Optional[bool] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"json": self.json, "regex": self.regex, "grammar": self.grammar, "json_object": self.json_object}
+        return {"json": self.json, "regex": self.regex, "grammar": self.grammar, "json_object": self.json_object,
+                "after_reasoning": self.after_reasoning}
 
 
 @dataclass

@@ -115,6 +115,10 @@ std::optional<StructuredOutput> structured_from_dict(const py::object& o) {
     found.push_back(std::move(so));
   }
   if (found.size() != 1) value_error("structured_outputs: give exactly one of json, regex, grammar, json_object");
+  // after_reasoning: the constraint starts after the model's </think> (LLM.chat sets it in thinking mode).
+  if (d.contains("after_reasoning") && !d["after_reasoning"].is_none()) {
+    found[0].after_reasoning = d["after_reasoning"].cast<bool>();
+  }
   return found[0];
 }
 

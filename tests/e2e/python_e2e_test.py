@@ -2,6 +2,7 @@
 PYTHONPATH=<build>/python and DI_TEST_MODEL=<tiny-v4f dir>): LLM.generate with text and id prompts,
 seeds, n > 1, logprobs and stop strings; LLM.chat in both thinking modes; streaming; errors."""
 
+import json
 import os
 import threading
 import unittest
@@ -128,6 +129,21 @@ class PythonE2eTest(unittest.TestCase):
         self.assertEqual(out.finish_reason, "stop")
         with self.assertRaisesRegex(ValueError, "structured_output"):
             self.llm.generate("x", SamplingParams(structured_outputs={"regex": "(unclosed"}))
+
+    def test_chat_structured_output_constrains_only_the_answer_in_thinking_mode(self):
+        # The random model rarely closes its reasoning by itself: bias </think> (+10) and EOS.
+        tok = self.llm.get_tokenizer()
+        think_end = tok.encode("</think>", add_special_tokens=False)
+        self.assertEqual(len(think_end), 1)
+        schema = {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo", "Lima"]}},
+                  "required": ["city"], "additionalProperties": False}
+        params = SamplingParams(max_tokens=120, seed=1, skip_special_tokens=False,
+                                logit_bias={think_end[0]: 10.0, tok.eos_token_id: 100.0},
+                                structured_outputs=deepinfer.StructuredOutputsParams(json=schema))
+        out = self.llm.chat([{"role": "user", "content": "Pick a city, as JSON."}], params, thinking=True)[0].outputs[0]
+        self.assertIn(think_end[0], out.token_ids)
+        self.assertEqual(out.finish_reason, "stop")
+        self.assertIn(json.loads(out.content)["city"], ("Paris", "Oslo", "Lima"))
 
     def test_v41_demo_model(self):
         # The embedded tiny V4.1-Flash (512-id vocabulary): token-id prompts, greedy, deterministic.
