@@ -110,5 +110,16 @@ class Binder {
   std::map<std::string, FileTensorSpec> files_;
 };
 
+// The mHC mixing parameters of a sublayer (`which` = "attn" | "ffn") under prefix `p`.
+inline HcWeights bind_hc(const Binder& b, const std::string& p, const std::string& which) {
+  return {b.tensor(p + "hc_" + which + "_fn"), b.tensor(p + "hc_" + which + "_base"),
+          b.tensor(p + "hc_" + which + "_scale")};
+}
+
+// One SwiGLU expert (routed or shared) under prefix `p`.
+inline ExpertWeights bind_expert(const Binder& b, const std::string& p) {
+  return {b.linear(p + "w1.weight"), b.linear(p + "w2.weight"), b.linear(p + "w3.weight")};
+}
+
 
 }  // namespace deepinfer::loader::detail

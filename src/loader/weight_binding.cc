@@ -12,11 +12,8 @@ namespace deepinfer::loader {
 namespace {
 
 using detail::Binder;
-
-HcWeights bind_hc(const Binder& b, const std::string& p, const std::string& which) {
-  return {b.tensor(p + "hc_" + which + "_fn"), b.tensor(p + "hc_" + which + "_base"),
-          b.tensor(p + "hc_" + which + "_scale")};
-}
+using detail::bind_expert;
+using detail::bind_hc;
 
 HcHeadWeights bind_hc_head(const Binder& b, const std::string& p) {
   return {b.tensor(p + "hc_head_fn"), b.tensor(p + "hc_head_base"), b.tensor(p + "hc_head_scale")};
@@ -24,10 +21,6 @@ HcHeadWeights bind_hc_head(const Binder& b, const std::string& p) {
 
 CompressorWeights bind_compressor(const Binder& b, const std::string& p) {
   return {b.tensor(p + "ape"), b.linear(p + "wkv.weight"), b.linear(p + "wgate.weight"), b.tensor(p + "norm.weight")};
-}
-
-ExpertWeights bind_expert(const Binder& b, const std::string& p) {
-  return {b.linear(p + "w1.weight"), b.linear(p + "w2.weight"), b.linear(p + "w3.weight")};
 }
 
 BlockWeights bind_block(const Binder& b, const ModelConfig& c, const std::string& p, int ratio, bool hash) {

@@ -9,15 +9,8 @@ namespace deepinfer::loader {
 namespace {
 
 using detail::Binder;
-
-HcWeights bind_hc(const Binder& b, const std::string& p, const std::string& which) {
-  return {b.tensor(p + "hc_" + which + "_fn"), b.tensor(p + "hc_" + which + "_base"),
-          b.tensor(p + "hc_" + which + "_scale")};
-}
-
-ExpertWeights bind_expert(const Binder& b, const std::string& p) {
-  return {b.linear(p + "w1.weight"), b.linear(p + "w2.weight"), b.linear(p + "w3.weight")};
-}
+using detail::bind_expert;
+using detail::bind_hc;
 
 AttentionWeightsV41 bind_attention(const Binder& b, const ModelConfig& c, const std::string& p, int64_t layer) {
   AttentionWeightsV41 a;

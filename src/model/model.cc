@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/batch_checks.h"
 #include "model/rope_table.h"
 #include "model/step.h"
 
@@ -36,49 +37,9 @@ ops::LinearOptions Model::fp8_act() const {
 }
 
 Status Model::validate(const ForwardBatch& b, const KvState& state) const {
-  const int64_t T = static_cast<int64_t>(b.token_ids.size());
-  if (T == 0) return invalid_argument("forward: empty batch");
-  if (static_cast<int64_t>(b.positions.size()) != T) return invalid_argument("forward: {} positions for {} tokens", b.positions.size(), T);
-  const KvStateOptions& so = state.options();
-  int64_t next_row = 0;
-  for (size_t s = 0; s < b.seqs.size(); ++s) {
-    const ops::SeqSpan& seq = b.seqs[s];
-    if (seq.token_begin != next_row || seq.n_tokens <= 0) return invalid_argument("forward: sequence {} rows are not contiguous", s);
-    next_row += seq.n_tokens;
-    if (seq.slot < 0 || seq.slot >= so.n_slots) return invalid_argument("forward: sequence {} slot {} out of range", s, seq.slot);
-    const int64_t last = seq.start_pos + seq.n_tokens - 1;
-    if (last >= config_.max_position_embeddings) {
-      return out_of_range("forward: sequence {} reaches position {} beyond max_position_embeddings {}", s, last,
-                          config_.max_position_embeddings);
-    }
-    if (seq.start_pos < 0 || seq.window_floor < 0 || seq.window_floor > seq.start_pos) {
-      return invalid_argument("forward: sequence {} has start_pos {} window_floor {}", s, seq.start_pos, seq.window_floor);
-    }
-    const int64_t blocks_needed = last / so.block_tokens + 1;
-    if (config_.max_ratio() > 1 && blocks_needed > b.max_blocks) {
-      return invalid_argument("forward: sequence {} needs {} history blocks, table has {}", s, blocks_needed, b.max_blocks);
-    }
-    for (int64_t k = 0; k < blocks_needed && config_.max_ratio() > 1; ++k) {
-      const int32_t blk = b.block_tables[s * b.max_blocks + k];
-      if (blk < 0 || blk >= so.n_blocks) return invalid_argument("forward: sequence {} block {} is {}", s, k, blk);
-    }
-    for (int32_t i = 0; i < seq.n_tokens; ++i) {
-      if (b.positions[seq.token_begin + i] != seq.start_pos + i) {
-        return invalid_argument("forward: sequence {} positions are not consecutive from {}", s, seq.start_pos);
-      }
-    }
-  }
-  if (next_row != T) return invalid_argument("forward: sequences cover {} of {} rows", next_row, T);
-  for (int64_t t = 0; t < T; ++t) {
-    if (b.token_ids[t] < 0 || b.token_ids[t] >= config_.vocab_size) {
-      return invalid_argument("forward: token id {} at row {} is outside the vocabulary of {}", b.token_ids[t], t,
-                              config_.vocab_size);
-    }
-  }
-  for (int32_t r : b.logit_rows) {
-    if (r < 0 || r >= T) return invalid_argument("forward: logit row {} outside [0, {})", r, T);
-  }
-  return Status::ok();
+  // History blocks hold the compressed rows, so only models with compressed layers need tables.
+  return check_batch_layout(b, state.options(), config_.vocab_size, config_.max_position_embeddings,
+                            config_.max_ratio() > 1);
 }
 
 Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {

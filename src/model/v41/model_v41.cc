@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/batch_checks.h"
 #include "model/rope_table.h"
 #include "model/v41/step_v41.h"
 
@@ -52,9 +53,7 @@ int32_t ModelV41::decoder_begin(int32_t n_prompt) const {
 }
 
 Status ModelV41::validate(const ForwardBatch& b, const KvState& state, bool history) const {
-  const int64_t T = static_cast<int64_t>(b.token_ids.size()), S = static_cast<int64_t>(b.seqs.size());
-  if (T == 0) return invalid_argument("forward: empty batch");
-  if (static_cast<int64_t>(b.positions.size()) != T) return invalid_argument("forward: {} positions for {} tokens", b.positions.size(), T);
+  const int64_t S = static_cast<int64_t>(b.seqs.size());
   if (!b.n_prompt.empty() && static_cast<int64_t>(b.n_prompt.size()) != S) {
     return invalid_argument("forward: n_prompt has {} entries for {} sequences", b.n_prompt.size(), S);
   }
@@ -62,47 +61,8 @@ Status ModelV41::validate(const ForwardBatch& b, const KvState& state, bool hist
     return invalid_argument("forward: engram_lookback has {} entries, expected {} per sequence", b.engram_lookback.size(),
                             state.engram_lookback());
   }
-  const KvStateOptions& so = state.options();
-  const bool needs_blocks = history && !config_.kv_source_layer_ids.empty();
-  int64_t next_row = 0;
-  for (int64_t s = 0; s < S; ++s) {
-    const ops::SeqSpan& seq = b.seqs[s];
-    if (seq.token_begin != next_row || seq.n_tokens <= 0) return invalid_argument("forward: sequence {} rows are not contiguous", s);
-    next_row += seq.n_tokens;
-    if (seq.slot < 0 || seq.slot >= so.n_slots) return invalid_argument("forward: sequence {} slot {} out of range", s, seq.slot);
-    const int64_t last = seq.start_pos + seq.n_tokens - 1;
-    if (last >= config_.max_position_embeddings) {
-      return out_of_range("forward: sequence {} reaches position {} beyond max_position_embeddings {}", s, last,
-                          config_.max_position_embeddings);
-    }
-    if (seq.start_pos < 0 || seq.window_floor < 0 || seq.window_floor > seq.start_pos) {
-      return invalid_argument("forward: sequence {} has start_pos {} window_floor {}", s, seq.start_pos, seq.window_floor);
-    }
-    const int64_t blocks_needed = last / so.block_tokens + 1;
-    if (needs_blocks && blocks_needed > b.max_blocks) {
-      return invalid_argument("forward: sequence {} needs {} history blocks, table has {}", s, blocks_needed, b.max_blocks);
-    }
-    for (int64_t k = 0; needs_blocks && k < blocks_needed; ++k) {
-      const int32_t blk = b.block_tables[s * b.max_blocks + k];
-      if (blk < 0 || blk >= so.n_blocks) return invalid_argument("forward: sequence {} block {} is {}", s, k, blk);
-    }
-    for (int32_t i = 0; i < seq.n_tokens; ++i) {
-      if (b.positions[seq.token_begin + i] != seq.start_pos + i) {
-        return invalid_argument("forward: sequence {} positions are not consecutive from {}", s, seq.start_pos);
-      }
-    }
-  }
-  if (next_row != T) return invalid_argument("forward: sequences cover {} of {} rows", next_row, T);
-  for (int64_t t = 0; t < T; ++t) {
-    if (b.token_ids[t] < 0 || b.token_ids[t] >= config_.vocab_size) {
-      return invalid_argument("forward: token id {} at row {} is outside the vocabulary of {}", b.token_ids[t], t,
-                              config_.vocab_size);
-    }
-  }
-  for (int32_t r : b.logit_rows) {
-    if (r < 0 || r >= T) return invalid_argument("forward: logit row {} outside [0, {})", r, T);
-  }
-  return Status::ok();
+  return check_batch_layout(b, state.options(), config_.vocab_size, config_.max_position_embeddings,
+                            history && !config_.kv_source_layer_ids.empty());
 }
 
 void ModelV41::upload_rows(Rows& r, int32_t block_tokens) {
