@@ -76,11 +76,16 @@ struct GemmParams {
   const int32_t* offsets = nullptr;
   const int32_t* perm = nullptr;
   int a_div = 1;                   // A row = perm[i] / a_div
-  int max_rows_per_expert = 0;
-  int splits = 1;
-  float* partial = nullptr;        // [splits][M][ldc] when splits > 1
+  int max_rows_per_expert = 0;     // host bound on any expert's rows (picks the kernel)
+  // Experts with rows in ascending id, active[n_experts] = their count (device); with it the
+  // small-M kernel launches max_active CTA rows instead of one per expert. p.w.fmt must name
+  // the experts' (common) weight format.
+  const int32_t* active = nullptr;
+  int max_active = 0;
 };
-// BF16 tensor-core GEMM with on-the-fly dequantisation (A must be BF16).
+// BF16 tensor-core GEMM with on-the-fly dequantisation (A must be BF16). Rows <= 32 (per expert
+// in expert mode) take the streaming small-M kernel, more the tiled one; both sum in the same
+// canonical order (kernels/gemm/gemm_common.cuh), so results are bitwise independent of M.
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t stream);
 // Plain F32 GEMM (A F32, C F32), sequential F32 sums like the CPU reference.
 cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t stream);
@@ -116,7 +121,9 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
 // ---- MoE -------------------------------------------------------------------------------
 struct MoeRouteParams { const float* logits; const float* bias; const int64_t* tid2eid; const int32_t* ids; int64_t T; int E, k; float route_scale; int32_t* sel; float* weights; };
 cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
-struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; };
+// Groups (token, slot) pairs by expert: offsets [E + 1], perm [n_pairs], and active [E + 1]
+// (experts with pairs in ascending id, active[E] = their count).
+struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; int32_t* active; };
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts must be zeroed
 struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);

@@ -102,6 +102,34 @@ TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
   }
 }
 
+// Batch invariance of the tensor-core GEMMs: a row's output is bitwise the same whether it is
+// computed alone (streaming small-M kernel), among 20 rows (its two-tile variant) or among 70
+// (tiled kernel) — both kernels follow one canonical summation order (gemm_common.cuh). K = 4160
+// spans several sub-ranges with a ragged tail.
+TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
+    for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {72, 4160}, {40, 1000}}) {
+      if (f == WeightFormat::kFp4Block && K % 32 != 0) continue;
+      Linear w = make_linear(f, N, K);
+      const int64_t M = 70;
+      Pair x = random(DType::kBF16, {M, K});
+      Pair y = make(DType::kF32, {M, N});
+      gpu_->linear(x.dev, w.dev, y.dev, {});
+      const std::vector<float> all = download(y.dev);
+      for (int64_t rows : {int64_t{1}, int64_t{20}}) {
+        Pair xs = make(DType::kBF16, {rows, K});
+        for (int64_t i = 0; i < rows * K; ++i) set(xs.host, i, get(x.host, (M - rows) * K + i));  // the last rows
+        upload(xs);
+        Pair ys = make(DType::kF32, {rows, N});
+        gpu_->linear(xs.dev, w.dev, ys.dev, {});
+        const std::vector<float> part = download(ys.dev);
+        const std::vector<float> want(all.end() - rows * N, all.end());
+        EXPECT_EQ(part, want) << "format " << int(f) << " N " << N << " K " << K << " rows " << rows;
+      }
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, GroupedLinearMatchesCpu) {
   Linear w = make_linear(WeightFormat::kFp8Block, 2 * 128, 256);  // 2 groups of 128 rows, 256 inputs each
   for (int64_t T : {1, 33}) {
@@ -216,6 +244,41 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
       EXPECT_LE(rel_error(download(out.dev), values(out.host)), dt == DType::kF32 ? 1e-5f : 2e-2f) << "T " << T;
     }
   }
+}
+
+// The MoE experts of one token give bitwise the same output alone (streaming kernel over the
+// active experts) and in a batch of 40 (tiled kernel).
+TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
+  const int64_t E = 8, k = 3, D = 256, F = 128, T = 40;
+  std::vector<Linear> keep;
+  std::vector<tensor::ExpertWeights> ed;
+  for (int64_t e = 0; e < E; ++e) {
+    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    keep.push_back(make_linear(WeightFormat::kFp4Block, D, F));
+    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    ed.push_back({keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, keep.back().dev});
+  }
+  Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
+  Pair ids = make(DType::kI32, {T});
+  upload(ids);
+  Pair sel = make(DType::kI32, {T, k}), wts = make(DType::kF32, {T, k});
+  ops::MoeParams mp{k, 1.5f, 10.0f, 128};
+  gpu_->moe_route(logits.dev, bias.dev, TensorView{}, ids.dev, mp, sel.dev, wts.dev);
+  Pair x = random(DType::kBF16, {T, D});
+  Pair out = make(DType::kF32, {T, D});
+  gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
+  const std::vector<float> all = download(out.dev);
+  const std::vector<float> sel_all = download(sel.dev), wts_all = download(wts.dev);
+  const int64_t t = T - 1;
+  Pair x1 = make(DType::kBF16, {1, D}), s1 = make(DType::kI32, {1, k}), w1 = make(DType::kF32, {1, k});
+  for (int64_t i = 0; i < D; ++i) set(x1.host, i, get(x.host, t * D + i));
+  for (int64_t i = 0; i < k; ++i) set(s1.host, i, sel_all[t * k + i]), set(w1.host, i, wts_all[t * k + i]);
+  upload(x1);
+  upload(s1);
+  upload(w1);
+  Pair o1 = make(DType::kF32, {1, D});
+  gpu_->moe_experts(x1.dev, s1.dev, w1.dev, ed, mp, o1.dev);
+  EXPECT_EQ(download(o1.dev), std::vector<float>(all.begin() + t * D, all.begin() + (t + 1) * D));
 }
 
 }  // namespace

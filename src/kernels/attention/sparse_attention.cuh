@@ -1,9 +1,14 @@
 // Sparse shared-KV attention with sinks (model_v4_flash.md §4.8). One block per (token, group of
-// 8 heads); warp = head; the block stages tiles of 16 K=V rows in shared memory (shared by its 8
-// heads). Each lane owns d/32 dims of the query and the output. Two passes over the rows: the
-// first finds the max logit and the softmax denominator (sink included), the second accumulates
-// P.V with exactly normalised probabilities — rounded to BF16 under the official contract, as the
-// reference feeds BF16 probabilities to its P.V product.
+// G heads), 8 warps; the token's rows (window, then selected or all compressed rows) are cut into
+// 8 contiguous ranges, one per warp, so even one decode token keeps 64 x 8 warps busy. A warp
+// reads each of its rows once (lane = d/32 contiguous dims) for all G heads.
+//   pass 1: per warp and head, running max / denominator over its rows (warp 0 also holds the
+//           sink as exp(sink - max)); the block combines them in warp order;
+//   pass 2: per warp, P.V over its rows with exactly normalised probabilities (rounded to BF16
+//           under the official contract, as the reference feeds BF16 probabilities to P.V);
+//           the block sums the warp partials in warp order.
+// The split depends only on the token's own row count, so the result is batch invariant, and G
+// (picked from the batch size for parallelism) does not change any head's arithmetic.
 #pragma once
 
 #include "kernels/attention/kv_state.cuh"
@@ -11,8 +16,7 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kAttnHeadsPerBlock = 8;
-inline constexpr int kAttnRowsPerTile = 16;
+inline constexpr int kAttnWarps = 8;
 inline constexpr int kAttnMaxDimsPerLane = 16;  // head_dim <= 512
 
 struct AttentionParamsDev {
@@ -41,17 +45,19 @@ __device__ __forceinline__ const T* attn_row(int64_t r, int64_t n_window, int64_
   return comp + (static_cast<int64_t>(blk) * p.rows_per_block + g % p.rows_per_block) * p.d;
 }
 
-template <typename T>
+// Dynamic shared memory: kAttnWarps x G x d floats (warp partials of P.V).
+template <typename T, int G>
 __global__ void __launch_bounds__(256) sparse_attention_kernel(const T* q, const T* kv_new, const T* window,
                                                                const T* comp, const int32_t* comp_idx,
                                                                const float* sinks, const int32_t* positions,
                                                                const int32_t* token_seq, const SeqSpanDev* seqs,
                                                                const int32_t* block_tables, AttentionParamsDev p,
                                                                T* out) {
-  extern __shared__ float s_rows[];  // [kAttnRowsPerTile][d]
+  extern __shared__ float s_acc[];  // [kAttnWarps][G][d]
+  __shared__ float s_mx[kAttnWarps][G], s_den[kAttnWarps][G];
   const int64_t t = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t h = static_cast<int64_t>(blockIdx.y) * kAttnHeadsPerBlock + warp;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * G;
   const SeqSpanDev s = seqs[token_seq[t]];
   const int64_t pos = positions[t];
   const int64_t first = max64(max64(0, pos - p.W + 1), s.window_floor);
@@ -66,51 +72,109 @@ __global__ void __launch_bounds__(256) sparse_attention_kernel(const T* q, const
     }
   }
   const int64_t n_rows = n_window + n_comp;
+  const int64_t per_warp = (n_rows + kAttnWarps - 1) / kAttnWarps;
+  const int64_t r_begin = min64(n_rows, warp * per_warp), r_end = min64(n_rows, r_begin + per_warp);
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
-  const int dpl = static_cast<int>(p.d / 32);  // dims per lane
-  const bool active = h < p.H;
-  float qv[kAttnMaxDimsPerLane], acc[kAttnMaxDimsPerLane];
+  const int dpl = static_cast<int>(p.d / 32);  // dims per lane, contiguous: [lane * dpl, +dpl)
+  const int64_t c0 = static_cast<int64_t>(lane) * dpl;
+
+  float qv[G][kAttnMaxDimsPerLane];
 #pragma unroll
-  for (int i = 0; i < kAttnMaxDimsPerLane; ++i) {
-    qv[i] = (active && i < dpl) ? to_f32(q[(t * p.H + h) * p.d + lane + 32 * i]) : 0.0f;
-    acc[i] = 0.0f;
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i)
+      qv[g][i] = (h0 + g < p.H && i < dpl) ? to_f32(q[(t * p.H + h0 + g) * p.d + c0 + i]) : 0.0f;
+
+  const bool vec = dpl == kAttnMaxDimsPerLane;  // d = 512: 32 or 64 contiguous bytes per lane
+  auto load_row = [&](int64_t r, float* v) {
+    const T* row = attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p) + c0;
+    if (vec) {
+      constexpr int kPer = 16 / sizeof(T);  // elements per 16-byte load
+#pragma unroll
+      for (int i = 0; i < kAttnMaxDimsPerLane; i += kPer) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(row + i);
+        const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) v[i + j] = to_f32(e[j]);
+      }
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = i < dpl ? to_f32(row[i]) : 0.0f;
+  };
+  auto logit = [&](const float* v, int g) {
+    float part = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) part += qv[g][i] * v[i];
+    return warp_sum(part) * p.softmax_scale;
+  };
+
+  // Pass 1: this warp's running max / denominator per head (warp 0 starts from the sink).
+  float mx[G], den[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const bool has_sink = warp == 0 && h0 + g < p.H;
+    mx[g] = has_sink ? sinks[h0 + g] : -INFINITY;
+    den[g] = has_sink ? 1.0f : 0.0f;
   }
-  const float sink = active ? sinks[h] : 0.0f;
-  float mx = sink, den = 1.0f;  // running max and denominator, sink included (exp(sink - mx) = 1)
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kAttnRowsPerTile) {
-      const int n_tile = static_cast<int>(min64(kAttnRowsPerTile, n_rows - r0));
-      __syncthreads();
-      for (int64_t i = threadIdx.x; i < n_tile * p.d; i += blockDim.x) {
-        const int64_t r = i / p.d, c = i % p.d;
-        s_rows[i] = to_f32(attn_row(r0 + r, n_window, first, s, kv_new, window, comp, idx, table, p)[c]);
-      }
-      __syncthreads();
-      if (!active) continue;
-      for (int r = 0; r < n_tile; ++r) {
-        float part = 0.0f;
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    float v[kAttnMaxDimsPerLane];
+    load_row(r, v);
 #pragma unroll
-        for (int i = 0; i < kAttnMaxDimsPerLane; ++i)
-          if (i < dpl) part += qv[i] * s_rows[r * p.d + lane + 32 * i];
-        const float z = warp_sum(part) * p.softmax_scale;
-        if (pass == 0) {
-          const float new_mx = fmaxf(mx, z);
-          den = den * expf(mx - new_mx) + expf(z - new_mx);
-          mx = new_mx;
-        } else {
-          float pr = expf(z - mx) / den;
-          if (p.round_probs) pr = round_bf16(pr);
-#pragma unroll
-          for (int i = 0; i < kAttnMaxDimsPerLane; ++i)
-            if (i < dpl) acc[i] += pr * s_rows[r * p.d + lane + 32 * i];
-        }
-      }
+    for (int g = 0; g < G; ++g) {
+      const float z = logit(v, g);
+      const float new_mx = fmaxf(mx[g], z);
+      den[g] = den[g] * expf(mx[g] - new_mx) + expf(z - new_mx);
+      mx[g] = new_mx;
     }
   }
-  if (!active) return;
+  if (lane == 0) {
 #pragma unroll
-  for (int i = 0; i < kAttnMaxDimsPerLane; ++i)
-    if (i < dpl) out[(t * p.H + h) * p.d + lane + 32 * i] = from_f32<T>(acc[i]);
+    for (int g = 0; g < G; ++g) s_mx[warp][g] = mx[g], s_den[warp][g] = den[g];
+  }
+  __syncthreads();
+  // Block max and denominator per head, combined in warp order (every thread alike).
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    float m = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) m = fmaxf(m, s_mx[w][g]);
+    float d = 0.0f;
+    for (int w = 0; w < kAttnWarps; ++w)
+      if (s_den[w][g] > 0.0f) d += s_den[w][g] * expf(s_mx[w][g] - m);
+    mx[g] = m;
+    den[g] = d;
+  }
+
+  // Pass 2: P.V over this warp's rows.
+  float acc[G][kAttnMaxDimsPerLane];
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) acc[g][i] = 0.0f;
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    float v[kAttnMaxDimsPerLane];
+    load_row(r, v);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float pr = expf(logit(v, g) - mx[g]) / den[g];
+      if (p.round_probs) pr = round_bf16(pr);
+#pragma unroll
+      for (int i = 0; i < kAttnMaxDimsPerLane; ++i) acc[g][i] += pr * v[i];
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i)
+      if (i < dpl) s_acc[(warp * G + g) * p.d + c0 + i] = acc[g][i];
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < G * p.d; e += blockDim.x) {
+    const int g = static_cast<int>(e / p.d);
+    if (h0 + g >= p.H) continue;
+    float o = 0.0f;
+    for (int w = 0; w < kAttnWarps; ++w) o += s_acc[w * G * p.d + e];
+    out[(t * p.H + h0) * p.d + e] = from_f32<T>(o);
+  }
 }
 
 }  // namespace deepinfer::kernels

@@ -1,98 +1,51 @@
-// Block-scaled GEMM C = A W^T with on-the-fly weight dequantisation, on BF16 tensor cores
-// (mma.sync m16n8k16, F32 accumulation).
+// Block-scaled GEMM C = A W^T with on-the-fly weight dequantisation on BF16 tensor cores
+// (mma.sync m16n8k16, F32 accumulation), for M > 32 rows (dequant_gemv.cuh takes fewer).
 //
 // Why BF16 tensor cores for FP8/FP4 weights: every stored weight (E4M3 or E2M1 code x power-of-two
 // UE8M0 scale) and every FP8-fake-quantised activation is exactly representable in BF16, and BF16 x
 // BF16 products are exact in F32, so this computes the reference's block-scaled FP8 GEMM exactly up
-// to F32 summation order (the scale factors are folded into the operands).
+// to F32 summation order — the canonical order of gemm_common.cuh, shared with dequant_gemv.
 //
-// Tiling: CTA tile BM x BN x BK (BM = 16 or 64, BN = 64, BK = 32), 4 warps. A tile [BM][BK] and the
-// dequantised W tile [BN][BK] live in shared memory (K contiguous, padded against bank conflicts).
-// Warps split the tile 2x2 (BM = 64: 32x32 each) or 1x4 (BM = 16: 16x16 each).
-// Grid: x = N tiles, y = M tiles x groups (or experts), z = K splits. With splits > 1 each split
-// writes F32 partials [split][M][N] that gemm_reduce_kernel sums in split order (deterministic).
-// Rows: optional indirections for MoE — A row = a_rows[i] / a_div, C row = c_rows[i].
+// Tiling: CTA tile 64 x 64 x kGemmBK, 4 warps (2 x 2, 32 x 32 each). The A tile [64][BK] and the
+// dequantised W tile [64][BK] live in shared memory (K contiguous, padded against bank conflicts);
+// fragments are read in the canonical lane-run order.
+// Grid: x = N tiles, y = M tiles x groups (or experts). Rows: optional indirections for MoE —
+// A row = perm[i] / a_div, C row = perm[i].
+// Also here: the plain F32 GEMMs (the CPU reference's sequential sums) used by plain numerics.
 #pragma once
 
-#include "kernels/common/device_utils.cuh"
-#include "kernels/launch.h"
+#include "kernels/gemm/gemm_common.cuh"
 
 namespace deepinfer::kernels {
 
-inline constexpr int kGemmBN = 64, kGemmBK = 64, kGemmPad = 8;
+inline constexpr int kGemmBM = 64, kGemmBN = 64, kGemmPad = 8;
 
-__device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, int64_t k) {
-  switch (w.fmt) {
-    case WeightFmt::kBF16:
-      return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(w.w + n * w.row_bytes)[k]);
-    case WeightFmt::kFp8Block: {
-      const int64_t si = (n / w.block_out) * w.scale_cols + k / w.block_in;
-      const float s = w.scale_f32 ? reinterpret_cast<const float*>(w.scale)[si] : e8m0_to_f32(w.scale[si]);
-      return e4m3_to_f32(w.w[n * w.row_bytes + k]) * s;
-    }
-    case WeightFmt::kFp4Block: {
-      const uint8_t b = w.w[n * w.row_bytes + k / 2];
-      const float s = e8m0_to_f32(w.scale[n * w.scale_cols + k / 32]);
-      return e2m1_to_f32((k & 1) ? (b >> 4) : (b & 0xf)) * s;
-    }
-  }
-  return 0.0f;
-}
-
-// Dequantises 16 stored bytes of weight row n starting at element k into BF16 (8 for BF16 storage,
-// 16 for FP8, 32 for FP4) at dst. The chunk lies inside one scale block (k aligned to the chunk).
+// Dequantises 16 stored bytes of weight row n starting at element k into BF16 at dst.
 __device__ __forceinline__ int dequant_chunk(const WeightDesc& w, int64_t n, int64_t k, __nv_bfloat16* dst) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes +
+                                                    (w.fmt == WeightFmt::kBF16 ? 2 * k : (w.fmt == WeightFmt::kFp8Block ? k : k / 2)));
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
   if (w.fmt == WeightFmt::kBF16) {
-    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k * 2);
+    dequant_run<WeightFmt::kBF16>(w, n, k, raw, out);
     return 8;
   }
   if (w.fmt == WeightFmt::kFp8Block) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k);
-    const int64_t si = (n / w.block_out) * w.scale_cols + k / w.block_in;
-    const float s = w.scale_f32 ? reinterpret_cast<const float*>(w.scale)[si] : e8m0_to_f32(w.scale[si]);
-    const uint8_t* b = reinterpret_cast<const uint8_t*>(&raw);
-#pragma unroll
-    for (int i = 0; i < 16; i += 2) {
-      *reinterpret_cast<__nv_bfloat162*>(dst + i) = __floats2bfloat162_rn(e4m3_to_f32(b[i]) * s, e4m3_to_f32(b[i + 1]) * s);
-    }
+    dequant_run<WeightFmt::kFp8Block>(w, n, k, raw, out);
     return 16;
   }
-  const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k / 2);
-  const float s = e8m0_to_f32(w.scale[n * w.scale_cols + k / 32]);
-  const uint8_t* b = reinterpret_cast<const uint8_t*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    *reinterpret_cast<__nv_bfloat162*>(dst + 2 * i) =
-        __floats2bfloat162_rn(e2m1_to_f32(b[i] & 0xf) * s, e2m1_to_f32(b[i] >> 4) * s);
-  }
+  dequant_run<WeightFmt::kFp4Block>(w, n, k, raw, out);
   return 32;
 }
 
-__device__ __forceinline__ int chunk_elems(WeightFmt f) { return f == WeightFmt::kBF16 ? 8 : (f == WeightFmt::kFp8Block ? 16 : 32); }
-
-__device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-template <int BM>
 __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_tiles) {
-  constexpr int BN = kGemmBN, BK = kGemmBK, LD = BK + kGemmPad;
-  constexpr int WM = BM == 64 ? 32 : 16;  // warp tile
-  constexpr int WN = BM == 64 ? 32 : 16;
-  constexpr int MT = WM / 16, NT = WN / 8;
+  constexpr int BM = kGemmBM, BN = kGemmBN, BK = kGemmBK, LD = BK + kGemmPad;
+  constexpr int WM = 32, WN = 32, MT = WM / 16, NT = WN / 8;
   __shared__ __align__(16) __nv_bfloat16 sA[BM][LD];
   __shared__ __align__(16) __nv_bfloat16 sB[BN][LD];
   __shared__ int32_t a_row[BM], c_row[BM];
 
   const int group = blockIdx.y / m_tiles, m_tile = blockIdx.y % m_tiles;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int split = blockIdx.z;
-  const int64_t k_per_split = ((p.K + p.splits - 1) / p.splits + BK - 1) / BK * BK;
-  const int64_t k_begin = split * k_per_split, k_end = min64(p.K, k_begin + k_per_split);
 
   // Rows of this tile: plain, grouped, or an expert's permuted (token, slot) pairs.
   WeightDesc w = p.w;
@@ -120,19 +73,26 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
   __syncthreads();
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wm = BM == 64 ? (warp >> 1) * WM : 0;
-  const int wn = BM == 64 ? (warp & 1) * WN : warp * WN;
-  float acc[MT][NT][4] = {};
+  const int wm = (warp >> 1) * WM, wn = (warp & 1) * WN;
+  const int g = lane >> 2, c = lane & 3;
+  float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   // 16-byte vector loads when every row start is 16-byte aligned (else the scalar path).
   const bool a_vec = (p.lda % 8 == 0) && ((a_col0 % 8) == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
-  const int ce = chunk_elems(w.fmt);
-  const bool b_vec = (w.row_bytes % 16 == 0) && (reinterpret_cast<uintptr_t>(w.w) % 16 == 0) &&
-                     (w.fmt == WeightFmt::kBF16 || (w.fmt == WeightFmt::kFp8Block && w.block_in % 16 == 0) ||
-                      w.fmt == WeightFmt::kFp4Block);
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
-    const bool full_k = k0 + BK <= k_end;
+  const int L = run_elems(w.fmt);
+  const bool b_vec = weight_runs_vectorisable(w);
+  const int64_t R = gemm_subrange(p.K);
+  for (int64_t k0 = 0; k0 < p.K; k0 += BK) {
+    if (k0 > 0 && k0 % R == 0) {  // a sub-range ends: fold it into the total (canonical order)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) total[mt][nt][e] += acc[mt][nt][e], acc[mt][nt][e] = 0.0f;
+    }
+    const bool full_k = k0 + BK <= p.K;
     if (a_vec && full_k) {
       for (int i = threadIdx.x; i < BM * (BK / 8); i += blockDim.x) {
         const int r = i / (BK / 8), kk = (i % (BK / 8)) * 8;
@@ -144,50 +104,50 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
       for (int i = threadIdx.x; i < BM * BK; i += blockDim.x) {
         const int r = i / BK, kk = i % BK;
         const int64_t k = k0 + kk;
-        sA[r][kk] = (a_row[r] >= 0 && k < k_end) ? A[a_row[r] * p.lda + a_col0 + k] : __float2bfloat16_rn(0.0f);
+        sA[r][kk] = (a_row[r] >= 0 && k < p.K) ? A[a_row[r] * p.lda + a_col0 + k] : __float2bfloat16_rn(0.0f);
       }
     }
     if (b_vec && full_k && n0 + BN <= p.N) {
-      for (int i = threadIdx.x; i < BN * (BK / ce); i += blockDim.x) {
-        const int r = i / (BK / ce), kk = (i % (BK / ce)) * ce;
+      for (int i = threadIdx.x; i < BN * (BK / L); i += blockDim.x) {
+        const int r = i / (BK / L), kk = (i % (BK / L)) * L;
         dequant_chunk(w, w_row0 + n0 + r, k0 + kk, &sB[r][kk]);
       }
     } else {
       for (int i = threadIdx.x; i < BN * BK; i += blockDim.x) {
         const int r = i / BK, kk = i % BK;
         const int64_t n = n0 + r, k = k0 + kk;
-        sB[r][kk] = __float2bfloat16_rn((n < p.N && k < k_end) ? dequant_weight(w, w_row0 + n, k) : 0.0f);
+        sB[r][kk] = __float2bfloat16_rn((n < p.N && k < p.K) ? dequant_weight(w, w_row0 + n, k) : 0.0f);
       }
     }
     __syncthreads();
+    // Windows of 4L elements, L/4 mma steps each; step j of the window at kw reads the lane's
+    // run at kw + c L + 4j (gemm_common.cuh).
+    for (int kw = 0; kw < BK; kw += 4 * L) {
+      for (int j = 0; j < L / 4; ++j) {
+        const int kb = kw + c * L + 4 * j;
+        uint32_t af[MT][4], bf[NT][2];
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      const int g = lane >> 2, c = lane & 3;
-      uint32_t af[MT][4], bf[NT][2];
+        for (int mt = 0; mt < MT; ++mt) {
+          const int r = wm + mt * 16 + g;
+          const uint2 lo = *reinterpret_cast<const uint2*>(&sA[r][kb]);
+          const uint2 hi = *reinterpret_cast<const uint2*>(&sA[r + 8][kb]);
+          af[mt][0] = lo.x, af[mt][2] = lo.y, af[mt][1] = hi.x, af[mt][3] = hi.y;
+        }
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        const int r = wm + mt * 16 + g;
-        af[mt][0] = *reinterpret_cast<const uint32_t*>(&sA[r][kk + 2 * c]);
-        af[mt][1] = *reinterpret_cast<const uint32_t*>(&sA[r + 8][kk + 2 * c]);
-        af[mt][2] = *reinterpret_cast<const uint32_t*>(&sA[r][kk + 2 * c + 8]);
-        af[mt][3] = *reinterpret_cast<const uint32_t*>(&sA[r + 8][kk + 2 * c + 8]);
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint2 b = *reinterpret_cast<const uint2*>(&sB[wn + nt * 8 + g][kb]);
+          bf[nt][0] = b.x, bf[nt][1] = b.y;
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af[mt], bf[nt]);
       }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int n = wn + nt * 8 + g;
-        bf[nt][0] = *reinterpret_cast<const uint32_t*>(&sB[n][kk + 2 * c]);
-        bf[nt][1] = *reinterpret_cast<const uint32_t*>(&sB[n][kk + 2 * c + 8]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af[mt], bf[nt]);
     }
     __syncthreads();
   }
 
-  // Epilogue: each accumulator (row g / g+8, cols 2c, 2c+1) goes to C, or to the split partials.
-  const int g = lane >> 2, c = lane & 3;
+  // Epilogue: each accumulator (row g / g+8, cols 2c, 2c+1) goes to C.
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -197,26 +157,15 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
         const int r = wm + mt * 16 + g + (e >= 2 ? 8 : 0);
         const int64_t n = n0 + wn + nt * 8 + 2 * c + (e & 1);
         if (r >= m_count || n >= p.N) continue;
+        const float v = total[mt][nt][e] + acc[mt][nt][e];
         const int64_t row = c_row[r];
         const int64_t col = static_cast<int64_t>(p.experts ? 0 : group) * p.N + n;
-        if (p.splits > 1) {
-          p.partial[(static_cast<int64_t>(split) * p.M + row) * p.ldc + col] = acc[mt][nt][e];
-        } else if (p.c_bf16) {
-          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(acc[mt][nt][e]);
+        if (p.c_bf16) {
+          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
         } else {
-          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = acc[mt][nt][e];
+          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
         }
       }
-}
-
-// Sums split partials in split order: C[m][n] = sum_s partial[s][m][n].
-__global__ void gemm_reduce_kernel(const float* partial, int splits, int64_t M, int64_t ldc, void* C, bool c_bf16) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= M * ldc) return;
-  float s = 0.0f;
-  for (int k = 0; k < splits; ++k) s += partial[k * M * ldc + i];
-  if (c_bf16) reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(s);
-  else reinterpret_cast<float*>(C)[i] = s;
 }
 
 // Plain F32 reference GEMM (F32 activations: the CPU-matching "plain" numerics), one thread per

@@ -57,16 +57,19 @@ __global__ void moe_count_kernel(const int32_t* sel, int64_t n_pairs, int32_t* c
   if (i < n_pairs) atomicAdd(&counts[sel[i]], 1);
 }
 
-// Single block: offsets[e] = sum of counts[0..e), offsets[E] = total; cursor = offsets copy.
-__global__ void moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor) {
+// Single thread: offsets[e] = sum of counts[0..e), offsets[E] = total; cursor = offsets copy;
+// active = the experts with pairs in ascending id, active[E] = how many.
+__global__ void moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor, int32_t* active) {
   if (threadIdx.x != 0) return;
-  int32_t run = 0;
+  int32_t run = 0, n_active = 0;
   for (int e = 0; e < E; ++e) {
     offsets[e] = run;
     cursor[e] = run;
     run += counts[e];
+    if (counts[e] > 0) active[n_active++] = e;
   }
   offsets[E] = run;
+  active[E] = n_active;
 }
 
 // perm[cursor[e]++] = pair index (t * k + i). Order within an expert does not matter: each output

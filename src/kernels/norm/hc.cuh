@@ -56,50 +56,86 @@ struct HcPreParams {
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// Thread 0 computes mu, pre, post and the Sinkhorn-projected comb into shared `coef`.
-__device__ inline void hc_coefficients(const float* partial, const HcPreParams& p, int64_t t, float* pre, float* post,
-                                       float* comb) {
-  const int hc = p.hc, n_mix = (2 + hc) * hc;
+// Thread 0 computes mu, pre, post and the Sinkhorn-projected comb (written to the shared pre,
+// post, comb). hc is a template parameter so every index is a compile-time constant and the
+// arrays live in registers (runtime-indexed local arrays made this the slowest op of a step);
+// the operations and their order are the reference's.
+inline constexpr int kMaxHc = 4;
+template <int HC>
+__device__ inline void hc_coefficients(const float* partial, const HcPreParams& p, int64_t t, float* pre_out,
+                                       float* post_out, float* comb_out) {
+  constexpr int hc = HC, n_mix = (2 + hc) * hc;
   float mu[kMaxMix];
   float ss = 0.0f;
-  for (int m = 0; m < n_mix; ++m) mu[m] = 0.0f;
+#pragma unroll
+  for (int m = 0; m < kMaxMix; ++m) mu[m] = 0.0f;
   for (int s = 0; s < p.n_split; ++s) {
     const float* row = partial + (t * p.n_split + s) * (n_mix + 1);
-    for (int m = 0; m < n_mix; ++m) mu[m] += row[m];
+#pragma unroll
+    for (int m = 0; m < kMaxMix; ++m)
+      if (m < n_mix) mu[m] += row[m];
     ss += row[n_mix];
   }
   const float rho = rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps);
-  for (int i = 0; i < hc; ++i) {
-    pre[i] = sigmoidf_(p.scale[0] * rho * mu[i] + p.base[i]) + p.hc_eps;
-    post[i] = 2.0f * sigmoidf_(p.scale[1] * rho * mu[hc + i] + p.base[hc + i]);
+#pragma unroll
+  for (int i = 0; i < kMaxHc; ++i) {
+    if (i >= hc) continue;
+    pre_out[i] = sigmoidf_(p.scale[0] * rho * mu[i] + p.base[i]) + p.hc_eps;
+    post_out[i] = 2.0f * sigmoidf_(p.scale[1] * rho * mu[hc + i] + p.base[hc + i]);
   }
-  for (int j = 0; j < hc; ++j) {
+  float comb[kMaxHc][kMaxHc];
+#pragma unroll
+  for (int j = 0; j < kMaxHc; ++j) {
     float mx = -INFINITY;
-    for (int k = 0; k < hc; ++k) {
+#pragma unroll
+    for (int k = 0; k < kMaxHc; ++k) {
+      comb[j][k] = 0.0f;
+      if (j >= hc || k >= hc) continue;
       const int m = 2 * hc + j * hc + k;
-      comb[j * hc + k] = p.scale[2] * rho * mu[m] + p.base[m];
-      mx = fmaxf(mx, comb[j * hc + k]);
+      comb[j][k] = p.scale[2] * rho * mu[m] + p.base[m];
+      mx = fmaxf(mx, comb[j][k]);
     }
     float sum = 0.0f;
-    for (int k = 0; k < hc; ++k) sum += (comb[j * hc + k] = expf(comb[j * hc + k] - mx));
-    for (int k = 0; k < hc; ++k) comb[j * hc + k] = comb[j * hc + k] / sum + p.hc_eps;
+#pragma unroll
+    for (int k = 0; k < kMaxHc; ++k)
+      if (j < hc && k < hc) sum += (comb[j][k] = expf(comb[j][k] - mx));
+#pragma unroll
+    for (int k = 0; k < kMaxHc; ++k)
+      if (j < hc && k < hc) comb[j][k] = comb[j][k] / sum + p.hc_eps;
   }
   auto cols = [&] {
-    for (int k = 0; k < hc; ++k) {
+#pragma unroll
+    for (int k = 0; k < kMaxHc; ++k) {
+      if (k >= hc) continue;
       float s = 0.0f;
-      for (int j = 0; j < hc; ++j) s += comb[j * hc + k];
-      for (int j = 0; j < hc; ++j) comb[j * hc + k] /= (s + p.hc_eps);
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        if (j < hc) s += comb[j][k];
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        if (j < hc) comb[j][k] /= (s + p.hc_eps);
     }
   };
   cols();
   for (int it = 0; it < p.sinkhorn_iters - 1; ++it) {
-    for (int j = 0; j < hc; ++j) {
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j) {
+      if (j >= hc) continue;
       float s = 0.0f;
-      for (int k = 0; k < hc; ++k) s += comb[j * hc + k];
-      for (int k = 0; k < hc; ++k) comb[j * hc + k] /= (s + p.hc_eps);
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (k < hc) s += comb[j][k];
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (k < hc) comb[j][k] /= (s + p.hc_eps);
     }
     cols();
   }
+#pragma unroll
+  for (int j = 0; j < kMaxHc; ++j)
+#pragma unroll
+    for (int k = 0; k < kMaxHc; ++k)
+      if (j < hc && k < hc) comb_out[j * hc + k] = comb[j][k];
 }
 
 template <typename T, typename Tu>
@@ -108,7 +144,14 @@ __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPrePa
   __shared__ float pre[4], post[4], comb[16];
   const int64_t t = blockIdx.x;
   const int hc = p.hc;
-  if (threadIdx.x == 0) hc_coefficients(partial, p, t, pre, post, comb);
+  if (threadIdx.x == 0) {
+    switch (hc) {
+      case 1: hc_coefficients<1>(partial, p, t, pre, post, comb); break;
+      case 2: hc_coefficients<2>(partial, p, t, pre, post, comb); break;
+      case 3: hc_coefficients<3>(partial, p, t, pre, post, comb); break;
+      default: hc_coefficients<4>(partial, p, t, pre, post, comb); break;
+    }
+  }
   __syncthreads();
   if (threadIdx.x < hc) post_out[t * hc + threadIdx.x] = post[threadIdx.x];
   if (threadIdx.x < hc * hc) comb_out[t * hc * hc + threadIdx.x] = comb[threadIdx.x];

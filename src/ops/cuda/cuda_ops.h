@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/launch.h"
@@ -88,6 +89,7 @@ class CudaOps final : public Ops {
   void launch_gemm(const TensorView& xq, int64_t M, int64_t N, int64_t K, int n_groups,
                    const kernels::WeightDesc& w, const TensorView& y);
   void* arena_alloc(size_t bytes);
+  const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
@@ -96,6 +98,11 @@ class CudaOps final : public Ops {
   uint64_t arena_epoch_ = 0;  // bumped when the arena chunk is replaced: older marks are void
   std::vector<void*> retired_;
   std::vector<void*> persistent_;
+  struct ExpertDescs {
+    std::vector<uint8_t> host;  // what dev holds
+    TensorView dev;
+  };
+  std::unordered_map<const void*, ExpertDescs> expert_descs_;  // per MoE layer
 };
 
 // True when a CUDA device is present (tests skip otherwise).

@@ -1,5 +1,7 @@
 // CudaOps launchers: window rings, the streaming compressor, history rows, the lightning indexer,
 // the sparse attention and MoE.
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ops/cuda/cuda_common.h"
@@ -105,6 +107,28 @@ void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const 
                                     stream_));
 }
 
+const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> experts) {
+  // Uploaded once per MoE layer (keyed by its first weight, checked against the host copy so a
+  // reused address can never serve stale descriptors): no host-to-device copy in the step.
+  const int E = static_cast<int>(experts.size());
+  std::vector<k::WeightDesc> descs(static_cast<size_t>(3 * E));
+  for (int e = 0; e < E; ++e) {
+    descs[e] = weight_desc(experts[e].w1);
+    descs[E + e] = weight_desc(experts[e].w3);
+    descs[2 * E + e] = weight_desc(experts[e].w2);
+    for (const k::WeightDesc* d : {&descs[e], &descs[E + e], &descs[2 * E + e]})
+      DI_CHECK(d->fmt == descs[0].fmt, "moe_experts: experts of one layer must share a weight format");
+  }
+  const size_t bytes = descs.size() * sizeof(k::WeightDesc);
+  ExpertDescs& cached = expert_descs_[experts[0].w1.weight.data];
+  if (cached.host.size() != bytes || std::memcmp(cached.host.data(), descs.data(), bytes) != 0) {
+    cached.host.assign(reinterpret_cast<const uint8_t*>(descs.data()), reinterpret_cast<const uint8_t*>(descs.data()) + bytes);
+    if (cached.dev.nbytes() < bytes) cached.dev = alloc_persistent(DType::kU8, {static_cast<int64_t>(bytes)});
+    DI_CUDA_CHECK(cudaMemcpyAsync(cached.dev.data, cached.host.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  return dptr<k::WeightDesc>(cached.dev);
+}
+
 void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
                           std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) {
   const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
@@ -113,19 +137,13 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   const int64_t n_pairs = T * kk, F = experts[0].w1.out;
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
+  TensorView active = alloc(DType::kI32, {E + 1});
   fill(counts, 0.0f);
   DI_CUDA_CHECK(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
-                                     dptr<int32_t>(cursor), dptr<int32_t>(perm)},
+                                     dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
                                     stream_));
-  std::vector<k::WeightDesc> descs(static_cast<size_t>(3 * E));
-  for (int e = 0; e < E; ++e) {
-    descs[e] = weight_desc(experts[e].w1);
-    descs[E + e] = weight_desc(experts[e].w3);
-    descs[2 * E + e] = weight_desc(experts[e].w2);
-  }
-  const TensorView d_descs =
-      upload(descs.data(), DType::kU8, {static_cast<int64_t>(descs.size() * sizeof(k::WeightDesc))});
-  const k::WeightDesc* w_all = dptr<k::WeightDesc>(d_descs);
+  const k::WeightDesc* w_all = expert_descs(experts);
+  const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
   TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
   TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
@@ -145,6 +163,9 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.perm = dptr<int32_t>(perm);
     p.a_div = a_div;
     p.max_rows_per_expert = static_cast<int>(T);  // an expert gets each token at most once
+    p.active = dptr<int32_t>(active);
+    p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
+    p.w = w_fmt;
     DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);

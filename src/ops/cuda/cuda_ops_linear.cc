@@ -1,8 +1,6 @@
-// CudaOps linear-algebra launchers: the dequantising tensor-core GEMM (split-K chosen from the
-// weight shape only, so a row's result never depends on the batch), the plain F32 path, grouped
+// CudaOps linear-algebra launchers: the dequantising tensor-core GEMMs (one canonical summation
+// order for every M, so a row's result never depends on the batch), the plain F32 path, grouped
 // projections.
-#include <algorithm>
-
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
@@ -40,17 +38,6 @@ k::WeightDesc weight_desc(const LinearWeight& w) {
   return d;
 }
 
-namespace {
-
-// K splits from the weight shape alone: enough CTAs to cover the SMs for short-wide weights.
-int gemm_splits(int64_t N, int64_t K) {
-  const int64_t n_tiles = (N + 63) / 64;
-  if (n_tiles >= 132 || K < 1024) return 1;
-  return static_cast<int>(std::clamp<int64_t>((264 + n_tiles - 1) / n_tiles, 1, std::min<int64_t>(16, K / 256)));
-}
-
-}  // namespace
-
 void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
                           const LinearOptions& options) {
   const int64_t K = w.in, N = w.out / n_groups;
@@ -78,8 +65,6 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.A = activations_bf16(x, options.act_quant_block).data;
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
-  p.splits = gemm_splits(N, K);
-  if (p.splits > 1) p.partial = dptr<float>(alloc(DType::kF32, {p.splits, M, p.ldc}));
   DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
 }
 

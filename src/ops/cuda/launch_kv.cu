@@ -1,6 +1,8 @@
 // Launch functions of the KV-state, indexer and sparse-attention kernels.
 #include "kernels/attention/indexer.cuh"
 #include "kernels/attention/kv_state.cuh"
+#include <type_traits>
+
 #include "kernels/attention/sparse_attention.cuh"
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/launch.h"
@@ -64,15 +66,33 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   d.K = p.K;
   d.softmax_scale = p.softmax_scale;
   d.round_probs = p.round_probs;
-  const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock));
-  const size_t smem = kAttnRowsPerTile * p.d * sizeof(float);
-  with_act(p.type, [&](auto t) {
-    using T = decltype(t);
-    sparse_attention_kernel<T><<<grid, 32 * kAttnHeadsPerBlock, smem, s>>>(
-        static_cast<const T*>(p.q), static_cast<const T*>(p.kv_new), static_cast<const T*>(p.window),
-        static_cast<const T*>(p.comp), p.comp_idx, p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d,
-        static_cast<T*>(p.out));
-  });
+  // Heads per block: one for few tokens (parallelism), more for many (each row read once per
+  // group). Numerically neutral: a head's arithmetic does not depend on its group.
+  auto launch = [&](auto g_tag) {
+    constexpr int G = decltype(g_tag)::value;
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + G - 1) / G));
+    const size_t smem = static_cast<size_t>(kAttnWarps) * G * p.d * sizeof(float);
+    with_act(p.type, [&](auto t) {
+      using T = decltype(t);
+      static bool configured = false;  // opt in to > 48 KiB of dynamic shared memory once
+      if (!configured) {
+        cudaFuncSetAttribute(sparse_attention_kernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kAttnWarps * G * 512 * sizeof(float)));
+        configured = true;
+      }
+      sparse_attention_kernel<T, G><<<grid, 32 * kAttnWarps, smem, s>>>(
+          static_cast<const T*>(p.q), static_cast<const T*>(p.kv_new), static_cast<const T*>(p.window),
+          static_cast<const T*>(p.comp), p.comp_idx, p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d,
+          static_cast<T*>(p.out));
+    });
+  };
+  if (p.T <= 16) {
+    launch(std::integral_constant<int, 1>{});
+  } else if (p.T <= 64) {
+    launch(std::integral_constant<int, 2>{});
+  } else {
+    launch(std::integral_constant<int, 4>{});
+  }
   return cudaGetLastError();
 }
 

@@ -1,0 +1,151 @@
+// What the two dequantising tensor-core GEMM kernels (dequant_gemm: large M, shared-memory tiles;
+// dequant_gemv: M <= 32, weights streamed straight into registers) share, and why their results
+// are bitwise equal — which is what makes the CUDA backend batch invariant: a row's output never
+// depends on how many other rows share the launch, because both kernels perform the same F32
+// operations in the same order for every output element.
+//
+// The canonical order for C[m][n] = sum_k A[m][k] W[n][k]:
+//   * K is cut into P = min(8, ceil(K / 512)) sub-ranges of R = gemm_subrange(K) elements (a
+//     multiple of kGemmBK), a function of K alone. Each sub-range is accumulated from zero; the
+//     sub-range sums are added in order: total = ((0 + s_0) + s_1) + ...
+//   * Inside a sub-range, tiles of kGemmBK elements in ascending k; a tile is BK / Wf windows of
+//     Wf = 4 Lf elements, where Lf = elements per 16 stored bytes of the weight format (BF16 8,
+//     FP8 16, FP4 32). Each window is Lf / 4 mma.m16n8k16 steps. Step j of the window at kw takes
+//     physical k = kw + c Lf + 4j + {0, 1, 2, 3} for c = 0..3 as its 16 logical k's: the lane
+//     (g = lane / 4, c = lane % 4) supplies A[g][kw + c Lf + 4j + {0,1}] as a0 (logical 2c, 2c+1),
+//     A[g][... + {2,3}] as a2 (logical 2c+8, 2c+9), rows g+8 as a1/a3, and W[g][...] likewise as
+//     b0/b1. A permutation of k applied to both operands leaves the product unchanged; it lets a
+//     lane hold one contiguous 16-byte run of a weight row (one vector load, one scale block).
+//   * k beyond K contributes zero products (zero-filled operands), identically in both kernels.
+// Weights are dequantised exactly as in the reference (stored code x scale in F32, then to BF16;
+// exact for UE8M0 scales), so both kernels also equal the reference up to that summation order.
+#pragma once
+
+#include "kernels/common/device_utils.cuh"
+#include "kernels/launch.h"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kGemmBK = 128;
+
+// Sub-range length of the canonical order (see above): a function of K only.
+__host__ __device__ inline int64_t gemm_subrange(int64_t K) {
+  int64_t P = (K + 511) / 512;
+  P = P < 1 ? 1 : (P > 8 ? 8 : P);
+  const int64_t per = (K + P - 1) / P;
+  return (per + kGemmBK - 1) / kGemmBK * kGemmBK;
+}
+__host__ __device__ inline int gemm_n_subranges(int64_t K) {
+  const int64_t R = gemm_subrange(K);
+  return static_cast<int>((K + R - 1) / R);
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Elements per 16 stored bytes (the run one lane holds) for each weight format.
+__host__ __device__ constexpr int run_elems(WeightFmt f) {
+  return f == WeightFmt::kBF16 ? 8 : (f == WeightFmt::kFp8Block ? 16 : 32);
+}
+
+__device__ __forceinline__ float weight_scale(const WeightDesc& w, int64_t n, int64_t k) {
+  if (w.fmt == WeightFmt::kFp8Block) {
+    const int64_t si = (n / w.block_out) * w.scale_cols + k / w.block_in;
+    return w.scale_f32 ? reinterpret_cast<const float*>(w.scale)[si] : e8m0_to_f32(w.scale[si]);
+  }
+  return e8m0_to_f32(w.scale[n * w.scale_cols + k / 32]);  // FP4: UE8M0 per 32 of a row
+}
+
+__device__ __forceinline__ float e2m1_value(uint32_t code) {
+  // Magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 as twice their value in the nibbles of one constant
+  // (no local-memory table).
+  const float mag = 0.5f * static_cast<float>((0xC8643210u >> (4 * (code & 7))) & 0xfu);
+  return (code & 8) ? -mag : mag;
+}
+
+// One weight element as F32 (0 outside the matrix is the caller's business).
+__device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, int64_t k) {
+  switch (w.fmt) {
+    case WeightFmt::kBF16:
+      return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(w.w + n * w.row_bytes)[k]);
+    case WeightFmt::kFp8Block:
+      return e4m3_to_f32(w.w[n * w.row_bytes + k]) * weight_scale(w, n, k);
+    case WeightFmt::kFp4Block: {
+      const uint8_t b = w.w[n * w.row_bytes + k / 2];
+      return e2m1_value((k & 1) ? (b >> 4) : (b & 0xf)) * weight_scale(w, n, k);
+    }
+  }
+  return 0.0f;
+}
+
+// True when 16-byte runs of this weight can be loaded as vectors and each run lies inside one
+// scale block (else the element-wise path is taken; the values are the same).
+__device__ __forceinline__ bool weight_runs_vectorisable(const WeightDesc& w) {
+  return (w.row_bytes % 16 == 0) && (reinterpret_cast<uintptr_t>(w.w) % 16 == 0) &&
+         (w.fmt != WeightFmt::kFp8Block || w.block_in % 16 == 0);
+}
+
+// Dequantises one 16-byte run (raw) of row n starting at element k into BF16 pairs out[Lf / 2]
+// (out[i] holds elements 2i, 2i+1 in its low, high halves).
+template <WeightFmt F>
+__device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int64_t k, const uint4& raw, uint32_t* out) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  if constexpr (F == WeightFmt::kBF16) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = words[i];
+  } else if constexpr (F == WeightFmt::kFp8Block) {
+    const float s = weight_scale(w, n, k);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t b = words[i / 2] >> (16 * (i % 2));
+      const __nv_bfloat162 v = __floats2bfloat162_rn(e4m3_to_f32(b & 0xff) * s, e4m3_to_f32((b >> 8) & 0xff) * s);
+      out[i] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+  } else {
+    const float s = weight_scale(w, n, k);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t b = (words[i / 4] >> (8 * (i % 4))) & 0xff;
+      const __nv_bfloat162 v = __floats2bfloat162_rn(e2m1_value(b & 0xf) * s, e2m1_value(b >> 4) * s);
+      out[i] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+  }
+}
+
+// Elements 4j .. 4j+3 of a 16-byte run (scale s) as the BF16 pairs b0 = (4j, 4j+1), b1 =
+// (4j+2, 4j+3): the same values dequant_run gives, converted on demand (fewer live registers).
+template <WeightFmt F>
+__device__ __forceinline__ void run_quad(const uint4& raw, float s, int j, uint32_t& b0, uint32_t& b1) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  if constexpr (F == WeightFmt::kBF16) {
+    b0 = words[(2 * j) % 4];
+    b1 = words[(2 * j + 1) % 4];
+  } else if constexpr (F == WeightFmt::kFp8Block) {
+    const uint32_t v = words[j];
+    b0 = pack_bf16(e4m3_to_f32(v & 0xff) * s, e4m3_to_f32((v >> 8) & 0xff) * s);
+    b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
+  } else {
+    const uint32_t v = words[j / 2] >> (16 * (j % 2));
+    b0 = pack_bf16(e2m1_value(v & 0xf) * s, e2m1_value((v >> 4) & 0xf) * s);
+    b1 = pack_bf16(e2m1_value((v >> 8) & 0xf) * s, e2m1_value((v >> 12) & 0xf) * s);
+  }
+}
+
+// Byte offset of element k in a stored row.
+template <WeightFmt F>
+__device__ __forceinline__ int64_t weight_byte(int64_t k) {
+  return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
+}
+
+__device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, const uint32_t* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+
+}  // namespace deepinfer::kernels
