@@ -164,6 +164,9 @@ json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& 
   for (const auto& [name, v] : timing.totals()) {
     out[name] = {{"calls", v.first}, {"ms", v.second * 1e3}, {"share", total > 0 ? v.second / total : 0}};
   }
+  json linears = json::object();
+  for (const auto& [name, v] : timing.linear_totals()) linears[name] = {{"calls", v.first}, {"ms", v.second * 1e3}};
+  if (!linears.empty()) out["by_linear_shape"] = linears;
   return out;
 }
 
@@ -211,7 +214,12 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
       log_info("decode batch {} context {}: {:.3f} ms/step, {:.1f} tok/s", batch, context, t * 1e3, batch / t);
       if (o.kernel_breakdown && !result.contains("decode_breakdown")) {
-        result["decode_breakdown"] = breakdown(b, state, decode_batch(batch, context, block_tokens));
+        json bd = breakdown(b, state, decode_batch(batch, context, block_tokens));
+        if (bd.contains("by_linear_shape")) {
+          result["decode_breakdown_by_linear"] = bd["by_linear_shape"];
+          bd.erase("by_linear_shape");
+        }
+        result["decode_breakdown"] = bd;
         result["decode_breakdown_shape"] = {{"batch", batch}, {"context", context}};
       }
       result["rows"].push_back(row);

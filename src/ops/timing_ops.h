@@ -3,6 +3,7 @@
 // synchronisation makes totals slower than an undecorated run, so report shares, not sums.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -16,7 +17,12 @@ class TimingOps final : public Ops {
   explicit TimingOps(Ops* inner) : inner_(inner) {}
   // op name -> (calls, seconds)
   const std::map<std::string, std::pair<int64_t, double>>& totals() const { return totals_; }
-  void reset() { totals_.clear(); }
+  // The same per linear weight shape ("linear_fp8_fp4 1024->32768 x1"): where GEMM time goes.
+  const std::map<std::string, std::pair<int64_t, double>>& linear_totals() const { return linear_totals_; }
+  void reset() {
+    totals_.clear();
+    linear_totals_.clear();
+  }
 
   tensor::Device device() const override { return inner_->device(); }
   void begin_step() override { inner_->begin_step(); }
@@ -45,10 +51,11 @@ class TimingOps final : public Ops {
   void add(const TensorView& a, const TensorView& b, const TensorView& o) override { timed("add", [&] { inner_->add(a, b, o); }); }
   void convert(const TensorView& x, const TensorView& o) override { timed("convert", [&] { inner_->convert(x, o); }); }
   void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
-    timed(w.is_quantized() ? "linear_fp8_fp4" : "linear_bf16", [&] { inner_->linear(x, w, y, o); });
+    const char* name = w.is_quantized() ? "linear_fp8_fp4" : "linear_bf16";
+    timed(name, [&] { inner_->linear(x, w, y, o); }, linear_key(name, x, w));
   }
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
-    timed("linear_grouped", [&] { inner_->linear_grouped(x, w, y, o); });
+    timed("linear_grouped", [&] { inner_->linear_grouped(x, w, y, o); }, linear_key("linear_grouped", x, w));
   }
   void swiglu(const TensorView& g, const TensorView& u, float l, const TensorView& o) override {
     timed("swiglu", [&] { inner_->swiglu(g, u, l, o); });
@@ -99,8 +106,12 @@ class TimingOps final : public Ops {
   }
 
  private:
+  static std::string linear_key(const char* name, const TensorView& x, const LinearWeight& w) {
+    return std::string(name) + " " + std::to_string(w.in) + "->" + std::to_string(w.out) + " x" +
+           std::to_string(x.numel() / std::max<int64_t>(1, x.shape[x.rank - 1]));
+  }
   template <typename F>
-  void timed(const char* name, F&& f) {
+  void timed(const char* name, F&& f, const std::string& detail = {}) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
     inner_->synchronize();
@@ -108,9 +119,15 @@ class TimingOps final : public Ops {
     auto& e = totals_[name];
     e.first += 1;
     e.second += s;
+    if (!detail.empty()) {
+      auto& d = linear_totals_[detail];
+      d.first += 1;
+      d.second += s;
+    }
   }
   Ops* inner_;
   std::map<std::string, std::pair<int64_t, double>> totals_;
+  std::map<std::string, std::pair<int64_t, double>> linear_totals_;
 };
 
 }  // namespace deepinfer::ops
