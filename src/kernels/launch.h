@@ -82,7 +82,13 @@ struct GemmParams {
   // the experts' (common) weight format.
   const int32_t* active = nullptr;
   int max_active = 0;
+  // Workspace of the small-M kernel: F32 sub-range partials [gemm_n_subranges(K)][M][ldc]
+  // (gemm_partial_floats); without it M <= 32 takes the tiled kernel (same bits, slower).
+  float* partial = nullptr;
 };
+// Floats of GemmParams::partial for an M x ldc output with inner dimension K when at most `rows`
+// rows share a weight (M for dense, max_rows_per_expert for experts); 0: none needed.
+int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K);
 // BF16 tensor-core GEMM with on-the-fly dequantisation (A must be BF16). Rows <= 32 (per expert
 // in expert mode) take the streaming small-M kernel, more the tiled one; both sum in the same
 // canonical order (kernels/gemm/gemm_common.cuh), so results are bitwise independent of M.

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
       for (int i = threadIdx.x; i < BN * BK; i += blockDim.x) {
         const int r = i / BK, kk = i % BK;
         const int64_t n = n0 + r, k = k0 + kk;
-        sB[r][kk] = __float2bfloat16_rn((n < p.N && k < p.K) ? dequant_weight(w, w_row0 + n, k) : 0.0f);
+        sB[r][kk] = (n < p.N && k < p.K) ? dequant_weight_bf16(w, w_row0 + n, k) : __float2bfloat16_rn(0.0f);
       }
     }
     __syncthreads();

@@ -17,8 +17,9 @@
 //     b0/b1. A permutation of k applied to both operands leaves the product unchanged; it lets a
 //     lane hold one contiguous 16-byte run of a weight row (one vector load, one scale block).
 //   * k beyond K contributes zero products (zero-filled operands), identically in both kernels.
-// Weights are dequantised exactly as in the reference (stored code x scale in F32, then to BF16;
-// exact for UE8M0 scales), so both kernels also equal the reference up to that summation order.
+// Weights are dequantised exactly as in the reference (stored code x scale, exact in BF16 for
+// UE8M0 scales; FP8 with F32 scales is rounded to BF16 the same way in both kernels), so both
+// kernels also equal the reference up to that summation order.
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
@@ -87,6 +88,47 @@ __device__ __forceinline__ bool weight_runs_vectorisable(const WeightDesc& w) {
          (w.fmt != WeightFmt::kFp8Block || w.block_in % 16 == 0);
 }
 
+// Four E2M1 codes (the nibbles of v, lowest first) times a UE8M0 scale as two BF16 pairs, built
+// with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the sign from the
+// code's bit 3, then one BF16x2 multiply by the scale. Exact (power-of-two scale), and the only
+// FP4 decoder of both GEMM kernels, so they agree bit for bit.
+__device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint32_t& b0, uint32_t& b1) {
+  // BF16 bytes of 0, .5, 1, 1.5, 2, 3, 4, 6: low bytes 00 00 80 c0 00 40 80 c0, high 00 3f 3f 3f 40 40 40 40.
+  constexpr uint32_t kLo0 = 0xc0800000u, kLo1 = 0xc0804000u, kHi0 = 0x3f3f3f00u, kHi1 = 0x40404040u;
+  const uint32_t sel = v & 0x7777u;
+  uint32_t lo, hi;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(kLo0), "r"(kLo1), "r"(sel));
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(kHi0), "r"(kHi1), "r"(sel));
+  uint32_t m0, m1;
+  asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(m0) : "r"(lo), "r"(hi));
+  asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(m1) : "r"(lo), "r"(hi));
+  m0 |= ((v << 12) & 0x8000u) | ((v << 24) & 0x80000000u);
+  m1 |= ((v << 4) & 0x8000u) | ((v << 16) & 0x80000000u);
+  const __nv_bfloat162 s = *reinterpret_cast<const __nv_bfloat162*>(&scale_bf16x2);
+  const __nv_bfloat162 r0 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&m0), s);
+  const __nv_bfloat162 r1 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&m1), s);
+  b0 = *reinterpret_cast<const uint32_t*>(&r0);
+  b1 = *reinterpret_cast<const uint32_t*>(&r1);
+}
+// A UE8M0 scale as a BF16x2 pair (2^-127, code 0, is a BF16 subnormal).
+__device__ __forceinline__ uint32_t e8m0_bf16x2(uint8_t e) {
+  const uint32_t h = e == 0 ? 0x0040u : static_cast<uint32_t>(e) << 7;
+  return h | (h << 16);
+}
+__device__ __forceinline__ uint32_t fp4_scale_bf16x2(const WeightDesc& w, int64_t n, int64_t k) {
+  return e8m0_bf16x2(w.scale[n * w.scale_cols + k / 32]);
+}
+
+// One weight element as the tensor-core kernels see it (BF16; FP4 through the same BF16
+// multiply as fp4_quad), for their element-wise edge paths.
+__device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w, int64_t n, int64_t k) {
+  if (w.fmt != WeightFmt::kFp4Block) return __float2bfloat16_rn(dequant_weight(w, n, k));
+  const uint8_t b = w.w[n * w.row_bytes + k / 2];
+  const uint32_t s = fp4_scale_bf16x2(w, n, k);
+  return __hmul(__float2bfloat16_rn(e2m1_value((k & 1) ? (b >> 4) : (b & 0xf))),
+                *reinterpret_cast<const __nv_bfloat16*>(&s));
+}
+
 // Dequantises one 16-byte run (raw) of row n starting at element k into BF16 pairs out[Lf / 2]
 // (out[i] holds elements 2i, 2i+1 in its low, high halves).
 template <WeightFmt F>
@@ -104,13 +146,9 @@ __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int6
       out[i] = *reinterpret_cast<const uint32_t*>(&v);
     }
   } else {
-    const float s = weight_scale(w, n, k);
+    const uint32_t s = fp4_scale_bf16x2(w, n, k);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const uint32_t b = (words[i / 4] >> (8 * (i % 4))) & 0xff;
-      const __nv_bfloat162 v = __floats2bfloat162_rn(e2m1_value(b & 0xf) * s, e2m1_value(b >> 4) * s);
-      out[i] = *reinterpret_cast<const uint32_t*>(&v);
-    }
+    for (int q = 0; q < 8; ++q) fp4_quad((words[q / 2] >> (16 * (q % 2))) & 0xffffu, s, out[2 * q], out[2 * q + 1]);
   }
 }
 
@@ -126,10 +164,8 @@ __device__ __forceinline__ void run_quad(const uint4& raw, float s, int j, uint3
     const uint32_t v = words[j];
     b0 = pack_bf16(e4m3_to_f32(v & 0xff) * s, e4m3_to_f32((v >> 8) & 0xff) * s);
     b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
-  } else {
-    const uint32_t v = words[j / 2] >> (16 * (j % 2));
-    b0 = pack_bf16(e2m1_value(v & 0xf) * s, e2m1_value((v >> 4) & 0xf) * s);
-    b1 = pack_bf16(e2m1_value((v >> 8) & 0xf) * s, e2m1_value((v >> 12) & 0xf) * s);
+  } else {  // FP4: s carries the BF16x2 scale bits (fp4_scale_bf16x2)
+    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, __float_as_uint(s), b0, b1);
   }
 }
 

@@ -166,6 +166,9 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.active = dptr<int32_t>(active);
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
+    if (const int64_t n = k::gemm_partial_floats(T, n_pairs, N, K); n > 0 && !plain) {
+      p.partial = dptr<float>(alloc(DType::kF32, {n}));
+    }
     DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);

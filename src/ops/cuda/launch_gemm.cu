@@ -11,30 +11,48 @@
 namespace deepinfer::kernels {
 namespace {
 
-template <WeightFmt F>
-cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
+constexpr size_t kGemvMaxSmem = 200 << 10;
+
+template <WeightFmt F, int MT>
+cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
+  static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
+  if (!configured) {
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(kGemvMaxSmem));
+    configured = true;
+  }
   const int P = gemm_n_subranges(p.K);
-  const int G = std::max(1, kGemvMaxWarps / P);  // column groups per CTA
-  const int64_t col_tiles = (p.N + kGemvWarpCols * G - 1) / (kGemvWarpCols * G);
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
-  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(outer));
-  if (grid.x == 0 || grid.y == 0) return cudaSuccess;
-  if (rows <= 16) {
-    dequant_gemv_kernel<F, 1><<<grid, 32 * P * G, 0, s>>>(p, P, G);
-  } else {
-    dequant_gemv_kernel<F, 2><<<grid, 32 * P * G, 0, s>>>(p, P, G);
+  const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols), static_cast<unsigned>(P),
+                  static_cast<unsigned>(outer));
+  if (grid.x == 0 || grid.z == 0) return cudaSuccess;
+  dequant_gemv_kernel<F, MT><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K), s>>>(p, p.partial);
+  if (P > 1) {
+    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
 
+template <WeightFmt F>
+cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
+  return rows <= 16 ? launch_gemv_mt<F, 1>(p, s) : launch_gemv_mt<F, 2>(p, s);
+}
+
 }  // namespace
+
+int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
+  const int P = gemm_n_subranges(K);
+  return (P > 1 && rows <= kGemvMaxRows) ? P * M * ldc : 0;
+}
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? p.max_rows_per_expert : p.M;
   // The streaming kernel applies one scale per 16-byte run: FP8 blocks must not split a run.
   const bool runs_ok = p.w.fmt != WeightFmt::kFp8Block || p.w.block_in % 16 == 0;
-  if (rows <= kGemvMaxRows && runs_ok && (!experts || p.active != nullptr)) {
+  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K) <= kGemvMaxSmem;
+  const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
+  if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, rows, s);
       case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, rows, s);
