@@ -17,16 +17,18 @@ __global__ void indexer_scores_kernel(const Tq* q, const float* w, const Tk* key
                                       const int32_t* token_seq, const int32_t* block_tables, int max_blocks,
                                       int ratio, int rows_per_block, int Hi, int di, float weight_scale, float* scores,
                                       int64_t ld) {
-  extern __shared__ float sh[];  // q: Hi*di, keys: 32*di, dots: 32*Hi
+  extern __shared__ float sh[];  // q: Hi*(di+1) (padded: heads read one channel in parallel
+                                 // from distinct banks), keys: 32*di, dots: 32*Hi
+  const int ldq = di + 1;
   float* sq = sh;
-  float* sk = sq + Hi * di;
+  float* sk = sq + Hi * ldq;
   float* sd = sk + kIdxKeysPerBlock * di;
   const int64_t t = blockIdx.x;
   const int32_t n_avail = (positions[t] + 1) / ratio;
   const int32_t g0 = blockIdx.y * kIdxKeysPerBlock;
   if (g0 >= ld) return;
   const int32_t s = token_seq[t];
-  for (int i = threadIdx.x; i < Hi * di; i += blockDim.x) sq[i] = to_f32(q[t * Hi * di + i]);
+  for (int i = threadIdx.x; i < Hi * di; i += blockDim.x) sq[(i / di) * ldq + i % di] = to_f32(q[t * Hi * di + i]);
   for (int i = threadIdx.x; i < kIdxKeysPerBlock * di; i += blockDim.x) {
     const int32_t g = g0 + i / di;
     float v = 0.0f;
@@ -40,7 +42,7 @@ __global__ void indexer_scores_kernel(const Tq* q, const float* w, const Tk* key
   for (int i = threadIdx.x; i < kIdxKeysPerBlock * Hi; i += blockDim.x) {
     const int kg = i / Hi, h = i % Hi;
     float acc = 0.0f;
-    for (int c = 0; c < di; ++c) acc += sq[h * di + c] * sk[kg * di + c];
+    for (int c = 0; c < di; ++c) acc += sq[h * ldq + c] * sk[kg * di + c];
     sd[kg * Hi + h] = fmaxf(acc, 0.0f) * w[t * Hi + h] * weight_scale;
   }
   __syncthreads();

@@ -1,6 +1,6 @@
 // Sparse shared-KV attention with sinks (model_v4_flash.md §4.8). One block per (token, group of
-// G heads), 8 warps; the token's rows (window, then selected or all compressed rows) are cut into
-// 8 contiguous ranges, one per warp, so even one decode token keeps 64 x 8 warps busy. A warp
+// G heads), 16 warps; the token's rows (window, then selected or all compressed rows) are cut
+// into 16 contiguous ranges, one per warp, so even one decode token keeps 64 x 16 warps busy. A warp
 // reads each of its rows once (lane = d/32 contiguous dims) for all G heads.
 //   pass 1: per warp and head, running max / denominator over its rows (warp 0 also holds the
 //           sink as exp(sink - max)); the block combines them in warp order;
@@ -16,7 +16,7 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kAttnWarps = 8;
+inline constexpr int kAttnWarps = 16;
 inline constexpr int kAttnMaxDimsPerLane = 16;  // head_dim <= 512
 
 struct AttentionParamsDev {
@@ -47,7 +47,7 @@ __device__ __forceinline__ const T* attn_row(int64_t r, int64_t n_window, int64_
 
 // Dynamic shared memory: kAttnWarps x G x d floats (warp partials of P.V).
 template <typename T, int G>
-__global__ void __launch_bounds__(256) sparse_attention_kernel(const T* q, const T* kv_new, const T* window,
+__global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const T* q, const T* kv_new, const T* window,
                                                                const T* comp, const int32_t* comp_idx,
                                                                const float* sinks, const int32_t* positions,
                                                                const int32_t* token_seq, const SeqSpanDev* seqs,
@@ -117,9 +117,13 @@ __global__ void __launch_bounds__(256) sparse_attention_kernel(const T* q, const
     mx[g] = has_sink ? sinks[h0 + g] : -INFINITY;
     den[g] = has_sink ? 1.0f : 0.0f;
   }
+  // Rows are loaded one ahead of their use (a warp's rows form a dependent chain otherwise).
+  float v[kAttnMaxDimsPerLane], next[kAttnMaxDimsPerLane];
+  if (r_begin < r_end) load_row(r_begin, next);
   for (int64_t r = r_begin; r < r_end; ++r) {
-    float v[kAttnMaxDimsPerLane];
-    load_row(r, v);
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = next[i];
+    if (r + 1 < r_end) load_row(r + 1, next);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const float z = logit(v, g);
@@ -151,9 +155,11 @@ __global__ void __launch_bounds__(256) sparse_attention_kernel(const T* q, const
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int i = 0; i < kAttnMaxDimsPerLane; ++i) acc[g][i] = 0.0f;
+  if (r_begin < r_end) load_row(r_begin, next);
   for (int64_t r = r_begin; r < r_end; ++r) {
-    float v[kAttnMaxDimsPerLane];
-    load_row(r, v);
+#pragma unroll
+    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = next[i];
+    if (r + 1 < r_end) load_row(r + 1, next);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float pr = expf(logit(v, g) - mx[g]) / den[g];

@@ -20,7 +20,7 @@ inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
 inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
-inline constexpr int kGemvDepth = 2;      // windows of weight loads in flight per warp
+inline constexpr int kGemvDepth = 4;      // windows of weight loads in flight per warp
 inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
 
 // Shared memory of one CTA: A slice [MT * 16][R + pad] BF16.
@@ -71,30 +71,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   }
   __syncthreads();
 
-  // Stage the A slice: columns [k_sub, k_sub + R) of every present row, zero elsewhere.
-  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-  const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_sub;
-  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (k_len % 8 == 0);
-  for (int64_t i = threadIdx.x; i < MT * 16 * (R / 8); i += blockDim.x) {
-    const int r = static_cast<int>(i / (R / 8));
-    const int64_t kk = (i % (R / 8)) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (a_row[r] >= 0 && kk < k_len) {
-      const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-      if (a_vec) {
-        v = *reinterpret_cast<const uint4*>(src);
-      } else {
-        uint16_t e[8];
-#pragma unroll
-        for (int q = 0; q < 8; ++q) e[q] = kk + q < k_len ? __bfloat16_as_ushort(src[q]) : 0;
-        v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
-                       e[6] | (uint32_t{e[7]} << 16));
-      }
-    }
-    *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
-  }
-  __syncthreads();
-
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, c = lane & 3;
   const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
@@ -120,7 +96,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
       if constexpr (F == WeightFmt::kFp4Block) {
         scale[nt] = __uint_as_float(fp4_scale_bf16x2(w, w_row0 + n, k));  // bits, see run_quad
       } else if constexpr (F == WeightFmt::kFp8Block) {
-        scale[nt] = weight_scale(w, w_row0 + n, k);
+        scale[nt] = fp8_run_scale(w, w_row0 + n, k);
       }
     }
   };
@@ -129,7 +105,32 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   uint4 raw[D][NT];
   float scale[D][NT];
 #pragma unroll
-  for (int d = 0; d < D; ++d) load(d, raw[d], scale[d]);
+  for (int d = 0; d < D; ++d) load(d, raw[d], scale[d]);  // in flight while A is staged
+
+  // Stage the A slice: columns [k_sub, k_sub + R) of every present row, zero elsewhere.
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
+  const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_sub;
+  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (k_len % 8 == 0);
+  for (int64_t i = threadIdx.x; i < MT * 16 * (R / 8); i += blockDim.x) {
+    const int r = static_cast<int>(i / (R / 8));
+    const int64_t kk = (i % (R / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (a_row[r] >= 0 && kk < k_len) {
+      const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
+      if (a_vec) {
+        v = *reinterpret_cast<const uint4*>(src);
+      } else {
+        uint16_t e[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) e[q] = kk + q < k_len ? __bfloat16_as_ushort(src[q]) : 0;
+        v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
+                       e[6] | (uint32_t{e[7]} << 16));
+      }
+    }
+    *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
+  }
+  __syncthreads();
+
   for (int w0 = 0; w0 < n_windows; w0 += D) {
 #pragma unroll
     for (int d = 0; d < D; ++d) {

@@ -57,19 +57,58 @@ __global__ void moe_count_kernel(const int32_t* sel, int64_t n_pairs, int32_t* c
   if (i < n_pairs) atomicAdd(&counts[sel[i]], 1);
 }
 
-// Single thread: offsets[e] = sum of counts[0..e), offsets[E] = total; cursor = offsets copy;
-// active = the experts with pairs in ascending id, active[E] = how many.
-__global__ void moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor, int32_t* active) {
-  if (threadIdx.x != 0) return;
-  int32_t run = 0, n_active = 0;
-  for (int e = 0; e < E; ++e) {
-    offsets[e] = run;
-    cursor[e] = run;
-    run += counts[e];
-    if (counts[e] > 0) active[n_active++] = e;
+// One block of 1024 threads: offsets[e] = sum of counts[0..e) (exclusive scan), offsets[E] =
+// total; cursor = offsets copy; active = the experts with pairs in ascending id, active[E] = how
+// many. Integer scans, so the parallel order changes nothing.
+__global__ void __launch_bounds__(1024) moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor,
+                                                            int32_t* active) {
+  __shared__ int32_t warp_sum[32], warp_act[32];
+  __shared__ int32_t carry_sum, carry_act;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (threadIdx.x == 0) carry_sum = carry_act = 0;
+  __syncthreads();
+  for (int base = 0; base < E; base += blockDim.x) {
+    const int e = base + threadIdx.x;
+    const int32_t c = e < E ? counts[e] : 0;
+    const int32_t a = c > 0 ? 1 : 0;
+    int32_t sc = c, sa = a;  // inclusive warp scans
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int32_t vc = __shfl_up_sync(0xffffffffu, sc, o), va = __shfl_up_sync(0xffffffffu, sa, o);
+      if (lane >= o) sc += vc, sa += va;
+    }
+    if (lane == 31) warp_sum[warp] = sc, warp_act[warp] = sa;
+    __syncthreads();
+    if (warp == 0) {
+      int32_t ws = lane < static_cast<int>(blockDim.x >> 5) ? warp_sum[lane] : 0;
+      int32_t wa = lane < static_cast<int>(blockDim.x >> 5) ? warp_act[lane] : 0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int32_t vs = __shfl_up_sync(0xffffffffu, ws, o), va = __shfl_up_sync(0xffffffffu, wa, o);
+        if (lane >= o) ws += vs, wa += va;
+      }
+      warp_sum[lane] = ws;  // inclusive over warps
+      warp_act[lane] = wa;
+    }
+    __syncthreads();
+    const int32_t before_sum = carry_sum + (warp > 0 ? warp_sum[warp - 1] : 0) + sc - c;
+    const int32_t before_act = carry_act + (warp > 0 ? warp_act[warp - 1] : 0) + sa - a;
+    if (e < E) {
+      offsets[e] = before_sum;
+      cursor[e] = before_sum;
+      if (a) active[before_act] = e;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      carry_sum += warp_sum[(blockDim.x >> 5) - 1];
+      carry_act += warp_act[(blockDim.x >> 5) - 1];
+    }
+    __syncthreads();
   }
-  offsets[E] = run;
-  active[E] = n_active;
+  if (threadIdx.x == 0) {
+    offsets[E] = carry_sum;
+    active[E] = carry_act;
+  }
 }
 
 // perm[cursor[e]++] = pair index (t * k + i). Order within an expert does not matter: each output

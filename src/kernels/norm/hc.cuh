@@ -56,86 +56,68 @@ struct HcPreParams {
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// Thread 0 computes mu, pre, post and the Sinkhorn-projected comb (written to the shared pre,
-// post, comb). hc is a template parameter so every index is a compile-time constant and the
-// arrays live in registers (runtime-indexed local arrays made this the slowest op of a step);
-// the operations and their order are the reference's.
-inline constexpr int kMaxHc = 4;
+// Warp 0 computes mu, pre, post and the Sinkhorn-projected comb (written to the shared pre,
+// post, comb): lane m sums column m of the split partials, lane j * hc + k holds comb[j][k], and
+// row / column sums gather their hc values by shuffles and add them in index order — the
+// reference's operations in the reference's order, without a single thread's serial chain of
+// 20 x 2 x hc^2 divisions (which made this the slowest op of a decode step).
 template <int HC>
-__device__ inline void hc_coefficients(const float* partial, const HcPreParams& p, int64_t t, float* pre_out,
-                                       float* post_out, float* comb_out) {
+__device__ inline void hc_coefficients_warp(const float* partial, const HcPreParams& p, int64_t t, float* pre_out,
+                                            float* post_out, float* comb_out) {
   constexpr int hc = HC, n_mix = (2 + hc) * hc;
-  float mu[kMaxMix];
-  float ss = 0.0f;
-#pragma unroll
-  for (int m = 0; m < kMaxMix; ++m) mu[m] = 0.0f;
-  for (int s = 0; s < p.n_split; ++s) {
-    const float* row = partial + (t * p.n_split + s) * (n_mix + 1);
-#pragma unroll
-    for (int m = 0; m < kMaxMix; ++m)
-      if (m < n_mix) mu[m] += row[m];
-    ss += row[n_mix];
-  }
+  static_assert(n_mix + 1 <= 32, "one lane per mix column");
+  const int lane = threadIdx.x & 31;
+  float col = 0.0f;  // lane m: mu[m] (m < n_mix) or the sum of squares (m == n_mix)
+  if (lane <= n_mix)
+    for (int s = 0; s < p.n_split; ++s) col += partial[(t * p.n_split + s) * (n_mix + 1) + lane];
+  const float ss = __shfl_sync(0xffffffffu, col, n_mix);
   const float rho = rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps);
-#pragma unroll
-  for (int i = 0; i < kMaxHc; ++i) {
-    if (i >= hc) continue;
-    pre_out[i] = sigmoidf_(p.scale[0] * rho * mu[i] + p.base[i]) + p.hc_eps;
-    post_out[i] = 2.0f * sigmoidf_(p.scale[1] * rho * mu[hc + i] + p.base[hc + i]);
+  const float mu_pre = __shfl_sync(0xffffffffu, col, lane < hc ? lane : 0);
+  const float mu_post = __shfl_sync(0xffffffffu, col, lane < hc ? hc + lane : 0);
+  if (lane < hc) {
+    pre_out[lane] = sigmoidf_(p.scale[0] * rho * mu_pre + p.base[lane]) + p.hc_eps;
+    post_out[lane] = 2.0f * sigmoidf_(p.scale[1] * rho * mu_post + p.base[hc + lane]);
   }
-  float comb[kMaxHc][kMaxHc];
+  const int l = lane < hc * hc ? lane : 0, j = l / hc, k = l % hc;
+  const float mu_comb = __shfl_sync(0xffffffffu, col, 2 * hc + l);
+  float v = p.scale[2] * rho * mu_comb + p.base[2 * hc + l];
+  auto row_vals = [&](float x, float* r) {
 #pragma unroll
-  for (int j = 0; j < kMaxHc; ++j) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kMaxHc; ++k) {
-      comb[j][k] = 0.0f;
-      if (j >= hc || k >= hc) continue;
-      const int m = 2 * hc + j * hc + k;
-      comb[j][k] = p.scale[2] * rho * mu[m] + p.base[m];
-      mx = fmaxf(mx, comb[j][k]);
-    }
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kMaxHc; ++k)
-      if (j < hc && k < hc) sum += (comb[j][k] = expf(comb[j][k] - mx));
-#pragma unroll
-    for (int k = 0; k < kMaxHc; ++k)
-      if (j < hc && k < hc) comb[j][k] = comb[j][k] / sum + p.hc_eps;
-  }
-  auto cols = [&] {
-#pragma unroll
-    for (int k = 0; k < kMaxHc; ++k) {
-      if (k >= hc) continue;
-      float s = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kMaxHc; ++j)
-        if (j < hc) s += comb[j][k];
-#pragma unroll
-      for (int j = 0; j < kMaxHc; ++j)
-        if (j < hc) comb[j][k] /= (s + p.hc_eps);
-    }
+    for (int i = 0; i < hc; ++i) r[i] = __shfl_sync(0xffffffffu, x, j * hc + i);
   };
-  cols();
+  auto col_vals = [&](float x, float* c) {
+#pragma unroll
+    for (int i = 0; i < hc; ++i) c[i] = __shfl_sync(0xffffffffu, x, i * hc + k);
+  };
+  float r[hc];
+  row_vals(v, r);
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < hc; ++i) mx = fmaxf(mx, r[i]);
+  v = expf(v - mx);
+  row_vals(v, r);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < hc; ++i) sum += r[i];
+  v = v / sum + p.hc_eps;
+  auto normalise_cols = [&] {
+    float c[hc];
+    col_vals(v, c);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < hc; ++i) s += c[i];
+    v /= (s + p.hc_eps);
+  };
+  normalise_cols();
   for (int it = 0; it < p.sinkhorn_iters - 1; ++it) {
+    row_vals(v, r);
+    float s = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kMaxHc; ++j) {
-      if (j >= hc) continue;
-      float s = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kMaxHc; ++k)
-        if (k < hc) s += comb[j][k];
-#pragma unroll
-      for (int k = 0; k < kMaxHc; ++k)
-        if (k < hc) comb[j][k] /= (s + p.hc_eps);
-    }
-    cols();
+    for (int i = 0; i < hc; ++i) s += r[i];
+    v /= (s + p.hc_eps);
+    normalise_cols();
   }
-#pragma unroll
-  for (int j = 0; j < kMaxHc; ++j)
-#pragma unroll
-    for (int k = 0; k < kMaxHc; ++k)
-      if (j < hc && k < hc) comb_out[j * hc + k] = comb[j][k];
+  if (lane < hc * hc) comb_out[lane] = v;
 }
 
 template <typename T, typename Tu>
@@ -144,12 +126,12 @@ __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPrePa
   __shared__ float pre[4], post[4], comb[16];
   const int64_t t = blockIdx.x;
   const int hc = p.hc;
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < 32) {
     switch (hc) {
-      case 1: hc_coefficients<1>(partial, p, t, pre, post, comb); break;
-      case 2: hc_coefficients<2>(partial, p, t, pre, post, comb); break;
-      case 3: hc_coefficients<3>(partial, p, t, pre, post, comb); break;
-      default: hc_coefficients<4>(partial, p, t, pre, post, comb); break;
+      case 1: hc_coefficients_warp<1>(partial, p, t, pre, post, comb); break;
+      case 2: hc_coefficients_warp<2>(partial, p, t, pre, post, comb); break;
+      case 3: hc_coefficients_warp<3>(partial, p, t, pre, post, comb); break;
+      default: hc_coefficients_warp<4>(partial, p, t, pre, post, comb); break;
     }
   }
   __syncthreads();

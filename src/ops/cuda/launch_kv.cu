@@ -36,7 +36,7 @@ cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
-  const size_t smem = (static_cast<size_t>(p.Hi) * p.di + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
+  const size_t smem = (static_cast<size_t>(p.Hi) * (p.di + 1) + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
   cudaError_t err = cudaSuccess;
   with_act2(p.q_type, p.k_type, [&](auto tq, auto tk) {
     using Q = decltype(tq);
@@ -88,10 +88,8 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   };
   if (p.T <= 16) {
     launch(std::integral_constant<int, 1>{});
-  } else if (p.T <= 64) {
-    launch(std::integral_constant<int, 2>{});
   } else {
-    launch(std::integral_constant<int, 4>{});
+    launch(std::integral_constant<int, 2>{});  // 512 threads: G <= 2 keeps q, acc, rows in 128 registers
   }
   return cudaGetLastError();
 }

@@ -14,7 +14,7 @@ cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t s) {
 
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
   moe_count_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.counts);
-  moe_offsets_kernel<<<1, 32, 0, s>>>(p.counts, p.E, p.offsets, p.cursor, p.active);
+  moe_offsets_kernel<<<1, 1024, 0, s>>>(p.counts, p.E, p.offsets, p.cursor, p.active);
   moe_scatter_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.cursor, p.perm);
   return cudaGetLastError();
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Sums an `ncu --csv --metrics gpu__time_duration.sum` log by kernel name (device-side time per
+kernel, no launch or synchronisation overhead): the ground truth behind `deepinfer bench`'s per-op
+breakdown. Usage: ncu_summary.py LOG.csv [--skip-name SUBSTR ...] [--top N]"""
+import argparse
+import collections
+import csv
+import io
+import re
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--skip-name", action="append", default=[])
+    ap.add_argument("--top", type=int, default=40)
+    a = ap.parse_args()
+    text = open(a.log, errors="replace").read()
+    start = text.find('"ID"')
+    if start < 0:
+        sys.exit("no ncu CSV table in " + a.log)
+    rows = csv.DictReader(io.StringIO(text[start:]))
+    total = collections.defaultdict(float)
+    calls = collections.Counter()
+    for r in rows:
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        name = re.sub(r"\(.*", "", r["Kernel Name"]).strip()
+        if any(s in name for s in a.skip_name):
+            continue
+        v = float(r["Metric Value"].replace(",", ""))
+        unit = r.get("Metric Unit", "nsecond")
+        v *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1e-3)
+        total[name] += v
+        calls[name] += 1
+    grand = sum(total.values())
+    print(f"total {grand:.1f} us over {sum(calls.values())} kernels")
+    for name, us in sorted(total.items(), key=lambda x: -x[1])[: a.top]:
+        print(f"{us:10.1f} us {calls[name]:5d} x {us / calls[name]:8.2f} us  {name[:110]}")
+
+
+if __name__ == "__main__":
+    main()
