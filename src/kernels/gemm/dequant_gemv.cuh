@@ -4,6 +4,8 @@
 // canonical order of gemm_common.cuh — so the result is bitwise the one dequant_gemm gives for
 // the same rows, whatever M is.
 //
+// Requirements (launch_dequant_gemm falls back to the tiled kernel otherwise, same bits): K a
+// multiple of kGemmBK, rows of whole 16-byte runs, FP8 with UE8M0 scales in power-of-two blocks.
 // Work split: CTA = (128 columns, one K sub-range, one group or active expert), 4 warps of 32
 // columns. The CTA stages its rows' A slice [rows][R] in shared memory once (coalesced); each
 // warp then streams its weight rows with kGemvDepth windows of loads (runs and their scales) in
@@ -20,7 +22,6 @@ inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
 inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
-inline constexpr int kGemvDepth = 4;      // windows of weight loads in flight per warp
 inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
 
 // Shared memory of one CTA: A slice [MT * 16][R + pad] BF16.
@@ -28,20 +29,10 @@ __host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K) {
   return static_cast<size_t>(mt) * 16 * (gemm_subrange(K) + kGemvPad) * 2;
 }
 
-// A 16-byte run of a weight row at the edges of the matrix or of an unaligned row: byte loads,
-// zero beyond K.
-template <WeightFmt F>
-__device__ __forceinline__ uint4 gemv_edge_run(const WeightDesc& w, int64_t row, int64_t k, int64_t K) {
-  uint32_t words[4] = {0, 0, 0, 0};
-  const int64_t b0 = weight_byte<F>(k), b_end = weight_byte<F>(K);
-  for (int i = 0; i < 16; ++i)
-    if (b0 + i < b_end) words[i / 4] |= static_cast<uint32_t>(w.w[row * w.row_bytes + b0 + i]) << (8 * (i % 4));
-  return make_uint4(words[0], words[1], words[2], words[3]);
-}
-
-template <WeightFmt F, int MT>
+// D: windows of weight loads in flight per warp.
+template <WeightFmt F, int MT, int D>
 __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial) {
-  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L, D = kGemvDepth;
+  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
   extern __shared__ __align__(16) __nv_bfloat16 sA[];  // [MT * 16][LDA]
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 
@@ -75,37 +66,41 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   const int g = lane >> 2, c = lane & 3;
   const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
-  const bool b_vec = weight_runs_vectorisable(w);
-  // Same windows as dequant_gemm: whole BK tiles of the sub-range, zero beyond K.
-  const int n_windows = static_cast<int>((k_len + kGemmBK - 1) / kGemmBK * (kGemmBK / W));
+  const int n_windows = static_cast<int>(k_len / W);  // K % kGemmBK == 0 (launch_gemv checks)
 
-  // Window wi of tile nt: the lane's 16-byte run (zeros outside the matrix) and its scale.
-  auto load = [&](int wi, uint4* raw, float* scale) {
-    const int64_t k = k_sub + static_cast<int64_t>(wi) * W + c * L;
+  // Per n8 tile, once: the lane's weight row and scale row (null past N). Everything the loop
+  // needs per window is then a 32-bit offset and a shift — no 64-bit index math, no division.
+  const uint8_t* wrow[NT];
+  const uint8_t* srow[NT];
+  const int in_shift = F == WeightFmt::kFp4Block ? 5 : __ffs(w.block_in) - 1;  // block_in: a power of two
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int64_t n = n_base + nt * 8 + g;
+    wrow[nt] = n < p.N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
+    srow[nt] = nullptr;
+    if (n < p.N && F == WeightFmt::kFp8Block) srow[nt] = w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols;
+    if (n < p.N && F == WeightFmt::kFp4Block) srow[nt] = w.scale + (w_row0 + n) * w.scale_cols;
+  }
+  const int k_lane = static_cast<int>(k_sub) + c * L;  // this lane's run start in window 0
+
+  // Window wi: the lane's 16-byte run of each tile and its scale code (zeros past N).
+  auto load = [&](int wi, uint4* raw, uint8_t* code) {
+    const int k = k_lane + wi * W;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      const int64_t n = n_base + nt * 8 + g;
       raw[nt] = make_uint4(0, 0, 0, 0);
-      scale[nt] = 1.0f;
-      if (wi >= n_windows || n >= p.N || k >= p.K) continue;
-      if (b_vec && k + L <= p.K) {
-        raw[nt] = __ldg(reinterpret_cast<const uint4*>(w.w + (w_row0 + n) * w.row_bytes + weight_byte<F>(k)));
-      } else {
-        raw[nt] = gemv_edge_run<F>(w, w_row0 + n, k, p.K);
-      }
-      if constexpr (F == WeightFmt::kFp4Block) {
-        scale[nt] = __uint_as_float(fp4_scale_bf16x2(w, w_row0 + n, k));  // bits, see run_quad
-      } else if constexpr (F == WeightFmt::kFp8Block) {
-        scale[nt] = fp8_run_scale(w, w_row0 + n, k);
-      }
+      code[nt] = 127;  // scale 1: zero runs stay zero
+      if (wrow[nt] == nullptr || wi >= n_windows) continue;
+      raw[nt] = __ldg(reinterpret_cast<const uint4*>(wrow[nt] + (F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2))));
+      if (F != WeightFmt::kBF16) code[nt] = __ldg(srow[nt] + (k >> in_shift));
     }
   };
 
   float acc[MT][NT][4] = {};
   uint4 raw[D][NT];
-  float scale[D][NT];
+  uint8_t code[D][NT];
 #pragma unroll
-  for (int d = 0; d < D; ++d) load(d, raw[d], scale[d]);  // in flight while A is staged
+  for (int d = 0; d < D; ++d) load(d, raw[d], code[d]);  // in flight while A is staged
 
   // Stage the A slice: columns [k_sub, k_sub + R) of every present row, zero elsewhere.
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
@@ -137,16 +132,38 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
       const int wi = w0 + d;
       if (wi >= n_windows) break;
       uint4 cur[NT];
-      float cur_scale[NT];
+      uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
+      bool exact[NT];   // FP8 scale too large for fp8_quad: the F32 path (never in practice)
+      uint8_t cur_code[NT];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) cur[nt] = raw[d][nt], cur_scale[nt] = scale[d][nt];
-      load(wi + D, raw[d], scale[d]);  // refill this slot before consuming it
+      for (int nt = 0; nt < NT; ++nt) {
+        cur[nt] = raw[d][nt];
+        cur_code[nt] = code[d][nt];
+        s2[nt] = F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[d][nt]) : e8m0_times_2p120_bf16x2(code[d][nt]);
+        exact[nt] = F != WeightFmt::kFp8Block || code[d][nt] <= 134;
+      }
+      load(wi + D, raw[d], code[d]);  // refill this slot before consuming it
 #pragma unroll
       for (int j = 0; j < L / 4; ++j) {
         const int kk = wi * W + c * L + 4 * j;  // within the slice
         uint32_t bf[NT][2];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) run_quad<F>(cur[nt], cur_scale[nt], j, bf[nt][0], bf[nt][1]);
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
+          if constexpr (F == WeightFmt::kBF16) {
+            bf[nt][0] = words[(2 * j) % 4];
+            bf[nt][1] = words[(2 * j + 1) % 4];
+          } else if constexpr (F == WeightFmt::kFp4Block) {
+            fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
+          } else if (exact[nt]) {
+            fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
+          } else {
+            const float sc = e8m0_to_f32(cur_code[nt]);  // unreachable for real checkpoints
+            const uint32_t v = words[j];
+            bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
+            bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
+          }
+        }
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           const uint2 lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
