@@ -1,17 +1,18 @@
 // Small-M dequantising GEMM (M <= 32 rows per weight: decode steps, MoE experts at small batch).
-// Memory bound: the weight is read once, straight from global memory into registers as 16-byte
-// runs (one vector load per lane per n8 tile), dequantised there and fed to mma.m16n8k16 in the
-// canonical order of gemm_common.cuh — so the result is bitwise the one dequant_gemm gives for
-// the same rows, whatever M is.
+// Memory bound: every weight byte is read once, as 16-byte runs copied asynchronously
+// (cp.async) into a per-warp ring of kGemvStages windows in shared memory — many loads in
+// flight without holding them in registers — then dequantised in registers and fed to
+// mma.m16n8k16 in the canonical order of gemm_common.cuh, so the result is bitwise the one
+// dequant_gemm gives for the same rows, whatever M is.
 //
 // Requirements (launch_dequant_gemm falls back to the tiled kernel otherwise, same bits): K a
 // multiple of kGemmBK, rows of whole 16-byte runs, FP8 with UE8M0 scales in power-of-two blocks.
 // Work split: CTA = (128 columns, one K sub-range, one group or active expert), 4 warps of 32
-// columns. The CTA stages its rows' A slice [rows][R] in shared memory once (coalesced); each
-// warp then streams its weight rows with kGemvDepth windows of loads (runs and their scales) in
-// flight. Sub-range sums go to F32 partials [P][M][ldc] that gemv_reduce_kernel folds in
-// sub-range order ((0 + s_0) + s_1) + ... — the canonical fold; with one sub-range the CTA
-// writes C itself (as 0 + s_0).
+// columns. The CTA stages its rows' A slice [rows][R] and its columns' scale codes in shared
+// memory once. A lane only ever reads ring slots it filled itself, so cp.async.wait_group is
+// the only synchronisation the stream needs. Sub-range sums go to F32 partials [P][M][ldc] that
+// gemv_reduce_kernel folds in sub-range order ((0 + s_0) + s_1) + ... — the canonical fold;
+// with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
 #include "kernels/gemm/gemm_common.cuh"
@@ -23,20 +24,42 @@ inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
 inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
 inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
+inline constexpr int kGemvStages = 6;     // ring windows per warp (kGemvStages - 1 in flight)
+inline constexpr int kGemvMaxCodes = 64;  // scale codes per column and sub-range
 
-// Shared memory of one CTA: A slice [MT * 16][R + pad] BF16.
-__host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K) {
-  return static_cast<size_t>(mt) * 16 * (gemm_subrange(K) + kGemvPad) * 2;
+// Scale codes per column in a sub-range: R / block_in (FP4: R / 32; BF16: none).
+__host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K) {
+  if (f == WeightFmt::kBF16) return 0;
+  return static_cast<int>(gemm_subrange(K) / (f == WeightFmt::kFp4Block ? 32 : block_in));
 }
 
-// D: windows of weight loads in flight per warp.
-template <WeightFmt F, int MT, int D>
-__global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial) {
-  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
-  extern __shared__ __align__(16) __nv_bfloat16 sA[];  // [MT * 16][LDA]
+// Shared memory of one CTA: A slice [MT * 16][R + pad] BF16, weight rings [warps][stages][4][32]
+// x 16 bytes, scale codes [warps][32][codes].
+__host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K, int codes) {
+  return static_cast<size_t>(mt) * 16 * (gemm_subrange(K) + kGemvPad) * 2 +
+         static_cast<size_t>(kGemvWarps) * kGemvStages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * codes;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <WeightFmt F, int MT>
+__global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial, int n_codes) {
+  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L, S = kGemvStages;
+  extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 
   const int64_t R = gemm_subrange(p.K), LDA = R + kGemvPad;
+  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);                          // [MT*16][LDA]
+  uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(MT) * 16 * LDA * 2);  // [warp][S][NT][32]
+  uint8_t* codes = reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);           // [warp][32][n_codes]
   const int sub = blockIdx.y;
   const int64_t k_sub = sub * R, k_len = min64(p.K, k_sub + R) - k_sub;
   int64_t rows_begin = 0, m_count = 0;
@@ -51,6 +74,41 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   } else {
     m_count = p.M;
   }
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
+  const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
+  const int n_windows = static_cast<int>(k_len / W);  // K % kGemmBK == 0 (launch_gemv checks)
+  const int in_shift = F == WeightFmt::kFp4Block ? 5 : (F == WeightFmt::kFp8Block ? __ffs(w.block_in) - 1 : 0);
+
+  // The lane's weight row per n8 tile (null past N); window wi's run is at byte offset
+  // run_byte(wi) of it.
+  const uint8_t* wrow[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int64_t n = n_base + nt * 8 + g;
+    wrow[nt] = n < p.N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
+  }
+  const int k_lane = static_cast<int>(k_sub) + c * L;
+  auto run_byte = [&](int wi) {
+    const int k = k_lane + wi * W;
+    return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
+  };
+  uint4* my_ring = ring + warp * S * NT * 32;
+  auto issue = [&](int wi) {  // one commit group per window, empty past the end
+    if (wi < n_windows) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const bool valid = wrow[nt] != nullptr;
+        cp_async16(&my_ring[((wi % S) * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A and the scales are staged
+
   for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
     int32_t ar = -1, cr = -1;
     if (i < m_count) {
@@ -60,52 +118,22 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
     a_row[i] = ar;
     c_row[i] = cr;
   }
-  __syncthreads();
-
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, c = lane & 3;
-  const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
-  const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
-  const int n_windows = static_cast<int>(k_len / W);  // K % kGemmBK == 0 (launch_gemv checks)
-
-  // Per n8 tile, once: the lane's weight row and scale row (null past N). Everything the loop
-  // needs per window is then a 32-bit offset and a shift — no 64-bit index math, no division.
-  const uint8_t* wrow[NT];
-  const uint8_t* srow[NT];
-  const int in_shift = F == WeightFmt::kFp4Block ? 5 : __ffs(w.block_in) - 1;  // block_in: a power of two
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int64_t n = n_base + nt * 8 + g;
-    wrow[nt] = n < p.N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
-    srow[nt] = nullptr;
-    if (n < p.N && F == WeightFmt::kFp8Block) srow[nt] = w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols;
-    if (n < p.N && F == WeightFmt::kFp4Block) srow[nt] = w.scale + (w_row0 + n) * w.scale_cols;
-  }
-  const int k_lane = static_cast<int>(k_sub) + c * L;  // this lane's run start in window 0
-
-  // Window wi: the lane's 16-byte run of each tile and its scale code (zeros past N).
-  auto load = [&](int wi, uint4* raw, uint8_t* code) {
-    const int k = k_lane + wi * W;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      raw[nt] = make_uint4(0, 0, 0, 0);
-      code[nt] = 127;  // scale 1: zero runs stay zero
-      if (wrow[nt] == nullptr || wi >= n_windows) continue;
-      raw[nt] = __ldg(reinterpret_cast<const uint4*>(wrow[nt] + (F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2))));
-      if (F != WeightFmt::kBF16) code[nt] = __ldg(srow[nt] + (k >> in_shift));
+  // Scale codes of the warp's 32 columns over the sub-range (lane = column).
+  uint8_t* my_codes = codes + warp * 32 * n_codes;
+  if (F != WeightFmt::kBF16) {
+    const int64_t n = n_base + lane;
+    if (n < p.N) {
+      const uint8_t* srow = F == WeightFmt::kFp8Block ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
+                                                      : w.scale + (w_row0 + n) * w.scale_cols;
+      for (int i = 0; i < n_codes; ++i) my_codes[lane * n_codes + i] = srow[(k_sub >> in_shift) + i];
     }
-  };
-
-  float acc[MT][NT][4] = {};
-  uint4 raw[D][NT];
-  uint8_t code[D][NT];
-#pragma unroll
-  for (int d = 0; d < D; ++d) load(d, raw[d], code[d]);  // in flight while A is staged
+  }
+  __syncthreads();  // a_row
 
   // Stage the A slice: columns [k_sub, k_sub + R) of every present row, zero elsewhere.
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_sub;
-  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (k_len % 8 == 0);
+  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
   for (int64_t i = threadIdx.x; i < MT * 16 * (R / 8); i += blockDim.x) {
     const int r = static_cast<int>(i / (R / 8));
     const int64_t kk = (i % (R / 8)) * 8;
@@ -117,7 +145,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
       } else {
         uint16_t e[8];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) e[q] = kk + q < k_len ? __bfloat16_as_ushort(src[q]) : 0;
+        for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
         v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
                        e[6] | (uint32_t{e[7]} << 16));
       }
@@ -126,55 +154,52 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   }
   __syncthreads();
 
-  for (int w0 = 0; w0 < n_windows; w0 += D) {
+  float acc[MT][NT][4] = {};
+  for (int wi = 0; wi < n_windows; ++wi) {
+    cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
+    uint4 cur[NT];
+    uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
+    uint8_t code[NT];
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-      const int wi = w0 + d;
-      if (wi >= n_windows) break;
-      uint4 cur[NT];
-      uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
-      bool exact[NT];   // FP8 scale too large for fp8_quad: the F32 path (never in practice)
-      uint8_t cur_code[NT];
+    for (int nt = 0; nt < NT; ++nt) {
+      cur[nt] = my_ring[((wi % S) * NT + nt) * 32 + lane];
+      const int k_rel = c * L + wi * W;
+      code[nt] = F == WeightFmt::kBF16 ? 127 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
+      s2[nt] = F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[nt]) : e8m0_times_2p120_bf16x2(code[nt]);
+    }
+    issue(wi + S - 1);  // refills the slot consumed last iteration
+#pragma unroll
+    for (int j = 0; j < L / 4; ++j) {
+      const int kk = wi * W + c * L + 4 * j;  // within the slice
+      uint32_t bf[NT][2];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        cur[nt] = raw[d][nt];
-        cur_code[nt] = code[d][nt];
-        s2[nt] = F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[d][nt]) : e8m0_times_2p120_bf16x2(code[d][nt]);
-        exact[nt] = F != WeightFmt::kFp8Block || code[d][nt] <= 134;
+        const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
+        if constexpr (F == WeightFmt::kBF16) {
+          bf[nt][0] = words[(2 * j) % 4];
+          bf[nt][1] = words[(2 * j + 1) % 4];
+        } else if constexpr (F == WeightFmt::kFp4Block) {
+          fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
+        } else if (code[nt] <= 134) {
+          fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
+        } else {  // scale beyond fp8_quad's range: the F32 path, as dequant_gemm (never in practice)
+          const float sc = e8m0_to_f32(code[nt]);
+          const uint32_t v = words[j];
+          bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
+          bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
+        }
       }
-      load(wi + D, raw[d], code[d]);  // refill this slot before consuming it
 #pragma unroll
-      for (int j = 0; j < L / 4; ++j) {
-        const int kk = wi * W + c * L + 4 * j;  // within the slice
-        uint32_t bf[NT][2];
+      for (int mt = 0; mt < MT; ++mt) {
+        const uint2 lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
+        const uint2 hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+        const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
-          if constexpr (F == WeightFmt::kBF16) {
-            bf[nt][0] = words[(2 * j) % 4];
-            bf[nt][1] = words[(2 * j + 1) % 4];
-          } else if constexpr (F == WeightFmt::kFp4Block) {
-            fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
-          } else if (exact[nt]) {
-            fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
-          } else {
-            const float sc = e8m0_to_f32(cur_code[nt]);  // unreachable for real checkpoints
-            const uint32_t v = words[j];
-            bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
-            bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
-          }
-        }
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const uint2 lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
-          const uint2 hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-          const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
-        }
+        for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
       }
     }
   }
+  cp_async_wait<0>();
 
   const int P = gridDim.y;
 #pragma unroll

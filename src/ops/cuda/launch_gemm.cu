@@ -2,7 +2,6 @@
 // for <= 32 rows, tiled kernel above; bitwise equal, see gemm_common.cuh) and the plain F32 GEMM,
 // in dense, grouped and expert modes.
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
@@ -14,39 +13,30 @@ namespace {
 
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
-template <WeightFmt F, int MT, int D>
+template <WeightFmt F, int MT>
 cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
-    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
+  const int codes = gemv_codes(F, p.w.block_in, p.K);
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
   const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols), static_cast<unsigned>(P),
                   static_cast<unsigned>(outer));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  dequant_gemv_kernel<F, MT, D><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K), s>>>(p, p.partial);
+  dequant_gemv_kernel<F, MT><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes), s>>>(p, p.partial, codes);
   if (P > 1) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
 
-// Windows in flight per warp (DEEPINFER_GEMV_DEPTH = 2 or 4, for tuning; numerically neutral).
-int gemv_depth() {
-  static const int depth = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_DEPTH");
-    return v != nullptr && std::atoi(v) == 4 ? 4 : 2;
-  }();
-  return depth;
-}
-
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
-  if (gemv_depth() == 4) return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, s) : launch_gemv_mt<F, 2, 4>(p, s);
-  return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, s) : launch_gemv_mt<F, 2, 2>(p, s);
+  return rows <= 16 ? launch_gemv_mt<F, 1>(p, s) : launch_gemv_mt<F, 2>(p, s);
 }
 
 }  // namespace
@@ -64,7 +54,8 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
   const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
                        (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
-  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K) <= kGemvMaxSmem;
+  const int codes = gemv_codes(p.w.fmt, p.w.block_in, p.K);
+  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K, codes) <= kGemvMaxSmem && codes <= kGemvMaxCodes;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
   if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
     switch (p.w.fmt) {
