@@ -24,7 +24,6 @@ inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
 inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
 inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
-inline constexpr int kGemvStages = 6;     // ring windows per warp (kGemvStages - 1 in flight)
 inline constexpr int kGemvMaxCodes = 64;  // scale codes per column and sub-range
 
 // Scale codes per column in a sub-range: R / block_in (FP4: R / 32; BF16: none).
@@ -35,9 +34,9 @@ __host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K) 
 
 // Shared memory of one CTA: A slice [MT * 16][R + pad] BF16, weight rings [warps][stages][4][32]
 // x 16 bytes, scale codes [warps][32][codes].
-__host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K, int codes) {
+__host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K, int codes, int stages) {
   return static_cast<size_t>(mt) * 16 * (gemm_subrange(K) + kGemvPad) * 2 +
-         static_cast<size_t>(kGemvWarps) * kGemvStages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * codes;
+         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * codes;
 }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
@@ -50,9 +49,10 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <WeightFmt F, int MT>
+// S: ring windows per warp (S - 1 in flight).
+template <WeightFmt F, int MT, int S>
 __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial, int n_codes) {
-  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L, S = kGemvStages;
+  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 

@@ -80,15 +80,18 @@ __global__ void swiglu_kernel(const Tg* g, const Tu* u, Tout* out, int64_t n, fl
 }
 
 // ---- RoPE on the last n_rope dims of each head ---------------------------------------------
-// grid: (rows); block threads stride over heads x pairs.
+// grid: (rows, head groups of kRopeHeadsPerBlock); block threads stride over heads x pairs.
+inline constexpr int kRopeHeadsPerBlock = 8;
 template <typename T>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t heads, int64_t width,
                             int n_rope, float sign) {
   const int64_t n = blockIdx.x;
   const int half = n_rope / 2;
   const float pos = static_cast<float>(positions[n]);
-  for (int64_t k = threadIdx.x; k < heads * half; k += blockDim.x) {
-    const int64_t h = k / half;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kRopeHeadsPerBlock;
+  const int64_t nh = min64(kRopeHeadsPerBlock, heads - h0);
+  for (int64_t k = threadIdx.x; k < nh * half; k += blockDim.x) {
+    const int64_t h = h0 + k / half;
     const int i = static_cast<int>(k % half);
     const float angle = pos * inv_freq[i];
     float s, c;

@@ -144,12 +144,15 @@ __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPrePa
   }
 }
 
+// grid: (T, hc, D chunks of kHcPostChunk).
+inline constexpr int kHcPostChunk = 1024;
 template <typename T, typename To>
 __global__ void hc_post_kernel(const To* o, const T* x, const float* post, const float* comb, T* out, int64_t D, int hc) {
   const int64_t t = blockIdx.x;
   const int k = blockIdx.y;
   const float pk = post[t * hc + k];
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+  const int64_t c1 = min64(D, (static_cast<int64_t>(blockIdx.z) + 1) * kHcPostChunk);
+  for (int64_t c = static_cast<int64_t>(blockIdx.z) * kHcPostChunk + threadIdx.x; c < c1; c += blockDim.x) {
     float acc = pk * to_f32(o[t * D + c]);
     for (int j = 0; j < hc; ++j) acc += comb[(t * hc + j) * hc + k] * to_f32(x[(t * hc + j) * D + c]);
     out[(t * hc + k) * D + c] = from_f32<T>(acc);

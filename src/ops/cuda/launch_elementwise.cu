@@ -91,7 +91,7 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    rope_kernel<T><<<p.N, 128, 0, s>>>(static_cast<T*>(p.x), p.positions, p.inv_freq, p.heads, p.width, p.n_rope, p.sign);
+    rope_kernel<T><<<dim3(static_cast<unsigned>(p.N), static_cast<unsigned>((p.heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock)), 128, 0, s>>>(static_cast<T*>(p.x), p.positions, p.inv_freq, p.heads, p.width, p.n_rope, p.sign);
   });
   return cudaGetLastError();
 }
@@ -153,7 +153,7 @@ cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t s) {
   with_act2(p.x_type, p.o_type, [&](auto tx, auto to) {
     using X = decltype(tx);
     using O = decltype(to);
-    hc_post_kernel<X, O><<<dim3(p.T, p.hc), 256, 0, s>>>(static_cast<const O*>(p.o), static_cast<const X*>(p.x), p.post,
+    hc_post_kernel<X, O><<<dim3(p.T, p.hc, (p.D + kHcPostChunk - 1) / kHcPostChunk), 256, 0, s>>>(static_cast<const O*>(p.o), static_cast<const X*>(p.x), p.post,
                                                           p.comb, static_cast<X*>(p.out), p.D, p.hc);
   });
   return cudaGetLastError();

@@ -2,6 +2,7 @@
 // for <= 32 rows, tiled kernel above; bitwise equal, see gemm_common.cuh) and the plain F32 GEMM,
 // in dense, grouped and expert modes.
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
@@ -13,11 +14,11 @@ namespace {
 
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
-template <WeightFmt F, int MT>
+template <WeightFmt F, int MT, int S>
 cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
-    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
@@ -27,16 +28,30 @@ cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols), static_cast<unsigned>(P),
                   static_cast<unsigned>(outer));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  dequant_gemv_kernel<F, MT><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes), s>>>(p, p.partial, codes);
+  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes, S), s>>>(p, p.partial, codes);
   if (P > 1) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
 
+// Ring depth (DEEPINFER_GEMV_STAGES = 4 or 8, default 6: tuning only, numerically neutral).
+int gemv_stages() {
+  static const int stages = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_STAGES");
+    const int n = v != nullptr ? std::atoi(v) : 6;
+    return n == 4 || n == 8 ? n : 6;
+  }();
+  return stages;
+}
+
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
-  return rows <= 16 ? launch_gemv_mt<F, 1>(p, s) : launch_gemv_mt<F, 2>(p, s);
+  switch (gemv_stages()) {
+    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, s) : launch_gemv_mt<F, 2, 4>(p, s);
+    case 8: return rows <= 16 ? launch_gemv_mt<F, 1, 8>(p, s) : launch_gemv_mt<F, 2, 8>(p, s);
+    default: return rows <= 16 ? launch_gemv_mt<F, 1, 6>(p, s) : launch_gemv_mt<F, 2, 6>(p, s);
+  }
 }
 
 }  // namespace
@@ -55,7 +70,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
                        (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
   const int codes = gemv_codes(p.w.fmt, p.w.block_in, p.K);
-  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K, codes) <= kGemvMaxSmem && codes <= kGemvMaxCodes;
+  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K, codes, gemv_stages()) <= kGemvMaxSmem && codes <= kGemvMaxCodes;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
   if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
     switch (p.w.fmt) {
