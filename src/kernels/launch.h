@@ -85,7 +85,13 @@ struct GemmParams {
   // Workspace of the small-M kernel: F32 sub-range partials [gemm_n_subranges(K)][M][ldc]
   // (gemm_partial_floats); without it M <= 32 takes the tiled kernel (same bits, slower).
   float* partial = nullptr;
+  // Zeroed counters, one per (column tile, group or expert slot) of the small-M kernel, left
+  // zeroed again (gemm_counter_slots); with them the kernel folds its own partials.
+  int32_t* tile_counters = nullptr;
+  int64_t n_tile_counters = 0;
 };
+// Counters GemmParams::tile_counters needs for this launch shape (0 when none).
+int64_t gemm_counter_slots(const GemmParams& p);
 // Floats of GemmParams::partial for an M x ldc output with inner dimension K when at most `rows`
 // rows share a weight (M for dense, max_rows_per_expert for experts); 0: none needed.
 int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K);

@@ -108,7 +108,8 @@ TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
 // spans several sub-ranges with a ragged tail.
 TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
-    for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {72, 4160}, {40, 1000}}) {
+    // K = 4096: eight sub-ranges (partials folded by the last CTA of each column tile).
+    for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {96, 4096}, {72, 4160}, {40, 1000}}) {
       if (f == WeightFormat::kFp4Block && K % 32 != 0) continue;
       Linear w = make_linear(f, N, K);
       const int64_t M = 70;
@@ -247,9 +248,10 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
 }
 
 // The MoE experts of one token give bitwise the same output alone (streaming kernel over the
-// active experts) and in a batch of 40 (tiled kernel).
+// active experts; D = 1024 gives the gate/up GEMMs two K sub-ranges) and in a batch of 40
+// (tiled kernel).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
-  const int64_t E = 8, k = 3, D = 256, F = 128, T = 40;
+  const int64_t E = 8, k = 3, D = 1024, F = 256, T = 40;
   std::vector<Linear> keep;
   std::vector<tensor::ExpertWeights> ed;
   for (int64_t e = 0; e < E; ++e) {

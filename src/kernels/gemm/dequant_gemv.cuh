@@ -10,8 +10,9 @@
 // Work split: CTA = (128 columns, one K sub-range, one group or active expert), 4 warps of 32
 // columns. The CTA stages its rows' A slice [rows][R] and its columns' scale codes in shared
 // memory once. A lane only ever reads ring slots it filled itself, so cp.async.wait_group is
-// the only synchronisation the stream needs. Sub-range sums go to F32 partials [P][M][ldc] that
-// gemv_reduce_kernel folds in sub-range order ((0 + s_0) + s_1) + ... — the canonical fold;
+// the only synchronisation the stream needs. Sub-range sums go to F32 partials [P][M][ldc]; the
+// last CTA of a column tile to finish (GemmParams::tile_counters) — or gemv_reduce_kernel,
+// without counters — folds them in sub-range order ((0 + s_0) + s_1) + ..., the canonical fold;
 // with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
@@ -221,6 +222,27 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
           reinterpret_cast<float*>(p.C)[row * p.ldc + col] = 0.0f + acc[mt][nt][e];
         }
       }
+  if (P == 1 || p.tile_counters == nullptr) return;  // else gemv_reduce_kernel folds the partials
+  // The last of the tile's P CTAs to finish folds the partials in sub-range order (arrival order
+  // decides only who folds, never the order), then re-arms the counter for the next launch.
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
+  if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == P - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const int64_t col0 = static_cast<int64_t>(p.experts ? 0 : group) * p.N + static_cast<int64_t>(blockIdx.x) * kGemvCtaCols;
+  const int64_t n_cols = min64(kGemvCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kGemvCtaCols);
+  for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
+    const int64_t row = c_row[i / n_cols], col = col0 + i % n_cols;
+    float v = 0.0f;  // ((0 + s_0) + s_1) + ...: the canonical sub-range order
+    for (int sidx = 0; sidx < P; ++sidx) v += __ldcg(&partial[(static_cast<int64_t>(sidx) * p.M + row) * p.ldc + col]);
+    if (p.c_bf16) reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
+    else reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+  }
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials

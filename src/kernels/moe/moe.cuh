@@ -134,9 +134,11 @@ __global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const f
 }
 
 // out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16
-// first when the reference stores expert outputs in BF16). One block per token.
+// first when the reference stores expert outputs in BF16). grid: (T, D chunks of kCombineChunk).
+inline constexpr int kCombineChunk = 1024;
 __global__ void moe_combine_kernel(const float* y, const int32_t* sel, int k, int64_t D, bool bf16_round, float* out) {
   const int64_t t = blockIdx.x;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kCombineChunk, c1 = min64(D, c0 + kCombineChunk);
   int order[16];
   for (int i = 0; i < k; ++i) order[i] = i;
   for (int i = 1; i < k; ++i)  // insertion sort by expert id
@@ -145,7 +147,7 @@ __global__ void moe_combine_kernel(const float* y, const int32_t* sel, int k, in
       order[j] = order[j - 1];
       order[j - 1] = tmp;
     }
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+  for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
     float acc = 0.0f;
     for (int i = 0; i < k; ++i) {
       const float v = y[(t * k + order[i]) * D + c];

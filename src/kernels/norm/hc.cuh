@@ -56,31 +56,38 @@ struct HcPreParams {
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// Warp 0 computes mu, pre, post and the Sinkhorn-projected comb (written to the shared pre,
-// post, comb): lane m sums column m of the split partials, lane j * hc + k holds comb[j][k], and
-// row / column sums gather their hc values by shuffles and add them in index order — the
-// reference's operations in the reference's order, without a single thread's serial chain of
-// 20 x 2 x hc^2 divisions (which made this the slowest op of a decode step).
+// hc_pre_finalize: per token, the mix columns mu (lane m sums column m of the split partials in
+// split order), pre and post, and the Sinkhorn-projected comb; then u = sum_i pre_i X_i.
+// Every warp computes mu and pre itself (identical arithmetic), so warps 1.. start on u at once
+// while warp 0 runs Sinkhorn with lane j * hc + k holding comb[j][k]: row / column sums gather
+// their hc values by shuffles and add them in index order — the reference's operations in the
+// reference's order, without one thread's serial chain of 20 x 2 x hc^2 divisions.
 template <int HC>
-__device__ inline void hc_coefficients_warp(const float* partial, const HcPreParams& p, int64_t t, float* pre_out,
-                                            float* post_out, float* comb_out) {
+struct HcMix {
+  float col;  // lane m: mu[m] (m < n_mix) or the sum of squares (m == n_mix)
+  float rho;
+};
+template <int HC>
+__device__ inline HcMix<HC> hc_mix_columns(const float* partial, const HcPreParams& p, int64_t t) {
   constexpr int hc = HC, n_mix = (2 + hc) * hc;
   static_assert(n_mix + 1 <= 32, "one lane per mix column");
   const int lane = threadIdx.x & 31;
-  float col = 0.0f;  // lane m: mu[m] (m < n_mix) or the sum of squares (m == n_mix)
+  float col = 0.0f;
   if (lane <= n_mix)
     for (int s = 0; s < p.n_split; ++s) col += partial[(t * p.n_split + s) * (n_mix + 1) + lane];
   const float ss = __shfl_sync(0xffffffffu, col, n_mix);
-  const float rho = rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps);
-  const float mu_pre = __shfl_sync(0xffffffffu, col, lane < hc ? lane : 0);
-  const float mu_post = __shfl_sync(0xffffffffu, col, lane < hc ? hc + lane : 0);
-  if (lane < hc) {
-    pre_out[lane] = sigmoidf_(p.scale[0] * rho * mu_pre + p.base[lane]) + p.hc_eps;
-    post_out[lane] = 2.0f * sigmoidf_(p.scale[1] * rho * mu_post + p.base[hc + lane]);
-  }
+  return {col, rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps)};
+}
+
+template <int HC>
+__device__ inline void hc_sinkhorn_warp(const HcMix<HC>& m, const HcPreParams& p, float* post_out, float* comb_out) {
+  constexpr int hc = HC;
+  const int lane = threadIdx.x & 31;
+  const float mu_post = __shfl_sync(0xffffffffu, m.col, lane < hc ? hc + lane : 0);
+  if (lane < hc) post_out[lane] = 2.0f * sigmoidf_(p.scale[1] * m.rho * mu_post + p.base[hc + lane]);
   const int l = lane < hc * hc ? lane : 0, j = l / hc, k = l % hc;
-  const float mu_comb = __shfl_sync(0xffffffffu, col, 2 * hc + l);
-  float v = p.scale[2] * rho * mu_comb + p.base[2 * hc + l];
+  const float mu_comb = __shfl_sync(0xffffffffu, m.col, 2 * hc + l);
+  float v = p.scale[2] * m.rho * mu_comb + p.base[2 * hc + l];
   auto row_vals = [&](float x, float* r) {
 #pragma unroll
     for (int i = 0; i < hc; ++i) r[i] = __shfl_sync(0xffffffffu, x, j * hc + i);
@@ -120,27 +127,40 @@ __device__ inline void hc_coefficients_warp(const float* partial, const HcPrePar
   if (lane < hc * hc) comb_out[lane] = v;
 }
 
+template <int HC, typename T, typename Tu>
+__device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
+                                       float* post_out, float* comb_out) {
+  constexpr int hc = HC;
+  const HcMix<HC> m = hc_mix_columns<HC>(partial, p, t);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (warp == 0 && blockDim.x > 32) {
+    hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+    return;
+  }
+  float pre[hc];
+  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
+  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
+#pragma unroll
+  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+  const int first = blockDim.x > 32 ? 32 : 0;
+  for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
+    u[t * p.D + c] = from_f32<Tu>(acc);
+  }
+  if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+}
+
 template <typename T, typename Tu>
 __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out,
                                        float* comb_out) {
-  __shared__ float pre[4], post[4], comb[16];
   const int64_t t = blockIdx.x;
-  const int hc = p.hc;
-  if (threadIdx.x < 32) {
-    switch (hc) {
-      case 1: hc_coefficients_warp<1>(partial, p, t, pre, post, comb); break;
-      case 2: hc_coefficients_warp<2>(partial, p, t, pre, post, comb); break;
-      case 3: hc_coefficients_warp<3>(partial, p, t, pre, post, comb); break;
-      default: hc_coefficients_warp<4>(partial, p, t, pre, post, comb); break;
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < hc) post_out[t * hc + threadIdx.x] = post[threadIdx.x];
-  if (threadIdx.x < hc * hc) comb_out[t * hc * hc + threadIdx.x] = comb[threadIdx.x];
-  for (int64_t c = threadIdx.x; c < p.D; c += blockDim.x) {
-    float acc = 0.0f;
-    for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
-    u[t * p.D + c] = from_f32<Tu>(acc);
+  switch (p.hc) {
+    case 1: hc_pre_finalize<1>(x, partial, p, t, u, post_out, comb_out); break;
+    case 2: hc_pre_finalize<2>(x, partial, p, t, u, post_out, comb_out); break;
+    case 3: hc_pre_finalize<3>(x, partial, p, t, u, post_out, comb_out); break;
+    default: hc_pre_finalize<4>(x, partial, p, t, u, post_out, comb_out); break;
   }
 }
 

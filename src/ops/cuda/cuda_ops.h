@@ -90,6 +90,9 @@ class CudaOps final : public Ops {
                    const kernels::WeightDesc& w, const TensorView& y);
   void* arena_alloc(size_t bytes);
   const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
+  // Gives a small-M GEMM the zeroed tile counters it folds its partials with (kernels keep them
+  // zeroed; allocated once).
+  void attach_gemm_counters(kernels::GemmParams& p);
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
@@ -103,6 +106,7 @@ class CudaOps final : public Ops {
     TensorView dev;
   };
   std::unordered_map<const void*, ExpertDescs> expert_descs_;  // per MoE layer
+  TensorView gemm_counters_;
 };
 
 // True when a CUDA device is present (tests skip otherwise).

@@ -168,6 +168,7 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.w = w_fmt;
     if (const int64_t n = k::gemm_partial_floats(T, n_pairs, N, K); n > 0 && !plain) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
+      attach_gemm_counters(p);
     }
     DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };

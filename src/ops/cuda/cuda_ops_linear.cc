@@ -65,8 +65,23 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.A = activations_bf16(x, options.act_quant_block).data;
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
-  if (const int64_t n = k::gemm_partial_floats(M, M, p.ldc, K); n > 0) p.partial = dptr<float>(alloc(DType::kF32, {n}));
+  if (const int64_t n = k::gemm_partial_floats(M, M, p.ldc, K); n > 0) {
+    p.partial = dptr<float>(alloc(DType::kF32, {n}));
+    attach_gemm_counters(p);
+  }
   DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
+}
+
+void CudaOps::attach_gemm_counters(k::GemmParams& p) {
+  constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
+  if (gemm_counters_.data == nullptr) {
+    gemm_counters_ = alloc_persistent(DType::kI32, {kCounters});
+    DI_CUDA_CHECK(cudaMemsetAsync(gemm_counters_.data, 0, gemm_counters_.nbytes(), stream_));
+  }
+  if (k::gemm_counter_slots(p) <= kCounters) {
+    p.tile_counters = dptr<int32_t>(gemm_counters_);
+    p.n_tile_counters = kCounters;
+  }
 }
 
 void CudaOps::linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) {

@@ -28,21 +28,24 @@ cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols), static_cast<unsigned>(P),
                   static_cast<unsigned>(outer));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes, S), s>>>(p, p.partial, codes);
-  if (P > 1) {
+  const bool self_fold = p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
+  GemmParams q = p;
+  if (!self_fold) q.tile_counters = nullptr;
+  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes, S), s>>>(q, p.partial, codes);
+  if (P > 1 && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
 
-// Ring depth (DEEPINFER_GEMV_STAGES = 2 or 3, default 4: tuning only, numerically neutral).
-// Measured on the H200 (decode, 4 full-width layers): 4 beat 6 and 8 — shared memory per CTA,
+// Ring depth (DEEPINFER_GEMV_STAGES = 2 or 4, default 3: tuning only, numerically neutral).
+// Measured on the H200 (decode, 4 full-width layers): 3 ~ 4 > 6 > 8 — shared memory per CTA,
 // hence CTAs per SM, matters more than depth.
 int gemv_stages() {
   static const int stages = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_STAGES");
-    const int n = v != nullptr ? std::atoi(v) : 4;
-    return n == 2 || n == 3 ? n : 4;
+    const int n = v != nullptr ? std::atoi(v) : 3;
+    return n == 2 || n == 4 ? n : 3;
   }();
   return stages;
 }
@@ -51,12 +54,17 @@ template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
   switch (gemv_stages()) {
     case 2: return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, s) : launch_gemv_mt<F, 2, 2>(p, s);
-    case 3: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, s) : launch_gemv_mt<F, 2, 3>(p, s);
-    default: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, s) : launch_gemv_mt<F, 2, 4>(p, s);
+    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, s) : launch_gemv_mt<F, 2, 4>(p, s);
+    default: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, s) : launch_gemv_mt<F, 2, 3>(p, s);
   }
 }
 
 }  // namespace
+
+int64_t gemm_counter_slots(const GemmParams& p) {
+  const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
+  return (p.N + kGemvCtaCols - 1) / kGemvCtaCols * outer;
+}
 
 int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
   const int P = gemm_n_subranges(K);

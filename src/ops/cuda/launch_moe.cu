@@ -26,7 +26,7 @@ cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
-  moe_combine_kernel<<<p.T, 256, 0, s>>>(p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
+  moe_combine_kernel<<<dim3(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk)), 256, 0, s>>>(p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
   return cudaGetLastError();
 }
 
