@@ -7,9 +7,10 @@
 //
 // Requirements (launch_dequant_gemm falls back to the tiled kernel otherwise, same bits): K a
 // multiple of kGemmBK, rows of whole 16-byte runs, FP8 with UE8M0 scales in power-of-two blocks.
-// Work split: CTA = (128 columns, one K sub-range, one group or active expert), 4 warps of 32
-// columns. The CTA stages its rows' A slice [rows][R] and its columns' scale codes in shared
-// memory once. A lane only ever reads ring slots it filled itself, so cp.async.wait_group is
+// Work split: CTA = (128 columns, spc consecutive K sub-ranges, one group or active expert), 4
+// warps of 32 columns; spc is chosen per launch for parallelism (spc = P: the CTA folds all of K
+// in registers and writes C). The CTA stages its present rows' A span and its columns' scale
+// codes in shared memory once. A lane only ever reads ring slots it filled itself, so cp.async.wait_group is
 // the only synchronisation the stream needs. Sub-range sums go to F32 partials [P][M][ldc]; the
 // last CTA of a column tile to finish (GemmParams::tile_counters) — or gemv_reduce_kernel,
 // without counters — folds them in sub-range order ((0 + s_0) + s_1) + ..., the canonical fold;
@@ -25,19 +26,26 @@ inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
 inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
 inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
-inline constexpr int kGemvMaxCodes = 64;  // scale codes per column and sub-range
 
-// Scale codes per column in a sub-range: R / block_in (FP4: R / 32; BF16: none).
-__host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K) {
+// Geometry of one launch (host-chosen, numerically neutral): sub-ranges per CTA and the A rows
+// worth staging (rows beyond hold no data: M, or the batch size for experts).
+struct GemvShape {
+  int spc = 1;         // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
+  int a_rows = 16;     // staged A rows (<= MT * 16)
+  int n_codes = 0;     // scale codes per column over spc sub-ranges
+};
+
+// Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
+__host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K, int spc) {
   if (f == WeightFmt::kBF16) return 0;
-  return static_cast<int>(gemm_subrange(K) / (f == WeightFmt::kFp4Block ? 32 : block_in));
+  return static_cast<int>(spc * gemm_subrange(K) / (f == WeightFmt::kFp4Block ? 32 : block_in));
 }
 
-// Shared memory of one CTA: A slice [MT * 16][R + pad] BF16, weight rings [warps][stages][4][32]
+// Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][stages][4][32]
 // x 16 bytes, scale codes [warps][32][codes].
-__host__ __device__ inline size_t gemv_smem_bytes(int mt, int64_t K, int codes, int stages) {
-  return static_cast<size_t>(mt) * 16 * (gemm_subrange(K) + kGemvPad) * 2 +
-         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * codes;
+__host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int stages) {
+  return static_cast<size_t>(sh.a_rows) * (sh.spc * gemm_subrange(K) + kGemvPad) * 2 +
+         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * sh.n_codes;
 }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
@@ -52,17 +60,19 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // S: ring windows per warp (S - 1 in flight).
 template <WeightFmt F, int MT, int S>
-__global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial, int n_codes) {
+__global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 
-  const int64_t R = gemm_subrange(p.K), LDA = R + kGemvPad;
-  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);                          // [MT*16][LDA]
-  uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(MT) * 16 * LDA * 2);  // [warp][S][NT][32]
-  uint8_t* codes = reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);           // [warp][32][n_codes]
-  const int sub = blockIdx.y;
-  const int64_t k_sub = sub * R, k_len = min64(p.K, k_sub + R) - k_sub;
+  const int64_t R = gemm_subrange(p.K);
+  const int P = static_cast<int>((p.K + R - 1) / R);
+  const int sub0 = blockIdx.y * sh.spc, nsub = min(sh.spc, P - sub0);
+  const int64_t k_begin = sub0 * R, k_span = min64(p.K, (sub0 + nsub) * R) - k_begin;
+  const int64_t LDA = sh.spc * R + kGemvPad;
+  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);                          // [a_rows][LDA]
+  uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(sh.a_rows) * LDA * 2);  // [warp][S][NT][32]
+  uint8_t* codes = reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);              // [warp][32][n_codes]
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
@@ -80,7 +90,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   const int g = lane >> 2, c = lane & 3;
   const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
-  const int n_windows = static_cast<int>(k_len / W);  // K % kGemmBK == 0 (launch_gemv checks)
+  const int n_windows = static_cast<int>(k_span / W);  // K % kGemmBK == 0 (launch_gemv checks)
+  const int win_per_sub = static_cast<int>(R / W);
   const int in_shift = F == WeightFmt::kFp4Block ? 5 : (F == WeightFmt::kFp8Block ? __ffs(w.block_in) - 1 : 0);
 
   // The lane's weight row per n8 tile (null past N); window wi's run is at byte offset
@@ -91,7 +102,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
     const int64_t n = n_base + nt * 8 + g;
     wrow[nt] = n < p.N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
   }
-  const int k_lane = static_cast<int>(k_sub) + c * L;
+  const int k_lane = static_cast<int>(k_begin) + c * L;
   auto run_byte = [&](int wi) {
     const int k = k_lane + wi * W;
     return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
@@ -119,27 +130,31 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
     a_row[i] = ar;
     c_row[i] = cr;
   }
-  // Scale codes of the warp's 32 columns over the sub-range (lane = column).
+  // Scale codes of the warp's 32 columns over the span (lane = column).
+  const int n_codes = sh.n_codes;
   uint8_t* my_codes = codes + warp * 32 * n_codes;
   if (F != WeightFmt::kBF16) {
     const int64_t n = n_base + lane;
     if (n < p.N) {
       const uint8_t* srow = F == WeightFmt::kFp8Block ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
                                                       : w.scale + (w_row0 + n) * w.scale_cols;
-      for (int i = 0; i < n_codes; ++i) my_codes[lane * n_codes + i] = srow[(k_sub >> in_shift) + i];
+      const int n_valid = static_cast<int>(k_span >> in_shift);
+      for (int i = 0; i < n_valid; ++i) my_codes[lane * n_codes + i] = srow[(k_begin >> in_shift) + i];
     }
   }
   __syncthreads();  // a_row
 
-  // Stage the A slice: columns [k_sub, k_sub + R) of every present row, zero elsewhere.
+  // Stage the A span: columns [k_begin, k_begin + k_span) of the first a_rows rows (zero where
+  // a row is absent); rows >= a_rows are never present and read as zero below.
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-  const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_sub;
+  const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
   const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
-  for (int64_t i = threadIdx.x; i < MT * 16 * (R / 8); i += blockDim.x) {
-    const int r = static_cast<int>(i / (R / 8));
-    const int64_t kk = (i % (R / 8)) * 8;
+  const int64_t chunks = k_span / 8;
+  for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
+    const int r = static_cast<int>(i / chunks);
+    const int64_t kk = (i % chunks) * 8;
     uint4 v = make_uint4(0, 0, 0, 0);
-    if (a_row[r] >= 0 && kk < k_len) {
+    if (a_row[r] >= 0) {
       const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
       if (a_vec) {
         v = *reinterpret_cast<const uint4*>(src);
@@ -155,7 +170,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   }
   __syncthreads();
 
-  float acc[MT][NT][4] = {};
+  // Output element (mt, nt, e) of this lane: row index in the tile and column.
+  auto out_row = [&](int mt, int e) { return mt * 16 + g + (e >= 2 ? 8 : 0); };
+  auto out_col = [&](int nt, int e) { return n_base + nt * 8 + 2 * c + (e & 1); };
+  auto store_c = [&](int64_t row, int64_t col, float v) {
+    if (p.c_bf16) reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
+    else reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+  };
+  const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
+
+  float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
+  bool lo_row[MT], hi_row[MT];  // staged rows g / g + 8 of each m16 tile
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
   for (int wi = 0; wi < n_windows; ++wi) {
     cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
     uint4 cur[NT];
@@ -171,7 +198,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
     issue(wi + S - 1);  // refills the slot consumed last iteration
 #pragma unroll
     for (int j = 0; j < L / 4; ++j) {
-      const int kk = wi * W + c * L + 4 * j;  // within the slice
+      const int kk = wi * W + c * L + 4 * j;  // within the span
       uint32_t bf[NT][2];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -192,55 +219,68 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
       }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        const uint2 lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
-        const uint2 hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+        uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+        if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
+        if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
         const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
       }
     }
+    // End of a sub-range: fold it (whole K here) or hand it to the partials.
+    if ((wi + 1) % win_per_sub == 0 || wi + 1 == n_windows) {
+      const int sub = sub0 + wi / win_per_sub;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (nsub == P) {
+              total[mt][nt][e] += acc[mt][nt][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
+            } else {
+              const int r = out_row(mt, e);
+              const int64_t n = out_col(nt, e);
+              if (r < m_count && n < p.N)
+                partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] = acc[mt][nt][e];
+            }
+            acc[mt][nt][e] = 0.0f;
+          }
+    }
   }
   cp_async_wait<0>();
 
-  const int P = gridDim.y;
+  if (nsub == P) {
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+      for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = mt * 16 + g + (e >= 2 ? 8 : 0);
-        const int64_t n = n_base + nt * 8 + 2 * c + (e & 1);
-        if (r >= m_count || n >= p.N) continue;
-        const int64_t row = c_row[r];
-        const int64_t col = static_cast<int64_t>(p.experts ? 0 : group) * p.N + n;
-        if (P > 1) {
-          partial[(static_cast<int64_t>(sub) * p.M + row) * p.ldc + col] = acc[mt][nt][e];
-        } else if (p.c_bf16) {
-          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(0.0f + acc[mt][nt][e]);
-        } else {
-          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = 0.0f + acc[mt][nt][e];
+        for (int e = 0; e < 4; ++e) {
+          const int r = out_row(mt, e);
+          const int64_t n = out_col(nt, e);
+          if (r < m_count && n < p.N) store_c(c_row[r], col_off + n, total[mt][nt][e]);
         }
-      }
-  if (P == 1 || p.tile_counters == nullptr) return;  // else gemv_reduce_kernel folds the partials
-  // The last of the tile's P CTAs to finish folds the partials in sub-range order (arrival order
+    return;
+  }
+  if (p.tile_counters == nullptr) return;  // gemv_reduce_kernel folds the partials
+  // The last of the tile's CTAs to finish folds the partials in sub-range order (arrival order
   // decides only who folds, never the order), then re-arms the counter for the next launch.
   __shared__ bool s_last;
   __threadfence();
   __syncthreads();
   int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == P - 1;
+  if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == static_cast<int>(gridDim.y) - 1;
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  const int64_t col0 = static_cast<int64_t>(p.experts ? 0 : group) * p.N + static_cast<int64_t>(blockIdx.x) * kGemvCtaCols;
+  const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kGemvCtaCols;
   const int64_t n_cols = min64(kGemvCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kGemvCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
     const int64_t row = c_row[i / n_cols], col = col0 + i % n_cols;
-    float v = 0.0f;  // ((0 + s_0) + s_1) + ...: the canonical sub-range order
+    float v = 0.0f;  // ((0 + s_0) + s_1) + ...: the canonical fold
     for (int sidx = 0; sidx < P; ++sidx) v += __ldcg(&partial[(static_cast<int64_t>(sidx) * p.M + row) * p.ldc + col]);
-    if (p.c_bf16) reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-    else reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+    store_c(row, col, v);
   }
   if (threadIdx.x == 0) *counter = 0;
 }

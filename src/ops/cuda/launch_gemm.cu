@@ -14,8 +14,25 @@ namespace {
 
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
+// Launch geometry: as many K sub-ranges per CTA as keep >= 2 CTAs per SM busy (all of K when
+// the columns alone fill the GPU: no partials at all), only the rows that can hold data staged.
+GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
+  const int P = gemm_n_subranges(p.K);
+  const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
+  const int64_t base = (p.N + kGemvCtaCols - 1) / kGemvCtaCols * std::max<int64_t>(1, outer);
+  const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
+  GemvShape sh;
+  sh.spc = static_cast<int>((P + want_y - 1) / want_y);
+  sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
+  for (;; sh.spc = (sh.spc + 1) / 2) {
+    sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
+    if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem || sh.spc == 1) break;
+  }
+  return sh;
+}
+
 template <WeightFmt F, int MT, int S>
-cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
+cudaError_t launch_gemv_mt(const GemmParams& p, int64_t rows, cudaStream_t s) {
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
     cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -23,16 +40,17 @@ cudaError_t launch_gemv_mt(const GemmParams& p, cudaStream_t s) {
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const int codes = gemv_codes(F, p.w.block_in, p.K);
+  const GemvShape sh = gemv_shape(p, rows, MT, S);
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
-  const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols), static_cast<unsigned>(P),
-                  static_cast<unsigned>(outer));
+  const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols),
+                  static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(outer));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  const bool self_fold = p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
+  const bool split = grid.y > 1;
+  const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
-  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(MT, p.K, codes, S), s>>>(q, p.partial, codes);
-  if (P > 1 && !self_fold) {
+  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S), s>>>(q, p.partial, sh);
+  if (split && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
   }
   return cudaGetLastError();
@@ -53,9 +71,9 @@ int gemv_stages() {
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
   switch (gemv_stages()) {
-    case 2: return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, s) : launch_gemv_mt<F, 2, 2>(p, s);
-    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, s) : launch_gemv_mt<F, 2, 4>(p, s);
-    default: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, s) : launch_gemv_mt<F, 2, 3>(p, s);
+    case 2: return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, rows, s) : launch_gemv_mt<F, 2, 2>(p, rows, s);
+    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, rows, s) : launch_gemv_mt<F, 2, 4>(p, rows, s);
+    default: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, rows, s) : launch_gemv_mt<F, 2, 3>(p, rows, s);
   }
 }
 
@@ -79,8 +97,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
   const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
                        (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
-  const int codes = gemv_codes(p.w.fmt, p.w.block_in, p.K);
-  const bool smem_ok = gemv_smem_bytes(rows <= 16 ? 1 : 2, p.K, codes, gemv_stages()) <= kGemvMaxSmem && codes <= kGemvMaxCodes;
+  const bool smem_ok = gemv_smem_bytes(gemv_shape(p, rows, rows <= 16 ? 1 : 2, gemv_stages()), p.K, gemv_stages()) <= kGemvMaxSmem;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
   if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
     switch (p.w.fmt) {
