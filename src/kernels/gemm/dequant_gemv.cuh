@@ -138,8 +138,18 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
     if (n < p.N) {
       const uint8_t* srow = F == WeightFmt::kFp8Block ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
                                                       : w.scale + (w_row0 + n) * w.scale_cols;
+      // A column's codes over the span are contiguous: copy them with the widest aligned loads.
       const int n_valid = static_cast<int>(k_span >> in_shift);
-      for (int i = 0; i < n_valid; ++i) my_codes[lane * n_codes + i] = srow[(k_begin >> in_shift) + i];
+      const uint8_t* src = srow + (k_begin >> in_shift);
+      uint8_t* dst = my_codes + lane * n_codes;
+      const uintptr_t align = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n_valid;
+      if (align % 16 == 0) {
+        for (int i = 0; i < n_valid; i += 16) *reinterpret_cast<uint4*>(dst + i) = __ldg(reinterpret_cast<const uint4*>(src + i));
+      } else if (align % 4 == 0) {
+        for (int i = 0; i < n_valid; i += 4) *reinterpret_cast<uint32_t*>(dst + i) = __ldg(reinterpret_cast<const uint32_t*>(src + i));
+      } else {
+        for (int i = 0; i < n_valid; ++i) dst[i] = src[i];
+      }
     }
   }
   __syncthreads();  // a_row

@@ -23,6 +23,11 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
   const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
   GemvShape sh;
   sh.spc = static_cast<int>((P + want_y - 1) / want_y);
+  static const int max_spc = [] {  // DEEPINFER_GEMV_MAX_SPC: tuning cap, numerically neutral
+    const char* v = std::getenv("DEEPINFER_GEMV_MAX_SPC");
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 8;
+  }();
+  sh.spc = std::min(sh.spc, max_spc);
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
