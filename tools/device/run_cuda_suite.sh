@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The CUDA test suite on the device machine, one command (after tools/device/pack.sh, with
+# .carry/ carried): every op against the CPU reference, the bitwise batch-invariance checks, the
+# whole model against the golden fixtures and the CPU engine. cuda_ops_test runs twice: with the
+# default GEMV geometry and with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8), so the
+# non-default path of the small-M GEMM stays verified. Exit status: non-zero if any run failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export DEEPINFER_SOURCE_DIR="$PWD"
+export DEEPINFER_TEST_MODELS_DIR="${DEEPINFER_TEST_MODELS_DIR:-/tmp/deepinfer-test-models}"
+export DEEPINFER_CACHE_DIR="${DEEPINFER_CACHE_DIR:-/tmp/deepinfer-cache}"
+[ -f .carry/tokenizer.json ] && export DEEPINFER_TOKENIZER="$PWD/.carry/tokenizer.json"
+status=0
+.carry/bin/cuda_ops_test || status=1
+DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+.carry/bin/cuda_model_test || status=1
+exit $status
