@@ -158,45 +158,38 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   // a row is absent); rows >= a_rows are never present and read as zero below.
   const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
   if (p.act_quant_block > 0 || p.a_type == ActType::kF32) {
-    // Raw activations: FP8 fake-quantised per block (the arithmetic of act_quant_bf16_kernel, so
-    // the tiled path's separately quantised A is the same; the block max is order-free) or, with
-    // no block, converted to BF16. Eight lanes per (row, block), present rows only; the staged
-    // rows no token occupies are zeroed.
-    const int blk = p.act_quant_block > 0 ? p.act_quant_block : 128, per = blk / 8;  // <= 16
+    // Raw activations: FP8 fake-quantised per block (one warp per (row, block), the arithmetic of
+    // act_quant_bf16_kernel, so the tiled path's separately quantised A is the same) or, with no
+    // block, converted to BF16.
+    const int blk = p.act_quant_block > 0 ? p.act_quant_block : 128, per = blk / 32;
     const int64_t n_blk = k_span / blk;
-    const int64_t n_present = min64(m_count, sh.a_rows);
-    for (int64_t i = threadIdx.x; i < (sh.a_rows - n_present) * (k_span / 8); i += blockDim.x) {
-      const int64_t r = n_present + i / (k_span / 8), kk = (i % (k_span / 8)) * 8;
-      *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = make_uint4(0, 0, 0, 0);
-    }
-    const int sub_lane = lane & 7;
-    const int64_t n_pairs = n_present * n_blk;
-    // Warp-uniform trip count (the max reduction shuffles across the whole warp).
-    for (int64_t first = warp * 4; first < n_pairs; first += kGemvWarps * 4) {
-      const int64_t pair = first + (lane >> 3);
-      const bool active = pair < n_pairs;
-      const int r = active ? static_cast<int>(pair / n_blk) : 0;
-      const int64_t c0 = (active ? pair % n_blk : 0) * blk + sub_lane * per;
-      const int64_t base = static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + c0;
-      float v[16];
+    for (int64_t pair = warp; pair < sh.a_rows * n_blk; pair += kGemvWarps) {
+      const int r = static_cast<int>(pair / n_blk);
+      const int64_t c0 = (pair % n_blk) * blk + lane * per;
+      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (a_row[r] >= 0) {
+        const int64_t base = static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + c0;
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        v[i] = (!active || i >= per) ? 0.0f
-               : (p.a_type == ActType::kF32 ? static_cast<const float*>(p.A)[base + i]
-                                            : __bfloat162float(static_cast<const __nv_bfloat16*>(p.A)[base + i]));
+        for (int i = 0; i < 4; ++i) {
+          if (i >= per) break;
+          v[i] = p.a_type == ActType::kF32 ? static_cast<const float*>(p.A)[base + i]
+                                           : __bfloat162float(static_cast<const __nv_bfloat16*>(p.A)[base + i]);
+        }
+      }
       float s = 1.0f;
       if (p.act_quant_block > 0) {
         float amax = 1e-4f;
 #pragma unroll
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < 4; ++i)
           if (i < per) amax = fmaxf(amax, fabsf(v[i]));
-#pragma unroll
-        for (int o = 4; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        s = pow2_scale(amax, 448.0f);
+        s = pow2_scale(warp_max(amax), 448.0f);
       }
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        if (active && i < per) sA[r * LDA + c0 + i] = __float2bfloat16_rn(p.act_quant_block > 0 ? round_e4m3(v[i] / s) * s : v[i]);
+      for (int i = 0; i < 4; ++i) {
+        if (i >= per) break;
+        const float q = p.act_quant_block > 0 ? round_e4m3(v[i] / s) * s : v[i];
+        sA[r * LDA + c0 + i] = __float2bfloat16_rn(q);
+      }
     }
   } else {
     const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);

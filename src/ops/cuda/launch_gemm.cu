@@ -89,7 +89,7 @@ bool gemv_ok(const GemmParams& p, int64_t rows) {
 
 bool gemv_takes(const GemmParams& p, int64_t rows, int act_quant_block) {
   const int64_t R = gemm_subrange(p.K);
-  const bool quant_ok = act_quant_block == 0 || (act_quant_block % 8 == 0 && act_quant_block <= 128 && R % act_quant_block == 0);
+  const bool quant_ok = act_quant_block == 0 || (act_quant_block % 32 == 0 && act_quant_block <= 128 && R % act_quant_block == 0);
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
   return quant_ok && partial_ok && gemv_ok(p, rows);
 }
