@@ -64,11 +64,6 @@ struct WeightDesc {
 struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
   const void* A = nullptr;         // BF16 activations (tensor-core path) or F32 (f32 path)
-  // Raw activations for the small-M kernel (gemv_takes): A of a_type, FP8-fake-quantised per
-  // act_quant_block channels while staged (as launch_act_quant_bf16 does); BF16 A unquantised
-  // otherwise.
-  ActType a_type = ActType::kBF16;
-  int act_quant_block = 0;
   int64_t lda = 0;
   void* C = nullptr;               // F32 or BF16
   int64_t ldc = 0;
@@ -95,10 +90,6 @@ struct GemmParams {
   int32_t* tile_counters = nullptr;
   int64_t n_tile_counters = 0;
 };
-// True when launch_dequant_gemm will run this GEMM (`rows` rows per weight at most) on the
-// small-M kernel, which can also take raw F32/BF16 activations and quantise them itself
-// (GemmParams::a_type, act_quant_block) — saving the separate activation pass.
-bool gemv_takes(const GemmParams& p, int64_t rows, int act_quant_block);
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
 // Floats of GemmParams::partial for an M x ldc output with inner dimension K when at most `rows`

@@ -156,63 +156,27 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
 
   // Stage the A span: columns [k_begin, k_begin + k_span) of the first a_rows rows (zero where
   // a row is absent); rows >= a_rows are never present and read as zero below.
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
-  if (p.act_quant_block > 0 || p.a_type == ActType::kF32) {
-    // Raw activations: FP8 fake-quantised per block (one warp per (row, block), the arithmetic of
-    // act_quant_bf16_kernel, so the tiled path's separately quantised A is the same) or, with no
-    // block, converted to BF16.
-    const int blk = p.act_quant_block > 0 ? p.act_quant_block : 128, per = blk / 32;
-    const int64_t n_blk = k_span / blk;
-    for (int64_t pair = warp; pair < sh.a_rows * n_blk; pair += kGemvWarps) {
-      const int r = static_cast<int>(pair / n_blk);
-      const int64_t c0 = (pair % n_blk) * blk + lane * per;
-      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      if (a_row[r] >= 0) {
-        const int64_t base = static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + c0;
+  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
+  const int64_t chunks = k_span / 8;
+  for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
+    const int r = static_cast<int>(i / chunks);
+    const int64_t kk = (i % chunks) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (a_row[r] >= 0) {
+      const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
+      if (a_vec) {
+        v = *reinterpret_cast<const uint4*>(src);
+      } else {
+        uint16_t e[8];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          if (i >= per) break;
-          v[i] = p.a_type == ActType::kF32 ? static_cast<const float*>(p.A)[base + i]
-                                           : __bfloat162float(static_cast<const __nv_bfloat16*>(p.A)[base + i]);
-        }
-      }
-      float s = 1.0f;
-      if (p.act_quant_block > 0) {
-        float amax = 1e-4f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (i < per) amax = fmaxf(amax, fabsf(v[i]));
-        s = pow2_scale(warp_max(amax), 448.0f);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (i >= per) break;
-        const float q = p.act_quant_block > 0 ? round_e4m3(v[i] / s) * s : v[i];
-        sA[r * LDA + c0 + i] = __float2bfloat16_rn(q);
+        for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
+        v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
+                       e[6] | (uint32_t{e[7]} << 16));
       }
     }
-  } else {
-    const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-    const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
-    const int64_t chunks = k_span / 8;
-    for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
-      const int r = static_cast<int>(i / chunks);
-      const int64_t kk = (i % chunks) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (a_row[r] >= 0) {
-        const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-        if (a_vec) {
-          v = *reinterpret_cast<const uint4*>(src);
-        } else {
-          uint16_t e[8];
-#pragma unroll
-          for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
-          v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
-                         e[6] | (uint32_t{e[7]} << 16));
-        }
-      }
-      *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
-    }
+    *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
   }
   __syncthreads();
 

@@ -93,9 +93,6 @@ class CudaOps final : public Ops {
   // Gives a small-M GEMM the zeroed tile counters it folds its partials with (kernels keep them
   // zeroed; allocated once).
   void attach_gemm_counters(kernels::GemmParams& p);
-  // A of a tensor-core GEMM: x itself when the small-M kernel takes it (quantising on the fly),
-  // else x quantised to BF16 by a separate pass.
-  void set_gemm_activations(kernels::GemmParams& p, const TensorView& x, int64_t rows, int act_quant_block);
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).

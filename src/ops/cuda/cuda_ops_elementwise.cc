@@ -90,9 +90,7 @@ TensorView CudaOps::activations_bf16(const TensorView& x, int block) {
 
 namespace {
 // Splits of the mHC mixing reduction: a function of K only (never of T), so batch invariant.
-// Splits of the mHC mix product from K alone (batch invariant): 64 blocks of 256 for the
-// 4 x 4096 streams, so a single decode token is not 16 long serial blocks.
-int hc_splits(int64_t K) { return static_cast<int>(std::clamp<int64_t>(K / 256, 1, 64)); }
+int hc_splits(int64_t K) { return static_cast<int>(std::clamp<int64_t>(K / 1024, 1, 32)); }
 }  // namespace
 
 void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,

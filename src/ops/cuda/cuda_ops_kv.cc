@@ -145,17 +145,15 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   const k::WeightDesc* w_all = expert_descs(experts);
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
-  TensorView quantised;  // the last activations quantised for the tiled kernel, and their source
-  const void* quantised_src = nullptr;
   TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
   TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
-  // a: the raw activations (F32 or BF16); quantised here or, on the small-M kernel, while staged.
   auto expert_gemm = [&](const TensorView& a, int a_div, const k::WeightDesc* w, int64_t N, int64_t K,
                          const TensorView& c) {
     k::GemmParams p;
     p.M = n_pairs;
     p.N = N;
     p.K = K;
+    p.A = a.data;
     p.lda = K;
     p.C = c.data;
     p.ldc = N;
@@ -172,31 +170,17 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
     }
-    if (plain) {
-      p.A = a.data;
-      DI_CUDA_CHECK(k::launch_f32_gemm(p, stream_));
-      return;
-    }
-    if (k::gemv_takes(p, T, params.act_quant_block)) {
-      p.A = a.data;
-      p.a_type = act_type(a);
-      p.act_quant_block = params.act_quant_block;
-    } else {
-      if (quantised.data == nullptr || quantised_src != a.data) {
-        quantised = activations_bf16(a, params.act_quant_block);
-        quantised_src = a.data;
-      }
-      p.A = quantised.data;
-    }
-    DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
+    DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
-  expert_gemm(x, static_cast<int>(kk), w_all, F, D, g);
-  expert_gemm(x, static_cast<int>(kk), w_all + E, F, D, u);
+  const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);
+  expert_gemm(xa, static_cast<int>(kk), w_all, F, D, g);
+  expert_gemm(xa, static_cast<int>(kk), w_all + E, F, D, u);
   const bool bf16 = x.dtype == DType::kBF16;
   DI_CUDA_CHECK(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
                                              params.swiglu_limit, bf16, dptr<float>(h)},
                                             stream_));
-  expert_gemm(h, 1, w_all + 2 * E, D, F, y);
+  const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
+  expert_gemm(ha, 1, w_all + 2 * E, D, F, y);
   DI_CUDA_CHECK(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                        dptr<float>(out)},
                                       stream_));

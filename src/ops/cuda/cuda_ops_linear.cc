@@ -62,26 +62,14 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
     if (out.data != y.data) convert(out, y);
     return;
   }
+  p.A = activations_bf16(x, options.act_quant_block).data;
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
   if (const int64_t n = k::gemm_partial_floats(M, M, p.ldc, K); n > 0) {
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     attach_gemm_counters(p);
   }
-  set_gemm_activations(p, x, M, options.act_quant_block);
   DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
-}
-
-void CudaOps::set_gemm_activations(k::GemmParams& p, const TensorView& x, int64_t rows, int act_quant_block) {
-  // The small-M kernel quantises raw activations while staging them (same arithmetic as the
-  // separate pass), which saves a launch per linear in decode; otherwise quantise first.
-  if (k::gemv_takes(p, rows, act_quant_block)) {
-    p.A = x.data;
-    p.a_type = act_type(x);
-    p.act_quant_block = act_quant_block;
-    return;
-  }
-  p.A = activations_bf16(x, act_quant_block).data;
 }
 
 void CudaOps::attach_gemm_counters(k::GemmParams& p) {

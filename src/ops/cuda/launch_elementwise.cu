@@ -29,9 +29,7 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
     using Ti = decltype(ti);
     using To = decltype(to);
     using Tw = decltype(tw);
-    // Threads per row from the row length only (the block-sum order depends on it, never on
-    // the batch): long rows (hidden 4096, mHC streams 16384) take 1024.
-    rms_norm_kernel<Ti, To, Tw><<<p.rows, p.n >= 4096 ? 1024 : 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
+    rms_norm_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
                                                         static_cast<To*>(p.out), p.n, p.eps);
   });
   return cudaGetLastError();

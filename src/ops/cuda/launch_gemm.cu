@@ -64,35 +64,28 @@ cudaError_t launch_gemv_mt(const GemmParams& p, int64_t rows, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-// Ring depth: measured on the H200 (decode, 4 full-width layers; cuda_decode_tuning record),
-// 3 ~ 4 > 6 > 8 — shared memory per CTA, hence CTAs per SM, matters more than depth.
-constexpr int kGemvStages = 3;
+// Ring depth (DEEPINFER_GEMV_STAGES = 2 or 4, default 3: tuning only, numerically neutral).
+// Measured on the H200 (decode, 4 full-width layers): 3 ~ 4 > 6 > 8 — shared memory per CTA,
+// hence CTAs per SM, matters more than depth.
+int gemv_stages() {
+  static const int stages = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_STAGES");
+    const int n = v != nullptr ? std::atoi(v) : 3;
+    return n == 2 || n == 4 ? n : 3;
+  }();
+  return stages;
+}
 
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
-  return rows <= 16 ? launch_gemv_mt<F, 1, kGemvStages>(p, rows, s) : launch_gemv_mt<F, 2, kGemvStages>(p, rows, s);
-}
-
-// The small-M kernel's preconditions (dequant_gemv.cuh).
-bool gemv_ok(const GemmParams& p, int64_t rows) {
-  const bool experts = p.experts != nullptr;
-  // Whole BK tiles, 16-byte runs, and FP8 UE8M0 scales in power-of-two blocks of >= 16 inputs.
-  const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
-  const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
-                       (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
-  if (rows > kGemvMaxRows || !runs_ok || (experts && p.active == nullptr)) return false;
-  const int mt = rows <= 16 ? 1 : 2;
-  return gemv_smem_bytes(gemv_shape(p, rows, mt, kGemvStages), p.K, kGemvStages) <= kGemvMaxSmem;
+  switch (gemv_stages()) {
+    case 2: return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, rows, s) : launch_gemv_mt<F, 2, 2>(p, rows, s);
+    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, rows, s) : launch_gemv_mt<F, 2, 4>(p, rows, s);
+    default: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, rows, s) : launch_gemv_mt<F, 2, 3>(p, rows, s);
+  }
 }
 
 }  // namespace
-
-bool gemv_takes(const GemmParams& p, int64_t rows, int act_quant_block) {
-  const int64_t R = gemm_subrange(p.K);
-  const bool quant_ok = act_quant_block == 0 || (act_quant_block % 32 == 0 && act_quant_block <= 128 && R % act_quant_block == 0);
-  const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
-  return quant_ok && partial_ok && gemv_ok(p, rows);
-}
 
 int64_t gemm_counter_slots(const GemmParams& p) {
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
@@ -107,16 +100,20 @@ int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? p.max_rows_per_expert : p.M;
+  // The streaming kernel's preconditions (dequant_gemv.cuh): whole BK tiles, 16-byte runs, and
+  // FP8 UE8M0 scales in power-of-two blocks of >= 16 inputs.
+  const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
+  const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
+                       (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
+  const bool smem_ok = gemv_smem_bytes(gemv_shape(p, rows, rows <= 16 ? 1 : 2, gemv_stages()), p.K, gemv_stages()) <= kGemvMaxSmem;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
-  if (partial_ok && gemv_ok(p, rows)) {
+  if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, rows, s);
       case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, rows, s);
       case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, rows, s);
     }
   }
-  // Raw (unquantised or F32) activations are only for the small-M kernel (gemv_takes).
-  if (p.act_quant_block > 0 || p.a_type != ActType::kBF16) return cudaErrorInvalidValue;
   const int m_tiles = static_cast<int>((rows + kGemmBM - 1) / kGemmBM);
   const int n_outer = experts ? p.n_experts : p.n_groups;
   const dim3 grid(static_cast<unsigned>((p.N + kGemmBN - 1) / kGemmBN), static_cast<unsigned>(m_tiles * n_outer));
