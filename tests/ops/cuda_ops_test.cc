@@ -113,8 +113,7 @@ TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
       if (f == WeightFormat::kFp4Block && K % 32 != 0) continue;
       Linear w = make_linear(f, N, K);
       const int64_t M = 70;
-      // BF16 activations as given, and F32 ones FP8-quantised per 128 (by a separate pass for
-      // the tiled kernel, while staging in the small-M one).
+      // BF16 activations as given, and F32 ones FP8-quantised per 128 on the way in.
       for (auto [dt, block] : std::vector<std::pair<DType, int>>{{DType::kBF16, 0}, {DType::kF32, 128}}) {
         Pair x = random(dt, {M, K});
         Pair y = make(DType::kF32, {M, N});
