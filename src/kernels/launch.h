@@ -76,7 +76,7 @@ struct GemmParams {
   const int32_t* offsets = nullptr;
   const int32_t* perm = nullptr;
   int a_div = 1;                   // A row = perm[i] / a_div
-  int max_rows_per_expert = 0;     // host bound on any expert's rows (picks the kernel)
+  int max_rows_per_expert = 0;     // host bound on any expert's rows: T (gemm_expert_rows)
   // Experts with rows in ascending id, active[n_experts] = their count (device); with it the
   // small-M kernel launches max_active CTA rows instead of one per expert. p.w.fmt must name
   // the experts' (common) weight format.
@@ -92,6 +92,10 @@ struct GemmParams {
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
+// The row bound the GEMM launcher plans an expert-mode GEMM of T tokens with: up to 512 tokens
+// the small-M kernel takes every expert (chunks of <= 32 rows, weights re-streamed per chunk),
+// so the bound is min(T, 32); beyond (prefill) the tiled kernel, bound T.
+int64_t gemm_expert_rows(int64_t T);
 // Floats of GemmParams::partial for an M x ldc output with inner dimension K when at most `rows`
 // rows share a weight (M for dense, max_rows_per_expert for experts); 0: none needed.
 int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K);

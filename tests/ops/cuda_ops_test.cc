@@ -251,11 +251,11 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
   }
 }
 
-// The MoE experts of one token give bitwise the same output alone (streaming kernel over the
-// active experts; D = 1024 gives the gate/up GEMMs two K sub-ranges) and in a batch of 40
-// (tiled kernel).
+// The MoE experts of a token give bitwise the same output alone, among 100 tokens (streaming
+// kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (tiled
+// kernel). D = 1024 gives the gate/up GEMMs two K sub-ranges.
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
-  const int64_t E = 8, k = 3, D = 1024, F = 256, T = 40;
+  const int64_t E = 8, k = 3, D = 1024, F = 256, T = 600;
   std::vector<Linear> keep;
   std::vector<tensor::ExpertWeights> ed;
   for (int64_t e = 0; e < E; ++e) {
@@ -275,16 +275,18 @@ TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
   const std::vector<float> all = download(out.dev);
   const std::vector<float> sel_all = download(sel.dev), wts_all = download(wts.dev);
-  const int64_t t = T - 1;
-  Pair x1 = make(DType::kBF16, {1, D}), s1 = make(DType::kI32, {1, k}), w1 = make(DType::kF32, {1, k});
-  for (int64_t i = 0; i < D; ++i) set(x1.host, i, get(x.host, t * D + i));
-  for (int64_t i = 0; i < k; ++i) set(s1.host, i, sel_all[t * k + i]), set(w1.host, i, wts_all[t * k + i]);
-  upload(x1);
-  upload(s1);
-  upload(w1);
-  Pair o1 = make(DType::kF32, {1, D});
-  gpu_->moe_experts(x1.dev, s1.dev, w1.dev, ed, mp, o1.dev);
-  EXPECT_EQ(download(o1.dev), std::vector<float>(all.begin() + t * D, all.begin() + (t + 1) * D));
+  for (int64_t n : {int64_t{1}, int64_t{100}}) {  // the last n tokens
+    const int64_t t0 = T - n;
+    Pair xn = make(DType::kBF16, {n, D}), sn = make(DType::kI32, {n, k}), wn = make(DType::kF32, {n, k});
+    for (int64_t i = 0; i < n * D; ++i) set(xn.host, i, get(x.host, t0 * D + i));
+    for (int64_t i = 0; i < n * k; ++i) set(sn.host, i, sel_all[t0 * k + i]), set(wn.host, i, wts_all[t0 * k + i]);
+    upload(xn);
+    upload(sn);
+    upload(wn);
+    Pair on = make(DType::kF32, {n, D});
+    gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
+    EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end())) << n << " tokens";
+  }
 }
 
 }  // namespace

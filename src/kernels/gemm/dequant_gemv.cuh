@@ -10,11 +10,11 @@
 // Work split: CTA = (128 columns, spc consecutive K sub-ranges, one group or active expert), 4
 // warps of 32 columns; spc is chosen per launch for parallelism (spc = P: the CTA folds all of K
 // in registers and writes C). The CTA stages its present rows' A span and its columns' scale
-// codes in shared memory once. A lane only ever reads ring slots it filled itself, so cp.async.wait_group is
-// the only synchronisation the stream needs. Sub-range sums go to F32 partials [P][M][ldc]; the
-// last CTA of a column tile to finish (GemmParams::tile_counters) — or gemv_reduce_kernel,
-// without counters — folds them in sub-range order ((0 + s_0) + s_1) + ..., the canonical fold;
-// with one sub-range the CTA writes C itself (as 0 + s_0).
+// codes in shared memory once. A lane only ever reads ring slots it filled itself, so
+// cp.async.wait_group is the only synchronisation the stream needs. Sub-range sums go to F32
+// partials [P][M][ldc]; the last CTA of a column tile to finish (GemmParams::tile_counters) — or
+// gemv_reduce_kernel, without counters — folds them in sub-range order ((0 + s_0) + s_1) + ..., the
+// canonical fold; with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
 #include "kernels/gemm/gemm_common.cuh"
@@ -24,15 +24,15 @@ namespace deepinfer::kernels {
 inline constexpr int kGemvWarps = 4;
 inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
 inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
-inline constexpr int kGemvMaxRows = 32;   // MT <= 2 m16 tiles
-inline constexpr int kGemvPad = 8;        // BF16 elements of row padding in the A slice
+inline constexpr int kGemvMaxRows = 32;  // MT <= 2 m16 tiles
+inline constexpr int kGemvPad = 8;       // BF16 elements of row padding in the A slice
 
 // Geometry of one launch (host-chosen, numerically neutral): sub-ranges per CTA and the A rows
 // worth staging (rows beyond hold no data: M, or the batch size for experts).
 struct GemvShape {
-  int spc = 1;         // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
-  int a_rows = 16;     // staged A rows (<= MT * 16)
-  int n_codes = 0;     // scale codes per column over spc sub-ranges
+  int spc = 1;      // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
+  int a_rows = 16;  // staged A rows (<= MT * 16)
+  int n_codes = 0;  // scale codes per column over spc sub-ranges
 };
 
 // Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
@@ -45,12 +45,14 @@ __host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K, 
 // x 16 bytes, scale codes [warps][32][codes].
 __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int stages) {
   return static_cast<size_t>(sh.a_rows) * (sh.spc * gemm_subrange(K) + kGemvPad) * 2 +
-         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 + static_cast<size_t>(kGemvWarps) * 32 * sh.n_codes;
+         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 +
+         static_cast<size_t>(kGemvWarps) * 32 * sh.n_codes;
 }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -60,7 +62,8 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // S: ring windows per warp (S - 1 in flight).
 template <WeightFmt F, int MT, int S>
-__global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
@@ -70,9 +73,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   const int sub0 = blockIdx.y * sh.spc, nsub = min(sh.spc, P - sub0);
   const int64_t k_begin = sub0 * R, k_span = min64(p.K, (sub0 + nsub) * R) - k_begin;
   const int64_t LDA = sh.spc * R + kGemvPad;
-  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);                          // [a_rows][LDA]
-  uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(sh.a_rows) * LDA * 2);  // [warp][S][NT][32]
-  uint8_t* codes = reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);              // [warp][32][n_codes]
+  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);  // [a_rows][LDA]
+  uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(sh.a_rows) * LDA *
+                                                    2);  // [warp][S][NT][32]
+  uint8_t* codes =
+      reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);  // [warp][32][n_codes]
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
@@ -92,7 +97,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
   const int n_windows = static_cast<int>(k_span / W);  // K % kGemmBK == 0 (launch_gemv checks)
   const int win_per_sub = static_cast<int>(R / W);
-  const int in_shift = F == WeightFmt::kFp4Block ? 5 : (F == WeightFmt::kFp8Block ? __ffs(w.block_in) - 1 : 0);
+  const int in_shift =
+      F == WeightFmt::kFp4Block ? 5 : (F == WeightFmt::kFp8Block ? __ffs(w.block_in) - 1 : 0);
 
   // The lane's weight row per n8 tile (null past N); window wi's run is at byte offset
   // run_byte(wi) of it.
@@ -113,166 +119,185 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const bool valid = wrow[nt] != nullptr;
-        cp_async16(&my_ring[((wi % S) * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
+        cp_async16(&my_ring[((wi % S) * NT + nt) * 32 + lane],
+                   valid ? wrow[nt] + run_byte(wi) : w.w, valid);
       }
     }
     cp_async_commit();
   };
-#pragma unroll
-  for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A and the scales are staged
-
-  for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
-    int32_t ar = -1, cr = -1;
-    if (i < m_count) {
-      cr = p.experts ? p.perm[rows_begin + i] : i;
-      ar = p.experts ? cr / p.a_div : i;
-    }
-    a_row[i] = ar;
-    c_row[i] = cr;
-  }
-  // Scale codes of the warp's 32 columns over the span (lane = column).
+  // Scale codes of the warp's 32 columns over the span (lane = column), once for all row chunks.
   const int n_codes = sh.n_codes;
   uint8_t* my_codes = codes + warp * 32 * n_codes;
   if (F != WeightFmt::kBF16) {
     const int64_t n = n_base + lane;
     if (n < p.N) {
-      const uint8_t* srow = F == WeightFmt::kFp8Block ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
-                                                      : w.scale + (w_row0 + n) * w.scale_cols;
+      const uint8_t* srow = F == WeightFmt::kFp8Block
+                                ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
+                                : w.scale + (w_row0 + n) * w.scale_cols;
       // A column's codes over the span are contiguous: copy them with the widest aligned loads.
       const int n_valid = static_cast<int>(k_span >> in_shift);
       const uint8_t* src = srow + (k_begin >> in_shift);
       uint8_t* dst = my_codes + lane * n_codes;
-      const uintptr_t align = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n_valid;
+      const uintptr_t align =
+          reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n_valid;
       if (align % 16 == 0) {
-        for (int i = 0; i < n_valid; i += 16) *reinterpret_cast<uint4*>(dst + i) = __ldg(reinterpret_cast<const uint4*>(src + i));
+        for (int i = 0; i < n_valid; i += 16)
+          *reinterpret_cast<uint4*>(dst + i) = __ldg(reinterpret_cast<const uint4*>(src + i));
       } else if (align % 4 == 0) {
-        for (int i = 0; i < n_valid; i += 4) *reinterpret_cast<uint32_t*>(dst + i) = __ldg(reinterpret_cast<const uint32_t*>(src + i));
+        for (int i = 0; i < n_valid; i += 4)
+          *reinterpret_cast<uint32_t*>(dst + i) = __ldg(reinterpret_cast<const uint32_t*>(src + i));
       } else {
         for (int i = 0; i < n_valid; ++i) dst[i] = src[i];
       }
     }
   }
-  __syncthreads();  // a_row
-
-  // Stage the A span: columns [k_begin, k_begin + k_span) of the first a_rows rows (zero where
-  // a row is absent); rows >= a_rows are never present and read as zero below.
-  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-  const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
-  const bool a_vec = (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
-  const int64_t chunks = k_span / 8;
-  for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
-    const int r = static_cast<int>(i / chunks);
-    const int64_t kk = (i % chunks) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (a_row[r] >= 0) {
-      const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-      if (a_vec) {
-        v = *reinterpret_cast<const uint4*>(src);
-      } else {
-        uint16_t e[8];
-#pragma unroll
-        for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
-        v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
-                       e[6] | (uint32_t{e[7]} << 16));
-      }
-    }
-    *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
-  }
-  __syncthreads();
 
   // Output element (mt, nt, e) of this lane: row index in the tile and column.
   auto out_row = [&](int mt, int e) { return mt * 16 + g + (e >= 2 ? 8 : 0); };
   auto out_col = [&](int nt, int e) { return n_base + nt * 8 + 2 * c + (e & 1); };
   auto store_c = [&](int64_t row, int64_t col, float v) {
-    if (p.c_bf16) reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-    else reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+    if (p.c_bf16)
+      reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
+    else
+      reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
   };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
-  float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
-  bool lo_row[MT], hi_row[MT];  // staged rows g / g + 8 of each m16 tile
+  // Rows in chunks of MT * 16 (an expert can hold more rows than one chunk at larger batch: the
+  // weights are streamed again per chunk, mostly from L2).
+  for (int64_t m0 = 0; m0 < m_count; m0 += MT * 16) {
+    const int64_t chunk_rows = min64(MT * 16, m_count - m0);
+    __syncthreads();  // the previous chunk is done with a_row / c_row / sA
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
-  for (int wi = 0; wi < n_windows; ++wi) {
-    cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
-    uint4 cur[NT];
-    uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
-    uint8_t code[NT];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      cur[nt] = my_ring[((wi % S) * NT + nt) * 32 + lane];
-      const int k_rel = c * L + wi * W;
-      code[nt] = F == WeightFmt::kBF16 ? 127 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
-      s2[nt] = F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[nt]) : e8m0_times_2p120_bf16x2(code[nt]);
+    for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A is staged
+    for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
+      int32_t ar = -1, cr = -1;
+      if (i < chunk_rows) {
+        cr = p.experts ? p.perm[rows_begin + m0 + i] : static_cast<int32_t>(m0 + i);
+        ar = p.experts ? cr / p.a_div : cr;
+      }
+      a_row[i] = ar;
+      c_row[i] = cr;
     }
-    issue(wi + S - 1);  // refills the slot consumed last iteration
+    __syncthreads();  // a_row, codes
+
+    // Stage the A span: columns [k_begin, k_begin + k_span) of the first a_rows rows (zero where
+    // a row is absent); rows >= a_rows are never present and read as zero below.
+    const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
+    const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
+    const bool a_vec =
+        (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
+    const int64_t chunks = k_span / 8;
+    for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
+      const int r = static_cast<int>(i / chunks);
+      const int64_t kk = (i % chunks) * 8;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (a_row[r] >= 0) {
+        const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
+        if (a_vec) {
+          v = *reinterpret_cast<const uint4*>(src);
+        } else {
+          uint16_t e[8];
 #pragma unroll
-    for (int j = 0; j < L / 4; ++j) {
-      const int kk = wi * W + c * L + 4 * j;  // within the span
-      uint32_t bf[NT][2];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
-        if constexpr (F == WeightFmt::kBF16) {
-          bf[nt][0] = words[(2 * j) % 4];
-          bf[nt][1] = words[(2 * j + 1) % 4];
-        } else if constexpr (F == WeightFmt::kFp4Block) {
-          fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
-        } else if (code[nt] <= 134) {
-          fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
-        } else {  // scale beyond fp8_quad's range: the F32 path, as dequant_gemm (never in practice)
-          const float sc = e8m0_to_f32(code[nt]);
-          const uint32_t v = words[j];
-          bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
-          bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
+          for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
+          v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16),
+                         e[4] | (uint32_t{e[5]} << 16), e[6] | (uint32_t{e[7]} << 16));
         }
       }
+      *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
+    }
+    __syncthreads();
+
+    float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
+    bool lo_row[MT], hi_row[MT];  // staged rows g / g + 8 of each m16 tile
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
-        if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
-        if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-        const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
+    for (int mt = 0; mt < MT; ++mt)
+      lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
+    for (int wi = 0; wi < n_windows; ++wi) {
+      cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
+      uint4 cur[NT];
+      uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
+      uint8_t code[NT];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+      for (int nt = 0; nt < NT; ++nt) {
+        cur[nt] = my_ring[((wi % S) * NT + nt) * 32 + lane];
+        const int k_rel = c * L + wi * W;
+        code[nt] =
+            F == WeightFmt::kBF16 ? 127 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
+        s2[nt] =
+            F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[nt]) : e8m0_times_2p120_bf16x2(code[nt]);
+      }
+      issue(wi + S - 1);  // refills the slot consumed last iteration
+#pragma unroll
+      for (int j = 0; j < L / 4; ++j) {
+        const int kk = wi * W + c * L + 4 * j;  // within the span
+        uint32_t bf[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
+          if constexpr (F == WeightFmt::kBF16) {
+            bf[nt][0] = words[(2 * j) % 4];
+            bf[nt][1] = words[(2 * j + 1) % 4];
+          } else if constexpr (F == WeightFmt::kFp4Block) {
+            fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
+          } else if (code[nt] <= 134) {
+            fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
+          } else {  // scale beyond fp8_quad's range: the F32 path, as dequant_gemm (never in
+                    // practice)
+            const float sc = e8m0_to_f32(code[nt]);
+            const uint32_t v = words[j];
+            bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
+            bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+          if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
+          if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+          const uint32_t af[4] = {lo.x, hi.x, lo.y,
+                                  hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+        }
+      }
+      // End of a sub-range: fold it (whole K here) or hand it to the partials.
+      if ((wi + 1) % win_per_sub == 0 || wi + 1 == n_windows) {
+        const int sub = sub0 + wi / win_per_sub;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              if (nsub == P) {
+                total[mt][nt][e] += acc[mt][nt][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
+              } else {
+                const int r = out_row(mt, e);
+                const int64_t n = out_col(nt, e);
+                if (r < chunk_rows && n < p.N)
+                  partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] =
+                      acc[mt][nt][e];
+              }
+              acc[mt][nt][e] = 0.0f;
+            }
       }
     }
-    // End of a sub-range: fold it (whole K here) or hand it to the partials.
-    if ((wi + 1) % win_per_sub == 0 || wi + 1 == n_windows) {
-      const int sub = sub0 + wi / win_per_sub;
+    cp_async_wait<0>();
+    if (nsub == P) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            if (nsub == P) {
-              total[mt][nt][e] += acc[mt][nt][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
-            } else {
-              const int r = out_row(mt, e);
-              const int64_t n = out_col(nt, e);
-              if (r < m_count && n < p.N)
-                partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] = acc[mt][nt][e];
-            }
-            acc[mt][nt][e] = 0.0f;
+            const int r = out_row(mt, e);
+            const int64_t n = out_col(nt, e);
+            if (r < chunk_rows && n < p.N) store_c(c_row[r], col_off + n, total[mt][nt][e]);
           }
     }
-  }
-  cp_async_wait<0>();
-
-  if (nsub == P) {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = out_row(mt, e);
-          const int64_t n = out_col(nt, e);
-          if (r < m_count && n < p.N) store_c(c_row[r], col_off + n, total[mt][nt][e]);
-        }
-    return;
-  }
+  }  // row chunks
+  if (nsub == P) return;
   if (p.tile_counters == nullptr) return;  // gemv_reduce_kernel folds the partials
   // The last of the tile's CTAs to finish folds the partials in sub-range order (arrival order
   // decides only who folds, never the order), then re-arms the counter for the next launch.
@@ -287,9 +312,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
   const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kGemvCtaCols;
   const int64_t n_cols = min64(kGemvCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kGemvCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
-    const int64_t row = c_row[i / n_cols], col = col0 + i % n_cols;
+    const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
+                  col = col0 + i % n_cols;
     float v = 0.0f;  // ((0 + s_0) + s_1) + ...: the canonical fold
-    for (int sidx = 0; sidx < P; ++sidx) v += __ldcg(&partial[(static_cast<int64_t>(sidx) * p.M + row) * p.ldc + col]);
+    for (int sidx = 0; sidx < P; ++sidx)
+      v += __ldcg(&partial[(static_cast<int64_t>(sidx) * p.M + row) * p.ldc + col]);
     store_c(row, col, v);
   }
   if (threadIdx.x == 0) *counter = 0;
@@ -297,15 +324,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32) dequant_gemv_kernel(GemmParam
 
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials
 // cover: all M rows (dense) or the expert pairs (expert mode: every pair row is written once).
-__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, int64_t n_cols, int64_t col0,
-                                   void* C, bool c_bf16) {
+__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc,
+                                   int64_t n_cols, int64_t col0, void* C, bool c_bf16) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * n_cols) return;
   const int64_t idx = (i / n_cols) * ldc + col0 + i % n_cols;
   float v = 0.0f;
   for (int s = 0; s < P; ++s) v += partial[s * M * ldc + idx];
-  if (c_bf16) reinterpret_cast<__nv_bfloat16*>(C)[idx] = __float2bfloat16_rn(v);
-  else reinterpret_cast<float*>(C)[idx] = v;
+  if (c_bf16)
+    reinterpret_cast<__nv_bfloat16*>(C)[idx] = __float2bfloat16_rn(v);
+  else
+    reinterpret_cast<float*>(C)[idx] = v;
 }
 
 }  // namespace deepinfer::kernels

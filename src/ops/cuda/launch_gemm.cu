@@ -87,6 +87,8 @@ cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
 
 }  // namespace
 
+int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
+
 int64_t gemm_counter_slots(const GemmParams& p) {
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
   return (p.N + kGemvCtaCols - 1) / kGemvCtaCols * outer;
@@ -99,7 +101,7 @@ int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
-  const int64_t rows = experts ? p.max_rows_per_expert : p.M;
+  const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   // The streaming kernel's preconditions (dequant_gemv.cuh): whole BK tiles, 16-byte runs, and
   // FP8 UE8M0 scales in power-of-two blocks of >= 16 inputs.
   const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
@@ -114,7 +116,8 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
       case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, rows, s);
     }
   }
-  const int m_tiles = static_cast<int>((rows + kGemmBM - 1) / kGemmBM);
+  const int64_t tiled_rows = experts ? p.max_rows_per_expert : p.M;
+  const int m_tiles = static_cast<int>((tiled_rows + kGemmBM - 1) / kGemmBM);
   const int n_outer = experts ? p.n_experts : p.n_groups;
   const dim3 grid(static_cast<unsigned>((p.N + kGemmBN - 1) / kGemmBN), static_cast<unsigned>(m_tiles * n_outer));
   if (grid.x == 0 || grid.y == 0) return cudaSuccess;
