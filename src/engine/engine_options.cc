@@ -23,7 +23,16 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_BATCH_INVARIANT",       "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE",
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
+    // CUDA GEMV tuning knobs, read by the backend (numerically neutral): ring depth, K
+    // sub-ranges per CTA.
+    "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC",
 };
+
+std::string known_list() {
+  std::string out;
+  for (const char* k : kKnownVariables) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -122,12 +131,7 @@ Result<EngineOptions> EngineOptions::with_environment(EngineOptions base, const 
     const std::string_view value = std::string_view(entry).substr(eq + 1);
     if (name.substr(0, 10) != "DEEPINFER_") continue;
     if (!is_known(name)) {
-      warnings->push_back(fmt::format("unknown environment variable {} is ignored (known: DEEPINFER_HF_MODEL_DIR, "
-                                      "DEEPINFER_ACCELERATOR, DEEPINFER_ENABLE_MTP_VARLEN, "
-                                      "DEEPINFER_USE_NEXTN_DECODE, DEEPINFER_BATCH_INVARIANT, "
-                                      "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE, DEEPINFER_YOCO_PREFILL_KEEP_TOKENS, "
-                                      "DEEPINFER_LOG_LEVEL, DEEPINFER_CACHE_DIR, DEEPINFER_TOKENIZER)",
-                                      name));
+      warnings->push_back(fmt::format("unknown environment variable {} is ignored (known: {})", name, known_list()));
       continue;
     }
     DI_RETURN_IF_ERROR(apply_variable(name, value, &base));

@@ -119,7 +119,7 @@ TEST(EngineOptionsTest, EnvironmentVariables) {
       {"DEEPINFER_ACCELERATOR=nvidia", "DEEPINFER_ENABLE_MTP_VARLEN=1", "DEEPINFER_USE_NEXTN_DECODE=5",
        "DEEPINFER_BATCH_INVARIANT=false", "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE=none",
        "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS=140", "DEEPINFER_HF_MODEL_DIR=/models", "DEEPINFER_LOG_LEVEL=warn",
-       "DEEPINFER_TYPO=1", "PATH=/bin"},
+       "DEEPINFER_GEMV_STAGES=4", "DEEPINFER_GEMV_MAX_SPC=2", "DEEPINFER_TYPO=1", "PATH=/bin"},
       &warnings);
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->device, "cuda");
