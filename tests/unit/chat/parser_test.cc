@@ -271,6 +271,35 @@ TEST_F(ChatParserTest, SplitUtf8IsNeverEmittedHalfway) {
   }
 }
 
+// Ill-formed bytes split across tokens: the assembler's streamed text equals the one-shot
+// replacement (one U+FFFD per maximal subpart, as Tokenizer::decode()), whatever the split.
+// Regression: it used to replace byte by byte, so a reasoning stream could carry two U+FFFD where
+// the decoded tokens had one.
+TEST(ChatUtf8Test, StreamingReplacementEqualsOneShotForEverySplit) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(utf8_sanitize("stalled \xE6\x97 Berl"), "stalled " + fffd + " Berl");  // E6 97: one subpart
+  EXPECT_EQ(utf8_sanitize("\xC3\x28"), fffd + "(");
+  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), fffd + fffd + fffd);  // surrogate: no valid prefix
+  EXPECT_EQ(utf8_sanitize("\xF0\x9F\x98"), fffd);                // cut-off emoji
+  for (const std::string whole : {"stalled \xE6\x97 Berl", "\xE6\x97\xE6\x97\xA5!", "a\xF0\x9F\x98\x80\xF0\x9Fz",
+                                   "\xC3\x28\xE2\x82\xAC\x80", "\xED\xA0\x80x\xF4\x90\x80\x80"}) {
+    const std::string want = utf8_sanitize(whole);
+    for (size_t cut = 0; cut <= whole.size(); ++cut) {
+      Utf8Assembler a;
+      std::string got = a.push(whole.substr(0, cut));
+      got += a.push(whole.substr(cut));
+      got += a.flush();
+      EXPECT_EQ(got, want) << "cut " << cut;
+      EXPECT_EQ(utf8_complete_prefix(got), got.size());
+    }
+    Utf8Assembler bytewise;
+    std::string got;
+    for (char ch : whole) got += bytewise.push(std::string(1, ch));
+    got += bytewise.flush();
+    EXPECT_EQ(got, want);
+  }
+}
+
 TEST_F(ChatParserTest, V41TagNames) {
   OutputParser p = make(ThinkingMode::kThinking, ModelFamily::kV41);
   Collected c = run(p, tok_->ids("r</think>\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n"

@@ -1,7 +1,7 @@
 // UTF-8 helpers (see utf8.h). The table of well-formed sequences is Unicode Table 3-7.
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
-namespace deepinfer::tokenizer {
+namespace deepinfer::utf8 {
 namespace {
 
 struct SequenceScan {
@@ -144,4 +144,4 @@ void append_code_point(std::string& out, uint32_t cp) {
   }
 }
 
-}  // namespace deepinfer::tokenizer
+}  // namespace deepinfer::utf8
