@@ -90,17 +90,15 @@ TEST_F(GoldenV41Test, TheDeviceRunReadTheSameCheckpointAndConstants) {
   for (const auto& [name, eq] : meta["engram_constants_equal"].items()) EXPECT_TRUE(eq.get<bool>()) << name;
 }
 
-// Measured status (docs/v41.md "Validation"): p0 (80 tokens) agrees at every position to 4e-6 and
-// p2 (150 tokens) on top-1 everywhere (max 0.13 at position 148). p1 (33 tokens) differs because of
-// one FP8 rounding flip: layer 3's window KV at position 8, channel 11, is 5e-7 (relative) away
-// from an E4M3 rounding midpoint, on opposite sides here and in the port (F32 summation order).
-// The flipped code moves layer 3 by 1.5e-3 at positions 8-15 and, through the KV and later top-k
-// decisions, the logits by up to 0.7 (top-1 32/33). The assertions pin that state: p0 strict at
-// every position, top-1 on p0 and p2 complete, at least 99% of all positions agreeing on top-1,
-// p1's hidden states within 1e-3 up to layer 4.
+// Measured status (docs/v41.md "Validation"), with the CPU reference's dot products accumulated in
+// double and rounded once: top-1 agrees at every position of all three prompts; p0 (80 tokens) and
+// p1 (33, ends inside a ratio-2 group) agree to 5e-6 and 3e-4 in the logits. p2 (150 tokens)
+// reaches 0.13 at position 148: an FP8 value within the port's own F32 summation error of a
+// rounding midpoint rounds differently there (the port sums in F32), which the stated tolerance
+// does not cover — top-1 still agrees. (With F32 sums here, p1 had such a flip at layer 3,
+// position 8: top-1 32/33, max 0.70.)
 TEST_F(GoldenV41Test, LogitsMatchTransformersAtEveryPosition) {
   const int64_t V = lm_->config.vocab_size;
-  int total = 0, total_agree = 0;
   for (const std::string p : {"p0", "p1", "p2"}) {
     const auto ids = golden_->get<int32_t>(p + ".ids");
     std::vector<int64_t> tshape;
@@ -132,16 +130,12 @@ TEST_F(GoldenV41Test, LogitsMatchTransformersAtEveryPosition) {
     std::printf("%s (%lld tokens): max |logit error| %.3g (position %lld), max |lse error| %.3g, top-1 %d/%lld\n",
                 p.c_str(), static_cast<long long>(n), worst, static_cast<long long>(worst_pos), worst_lse, agree,
                 static_cast<long long>(n));
-    if (p == "p0") {
-      EXPECT_LT(worst, kLogitTol);
-      EXPECT_LT(worst_lse, kLogitTol);
+    if (p != "p2") {
+      EXPECT_LT(worst, kLogitTol) << p;
+      EXPECT_LT(worst_lse, kLogitTol) << p;
     }
-    if (p != "p1") {
-      EXPECT_EQ(agree, n) << p;
-    }
-    total += static_cast<int>(n), total_agree += agree;
+    EXPECT_EQ(agree, n) << p << ": top-1 agreement";
   }
-  EXPECT_GE(total_agree * 100, total * 99) << "top-1 agreement " << total_agree << "/" << total;
 }
 
 // p0 at sampled positions, p1 at every position (so a divergence is localised to its first layer).
@@ -162,12 +156,9 @@ TEST_F(GoldenV41Test, HiddenStatesMatchTransformersAfterEveryLayer) {
         const float* theirs = &hidden[(l * positions.size() + i) * row];
         float scale = 0.0f, err = 0.0f;
         for (int64_t c = 0; c < row; ++c) scale = std::max(scale, std::fabs(theirs[c])), err = std::max(err, std::fabs(ours[c] - theirs[c]));
-        if (p == "p0" || l < 5) worst = std::max(worst, err / scale);
-        // p1 drifts past 1e-3 from layer 5 on (see above): layers 0-4 must stay within it.
-        if (p == "p0" || l < 5) {
-          EXPECT_LT(err, kHiddenTol * scale) << p << " layer " << l << " position " << positions[i]
-                                             << ": relative error " << err / scale;
-        }
+        worst = std::max(worst, err / scale);
+        EXPECT_LT(err, kHiddenTol * scale) << p << " layer " << l << " position " << positions[i]
+                                           << ": relative error " << err / scale;
       }
     }
     std::printf("golden v4.1 %s: max relative hidden-state error %.3g\n", p.c_str(), worst);

@@ -169,19 +169,23 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
 }
 
 // Plain F32 reference GEMM (F32 activations: the CPU-matching "plain" numerics), one thread per
-// output, sequential K loop. Slow by design; only used for validation runs.
+// output, sequential K loop: the CPU reference's dot() — eight interleaved double partial sums of
+// exact F32 products, combined in a fixed order and rounded once. Slow by design; only used for
+// validation runs.
 __global__ void f32_gemm_kernel(const float* A, int64_t lda, WeightDesc w, int64_t M, int64_t N, int64_t K,
                                 int n_groups, float* C, int64_t ldc) {
   const int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t m = blockIdx.y;
   const int g = blockIdx.z;
   if (n >= N) return;
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   const float* a = A + m * lda + static_cast<int64_t>(g) * K;
-  // No FMA contraction: the same roundings as the CPU reference's dot().
+  // Products of two F32 values are exact in double; no FMA contraction in the sums.
   for (int64_t k = 0; k < K; ++k)
-    acc[k % 8] = __fadd_rn(acc[k % 8], __fmul_rn(a[k], dequant_weight(w, static_cast<int64_t>(g) * N + n, k)));
-  C[m * ldc + static_cast<int64_t>(g) * N + n] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    acc[k % 8] = __dadd_rn(acc[k % 8], __dmul_rn(a[k], dequant_weight(w, static_cast<int64_t>(g) * N + n, k)));
+  C[m * ldc + static_cast<int64_t>(g) * N + n] =
+      static_cast<float>(__dadd_rn(__dadd_rn(__dadd_rn(acc[0], acc[4]), __dadd_rn(acc[1], acc[5])),
+                                   __dadd_rn(__dadd_rn(acc[2], acc[6]), __dadd_rn(acc[3], acc[7]))));
 }
 
 // Expert-mode variant of f32_gemm_kernel: grid (N tiles, max rows per expert, E); block row i of
@@ -195,9 +199,11 @@ __global__ void f32_expert_gemm_kernel(const float* A, int64_t lda, const Weight
   const int32_t row = perm[i];
   const float* a = A + static_cast<int64_t>(row / a_div) * lda;
   const WeightDesc w = experts[e];
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t k = 0; k < K; ++k) acc[k % 8] = __fadd_rn(acc[k % 8], __fmul_rn(a[k], dequant_weight(w, n, k)));
-  C[static_cast<int64_t>(row) * ldc + n] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t k = 0; k < K; ++k) acc[k % 8] = __dadd_rn(acc[k % 8], __dmul_rn(a[k], dequant_weight(w, n, k)));
+  C[static_cast<int64_t>(row) * ldc + n] =
+      static_cast<float>(__dadd_rn(__dadd_rn(__dadd_rn(acc[0], acc[4]), __dadd_rn(acc[1], acc[5])),
+                                   __dadd_rn(__dadd_rn(acc[2], acc[6]), __dadd_rn(acc[3], acc[7]))));
 }
 
 }  // namespace deepinfer::kernels

@@ -56,15 +56,20 @@ inline std::vector<float> read_row(const TensorView& x, int64_t row) {
   return v;
 }
 
-// Sum of a[i]*b[i] with eight interleaved partial sums combined in a fixed order.
+// Sum of a[i]*b[i] with eight interleaved partial sums combined in a fixed order, accumulated in
+// double (every F32 product is exact there) and rounded to F32 once. The result is then within
+// one rounding of the exact dot product, so values that the reference quantises to FP8/FP4 land
+// on the side of a rounding midpoint where the exact value lies — an F32 sum misplaced one such
+// value against transformers' V4.1 port (docs/v41.md). The CUDA backend's plain F32 GEMM does the
+// same operations in the same order (bitwise equal).
 inline float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+    for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(a[i + k]) * b[i + k];
   }
-  for (; i < n; ++i) acc[i % 8] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) acc[i % 8] += static_cast<double>(a[i]) * b[i];
+  return static_cast<float>(((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])));
 }
 
 // FP8 E4M3 quantise-dequantise of x[0, n) in blocks of `block` with power-of-two scales
