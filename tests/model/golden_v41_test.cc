@@ -23,6 +23,8 @@ namespace {
 // flip to the neighbouring code under a different F32 summation order (transformers itself moves
 // by up to 2.9e-4 between its cached and one-shot paths, model_v41_flash.md §12).
 constexpr float kLogitTol = 5e-3f;
+// A prompt with one quantisation flip on the reference's side (p2: 0.13 measured).
+constexpr float kFlipLogitTol = 0.25f;
 constexpr float kHiddenTol = 1e-3f;  // relative to the row's max |value|
 
 const std::string kGolden = "golden_v41/golden.safetensors";
@@ -130,10 +132,10 @@ TEST_F(GoldenV41Test, LogitsMatchTransformersAtEveryPosition) {
     std::printf("%s (%lld tokens): max |logit error| %.3g (position %lld), max |lse error| %.3g, top-1 %d/%lld\n",
                 p.c_str(), static_cast<long long>(n), worst, static_cast<long long>(worst_pos), worst_lse, agree,
                 static_cast<long long>(n));
-    if (p != "p2") {
-      EXPECT_LT(worst, kLogitTol) << p;
-      EXPECT_LT(worst_lse, kLogitTol) << p;
-    }
+    // p2 holds one port-side FP8 flip (see above): its bound covers that flip's propagation.
+    const float tol = p == "p2" ? kFlipLogitTol : kLogitTol;
+    EXPECT_LT(worst, tol) << p;
+    EXPECT_LT(worst_lse, tol) << p;
     EXPECT_EQ(agree, n) << p << ": top-1 agreement";
   }
 }
