@@ -117,13 +117,19 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
     mx[g] = has_sink ? sinks[h0 + g] : -INFINITY;
     den[g] = has_sink ? 1.0f : 0.0f;
   }
-  // Rows are loaded one ahead of their use (a warp's rows form a dependent chain otherwise).
-  float v[kAttnMaxDimsPerLane], next[kAttnMaxDimsPerLane];
-  if (r_begin < r_end) load_row(r_begin, next);
-  for (int64_t r = r_begin; r < r_end; ++r) {
+  // Calls f(row values) for each of this warp's rows in order, loading one row ahead of its use
+  // (a warp's rows form a dependent chain otherwise). Both passes stream the rows this way.
+  auto for_each_row = [&](auto&& f) {
+    float v[kAttnMaxDimsPerLane], next[kAttnMaxDimsPerLane];
+    if (r_begin < r_end) load_row(r_begin, next);
+    for (int64_t r = r_begin; r < r_end; ++r) {
 #pragma unroll
-    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = next[i];
-    if (r + 1 < r_end) load_row(r + 1, next);
+      for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = next[i];
+      if (r + 1 < r_end) load_row(r + 1, next);
+      f(v);
+    }
+  };
+  for_each_row([&](const float* v) {
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const float z = logit(v, g);
@@ -131,7 +137,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
       den[g] = den[g] * expf(mx[g] - new_mx) + expf(z - new_mx);
       mx[g] = new_mx;
     }
-  }
+  });
   if (lane == 0) {
 #pragma unroll
     for (int g = 0; g < G; ++g) s_mx[warp][g] = mx[g], s_den[warp][g] = den[g];
@@ -155,11 +161,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int i = 0; i < kAttnMaxDimsPerLane; ++i) acc[g][i] = 0.0f;
-  if (r_begin < r_end) load_row(r_begin, next);
-  for (int64_t r = r_begin; r < r_end; ++r) {
-#pragma unroll
-    for (int i = 0; i < kAttnMaxDimsPerLane; ++i) v[i] = next[i];
-    if (r + 1 < r_end) load_row(r + 1, next);
+  for_each_row([&](const float* v) {
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float pr = expf(logit(v, g) - mx[g]) / den[g];
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
 #pragma unroll
       for (int i = 0; i < kAttnMaxDimsPerLane; ++i) acc[g][i] += pr * v[i];
     }
-  }
+  });
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll

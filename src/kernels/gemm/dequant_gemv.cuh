@@ -216,16 +216,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     for (int wi = 0; wi < n_windows; ++wi) {
       cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
       uint4 cur[NT];
-      uint32_t s2[NT];  // BF16x2 scale: FP4 2^(e-127); FP8 2^(e-127) x 2^120 (fp8_quad)
-      uint8_t code[NT];
+      uint8_t code[NT];  // UE8M0 scale code of each tile's run (unused for BF16)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         cur[nt] = my_ring[((wi % S) * NT + nt) * 32 + lane];
         const int k_rel = c * L + wi * W;
-        code[nt] =
-            F == WeightFmt::kBF16 ? 127 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
-        s2[nt] =
-            F == WeightFmt::kFp4Block ? e8m0_bf16x2(code[nt]) : e8m0_times_2p120_bf16x2(code[nt]);
+        code[nt] = F == WeightFmt::kBF16 ? 0 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
       }
       issue(wi + S - 1);  // refills the slot consumed last iteration
 #pragma unroll
@@ -233,30 +229,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         const int kk = wi * W + c * L + 4 * j;  // within the span
         uint32_t bf[NT][2];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const uint32_t words[4] = {cur[nt].x, cur[nt].y, cur[nt].z, cur[nt].w};
-          if constexpr (F == WeightFmt::kBF16) {
-            bf[nt][0] = words[(2 * j) % 4];
-            bf[nt][1] = words[(2 * j + 1) % 4];
-          } else if constexpr (F == WeightFmt::kFp4Block) {
-            fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, s2[nt], bf[nt][0], bf[nt][1]);
-          } else if (code[nt] <= 134) {
-            fp8_quad(words[j], s2[nt], bf[nt][0], bf[nt][1]);
-          } else {  // scale beyond fp8_quad's range: the F32 path, as dequant_gemm (never in
-                    // practice)
-            const float sc = e8m0_to_f32(code[nt]);
-            const uint32_t v = words[j];
-            bf[nt][0] = pack_bf16(e4m3_to_f32(v & 0xff) * sc, e4m3_to_f32((v >> 8) & 0xff) * sc);
-            bf[nt][1] = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * sc, e4m3_to_f32(v >> 24) * sc);
-          }
-        }
+        for (int nt = 0; nt < NT; ++nt) decode_quad<F>(cur[nt], code[nt], j, bf[nt][0], bf[nt][1]);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
           if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
           if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-          const uint32_t af[4] = {lo.x, hi.x, lo.y,
-                                  hi.y};  // a0..a3: logical k 2c.., rows g / g + 8
+          // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
+          const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
         }
@@ -324,17 +304,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials
 // cover: all M rows (dense) or the expert pairs (expert mode: every pair row is written once).
-__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc,
-                                   int64_t n_cols, int64_t col0, void* C, bool c_bf16) {
+__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= M * n_cols) return;
-  const int64_t idx = (i / n_cols) * ldc + col0 + i % n_cols;
+  if (i >= M * ldc) return;
   float v = 0.0f;
-  for (int s = 0; s < P; ++s) v += partial[s * M * ldc + idx];
+  for (int s = 0; s < P; ++s) v += partial[s * M * ldc + i];
   if (c_bf16)
-    reinterpret_cast<__nv_bfloat16*>(C)[idx] = __float2bfloat16_rn(v);
+    reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(v);
   else
-    reinterpret_cast<float*>(C)[idx] = v;
+    reinterpret_cast<float*>(C)[i] = v;
 }
 
 }  // namespace deepinfer::kernels

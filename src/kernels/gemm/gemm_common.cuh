@@ -88,6 +88,13 @@ __device__ __forceinline__ bool weight_runs_vectorisable(const WeightDesc& w) {
          (w.fmt != WeightFmt::kFp8Block || w.block_in % 16 == 0);
 }
 
+// BF16x2 product of two pairs given as bits.
+__device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 r =
+      __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
 // Four E2M1 codes (the nibbles of v, lowest first) times a UE8M0 scale as two BF16 pairs, built
 // with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the sign from the
 // code's bit 3, then one BF16x2 multiply by the scale. Exact (power-of-two scale), and the only
@@ -104,19 +111,13 @@ __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint
   asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(m1) : "r"(lo), "r"(hi));
   m0 |= ((v << 12) & 0x8000u) | ((v << 24) & 0x80000000u);
   m1 |= ((v << 4) & 0x8000u) | ((v << 16) & 0x80000000u);
-  const __nv_bfloat162 s = *reinterpret_cast<const __nv_bfloat162*>(&scale_bf16x2);
-  const __nv_bfloat162 r0 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&m0), s);
-  const __nv_bfloat162 r1 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&m1), s);
-  b0 = *reinterpret_cast<const uint32_t*>(&r0);
-  b1 = *reinterpret_cast<const uint32_t*>(&r1);
+  b0 = hmul2_bits(m0, scale_bf16x2);
+  b1 = hmul2_bits(m1, scale_bf16x2);
 }
 // A UE8M0 scale as a BF16x2 pair (2^-127, code 0, is a BF16 subnormal).
 __device__ __forceinline__ uint32_t e8m0_bf16x2(uint8_t e) {
   const uint32_t h = e == 0 ? 0x0040u : static_cast<uint32_t>(e) << 7;
   return h | (h << 16);
-}
-__device__ __forceinline__ uint32_t fp4_scale_bf16x2(const WeightDesc& w, int64_t n, int64_t k) {
-  return e8m0_bf16x2(w.scale[n * w.scale_cols + k / 32]);
 }
 
 // Four E4M3 bytes of v times a UE8M0 scale as two BF16 pairs: an E4M3 code's bits moved into a
@@ -127,113 +128,80 @@ __device__ __forceinline__ void fp8_quad(uint32_t v, uint32_t scale_bf16x2, uint
   uint32_t t0, t1;
   asm("prmt.b32 %0, %1, 0, 0x4140;" : "=r"(t0) : "r"(v));
   asm("prmt.b32 %0, %1, 0, 0x4342;" : "=r"(t1) : "r"(v));
-  const uint32_t h0 = ((t0 & 0x007f007fu) << 4) | ((t0 & 0x00800080u) << 8);
-  const uint32_t h1 = ((t1 & 0x007f007fu) << 4) | ((t1 & 0x00800080u) << 8);
-  const __nv_bfloat162 s = *reinterpret_cast<const __nv_bfloat162*>(&scale_bf16x2);
-  const __nv_bfloat162 r0 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&h0), s);
-  const __nv_bfloat162 r1 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&h1), s);
-  b0 = *reinterpret_cast<const uint32_t*>(&r0);
-  b1 = *reinterpret_cast<const uint32_t*>(&r1);
+  b0 = hmul2_bits(((t0 & 0x007f007fu) << 4) | ((t0 & 0x00800080u) << 8), scale_bf16x2);
+  b1 = hmul2_bits(((t1 & 0x007f007fu) << 4) | ((t1 & 0x00800080u) << 8), scale_bf16x2);
 }
 // A UE8M0 scale 2^(e-127) times 2^120 as a BF16x2 pair (exponent field e + 120; e <= 134 fits).
 __device__ __forceinline__ uint32_t e8m0_times_2p120_bf16x2(uint8_t e) {
   const uint32_t h = (static_cast<uint32_t>(e) + 120u) << 7;
   return h | (h << 16);
 }
-// True when the FP8 weight's scales take the fp8_quad path (UE8M0 up to 2^7); F32 scales
-// (Flash-Base) and larger exponents take the F32 multiply instead, in both kernels alike.
-__device__ __forceinline__ bool fp8_quad_ok(const WeightDesc& w, uint8_t e) { return !w.scale_f32 && e <= 134; }
 __device__ __forceinline__ uint8_t fp8_scale_code(const WeightDesc& w, int64_t n, int64_t k) {
   return w.scale[(n / w.block_out) * w.scale_cols + k / w.block_in];
 }
+__device__ __forceinline__ uint8_t fp4_scale_code(const WeightDesc& w, int64_t n, int64_t k) {
+  return w.scale[n * w.scale_cols + k / 32];
+}
 
-// One weight element as the tensor-core kernels see it (BF16; FP4 through the same BF16
-// multiply as fp4_quad), for their element-wise edge paths.
-__device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w, int64_t n, int64_t k) {
-  if (w.fmt == WeightFmt::kFp8Block && !w.scale_f32) {
-    const uint8_t e = fp8_scale_code(w, n, k);
-    if (fp8_quad_ok(w, e)) {
-      uint32_t b0, b1;
-      fp8_quad(w.w[n * w.row_bytes + k], e8m0_times_2p120_bf16x2(e), b0, b1);
-      return *reinterpret_cast<const __nv_bfloat16*>(&b0);  // low half: the byte's value
-    }
+// Four E4M3 bytes of v times an F32 scale as two BF16 pairs, through F32 products: F32 scales
+// (Flash-Base) and UE8M0 codes above 134 (beyond fp8_quad's range; never in practice).
+__device__ __forceinline__ void fp8_quad_f32(uint32_t v, float s, uint32_t& b0, uint32_t& b1) {
+  b0 = pack_bf16(e4m3_to_f32(v & 0xff) * s, e4m3_to_f32((v >> 8) & 0xff) * s);
+  b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
+}
+
+// The one weight decoder of both GEMM kernels: elements 4j .. 4j+3 of a 16-byte run of format F
+// with UE8M0 scale code `code` (unused for BF16) as the BF16 pairs b0 = (4j, 4j+1), b1 =
+// (4j+2, 4j+3). Both kernels decode through it, so they see the same weights bit for bit.
+template <WeightFmt F>
+__device__ __forceinline__ void decode_quad(const uint4& raw, uint8_t code, int j, uint32_t& b0, uint32_t& b1) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  if constexpr (F == WeightFmt::kBF16) {
+    b0 = words[(2 * j) % 4];
+    b1 = words[(2 * j + 1) % 4];
+  } else if constexpr (F == WeightFmt::kFp4Block) {
+    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, e8m0_bf16x2(code), b0, b1);
+  } else if (code <= 134) {
+    fp8_quad(words[j], e8m0_times_2p120_bf16x2(code), b0, b1);
+  } else {
+    fp8_quad_f32(words[j], e8m0_to_f32(code), b0, b1);
   }
-  if (w.fmt != WeightFmt::kFp4Block) return __float2bfloat16_rn(dequant_weight(w, n, k));
-  const uint8_t b = w.w[n * w.row_bytes + k / 2];
-  const uint32_t s = fp4_scale_bf16x2(w, n, k);
-  return __hmul(__float2bfloat16_rn(e2m1_value((k & 1) ? (b >> 4) : (b & 0xf))),
-                *reinterpret_cast<const __nv_bfloat16*>(&s));
+}
+
+// One weight element as the tensor-core kernels see it (BF16, through decode_quad), for their
+// element-wise edge paths.
+__device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w, int64_t n, int64_t k) {
+  uint32_t b0 = 0, b1 = 0;
+  if (w.fmt == WeightFmt::kFp8Block) {
+    if (w.scale_f32) return __float2bfloat16_rn(dequant_weight(w, n, k));
+    decode_quad<WeightFmt::kFp8Block>(make_uint4(w.w[n * w.row_bytes + k], 0, 0, 0), fp8_scale_code(w, n, k), 0, b0, b1);
+  } else if (w.fmt == WeightFmt::kFp4Block) {
+    const uint8_t b = w.w[n * w.row_bytes + k / 2];
+    decode_quad<WeightFmt::kFp4Block>(make_uint4((k & 1) ? (b >> 4) : (b & 0xf), 0, 0, 0), fp4_scale_code(w, n, k), 0,
+                                      b0, b1);
+  } else {
+    return __float2bfloat16_rn(dequant_weight(w, n, k));
+  }
+  return *reinterpret_cast<const __nv_bfloat16*>(&b0);  // low half: element 0 of the quad
 }
 
 // Dequantises one 16-byte run (raw) of row n starting at element k into BF16 pairs out[Lf / 2]
 // (out[i] holds elements 2i, 2i+1 in its low, high halves).
 template <WeightFmt F>
 __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int64_t k, const uint4& raw, uint32_t* out) {
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  if constexpr (F == WeightFmt::kBF16) {
+  if constexpr (F == WeightFmt::kFp8Block) {
+    if (w.scale_f32) {
+      const float s = weight_scale(w, n, k);
+      const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = words[i];
-  } else if constexpr (F == WeightFmt::kFp8Block) {
-    if (!w.scale_f32) {
-      const uint8_t e = fp8_scale_code(w, n, k);
-      if (fp8_quad_ok(w, e)) {
-        const uint32_t s2 = e8m0_times_2p120_bf16x2(e);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) fp8_quad(words[q], s2, out[2 * q], out[2 * q + 1]);
-        return;
-      }
+      for (int q = 0; q < 4; ++q) fp8_quad_f32(words[q], s, out[2 * q], out[2 * q + 1]);
+      return;
     }
-    const float s = weight_scale(w, n, k);
+  }
+  const uint8_t code =
+      F == WeightFmt::kFp8Block ? fp8_scale_code(w, n, k) : (F == WeightFmt::kFp4Block ? fp4_scale_code(w, n, k) : 0);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t b = words[i / 2] >> (16 * (i % 2));
-      const __nv_bfloat162 v = __floats2bfloat162_rn(e4m3_to_f32(b & 0xff) * s, e4m3_to_f32((b >> 8) & 0xff) * s);
-      out[i] = *reinterpret_cast<const uint32_t*>(&v);
-    }
-  } else {
-    const uint32_t s = fp4_scale_bf16x2(w, n, k);
-#pragma unroll
-    for (int q = 0; q < 8; ++q) fp4_quad((words[q / 2] >> (16 * (q % 2))) & 0xffffu, s, out[2 * q], out[2 * q + 1]);
-  }
-}
-
-// The scale slot run_quad<FP8> takes for the run at (n, k): a quiet-NaN-tagged BF16 of scale x
-// 2^120 when fp8_quad applies (its low 16 bits), else the F32 scale.
-__device__ __forceinline__ float fp8_run_scale(const WeightDesc& w, int64_t n, int64_t k) {
-  if (!w.scale_f32) {
-    const uint8_t e = fp8_scale_code(w, n, k);
-    if (fp8_quad_ok(w, e)) return __uint_as_float(0x7fc00000u | (e8m0_times_2p120_bf16x2(e) & 0xffffu));
-  }
-  return weight_scale(w, n, k);
-}
-
-// Elements 4j .. 4j+3 of a 16-byte run (scale s) as the BF16 pairs b0 = (4j, 4j+1), b1 =
-// (4j+2, 4j+3): the same values dequant_run gives, converted on demand (fewer live registers).
-template <WeightFmt F>
-__device__ __forceinline__ void run_quad(const uint4& raw, float s, int j, uint32_t& b0, uint32_t& b1) {
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  if constexpr (F == WeightFmt::kBF16) {
-    b0 = words[(2 * j) % 4];
-    b1 = words[(2 * j + 1) % 4];
-  } else if constexpr (F == WeightFmt::kFp8Block) {
-    // s: the F32 scale, or (fast) NaN-tagged BF16x2 bits of scale x 2^120 — see fp8_run_scale.
-    const uint32_t v = words[j];
-    const uint32_t bits = __float_as_uint(s);
-    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
-      fp8_quad(v, ((bits & 0xffffu) << 16) | (bits & 0xffffu), b0, b1);
-    } else {
-      b0 = pack_bf16(e4m3_to_f32(v & 0xff) * s, e4m3_to_f32((v >> 8) & 0xff) * s);
-      b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
-    }
-  } else {  // FP4: s carries the BF16x2 scale bits (fp4_scale_bf16x2)
-    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, __float_as_uint(s), b0, b1);
-  }
-}
-
-// Byte offset of element k in a stored row.
-template <WeightFmt F>
-__device__ __forceinline__ int64_t weight_byte(int64_t k) {
-  return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
+  for (int q = 0; q < run_elems(F) / 4; ++q) decode_quad<F>(raw, code, q, out[2 * q], out[2 * q + 1]);
 }
 
 __device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, const uint32_t* b) {

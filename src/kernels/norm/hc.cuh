@@ -62,13 +62,12 @@ __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf
 // while warp 0 runs Sinkhorn with lane j * hc + k holding comb[j][k]: row / column sums gather
 // their hc values by shuffles and add them in index order — the reference's operations in the
 // reference's order, without one thread's serial chain of 20 x 2 x hc^2 divisions.
-template <int HC>
 struct HcMix {
   float col;  // lane m: mu[m] (m < n_mix) or the sum of squares (m == n_mix)
   float rho;
 };
 template <int HC>
-__device__ inline HcMix<HC> hc_mix_columns(const float* partial, const HcPreParams& p, int64_t t) {
+__device__ inline HcMix hc_mix_columns(const float* partial, const HcPreParams& p, int64_t t) {
   constexpr int hc = HC, n_mix = (2 + hc) * hc;
   static_assert(n_mix + 1 <= 32, "one lane per mix column");
   const int lane = threadIdx.x & 31;
@@ -80,7 +79,7 @@ __device__ inline HcMix<HC> hc_mix_columns(const float* partial, const HcPrePara
 }
 
 template <int HC>
-__device__ inline void hc_sinkhorn_warp(const HcMix<HC>& m, const HcPreParams& p, float* post_out, float* comb_out) {
+__device__ inline void hc_sinkhorn_warp(const HcMix& m, const HcPreParams& p, float* post_out, float* comb_out) {
   constexpr int hc = HC;
   const int lane = threadIdx.x & 31;
   const float mu_post = __shfl_sync(0xffffffffu, m.col, lane < hc ? hc + lane : 0);
@@ -131,7 +130,7 @@ template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out) {
   constexpr int hc = HC;
-  const HcMix<HC> m = hc_mix_columns<HC>(partial, p, t);
+  const HcMix m = hc_mix_columns<HC>(partial, p, t);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 0 && blockDim.x > 32) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);

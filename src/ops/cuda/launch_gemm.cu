@@ -1,6 +1,6 @@
 // Launch functions of the GEMM kernels: the tensor-core dequant GEMMs (streaming small-M kernel
-// for <= 32 rows, tiled kernel above; bitwise equal, see gemm_common.cuh) and the plain F32 GEMM,
-// in dense, grouped and expert modes.
+// for <= 32 rows per weight and for MoE experts up to 512 tokens, tiled kernel otherwise;
+// bitwise equal, see gemm_common.cuh) and the plain F32 GEMM, in dense, grouped and expert modes.
 #include <algorithm>
 #include <cstdlib>
 
@@ -14,8 +14,8 @@ namespace {
 
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
-// Launch geometry: as many K sub-ranges per CTA as keep >= 2 CTAs per SM busy (all of K when
-// the columns alone fill the GPU: no partials at all), only the rows that can hold data staged.
+// Launch geometry: K sub-ranges per CTA (up to as many as keep >= 2 CTAs per SM of an H200 busy,
+// capped below; all of K needs no partials) and only the rows that can hold data staged.
 GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
   const int P = gemm_n_subranges(p.K);
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
@@ -40,7 +40,7 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
 }
 
 template <WeightFmt F, int MT, int S>
-cudaError_t launch_gemv_mt(const GemmParams& p, int64_t rows, cudaStream_t s) {
+cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_t s) {
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
     cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -48,7 +48,6 @@ cudaError_t launch_gemv_mt(const GemmParams& p, int64_t rows, cudaStream_t s) {
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const GemvShape sh = gemv_shape(p, rows, MT, S);
   const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
   const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols),
                   static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(outer));
@@ -59,7 +58,7 @@ cudaError_t launch_gemv_mt(const GemmParams& p, int64_t rows, cudaStream_t s) {
   if (!self_fold) q.tile_counters = nullptr;
   dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S), s>>>(q, p.partial, sh);
   if (split && !self_fold) {
-    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.ldc, 0, p.C, p.c_bf16);
+    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
@@ -77,11 +76,11 @@ int gemv_stages() {
 }
 
 template <WeightFmt F>
-cudaError_t launch_gemv(const GemmParams& p, int64_t rows, cudaStream_t s) {
-  switch (gemv_stages()) {
-    case 2: return rows <= 16 ? launch_gemv_mt<F, 1, 2>(p, rows, s) : launch_gemv_mt<F, 2, 2>(p, rows, s);
-    case 4: return rows <= 16 ? launch_gemv_mt<F, 1, 4>(p, rows, s) : launch_gemv_mt<F, 2, 4>(p, rows, s);
-    default: return rows <= 16 ? launch_gemv_mt<F, 1, 3>(p, rows, s) : launch_gemv_mt<F, 2, 3>(p, rows, s);
+cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int stages, cudaStream_t s) {
+  switch (stages) {
+    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 2>(p, sh, s) : launch_gemv_mt<F, 2, 2>(p, sh, s);
+    case 4: return mt == 1 ? launch_gemv_mt<F, 1, 4>(p, sh, s) : launch_gemv_mt<F, 2, 4>(p, sh, s);
+    default: return mt == 1 ? launch_gemv_mt<F, 1, 3>(p, sh, s) : launch_gemv_mt<F, 2, 3>(p, sh, s);
   }
 }
 
@@ -107,13 +106,16 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
   const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
                        (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
-  const bool smem_ok = gemv_smem_bytes(gemv_shape(p, rows, rows <= 16 ? 1 : 2, gemv_stages()), p.K, gemv_stages()) <= kGemvMaxSmem;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
-  if (rows <= kGemvMaxRows && runs_ok && smem_ok && partial_ok && (!experts || p.active != nullptr)) {
-    switch (p.w.fmt) {
-      case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, rows, s);
-      case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, rows, s);
-      case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, rows, s);
+  if (rows <= kGemvMaxRows && runs_ok && partial_ok && (!experts || p.active != nullptr)) {
+    const int mt = rows <= 16 ? 1 : 2, stages = gemv_stages();
+    const GemvShape sh = gemv_shape(p, rows, mt, stages);
+    if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem) {
+      switch (p.w.fmt) {
+        case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, sh, mt, stages, s);
+        case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, sh, mt, stages, s);
+        case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, sh, mt, stages, s);
+      }
     }
   }
   const int64_t tiled_rows = experts ? p.max_rows_per_expert : p.M;
