@@ -151,12 +151,11 @@ json model_json(const loader::ModelConfig& c) {
           {"index_topk", c.index_topk}};
 }
 
-json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb) {
-  ops::TimingOps timing(ops_of(b));
-  model::Model* base = b.loaded ? dynamic_cast<model::Model*>(b.loaded->model.get()) : b.model.get();
-  const loader::ModelWeights& w = b.loaded ? b.weights : b.weights;
+// Per-op times of one forward (and, in *by_linear, per linear weight shape).
+json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb, json* by_linear) {
   if (b.loaded) return json::object();  // weights of a loaded model are private to it
-  model::Model timed(base->config(), w, &timing, base->options());
+  ops::TimingOps timing(ops_of(b));
+  model::Model timed(b.model->config(), b.weights, &timing, b.model->options());
   (void)timed.forward(fb, state);
   double total = 0;
   for (const auto& [name, v] : timing.totals()) total += v.second;
@@ -164,9 +163,7 @@ json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& 
   for (const auto& [name, v] : timing.totals()) {
     out[name] = {{"calls", v.first}, {"ms", v.second * 1e3}, {"share", total > 0 ? v.second / total : 0}};
   }
-  json linears = json::object();
-  for (const auto& [name, v] : timing.linear_totals()) linears[name] = {{"calls", v.first}, {"ms", v.second * 1e3}};
-  if (!linears.empty()) out["by_linear_shape"] = linears;
+  for (const auto& [name, v] : timing.linear_totals()) (*by_linear)[name] = {{"calls", v.first}, {"ms", v.second * 1e3}};
   return out;
 }
 
@@ -214,12 +211,9 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
       log_info("decode batch {} context {}: {:.3f} ms/step, {:.1f} tok/s", batch, context, t * 1e3, batch / t);
       if (o.kernel_breakdown && !result.contains("decode_breakdown")) {
-        json bd = breakdown(b, state, decode_batch(batch, context, block_tokens));
-        if (bd.contains("by_linear_shape")) {
-          result["decode_breakdown_by_linear"] = bd["by_linear_shape"];
-          bd.erase("by_linear_shape");
-        }
-        result["decode_breakdown"] = bd;
+        json by_linear = json::object();
+        result["decode_breakdown"] = breakdown(b, state, decode_batch(batch, context, block_tokens), &by_linear);
+        if (!by_linear.empty()) result["decode_breakdown_by_linear"] = by_linear;
         result["decode_breakdown_shape"] = {{"batch", batch}, {"context", context}};
       }
       result["rows"].push_back(row);

@@ -1,7 +1,8 @@
 // CpuOps linear algebra: y = x W^T for every LinearWeight format, with optional FP8 activation
 // quantisation (§3.2). Weights are dequantised one output row at a time (exact: every stored
 // format times its power-of-two or F32 scale is representable in F32), then dotted with the
-// F32 activations, so the math is the reference's up to F32 summation order.
+// F32 activations (dot(): double accumulation, one rounding), so the math is the reference's up
+// to summation order.
 #include <vector>
 
 #include "ops/cpu/cpu_common.h"
