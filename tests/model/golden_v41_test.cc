@@ -14,6 +14,7 @@
 
 #include "engine/loaded_model.h"
 #include "loader/safetensors.h"
+#include "model_test_util.h"
 #include "test_models.h"
 
 namespace deepinfer {
@@ -144,7 +145,6 @@ TEST_F(GoldenV41Test, LogitsMatchTransformersAtEveryPosition) {
 TEST_F(GoldenV41Test, HiddenStatesMatchTransformersAfterEveryLayer) {
   const int64_t row = lm_->config.hc_mult * lm_->config.hidden_size;
   for (const std::string p : {"p0", "p1"}) {
-    float worst = 0.0f;
     const auto ids = golden_->get<int32_t>(p + ".ids");
     const auto positions = golden_->get<int32_t>(p + ".hidden_positions");
     const auto hidden = golden_->get<float>(p + ".hidden");  // [layers, n_positions, hc, D]
@@ -152,17 +152,7 @@ TEST_F(GoldenV41Test, HiddenStatesMatchTransformersAfterEveryLayer) {
     model::Capture capture;
     run(ids, state, &capture);
     ASSERT_EQ(static_cast<int64_t>(capture.after_layer.size()), lm_->config.num_hidden_layers);
-    for (size_t l = 0; l < capture.after_layer.size(); ++l) {
-      for (size_t i = 0; i < positions.size(); ++i) {
-        const float* ours = &capture.after_layer[l][positions[i] * row];
-        const float* theirs = &hidden[(l * positions.size() + i) * row];
-        float scale = 0.0f, err = 0.0f;
-        for (int64_t c = 0; c < row; ++c) scale = std::max(scale, std::fabs(theirs[c])), err = std::max(err, std::fabs(ours[c] - theirs[c]));
-        worst = std::max(worst, err / scale);
-        EXPECT_LT(err, kHiddenTol * scale) << p << " layer " << l << " position " << positions[i]
-                                           << ": relative error " << err / scale;
-      }
-    }
+    const float worst = testing::expect_hidden_states_match(capture, hidden, positions, row, kHiddenTol, p);
     std::printf("golden v4.1 %s: max relative hidden-state error %.3g\n", p.c_str(), worst);
   }
 }

@@ -12,6 +12,7 @@
 
 #include "engine/loaded_model.h"
 #include "loader/safetensors.h"
+#include "model_test_util.h"
 #include "test_models.h"
 
 namespace deepinfer {
@@ -128,15 +129,7 @@ TEST_F(GoldenV4Test, HiddenStatesMatchTransformersAfterEveryLayer) {
   model::Capture capture;
   ASSERT_TRUE((*lm)->model->forward(b, state, &capture).is_ok());
   ASSERT_EQ(static_cast<int64_t>(capture.after_layer.size()), (*lm)->config.num_hidden_layers);
-  for (size_t l = 0; l < capture.after_layer.size(); ++l) {
-    for (size_t i = 0; i < positions.size(); ++i) {
-      const float* ours = &capture.after_layer[l][positions[i] * row];
-      const float* theirs = &hidden[(l * positions.size() + i) * row];
-      float scale = 0.0f, err = 0.0f;
-      for (int64_t c = 0; c < row; ++c) scale = std::max(scale, std::fabs(theirs[c])), err = std::max(err, std::fabs(ours[c] - theirs[c]));
-      EXPECT_LT(err, kHiddenTol * scale) << "layer " << l << " position " << positions[i];
-    }
-  }
+  testing::expect_hidden_states_match(capture, hidden, positions, row, kHiddenTol, "golden v4");
 }
 
 }  // namespace

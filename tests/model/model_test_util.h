@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/loaded_model.h"
@@ -18,6 +21,30 @@ inline std::unique_ptr<engine::LoadedModel> load(const std::string& config, mode
   auto lm = engine::load_model(synthetic_model_dir(config), engine::LoadOptions{numerics, "cpu"});
   EXPECT_TRUE(lm.is_ok()) << lm.status().to_string();
   return lm.is_ok() ? std::move(lm).value() : nullptr;
+}
+
+// Compares the captured residual streams after every layer with a golden [layers, positions, row]
+// tensor at the given positions: each row within tol x its own max |value|. Returns the worst
+// relative error.
+inline float expect_hidden_states_match(const model::Capture& capture, const std::vector<float>& golden,
+                                        const std::vector<int32_t>& positions, int64_t row, float tol,
+                                        const std::string& label) {
+  float worst = 0.0f;
+  for (size_t l = 0; l < capture.after_layer.size(); ++l) {
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const float* ours = &capture.after_layer[l][positions[i] * row];
+      const float* theirs = &golden[(l * positions.size() + i) * row];
+      float scale = 0.0f, err = 0.0f;
+      for (int64_t c = 0; c < row; ++c) {
+        scale = std::max(scale, std::fabs(theirs[c]));
+        err = std::max(err, std::fabs(ours[c] - theirs[c]));
+      }
+      worst = std::max(worst, err / scale);
+      EXPECT_LT(err, tol * scale) << label << " layer " << l << " position " << positions[i] << ": relative error "
+                                  << err / scale;
+    }
+  }
+  return worst;
 }
 
 inline std::vector<int32_t> random_ids(int64_t n, uint64_t seed, int32_t vocab) {
