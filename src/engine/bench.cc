@@ -183,6 +183,8 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   result["date"] = date;
   result["numerics"] = o.numerics;
   result["model"] = model_json(b.config);
+  // Decode steps replay recorded CUDA graphs when the backend has them on (DEEPINFER_CUDA_GRAPHS).
+  result["cuda_graphs"] = ops_of(b)->graphs_enabled();
   result["rows"] = json::array();
   const int32_t block_tokens = std::max(256, b.config.max_ratio());
   const double budget = o.memory_budget_gib * double(1 << 30);

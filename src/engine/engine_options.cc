@@ -26,6 +26,8 @@ constexpr const char* kKnownVariables[] = {
     // CUDA GEMV tuning knobs, read by the backend (numerically neutral): ring depth, K
     // sub-ranges per CTA.
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC",
+    // CUDA step graphs (default on; 0 = eager launches), read by the backend.
+    "DEEPINFER_CUDA_GRAPHS",
 };
 
 std::string known_list() {

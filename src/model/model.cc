@@ -42,7 +42,14 @@ Status Model::validate(const ForwardBatch& b, const KvState& state) const {
                             config_.max_ratio() > 1);
 }
 
-Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {
+bool Model::graph_shaped(const ForwardBatch& b) {
+  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens)) return false;
+  for (const ops::SeqSpan& s : b.seqs)
+    if (s.n_tokens > kGraphMaxSeqTokens) return false;
+  return true;
+}
+
+Model::Step Model::make_step(const ForwardBatch& b, const KvState& state, bool fixed) {
   Step step;
   step.host = &b;
   const int64_t T = static_cast<int64_t>(b.token_ids.size()), S = static_cast<int64_t>(b.seqs.size());
@@ -56,6 +63,16 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {
   v.max_blocks = std::max<int32_t>(b.max_blocks, 1);
   static const int32_t kNoBlock = -1;
   const int32_t* tables = b.block_tables.empty() ? &kNoBlock : b.block_tables.data();
+  if (fixed && !b.block_tables.empty()) {
+    // Table columns rounded up (-1 padded), so a replayable step keeps its shape while
+    // sequences grow by kGraphTableQuantum blocks.
+    const int32_t cols = (v.max_blocks + kGraphTableQuantum - 1) / kGraphTableQuantum * kGraphTableQuantum;
+    step.block_tables.assign(static_cast<size_t>(S * cols), -1);
+    for (int64_t s = 0; s < S; ++s)
+      std::copy_n(b.block_tables.begin() + s * b.max_blocks, b.max_blocks, step.block_tables.begin() + s * cols);
+    v.max_blocks = cols;
+    tables = step.block_tables.data();
+  }
   v.token_ids = ops_->upload(b.token_ids.data(), DType::kI32, {T});
   v.positions = ops_->upload(b.positions.data(), DType::kI32, {T});
   v.token_seq = ops_->upload(step.token_seq.data(), DType::kI32, {T});
@@ -71,6 +88,7 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {
     if (m == 0 || step.emit.count(m)) continue;
     ops::EmitPlan& plan = step.emit[m];
     ops::plan_emissions(v, m, &plan);
+    if (fixed) ops::pad_emissions(T, &plan);  // a token completes at most one group per ratio
     const int64_t n = std::max<int64_t>(plan.n_emit, 1);
     std::vector<int32_t> pos(static_cast<size_t>(n), 0);
     for (int64_t i = 0; i < plan.n_emit; ++i) pos[i] = plan.h_group[i] * m;
@@ -84,8 +102,30 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state) {
 
 Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capture* capture) {
   DI_RETURN_IF_ERROR(validate(b, state));
+  if (capture != nullptr || !ops_->graphs_enabled() || !graph_shaped(b)) {
+    ops_->begin_step();
+    return run(b, state, capture, /*fixed=*/false);
+  }
+  // Step graphs (ops.h): a host-only pass first; its results are valid once the backend replays
+  // the graph recorded for its launches. Otherwise the pass runs again, recorded or eager — in
+  // the same fixed shapes, so a step's numbers never depend on which way it ran.
   ops_->begin_step();
-  Step step = make_step(b, state);
+  ops_->graph_prepare();
+  ForwardResult r = run(b, state, nullptr, /*fixed=*/true);
+  const ops::Ops::GraphStep how = ops_->graph_replay();
+  if (how == ops::Ops::GraphStep::kReplayed) return r;
+  if (how == ops::Ops::GraphStep::kCapture) {
+    ops_->begin_step();
+    ops_->graph_capture_begin();
+    r = run(b, state, nullptr, /*fixed=*/true);
+    if (ops_->graph_capture_end()) return r;
+  }
+  ops_->begin_step();
+  return run(b, state, nullptr, /*fixed=*/true);
+}
+
+ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture, bool fixed) {
+  Step step = make_step(b, state, fixed);
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, hc = config_.hc_mult;
   TensorView e = ops_->alloc(act_dtype(), {T, D});
   ops_->embed(step.batch.token_ids, weights_.embed, e);

@@ -38,8 +38,18 @@ class Model final : public LanguageModel {
 
  private:
   struct Step;
+  // Steps a backend may replay as a recorded graph: decode and short verification steps.
+  static constexpr int kGraphMaxTokens = 512;
+  static constexpr int kGraphMaxSeqTokens = 16;
+  static constexpr int32_t kGraphTableQuantum = 16;  // block-table columns of a fixed-shape step
+  static bool graph_shaped(const ForwardBatch& batch);
   Status validate(const ForwardBatch& batch, const KvState& state) const;
-  Step make_step(const ForwardBatch& batch, const KvState& state);
+  // `fixed`: shapes that depend only on the batch's token and sequence counts (emission plans
+  // padded to one row per token, block tables to kGraphTableQuantum columns), as graph replay
+  // needs. The results are the same either way.
+  Step make_step(const ForwardBatch& batch, const KvState& state, bool fixed);
+  // One pass of forward() over a validated batch (after begin_step()).
+  ForwardResult run(const ForwardBatch& batch, KvState& state, Capture* capture, bool fixed);
   // Runs one block in place on the HC streams x [T, hc, D]; scratch is a second buffer of the same
   // shape. Every temporary of the block is released when it returns.
   void block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step, const tensor::TensorView& x,

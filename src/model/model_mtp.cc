@@ -18,7 +18,7 @@ Result<ForwardResult> Model::mtp_forward(const ForwardBatch& b, const TensorView
     return invalid_argument("mtp_forward: hidden {} must be [{}, {}, {}]", hidden.shape_string(), T, hc, D);
   }
   ops_->begin_step();
-  Step step = make_step(b, state);
+  Step step = make_step(b, state, /*fixed=*/false);
   const loader::MtpWeights& mw = weights_.mtp[0];
   const float eps = static_cast<float>(config_.rms_norm_eps);
   TensorView e = ops_->alloc(act_dtype(), {T, D});

@@ -14,6 +14,7 @@ namespace deepinfer::model {
 struct Model::Step {
   const ForwardBatch* host = nullptr;
   std::vector<int32_t> token_seq;            // host: sequence index per row
+  std::vector<int32_t> block_tables;         // host: padded tables of a fixed-shape step
   ops::BatchView batch;
   std::map<int, ops::EmitPlan> emit;         // ratio -> rows completed this step
   std::map<int, tensor::TensorView> emit_positions;  // ratio -> [n_emit] I32 positions g * ratio

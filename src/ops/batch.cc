@@ -31,4 +31,14 @@ void plan_emissions(const BatchView& batch, int ratio, EmitPlan* plan) {
   plan->n_emit = static_cast<int64_t>(plan->h_token.size());
 }
 
+void pad_emissions(int64_t capacity, EmitPlan* plan) {
+  DI_CHECK(plan->n_emit <= capacity, "emission plan of {} rows exceeds capacity {}", plan->n_emit, capacity);
+  // Token `capacity` lies past every row when capacity = n_tokens (the launchers attribute
+  // emissions to sequences by token row); dst -1 is never stored.
+  plan->h_token.resize(static_cast<size_t>(capacity), static_cast<int32_t>(capacity));
+  plan->h_group.resize(static_cast<size_t>(capacity), 0);
+  plan->h_dst.resize(static_cast<size_t>(capacity), -1);
+  plan->n_emit = capacity;
+}
+
 }  // namespace deepinfer::ops

@@ -59,5 +59,8 @@ struct EmitPlan {
 
 // Fills the host side of an EmitPlan (device views are attached by the caller).
 void plan_emissions(const BatchView& batch, int ratio, EmitPlan* plan);
+// Pads a plan to `capacity` entries that emit nothing (token = n_tokens of the batch, after
+// every sequence; group 0; dst -1), so its shape no longer depends on positions.
+void pad_emissions(int64_t capacity, EmitPlan* plan);
 
 }  // namespace deepinfer::ops

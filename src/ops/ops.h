@@ -119,6 +119,22 @@ class Ops {
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() = 0;
 
+  // ---- step graphs (optional) ----
+  // A backend that can record one forward pass's launches and replay them (CUDA graphs) runs a
+  // step as: graph_prepare(); <the forward pass: host work only, nothing launched, uploads staged,
+  // the step's launch signature accumulated>; then graph_replay() either launched the graph
+  // recorded under that signature (kReplayed: the pass's results are what the graph computes),
+  // asks for the pass again under graph_capture_begin() / graph_capture_end() (kCapture: that
+  // pass records the graph, and end launches it; false = recording failed, run eagerly), or asks
+  // for an ordinary eager pass (kEager). Every pass starts with begin_step(), so the workspace
+  // hands out the same addresses each time.
+  enum class GraphStep { kReplayed, kCapture, kEager };
+  virtual bool graphs_enabled() const { return false; }
+  virtual void graph_prepare() {}
+  virtual GraphStep graph_replay() { return GraphStep::kEager; }
+  virtual void graph_capture_begin() {}
+  virtual bool graph_capture_end() { return false; }
+
   // ---- elementwise / norms ----
   // out[t] = table[ids[t]]: table [vocab, D] BF16/F32 -> out [T, D].
   virtual void embed(const TensorView& ids, const TensorView& table, const TensorView& out) = 0;
@@ -171,7 +187,8 @@ class Ops {
   // Streaming compressor (§4.6): feeds this step's projections kv/score [T, kappa*dc] F32 (score
   // already without ape) through each sequence's state (state_kv/state_score [n_slots, 2m or m,
   // kappa*dc] F32) and writes the pooled, un-normalised rows of the groups in `plan` to
-  // rows [n_emit, dc] F32. A sequence whose start_pos is 0 starts from an empty state.
+  // rows [n_emit, dc] F32. A sequence whose start_pos is 0 starts from an empty state. Padding
+  // entries at the plan's end (pad_emissions) leave their rows unwritten.
   virtual void compress(const TensorView& kv, const TensorView& score, const TensorView& ape,
                         const BatchView& batch, const EmitPlan& plan, const CompressParams& params,
                         const TensorView& state_kv, const TensorView& state_score, const TensorView& rows) = 0;

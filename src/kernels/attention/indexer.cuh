@@ -11,7 +11,8 @@ namespace deepinfer::kernels {
 
 inline constexpr int kIdxKeysPerBlock = 32;
 
-// grid: (T, ceil(max_avail / 32)); block 256. scores [T, ld] F32 (-inf past n_avail).
+// grid: (T, ceil(ld / 32)) for ld >= max_avail; block 256. scores [T, ld] F32: [0, n_avail) written (-inf
+// past n_avail within the last block), the rest untouched.
 template <typename Tq, typename Tk>
 __global__ void indexer_scores_kernel(const Tq* q, const float* w, const Tk* keys, const int32_t* positions,
                                       const int32_t* token_seq, const int32_t* block_tables, int max_blocks,
@@ -26,7 +27,7 @@ __global__ void indexer_scores_kernel(const Tq* q, const float* w, const Tk* key
   const int64_t t = blockIdx.x;
   const int32_t n_avail = (positions[t] + 1) / ratio;
   const int32_t g0 = blockIdx.y * kIdxKeysPerBlock;
-  if (g0 >= ld) return;
+  if (g0 >= ld || g0 >= n_avail) return;  // the top-k reads scores [0, n_avail) only
   const int32_t s = token_seq[t];
   for (int i = threadIdx.x; i < Hi * di; i += blockDim.x) sq[(i / di) * ldq + i % di] = to_f32(q[t * Hi * di + i]);
   for (int i = threadIdx.x; i < kIdxKeysPerBlock * di; i += blockDim.x) {

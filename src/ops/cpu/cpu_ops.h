@@ -11,7 +11,8 @@
 
 namespace deepinfer::ops::cpu {
 
-class CpuOps final : public Ops {
+// Not final: tests derive from it to run the model's fixed-shape (graph replay) step path on the CPU.
+class CpuOps : public Ops {
  public:
   tensor::Device device() const override { return tensor::Device::kCpu; }
 

@@ -14,6 +14,13 @@ kernels::ActType act_type(const tensor::TensorView& v);
 // A LinearWeight's device storage as a kernel weight descriptor.
 kernels::WeightDesc weight_desc(const tensor::LinearWeight& w);
 
+// A kernel launch inside a CudaOps member: runs it (checked) unless the step is being prepared
+// for graph replay, where only the launch site enters the step's signature.
+#define DI_LAUNCH(call)                                      \
+  do {                                                       \
+    if (this->launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(call); \
+  } while (0)
+
 template <typename T>
 T* dptr(const tensor::TensorView& v) {
   return static_cast<T*>(v.data);

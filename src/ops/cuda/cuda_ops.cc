@@ -3,6 +3,7 @@
 #include "ops/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "base/log.h"
@@ -27,10 +28,18 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   DI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   arena_size_ = options.workspace_bytes;
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
+  const char* env = std::getenv("DEEPINFER_CUDA_GRAPHS");
+  graphs_on_ = options.graphs && !(env != nullptr && std::string(env) == "0");
+  max_graphs_ = std::max(1, options.max_graphs);
+  staging_wanted_ = options.staging_bytes;
+  DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
 }
 
 CudaOps::~CudaOps() {
   cudaStreamSynchronize(stream_);
+  drop_graphs();
+  cudaEventDestroy(graph_done_);
+  if (staging_ != nullptr) cudaFreeHost(staging_);
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   cudaFree(arena_);
@@ -60,6 +69,9 @@ void* CudaOps::arena_alloc(size_t bytes) {
     // Grow: keep the old chunk alive until the next step (queued kernels may still read it).
     const size_t grown = std::max(arena_size_ * 2, arena_used_ + bytes);
     log_warn("CUDA workspace grows from {} to {} MiB (size it up front to avoid this)", arena_size_ >> 20, grown >> 20);
+    // Recorded graphs address the old chunk, which is freed next step: none may run again. (A
+    // pass being prepared or recorded now hashes the new addresses, so it cannot match them.)
+    if (mode_ != Mode::kCapture) drop_graphs();
     retired_.push_back(arena_);
     ++arena_epoch_;
     DI_CUDA_CHECK(cudaMalloc(&arena_, grown));
@@ -68,6 +80,10 @@ void* CudaOps::arena_alloc(size_t bytes) {
   }
   void* p = static_cast<char*>(arena_) + arena_used_;
   arena_used_ += bytes;
+  if (mode_ != Mode::kEager) {
+    mix(reinterpret_cast<uintptr_t>(p));
+    mix(bytes);
+  }
   return p;
 }
 
@@ -91,7 +107,16 @@ TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t>
 
 TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
   TensorView v = alloc(dtype, shape);
-  if (v.nbytes() > 0) DI_CUDA_CHECK(cudaMemcpyAsync(v.data, host, v.nbytes(), cudaMemcpyHostToDevice, stream_));
+  if (v.nbytes() == 0) return v;
+  if (mode_ == Mode::kEager) {
+    DI_CUDA_CHECK(cudaMemcpyAsync(v.data, host, v.nbytes(), cudaMemcpyHostToDevice, stream_));
+    return v;
+  }
+  // Prepare and capture stage the bytes at the same pinned offset; the recorded copy reads them
+  // from there, so a replay uploads whatever the latest prepare staged.
+  const void* staged = stage(host, v.nbytes());
+  if (mode_ == Mode::kCapture && staged != nullptr)
+    DI_CUDA_CHECK(cudaMemcpyAsync(v.data, staged, v.nbytes(), cudaMemcpyHostToDevice, stream_));
   return v;
 }
 
@@ -99,6 +124,12 @@ void CudaOps::copy(const TensorView& src, const TensorView& dst) {
   DI_CHECK(src.dtype == dst.dtype && src.numel() == dst.numel(), "copy {} -> {}", src.shape_string(), dst.shape_string());
   DI_CHECK(src.is_contiguous() && dst.is_contiguous(), "copy needs contiguous tensors");
   if (src.nbytes() == 0) return;
+  const bool host = src.device == tensor::Device::kCpu || dst.device == tensor::Device::kCpu;
+  if (mode_ != Mode::kEager && host) {
+    replayable_ = false;  // host memory outside staging: the step runs eagerly instead
+    return;
+  }
+  if (!launch_site(__FILE__, __LINE__)) return;
   DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, stream_));
   if (src.device == tensor::Device::kCpu || dst.device == tensor::Device::kCpu) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
@@ -114,9 +145,12 @@ void CudaOps::fill(const TensorView& dst, float value) {
     case DType::kI32: kind = 2; break;
     default: DI_CHECK(false, "fill of dtype {}", tensor::dtype_name(dst.dtype));
   }
-  DI_CUDA_CHECK(kernels::launch_fill({dst.data, kind, value, dst.numel()}, stream_));
+  DI_LAUNCH(kernels::launch_fill({dst.data, kind, value, dst.numel()}, stream_));
 }
 
-void CudaOps::synchronize() { DI_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaOps::synchronize() {
+  if (mode_ == Mode::kPrepare) return;  // nothing was launched
+  DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 }  // namespace deepinfer::ops::cuda

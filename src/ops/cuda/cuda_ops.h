@@ -1,13 +1,22 @@
 // CudaOps: the CUDA (Hopper, sm_90a) implementation of ops::Ops. Launchers validate views once,
 // fill kernel params and launch on the ops' stream; kernels live in src/kernels. All per-step
-// memory comes from a device arena sized at construction (grown only outside capture, with a
-// warning), so a warmed-up step performs no cudaMalloc.
+// memory comes from a device arena sized at construction (grown with a warning, which drops the
+// recorded graphs), so a warmed-up step performs no cudaMalloc.
+//
+// Step graphs (cuda_graphs.cc): a step is first run as a host-only pass that launches nothing —
+// uploads are staged in pinned memory and every workspace address, upload size and launch site is
+// hashed into the step's signature. A graph recorded under the same signature performs exactly
+// the launches that pass would have made (same kernels, same addresses, same sizes), so it is
+// replayed instead; a signature seen twice without a graph is recorded. Numerically nothing
+// changes: the graph runs the eager kernels with the eager parameters.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kernels/launch.h"
@@ -18,6 +27,19 @@ namespace deepinfer::ops::cuda {
 struct CudaOpsOptions {
   int device = 0;
   size_t workspace_bytes = size_t{256} << 20;
+  // Step graphs (DEEPINFER_CUDA_GRAPHS=0 turns them off): recorded graphs kept, least recently
+  // used dropped first, and the pinned staging memory their uploads are read from.
+  bool graphs = true;
+  int max_graphs = 32;
+  size_t staging_bytes = size_t{4} << 20;
+};
+
+// What the step-graph cache did (tests and the bench report it).
+struct GraphStats {
+  int64_t replayed = 0;  // steps run by replaying a recorded graph
+  int64_t captured = 0;  // graphs recorded
+  int64_t eager = 0;     // prepared steps that ran eagerly (first sight, or not replayable)
+  int64_t failed = 0;    // recordings that failed or did not reproduce the prepared signature
 };
 
 class CudaOps final : public Ops {
@@ -39,6 +61,13 @@ class CudaOps final : public Ops {
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override;
+
+  bool graphs_enabled() const override { return graphs_on_; }
+  void graph_prepare() override;
+  GraphStep graph_replay() override;
+  void graph_capture_begin() override;
+  bool graph_capture_end() override;
+  const GraphStats& graph_stats() const { return graph_stats_; }
 
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
   void broadcast_streams(const TensorView& x, const TensorView& out) override;
@@ -89,6 +118,33 @@ class CudaOps final : public Ops {
   void launch_gemm(const TensorView& xq, int64_t M, int64_t N, int64_t K, int n_groups,
                    const kernels::WeightDesc& w, const TensorView& y);
   void* arena_alloc(size_t bytes);
+
+  // ---- step graphs (cuda_graphs.cc) ----
+  enum class Mode { kEager, kPrepare, kCapture };
+  // A launch site (DI_LAUNCH): eager and capture launch, prepare only adds the site to the
+  // signature.
+  bool launch_site(const char* file, int line);
+  void mix(uint64_t v);  // into the step's signature (prepare and capture)
+  // Host bytes of an upload in pinned staging at the pass's next offset (nullptr: no room, the
+  // step is not replayable).
+  const void* stage(const void* host, size_t bytes);
+  void drop_graphs();
+  Mode mode_ = Mode::kEager;
+  bool graphs_on_ = false;
+  int max_graphs_ = 0;
+  uint64_t sig_ = 0, prepared_sig_ = 0;
+  bool replayable_ = true;  // false once the pass did something a graph cannot replay
+  uint8_t* staging_ = nullptr;
+  size_t staging_size_ = 0, staging_used_ = 0, staging_wanted_ = 0;
+  cudaEvent_t graph_done_ = nullptr;  // recorded after each replay: staging is free again
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t last_use = 0;
+  };
+  std::unordered_map<uint64_t, Graph> graphs_;
+  std::unordered_set<uint64_t> seen_;  // signatures prepared once (recorded on the second sight)
+  uint64_t graph_clock_ = 0;
+  GraphStats graph_stats_;
   const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
   // Gives a small-M GEMM the zeroed tile counters it folds its partials with (kernels keep them
   // zeroed; allocated once).

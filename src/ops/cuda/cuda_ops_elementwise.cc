@@ -11,7 +11,7 @@ namespace k = deepinfer::kernels;
 void CudaOps::embed(const TensorView& ids, const TensorView& table, const TensorView& out) {
   const int64_t T = ids.numel();
   if (T == 0) return;
-  DI_CUDA_CHECK(k::launch_embed({dptr<int32_t>(ids), table.data, act_type(table), out.data, act_type(out), T,
+  DI_LAUNCH(k::launch_embed({dptr<int32_t>(ids), table.data, act_type(table), out.data, act_type(out), T,
                                  table.shape[1]},
                                 stream_));
 }
@@ -19,7 +19,7 @@ void CudaOps::embed(const TensorView& ids, const TensorView& table, const Tensor
 void CudaOps::broadcast_streams(const TensorView& x, const TensorView& out) {
   if (x.shape[0] == 0) return;
   DI_CHECK(x.dtype == out.dtype, "broadcast_streams: dtypes differ");
-  DI_CUDA_CHECK(k::launch_broadcast_streams({x.data, out.data, act_type(x), x.shape[0], x.shape[1],
+  DI_LAUNCH(k::launch_broadcast_streams({x.data, out.data, act_type(x), x.shape[0], x.shape[1],
                                              static_cast<int>(out.shape[1])},
                                             stream_));
 }
@@ -29,32 +29,32 @@ void CudaOps::rms_norm(const TensorView& x, const TensorView& weight, float eps,
   if (rows == 0) return;
   DI_CHECK(out.numel() == x.numel(), "rms_norm: out {} vs x {}", out.shape_string(), x.shape_string());
   const k::ActType wt = weight.empty() ? k::ActType::kF32 : act_type(weight);
-  DI_CUDA_CHECK(k::launch_rms_norm({x.data, act_type(x), weight.data, wt, out.data, act_type(out), rows, n, eps}, stream_));
+  DI_LAUNCH(k::launch_rms_norm({x.data, act_type(x), weight.data, wt, out.data, act_type(out), rows, n, eps}, stream_));
 }
 
 void CudaOps::add(const TensorView& a, const TensorView& b, const TensorView& out) {
   DI_CHECK(a.numel() == b.numel() && a.numel() == out.numel(), "add: shapes differ");
   if (a.numel() == 0) return;
-  DI_CUDA_CHECK(k::launch_add({a.data, act_type(a), b.data, act_type(b), out.data, act_type(out), a.numel(), 0.0f}, stream_));
+  DI_LAUNCH(k::launch_add({a.data, act_type(a), b.data, act_type(b), out.data, act_type(out), a.numel(), 0.0f}, stream_));
 }
 
 void CudaOps::convert(const TensorView& x, const TensorView& out) {
   DI_CHECK(x.numel() == out.numel(), "convert: sizes differ");
   if (x.numel() == 0) return;
-  DI_CUDA_CHECK(k::launch_convert({x.data, act_type(x), out.data, act_type(out), x.numel()}, stream_));
+  DI_LAUNCH(k::launch_convert({x.data, act_type(x), out.data, act_type(out), x.numel()}, stream_));
 }
 
 void CudaOps::swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) {
   DI_CHECK(g.numel() == u.numel() && g.numel() == out.numel(), "swiglu: shapes differ");
   if (g.numel() == 0) return;
-  DI_CUDA_CHECK(k::launch_swiglu({g.data, act_type(g), u.data, act_type(u), out.data, act_type(out), g.numel(), limit},
+  DI_LAUNCH(k::launch_swiglu({g.data, act_type(g), u.data, act_type(u), out.data, act_type(out), g.numel(), limit},
                                  stream_));
 }
 
 void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
   if (rows.empty()) return;
   const TensorView d_rows = upload(rows.data(), DType::kI32, {static_cast<int64_t>(rows.size())});
-  DI_CUDA_CHECK(k::launch_gather_rows({x.data, act_type(x), dptr<int32_t>(d_rows), out.data, act_type(out),
+  DI_LAUNCH(k::launch_gather_rows({x.data, act_type(x), dptr<int32_t>(d_rows), out.data, act_type(out),
                                        static_cast<int64_t>(rows.size()), x.shape[x.rank - 1]},
                                       stream_));
 }
@@ -62,7 +62,7 @@ void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, co
 void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeParams& params) {
   const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
   if (N == 0) return;
-  DI_CUDA_CHECK(k::launch_rope({x.data, act_type(x), dptr<int32_t>(positions), dptr<float>(params.inv_freq), N,
+  DI_LAUNCH(k::launch_rope({x.data, act_type(x), dptr<int32_t>(positions), dptr<float>(params.inv_freq), N,
                                 x.numel() / (N * width), width, params.n_rope, params.inverse ? -1.0f : 1.0f},
                                stream_));
 }
@@ -70,21 +70,21 @@ void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeP
 void CudaOps::fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) {
   const int64_t width = x.shape[x.rank - 1], rows = x.numel() / width;
   if (rows == 0 || n_dims == 0) return;
-  DI_CUDA_CHECK(k::launch_fp8_fake_quant({x.data, act_type(x), rows, width, n_dims, block}, stream_));
+  DI_LAUNCH(k::launch_fp8_fake_quant({x.data, act_type(x), rows, width, n_dims, block}, stream_));
 }
 
 void CudaOps::hadamard_fp4_fake_quant(const TensorView& x) {
   const int64_t n = x.shape[x.rank - 1], rows = x.numel() / n;
   if (rows == 0) return;
   DI_CHECK((n & (n - 1)) == 0 && n % 32 == 0, "Hadamard size {} must be a power of two >= 32", n);
-  DI_CUDA_CHECK(k::launch_hadamard_fp4({x.data, act_type(x), rows, n, n, 32}, stream_));
+  DI_LAUNCH(k::launch_hadamard_fp4({x.data, act_type(x), rows, n, n, 32}, stream_));
 }
 
 TensorView CudaOps::activations_bf16(const TensorView& x, int block) {
   if (block <= 0 && x.dtype == DType::kBF16) return x;
   const int64_t width = x.shape[x.rank - 1], rows = x.numel() / width;
   TensorView out = alloc(DType::kBF16, {rows, width});
-  if (rows > 0) DI_CUDA_CHECK(k::launch_act_quant_bf16({x.data, act_type(x), out.data, rows, width, block}, stream_));
+  if (rows > 0) DI_LAUNCH(k::launch_act_quant_bf16({x.data, act_type(x), out.data, rows, width, block}, stream_));
   return out;
 }
 
@@ -100,7 +100,7 @@ void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& pa
   DI_CHECK(hc <= 4, "hc_mult {} unsupported on CUDA (at most 4)", hc);
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, (2 + hc) * hc + 1});
-  DI_CUDA_CHECK(k::launch_hc_pre({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
+  DI_LAUNCH(k::launch_hc_pre({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
                                   dptr<float>(partial), T, D, static_cast<int>(hc), splits, params.sinkhorn_iters,
                                   params.hc_eps, params.norm_eps, u.data, act_type(u), dptr<float>(post),
                                   dptr<float>(comb)},
@@ -112,7 +112,7 @@ void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView
   const int64_t T = x.shape[0];
   if (T == 0) return;
   DI_CHECK(x.dtype == out.dtype && out.data != x.data, "hc_post: out must be a distinct tensor of x's dtype");
-  DI_CUDA_CHECK(k::launch_hc_post({o.data, act_type(o), x.data, out.data, act_type(x), dptr<float>(post),
+  DI_LAUNCH(k::launch_hc_post({o.data, act_type(o), x.data, out.data, act_type(x), dptr<float>(post),
                                    dptr<float>(comb), T, x.shape[2], static_cast<int>(x.shape[1])},
                                   stream_));
 }
@@ -122,7 +122,7 @@ void CudaOps::hc_head(const TensorView& x, const HcHeadWeights& w, const HcParam
   if (T == 0) return;
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, hc + 1});
-  DI_CUDA_CHECK(k::launch_hc_head({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
+  DI_LAUNCH(k::launch_hc_head({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
                                    dptr<float>(partial), T, D, static_cast<int>(hc), splits, 0, params.hc_eps,
                                    params.norm_eps, y.data, act_type(y), nullptr, nullptr},
                                   stream_));

@@ -17,7 +17,7 @@ const k::SeqSpanDev* seq_spans(const BatchView& b) { return static_cast<const k:
 
 void CudaOps::window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) {
   if (batch.n_seqs == 0) return;
-  DI_CUDA_CHECK(k::launch_window_store({kv.data, act_type(kv), seq_spans(batch), window.data, act_type(window),
+  DI_LAUNCH(k::launch_window_store({kv.data, act_type(kv), seq_spans(batch), window.data, act_type(window),
                                         batch.n_seqs, window.shape[1], window.shape[2]},
                                        stream_));
 }
@@ -38,7 +38,7 @@ void CudaOps::compress(const TensorView& kv, const TensorView& score, const Tens
   const int64_t width = (params.overlapped ? 2 : 1) * params.dc;
   const int64_t n_state = params.overlapped ? 2 * params.ratio : params.ratio;
   DI_CHECK(kv.dtype == DType::kF32 && state_kv.dtype == DType::kF32, "compress works in F32");
-  DI_CUDA_CHECK(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
+  DI_LAUNCH(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
                                     dptr<int32_t>(d_base), dptr<float>(state_kv), dptr<float>(state_score),
                                     dptr<float>(rows), batch.n_seqs, params.ratio, params.overlapped, params.dc,
                                     width, n_state},
@@ -47,7 +47,7 @@ void CudaOps::compress(const TensorView& kv, const TensorView& score, const Tens
 
 void CudaOps::store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) {
   if (plan.n_emit == 0) return;
-  DI_CUDA_CHECK(k::launch_store_rows({rows.data, act_type(rows), dptr<int32_t>(plan.dst), pool.data, act_type(pool),
+  DI_LAUNCH(k::launch_store_rows({rows.data, act_type(rows), dptr<int32_t>(plan.dst), pool.data, act_type(pool),
                                       plan.n_emit, pool.shape[pool.rank - 1]},
                                      stream_));
 }
@@ -58,7 +58,10 @@ void CudaOps::indexer_topk(const TensorView& q, const TensorView& w, const Tenso
   if (T == 0) return;
   int32_t max_pos = 0;
   for (int64_t t = 0; t < T; ++t) max_pos = std::max(max_pos, batch.h_positions[t]);
-  const int64_t ld = std::max<int64_t>(1, (max_pos + 1) / ratio);
+  // Score columns rounded up to 256 rows: the launch (and a recorded step graph) stays the same
+  // for 256 * ratio positions of growth; blocks past a token's rows exit at once.
+  constexpr int64_t kLdQuantum = 256;
+  const int64_t ld = std::max<int64_t>(1, ((max_pos + 1) / ratio + kLdQuantum - 1) / kLdQuantum * kLdQuantum);
   TensorView scores = alloc(DType::kF32, {T, ld});
   TensorView wf = w;
   if (w.dtype != DType::kF32) {
@@ -67,7 +70,7 @@ void CudaOps::indexer_topk(const TensorView& q, const TensorView& w, const Tenso
   }
   const size_t smem = (Hi * di + 32 * di + 32 * Hi) * sizeof(float);
   DI_CHECK(smem <= 200 * 1024, "indexer: {} heads x {} dims need {} bytes of shared memory", Hi, di, smem);
-  DI_CUDA_CHECK(k::launch_indexer_topk({q.data, act_type(q), dptr<float>(wf), keys.data, act_type(keys),
+  DI_LAUNCH(k::launch_indexer_topk({q.data, act_type(q), dptr<float>(wf), keys.data, act_type(keys),
                                         dptr<int32_t>(batch.positions), dptr<int32_t>(batch.token_seq),
                                         dptr<int32_t>(batch.block_tables), batch.max_blocks, ratio, rows_per_block,
                                         static_cast<int>(Hi), static_cast<int>(di), static_cast<int>(idx.shape[1]),
@@ -91,7 +94,7 @@ void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, co
                              params.all_compressed, params.rows_per_block, batch.max_blocks,
                              comp_idx.empty() ? 0 : static_cast<int>(comp_idx.shape[1]), params.softmax_scale,
                              out.dtype == DType::kBF16};
-  DI_CUDA_CHECK(k::launch_sparse_attention(p, stream_));
+  DI_LAUNCH(k::launch_sparse_attention(p, stream_));
 }
 
 void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
@@ -100,7 +103,7 @@ void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const 
   const int64_t T = logits.shape[0];
   if (T == 0) return;
   DI_CHECK(params.n_experts_per_tok <= 16, "top-{} routing unsupported on CUDA", params.n_experts_per_tok);
-  DI_CUDA_CHECK(k::launch_moe_route({dptr<float>(logits), bias.empty() ? nullptr : dptr<float>(bias),
+  DI_LAUNCH(k::launch_moe_route({dptr<float>(logits), bias.empty() ? nullptr : dptr<float>(bias),
                                      tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid), dptr<int32_t>(token_ids), T,
                                      static_cast<int>(logits.shape[1]), static_cast<int>(params.n_experts_per_tok),
                                      params.route_scale, dptr<int32_t>(sel), dptr<float>(weights)},
@@ -139,7 +142,7 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
   TensorView active = alloc(DType::kI32, {E + 1});
   fill(counts, 0.0f);
-  DI_CUDA_CHECK(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
+  DI_LAUNCH(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
                                      dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
                                     stream_));
   const k::WeightDesc* w_all = expert_descs(experts);
@@ -170,18 +173,18 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
     }
-    DI_CUDA_CHECK(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
+    DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);
   expert_gemm(xa, static_cast<int>(kk), w_all, F, D, g);
   expert_gemm(xa, static_cast<int>(kk), w_all + E, F, D, u);
   const bool bf16 = x.dtype == DType::kBF16;
-  DI_CUDA_CHECK(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
+  DI_LAUNCH(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
                                              params.swiglu_limit, bf16, dptr<float>(h)},
                                             stream_));
   const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
   expert_gemm(ha, 1, w_all + 2 * E, D, F, y);
-  DI_CUDA_CHECK(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
+  DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                        dptr<float>(out)},
                                       stream_));
 }

@@ -58,7 +58,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
     TensorView out = y.dtype == DType::kF32 ? y : alloc(DType::kF32, {M, N * n_groups});
     p.A = x.data;
     p.C = out.data;
-    DI_CUDA_CHECK(k::launch_f32_gemm(p, stream_));
+    DI_LAUNCH(k::launch_f32_gemm(p, stream_));
     if (out.data != y.data) convert(out, y);
     return;
   }
@@ -69,7 +69,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     attach_gemm_counters(p);
   }
-  DI_CUDA_CHECK(k::launch_dequant_gemm(p, stream_));
+  DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
 }
 
 void CudaOps::attach_gemm_counters(k::GemmParams& p) {

@@ -1,0 +1,149 @@
+// CudaOps step graphs: the prepare pass (host work only, signature of the step's launches), graph
+// replay keyed by that signature, recording on the second sight, and the pinned staging memory
+// the recorded uploads read from.
+//
+// Why a signature instead of a shape key: a recorded graph bakes in every kernel argument. The
+// signature covers what those arguments are made of — each workspace address and size handed out
+// (tensor shapes, hence every size a launcher derives), each upload's size and staging offset, and
+// the sequence of launch sites (control flow) — while weights and KV pools are persistent, so two
+// passes with one signature make the same launches. What varies between such steps (token ids,
+// positions, tables, emission plans) travels through uploads, which the graph re-reads from
+// staging on every replay.
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_ops.h"
+
+namespace deepinfer::ops::cuda {
+
+void CudaOps::mix(uint64_t v) {
+  // splitmix64 of (state ^ v): order-sensitive and well spread.
+  uint64_t z = sig_ ^ (v + 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  sig_ = z ^ (z >> 31);
+}
+
+bool CudaOps::launch_site(const char* file, int line) {
+  if (mode_ == Mode::kEager) return true;
+  mix(reinterpret_cast<uintptr_t>(file));
+  mix(static_cast<uint64_t>(line));
+  return mode_ == Mode::kCapture;
+}
+
+const void* CudaOps::stage(const void* host, size_t bytes) {
+  const size_t offset = (staging_used_ + 15) / 16 * 16;
+  staging_used_ = offset + bytes;
+  mix(offset);
+  mix(bytes);
+  if (staging_used_ > staging_size_) {
+    staging_wanted_ = std::max(staging_wanted_, staging_used_ * 2);  // room from the next prepare on
+    replayable_ = false;
+    return nullptr;
+  }
+  std::memcpy(staging_ + offset, host, bytes);
+  return staging_ + offset;
+}
+
+void CudaOps::drop_graphs() {
+  if (graphs_.empty()) return;
+  cudaStreamSynchronize(stream_);  // none may be running when destroyed
+  for (auto& [sig, g] : graphs_)
+    if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
+  graphs_.clear();
+}
+
+void CudaOps::graph_prepare() {
+  DI_CHECK(mode_ == Mode::kEager, "graph_prepare inside another graph pass");
+  // The last replay may still be reading staging: wait for it before overwriting.
+  DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+  if (staging_size_ < staging_wanted_) {
+    if (staging_ != nullptr) DI_CUDA_CHECK(cudaFreeHost(staging_));
+    staging_ = nullptr;
+    staging_size_ = 0;
+    drop_graphs();  // they read the old staging buffer
+    DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), staging_wanted_, cudaHostAllocDefault));
+    staging_size_ = staging_wanted_;
+  }
+  mode_ = Mode::kPrepare;
+  sig_ = 0;
+  staging_used_ = 0;
+  replayable_ = true;
+}
+
+Ops::GraphStep CudaOps::graph_replay() {
+  DI_CHECK(mode_ == Mode::kPrepare, "graph_replay without graph_prepare");
+  mode_ = Mode::kEager;
+  prepared_sig_ = sig_;
+  if (!replayable_) {
+    ++graph_stats_.eager;
+    return GraphStep::kEager;
+  }
+  auto it = graphs_.find(sig_);
+  if (it != graphs_.end() && it->second.exec == nullptr) {  // its recording failed: stay eager
+    ++graph_stats_.eager;
+    return GraphStep::kEager;
+  }
+  if (it != graphs_.end()) {
+    it->second.last_use = ++graph_clock_;
+    DI_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
+    DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
+    ++graph_stats_.replayed;
+    return GraphStep::kReplayed;
+  }
+  // First sight: run eagerly and remember; second sight: record. One-off shapes (prefill chunks,
+  // a batch passing through a size once) never pay for a recording.
+  if (seen_.insert(sig_).second) {
+    if (seen_.size() > 4096) seen_ = {sig_};  // bounded; forgetting only delays a recording
+    ++graph_stats_.eager;
+    return GraphStep::kEager;
+  }
+  return GraphStep::kCapture;
+}
+
+void CudaOps::graph_capture_begin() {
+  DI_CHECK(mode_ == Mode::kEager, "graph_capture_begin inside another graph pass");
+  mode_ = Mode::kCapture;
+  sig_ = 0;
+  staging_used_ = 0;
+  replayable_ = true;
+  // Relaxed: launchers may set kernel attributes (not stream work) while recording.
+  DI_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+}
+
+bool CudaOps::graph_capture_end() {
+  DI_CHECK(mode_ == Mode::kCapture, "graph_capture_end without graph_capture_begin");
+  mode_ = Mode::kEager;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+  cudaGraphExec_t exec = nullptr;
+  bool ok = err == cudaSuccess && graph != nullptr && replayable_ && sig_ == prepared_sig_;
+  if (ok) ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (!ok) {
+    cudaGetLastError();  // clear a capture error: the caller reruns the step eagerly
+    ++graph_stats_.failed;
+    graphs_[prepared_sig_] = Graph{nullptr, ++graph_clock_};  // not tried again
+    log_warn("CUDA graph recording failed ({}); steps of this shape run eagerly",
+             err != cudaSuccess ? cudaGetErrorString(err)
+                                : (sig_ != prepared_sig_ ? "the recorded pass differs from the prepared one"
+                                                         : "not replayable"));
+    return false;
+  }
+  if (static_cast<int>(graphs_.size()) >= max_graphs_) {
+    auto lru = std::min_element(graphs_.begin(), graphs_.end(),
+                                [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
+    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (lru->second.exec != nullptr) cudaGraphExecDestroy(lru->second.exec);
+    graphs_.erase(lru);
+  }
+  graphs_[prepared_sig_] = Graph{exec, ++graph_clock_};
+  DI_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+  DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
+  ++graph_stats_.captured;
+  return true;
+}
+
+}  // namespace deepinfer::ops::cuda

@@ -1,0 +1,93 @@
+// The fixed-shape step that graph replay needs (Model::make_step with fixed = true: emission plans
+// padded to one row per token, block tables padded to whole quanta) must compute exactly what the
+// exact-shape step computes. On the CPU a derived CpuOps reports graph support and treats the
+// prepare pass as the real one, so every decode step below runs in fixed shapes; its logits are
+// compared bit for bit with the ordinary model's, across emission boundaries of both compressor
+// ratios, window eviction and block-table growth. (The CUDA replay itself is tested in
+// cuda_model_test.)
+#include "loader/weight_binding.h"
+#include "model/model.h"
+#include "model_test_util.h"
+#include "ops/batch.h"
+#include "ops/cpu/cpu_ops.h"
+
+namespace deepinfer {
+namespace {
+
+class FixedShapeCpuOps final : public ops::cpu::CpuOps {
+ public:
+  bool graphs_enabled() const override { return true; }
+  GraphStep graph_replay() override {
+    ++prepared;
+    return GraphStep::kReplayed;  // the prepare pass ran the ops for real
+  }
+  int prepared = 0;
+};
+
+model::KvState make_state(const engine::LoadedModel& lm, ops::Ops* ops) {
+  model::KvStateOptions so{2, 24, 16, lm.model->act_dtype()};
+  model::KvState state(lm.config, so, ops);
+  for (int32_t s = 0; s < 2; ++s) state.reset_slot(s);
+  return state;
+}
+
+class GraphShapesTest : public ::testing::TestWithParam<model::Numerics> {};
+
+TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
+  auto lm = testing::load("micro", GetParam());  // window 16, ratios 4/16, block_tokens 16
+  ASSERT_NE(lm, nullptr);
+  FixedShapeCpuOps fixed_ops;
+  loader::CheckpointSource source(*lm->checkpoint);
+  auto weights = loader::bind_weights(lm->config, source);
+  ASSERT_TRUE(weights.is_ok()) << weights.status().to_string();
+  model::Model fixed(lm->config, std::move(weights).value(), &fixed_ops, model::ModelOptions{GetParam()});
+  auto exact_state = make_state(*lm, lm->ops.get());
+  auto fixed_state = make_state(*lm, &fixed_ops);
+
+  const auto a = testing::random_ids(200, 11, 512), b = testing::random_ids(200, 12, 512);
+  // Prefill 20 and 7 tokens (too long for a graph: both models run exact shapes), then steps of
+  // 1 token per sequence, every fifth step 3 tokens (a verification-sized step).
+  int32_t pa = 20, pb = 7;
+  auto step = [&](int32_t na, int32_t nb) {
+    std::vector<testing::SeqChunk> chunks = {
+        {0, {a.begin() + pa, a.begin() + pa + na}, pa, testing::iota_blocks(0, (pa + na) / 16 + 1), 0, 0, {na - 1}},
+        {1, {b.begin() + pb, b.begin() + pb + nb}, pb, testing::iota_blocks(12, (pb + nb) / 16 + 1), 0, 0, {nb - 1}}};
+    const model::ForwardBatch batch = testing::make_batch(chunks);
+    auto re = lm->model->forward(batch, exact_state);
+    auto rf = fixed.forward(batch, fixed_state);
+    EXPECT_TRUE(re.is_ok() && rf.is_ok());
+    EXPECT_EQ(testing::logits_of(*rf), testing::logits_of(*re)) << "positions " << pa << " / " << pb;
+    pa += na;
+    pb += nb;
+  };
+  {
+    std::vector<testing::SeqChunk> prefill = {{0, {a.begin(), a.begin() + pa}, 0, testing::iota_blocks(0, 2), 0, 0, {pa - 1}},
+                                              {1, {b.begin(), b.begin() + pb}, 0, testing::iota_blocks(12, 1), 0, 0, {pb - 1}}};
+    const model::ForwardBatch batch = testing::make_batch(prefill);
+    ASSERT_TRUE(lm->model->forward(batch, exact_state).is_ok());
+    ASSERT_TRUE(fixed.forward(batch, fixed_state).is_ok());
+  }
+  ASSERT_EQ(fixed_ops.prepared, 0) << "a 20-token prefill is not graph-shaped";
+  for (int i = 0; i < 100 && !HasFailure(); ++i) step(i % 5 == 4 ? 3 : 1, i % 5 == 2 ? 3 : 1);
+  EXPECT_EQ(fixed_ops.prepared, 100);
+}
+
+INSTANTIATE_TEST_SUITE_P(Numerics, GraphShapesTest,
+                         ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
+                         [](const auto& info) { return info.param == model::Numerics::kOfficial ? "Official" : "Plain"; });
+
+TEST(PadEmissionsTest, PadsWithRowsThatEmitNothing) {
+  ops::EmitPlan plan;
+  plan.h_token = {0, 3};
+  plan.h_group = {5, 9};
+  plan.h_dst = {17, -1};
+  plan.n_emit = 2;
+  ops::pad_emissions(4, &plan);
+  EXPECT_EQ(plan.n_emit, 4);
+  EXPECT_EQ(plan.h_token, (std::vector<int32_t>{0, 3, 4, 4}));
+  EXPECT_EQ(plan.h_group, (std::vector<int32_t>{5, 9, 0, 0}));
+  EXPECT_EQ(plan.h_dst, (std::vector<int32_t>{17, -1, -1, -1}));
+}
+
+}  // namespace
+}  // namespace deepinfer
