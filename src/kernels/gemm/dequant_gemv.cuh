@@ -7,8 +7,8 @@
 //
 // Requirements (launch_dequant_gemm falls back to the tiled kernel otherwise, same bits): K a
 // multiple of kGemmBK, rows of whole 16-byte runs, FP8 with UE8M0 scales in power-of-two blocks.
-// Work split: CTA = (128 columns, spc consecutive K sub-ranges, one group or active expert), 4
-// warps of 32 columns; spc is chosen per launch for parallelism (spc = P: the CTA folds all of K
+// Work split: CTA = (4 NT 8 columns, spc consecutive K sub-ranges, one group or active expert), 4
+// warps of NT 8 columns; NT and spc is chosen per launch for parallelism (spc = P: the CTA folds all of K
 // in registers and writes C). The CTA stages its present rows' A span and its columns' scale
 // codes in shared memory once. A lane only ever reads ring slots it filled itself, so
 // cp.async.wait_group is the only synchronisation the stream needs. Sub-range sums go to F32
@@ -22,8 +22,13 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kGemvWarps = 4;
-inline constexpr int kGemvWarpCols = 32;  // 4 n8 tiles per warp
-inline constexpr int kGemvCtaCols = kGemvWarps * kGemvWarpCols;
+// Columns per warp: NT n8 tiles (template parameter, 1, 2 or 4), chosen per launch. Wide warps
+// share each A fragment among 4 tiles; narrow ones give a small weight 4x the warps, which
+// matters because a warp's sub-range is a serial chain of decode + mma (batch-1 projections of a
+// few MB ran at 0.1-0.5 TB/s with 32-column warps: one warp per scheduler, latency bound).
+inline constexpr int kGemvMaxNt = 4;
+inline constexpr int kGemvMinCtaCols = kGemvWarps * 8;  // NT = 1
+__host__ __device__ constexpr int gemv_cta_cols(int nt) { return kGemvWarps * 8 * nt; }
 inline constexpr int kGemvMaxRows = 32;  // MT <= 2 m16 tiles
 inline constexpr int kGemvPad = 8;       // BF16 elements of row padding in the A slice
 
@@ -41,8 +46,8 @@ __host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K, 
   return static_cast<int>(spc * gemm_subrange(K) / (f == WeightFmt::kFp4Block ? 32 : block_in));
 }
 
-// Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][stages][4][32]
-// x 16 bytes, scale codes [warps][32][codes].
+// Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][stages][NT][32]
+// x 16 bytes (sized for NT = 4), scale codes [warps][32][codes].
 __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int stages) {
   return static_cast<size_t>(sh.a_rows) * (sh.spc * gemm_subrange(K) + kGemvPad) * 2 +
          static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 +
@@ -54,17 +59,26 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// S: ring windows per warp (S - 1 in flight).
-template <WeightFmt F, int MT, int S>
-__global__ void __launch_bounds__(kGemvWarps * 32)
+// Resident CTAs per SM the register budget is set for: 4 with one m16 tile (<= 128 registers, no
+// or a few bytes of spills), 3 with two (more would spill the second tile's accumulators).
+template <int MT>
+inline constexpr int kGemvCtasPerSm = MT == 1 ? 4 : 3;
+
+// NT: n8 tiles per warp; S: ring windows per warp (S - 1 in flight).
+template <WeightFmt F, int MT, int NT, int S>
+__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
-  constexpr int NT = kGemvWarpCols / 8, L = run_elems(F), W = 4 * L;
+  constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 
@@ -93,7 +107,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kGemvCtaCols + warp * kGemvWarpCols;
+  const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kCtaCols + warp * NT * 8;
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
   const int n_windows = static_cast<int>(k_span / W);  // K % kGemmBK == 0 (launch_gemv checks)
   const int win_per_sub = static_cast<int>(R / W);
@@ -125,27 +139,30 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     }
     cp_async_commit();
   };
+  // The first chunk's leading windows go out before anything else is loaded: they are in flight
+  // while the scale codes and A are staged.
+#pragma unroll
+  for (int d = 0; d < S - 1; ++d) issue(d);
   // Scale codes of the warp's 32 columns over the span (lane = column), once for all row chunks.
   const int n_codes = sh.n_codes;
   uint8_t* my_codes = codes + warp * 32 * n_codes;
   if (F != WeightFmt::kBF16) {
     const int64_t n = n_base + lane;
-    if (n < p.N) {
+    if (lane < NT * 8 && n < p.N) {
       const uint8_t* srow = F == WeightFmt::kFp8Block
                                 ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
                                 : w.scale + (w_row0 + n) * w.scale_cols;
-      // A column's codes over the span are contiguous: copy them with the widest aligned loads.
+      // A column's codes over the span are contiguous: copied asynchronously with the widest
+      // aligned copies (they land with the first chunk's A span, in the same commit group).
       const int n_valid = static_cast<int>(k_span >> in_shift);
       const uint8_t* src = srow + (k_begin >> in_shift);
       uint8_t* dst = my_codes + lane * n_codes;
       const uintptr_t align =
           reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n_valid;
       if (align % 16 == 0) {
-        for (int i = 0; i < n_valid; i += 16)
-          *reinterpret_cast<uint4*>(dst + i) = __ldg(reinterpret_cast<const uint4*>(src + i));
+        for (int i = 0; i < n_valid; i += 16) cp_async16(dst + i, src + i, true);
       } else if (align % 4 == 0) {
-        for (int i = 0; i < n_valid; i += 4)
-          *reinterpret_cast<uint32_t*>(dst + i) = __ldg(reinterpret_cast<const uint32_t*>(src + i));
+        for (int i = 0; i < n_valid; i += 4) cp_async4(dst + i, src + i);
       } else {
         for (int i = 0; i < n_valid; ++i) dst[i] = src[i];
       }
@@ -167,9 +184,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   // weights are streamed again per chunk, mostly from L2).
   for (int64_t m0 = 0; m0 < m_count; m0 += MT * 16) {
     const int64_t chunk_rows = min64(MT * 16, m_count - m0);
-    __syncthreads();  // the previous chunk is done with a_row / c_row / sA
+    if (m0 > 0) {
+      __syncthreads();  // the previous chunk is done with a_row / c_row / sA
 #pragma unroll
-    for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A is staged
+      for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A is staged
+    }
     for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
       int32_t ar = -1, cr = -1;
       if (i < chunk_rows) {
@@ -179,7 +198,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       a_row[i] = ar;
       c_row[i] = cr;
     }
-    __syncthreads();  // a_row, codes
+    __syncthreads();  // a_row / c_row
 
     // Stage the A span: columns [k_begin, k_begin + k_span) of the first a_rows rows (zero where
     // a row is absent); rows >= a_rows are never present and read as zero below.
@@ -191,12 +210,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
       const int r = static_cast<int>(i / chunks);
       const int64_t kk = (i % chunks) * 8;
+      if (a_vec) {  // asynchronous, zero-filled for absent rows
+        const bool present = a_row[r] >= 0;
+        cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A,
+                   present);
+        continue;
+      }
       uint4 v = make_uint4(0, 0, 0, 0);
       if (a_row[r] >= 0) {
         const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-        if (a_vec) {
-          v = *reinterpret_cast<const uint4*>(src);
-        } else {
+        {
           uint16_t e[8];
 #pragma unroll
           for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
@@ -206,6 +229,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       }
       *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
     }
+    // The scale codes (first chunk) and the A span arrive in one group, after the leading weight
+    // windows issued before them: one memory latency for all three.
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
 
     float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
@@ -224,22 +251,40 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         code[nt] = F == WeightFmt::kBF16 ? 0 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
       }
       issue(wi + S - 1);  // refills the slot consumed last iteration
+      // The window's mma steps, with weights decoded by `decode(nt, j, b0, b1)`.
+      auto window = [&](auto decode) {
 #pragma unroll
-      for (int j = 0; j < L / 4; ++j) {
-        const int kk = wi * W + c * L + 4 * j;  // within the span
-        uint32_t bf[NT][2];
+        for (int j = 0; j < L / 4; ++j) {
+          const int kk = wi * W + c * L + 4 * j;  // within the span
+          uint32_t bf[NT][2];
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) decode_quad<F>(cur[nt], code[nt], j, bf[nt][0], bf[nt][1]);
+          for (int nt = 0; nt < NT; ++nt) decode(nt, j, bf[nt][0], bf[nt][1]);
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
-          if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
-          if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-          // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
-          const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};
+          for (int mt = 0; mt < MT; ++mt) {
+            uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+            if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
+            if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+            // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
+            const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+            for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+          }
         }
+      };
+      // Scales once per run (not per quad), and one warp-wide branch per window for the FP8 codes
+      // the permute decoder does not cover (rare); both paths give decode_quad's bits.
+      uint32_t scale[NT];
+      bool exact = true;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        scale[nt] = quad_scale<F>(code[nt]);
+        exact = exact && quad_scale_exact<F>(code[nt]);
+      }
+      // Warp-uniform: the lanes of an mma.sync must run the same instruction.
+      if (__all_sync(0xffffffffu, exact)) {
+        window([&](int nt, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[nt], scale[nt], j, b0, b1); });
+      } else {
+        window([&](int nt, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[nt], code[nt], j, b0, b1); });
       }
       // End of a sub-range: fold it (whole K here) or hand it to the partials.
       if ((wi + 1) % win_per_sub == 0 || wi + 1 == n_windows) {
@@ -277,6 +322,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
           }
     }
   }  // row chunks
+  cp_async_wait<0>();  // no copy outlives the CTA (none pending unless there were no rows)
   if (nsub == P) return;
   if (p.tile_counters == nullptr) return;  // gemv_reduce_kernel folds the partials
   // The last of the tile's CTAs to finish folds the partials in sub-range order (arrival order
@@ -289,15 +335,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kGemvCtaCols;
-  const int64_t n_cols = min64(kGemvCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kGemvCtaCols);
+  const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kCtaCols;
+  const int64_t n_cols = min64(kCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
     const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
                   col = col0 + i % n_cols;
-    float v = 0.0f;  // ((0 + s_0) + s_1) + ...: the canonical fold
-    for (int sidx = 0; sidx < P; ++sidx)
-      v += __ldcg(&partial[(static_cast<int64_t>(sidx) * p.M + row) * p.ldc + col]);
-    store_c(row, col, v);
+    store_c(row, col, fold_partials(&partial[row * p.ldc + col], p.M * p.ldc, P));  // the canonical fold
   }
   if (threadIdx.x == 0) *counter = 0;
 }
@@ -307,8 +350,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 __global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * ldc) return;
-  float v = 0.0f;
-  for (int s = 0; s < P; ++s) v += partial[s * M * ldc + i];
+  const float v = fold_partials(partial + i, M * ldc, P);
   if (c_bf16)
     reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(v);
   else

@@ -36,6 +36,22 @@ __host__ __device__ inline int64_t gemm_subrange(int64_t K) {
   const int64_t per = (K + P - 1) / P;
   return (per + kGemmBK - 1) / kGemmBK * kGemmBK;
 }
+inline constexpr int kGemmMaxSubranges = 8;  // P <= 8 (gemm_subrange)
+
+// ((0 + s_0) + s_1) + ... + s_{P-1} over P <= 8 partials at p[0], p[stride], ...: every load is
+// issued before the first add (a decode step's fold is otherwise a chain of P L2 round trips);
+// the additions keep the canonical order.
+__device__ __forceinline__ float fold_partials(const float* p, int64_t stride, int P) {
+  float v[kGemmMaxSubranges];
+#pragma unroll
+  for (int s = 0; s < kGemmMaxSubranges; ++s) v[s] = s < P ? __ldcg(p + s * stride) : 0.0f;
+  float sum = 0.0f;
+#pragma unroll
+  for (int s = 0; s < kGemmMaxSubranges; ++s)
+    if (s < P) sum += v[s];
+  return sum;
+}
+
 __host__ __device__ inline int gemm_n_subranges(int64_t K) {
   const int64_t R = gemm_subrange(K);
   return static_cast<int>((K + R - 1) / R);
@@ -96,21 +112,24 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
 }
 
 // Four E2M1 codes (the nibbles of v, lowest first) times a UE8M0 scale as two BF16 pairs, built
-// with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the sign from the
-// code's bit 3, then one BF16x2 multiply by the scale. Exact (power-of-two scale), and the only
-// FP4 decoder of both GEMM kernels, so they agree bit for bit.
+// with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the signs (nibble
+// bits 3, 7 -> pair bits 15, 31) are routed by one multiply (bit 3 x 2^12 lands on 15, bit 7 x
+// 2^24 on 31; the cross terms land on bits 19 and 27, masked off), then one BF16x2 multiply by the
+// scale. Exact (power-of-two scale), and the only FP4 decoder of both GEMM kernels, so they agree
+// bit for bit.
 __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint32_t& b0, uint32_t& b1) {
   // BF16 bytes of 0, .5, 1, 1.5, 2, 3, 4, 6: low bytes 00 00 80 c0 00 40 80 c0, high 00 3f 3f 3f 40 40 40 40.
   constexpr uint32_t kLo0 = 0xc0800000u, kLo1 = 0xc0804000u, kHi0 = 0x3f3f3f00u, kHi1 = 0x40404040u;
-  const uint32_t sel = v & 0x7777u;
+  constexpr uint32_t kSignRoute = (1u << 12) | (1u << 24), kSignBits = 0x80008000u;
+  const uint32_t sel = v & 0x7777u, sign = v & 0x8888u;
   uint32_t lo, hi;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(kLo0), "r"(kLo1), "r"(sel));
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(kHi0), "r"(kHi1), "r"(sel));
   uint32_t m0, m1;
   asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(m0) : "r"(lo), "r"(hi));
   asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(m1) : "r"(lo), "r"(hi));
-  m0 |= ((v << 12) & 0x8000u) | ((v << 24) & 0x80000000u);
-  m1 |= ((v << 4) & 0x8000u) | ((v << 16) & 0x80000000u);
+  m0 |= ((sign & 0xffu) * kSignRoute) & kSignBits;
+  m1 |= ((sign >> 8) * kSignRoute) & kSignBits;
   b0 = hmul2_bits(m0, scale_bf16x2);
   b1 = hmul2_bits(m1, scale_bf16x2);
 }
@@ -123,13 +142,18 @@ __device__ __forceinline__ uint32_t e8m0_bf16x2(uint8_t e) {
 // Four E4M3 bytes of v times a UE8M0 scale as two BF16 pairs: an E4M3 code's bits moved into a
 // BF16 (sign to bit 15, exponent and mantissa shifted left by 4) are its value times 2^-120 —
 // subnormals included — so one BF16x2 multiply by scale x 2^120 (fp8_scale_bf16x2) gives the
-// exact dequantised values. Used by both GEMM kernels whenever the scales are UE8M0.
+// exact dequantised values. Magnitudes and signs are permuted into place separately (the
+// magnitude x 16 + the sign byte is one shift-add). Used by both GEMM kernels whenever the scales
+// are UE8M0.
 __device__ __forceinline__ void fp8_quad(uint32_t v, uint32_t scale_bf16x2, uint32_t& b0, uint32_t& b1) {
-  uint32_t t0, t1;
-  asm("prmt.b32 %0, %1, 0, 0x4140;" : "=r"(t0) : "r"(v));
-  asm("prmt.b32 %0, %1, 0, 0x4342;" : "=r"(t1) : "r"(v));
-  b0 = hmul2_bits(((t0 & 0x007f007fu) << 4) | ((t0 & 0x00800080u) << 8), scale_bf16x2);
-  b1 = hmul2_bits(((t1 & 0x007f007fu) << 4) | ((t1 & 0x00800080u) << 8), scale_bf16x2);
+  const uint32_t mag = v & 0x7f7f7f7fu, sign = v & 0x80808080u;
+  uint32_t t0, t1, s0, s1;
+  asm("prmt.b32 %0, %1, 0, 0x4140;" : "=r"(t0) : "r"(mag));   // bytes 0, 1 -> bits 0-7, 16-23
+  asm("prmt.b32 %0, %1, 0, 0x4342;" : "=r"(t1) : "r"(mag));   // bytes 2, 3
+  asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(s0) : "r"(sign));  // sign bytes 0, 1 -> bits 8-15, 24-31
+  asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(s1) : "r"(sign));
+  b0 = hmul2_bits(t0 * 16u + s0, scale_bf16x2);
+  b1 = hmul2_bits(t1 * 16u + s1, scale_bf16x2);
 }
 // A UE8M0 scale 2^(e-127) times 2^120 as a BF16x2 pair (exponent field e + 120; e <= 134 fits).
 __device__ __forceinline__ uint32_t e8m0_times_2p120_bf16x2(uint8_t e) {
@@ -150,20 +174,46 @@ __device__ __forceinline__ void fp8_quad_f32(uint32_t v, float s, uint32_t& b0, 
   b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
 }
 
-// The one weight decoder of both GEMM kernels: elements 4j .. 4j+3 of a 16-byte run of format F
-// with UE8M0 scale code `code` (unused for BF16) as the BF16 pairs b0 = (4j, 4j+1), b1 =
-// (4j+2, 4j+3). Both kernels decode through it, so they see the same weights bit for bit.
+// A run's UE8M0 scale code as the BF16x2 factor of the permute decoders (unused for BF16), and
+// whether that decoder covers the code (FP8 codes above 134 take the F32 path).
 template <WeightFmt F>
-__device__ __forceinline__ void decode_quad(const uint4& raw, uint8_t code, int j, uint32_t& b0, uint32_t& b1) {
+__device__ __forceinline__ uint32_t quad_scale(uint8_t code) {
+  if constexpr (F == WeightFmt::kFp4Block) return e8m0_bf16x2(code);
+  if constexpr (F == WeightFmt::kFp8Block) return e8m0_times_2p120_bf16x2(code);
+  return 0;
+}
+template <WeightFmt F>
+__device__ __forceinline__ bool quad_scale_exact(uint8_t code) {
+  return F != WeightFmt::kFp8Block || code <= 134;
+}
+
+// Elements 4j .. 4j+3 of a 16-byte run as the BF16 pairs b0 = (4j, 4j+1), b1 = (4j+2, 4j+3),
+// given the run's quad_scale (valid when quad_scale_exact): the streaming kernel's inner loop,
+// with the scale computed once per run instead of once per quad.
+template <WeightFmt F>
+__device__ __forceinline__ void decode_quad_scaled(const uint4& raw, uint32_t scale, int j, uint32_t& b0,
+                                                   uint32_t& b1) {
   const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
   if constexpr (F == WeightFmt::kBF16) {
     b0 = words[(2 * j) % 4];
     b1 = words[(2 * j + 1) % 4];
   } else if constexpr (F == WeightFmt::kFp4Block) {
-    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, e8m0_bf16x2(code), b0, b1);
-  } else if (code <= 134) {
-    fp8_quad(words[j], e8m0_times_2p120_bf16x2(code), b0, b1);
+    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, scale, b0, b1);
   } else {
+    fp8_quad(words[j], scale, b0, b1);
+  }
+}
+
+// The one weight decoder of both GEMM kernels: elements 4j .. 4j+3 of a 16-byte run of format F
+// with UE8M0 scale code `code` (unused for BF16). Both kernels decode through it (or through
+// decode_quad_scaled, which it is whenever the code allows), so they see the same weights bit for
+// bit.
+template <WeightFmt F>
+__device__ __forceinline__ void decode_quad(const uint4& raw, uint8_t code, int j, uint32_t& b0, uint32_t& b1) {
+  if (quad_scale_exact<F>(code)) {
+    decode_quad_scaled<F>(raw, quad_scale<F>(code), j, b0, b1);
+  } else {
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
     fp8_quad_f32(words[j], e8m0_to_f32(code), b0, b1);
   }
 }

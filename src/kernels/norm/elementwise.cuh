@@ -37,11 +37,15 @@ __global__ void rms_norm_kernel(const Tin* x, const Tw* weight, Tout* out, int64
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   float ss = 0.0f;
+  // Unrolled so a thread's loads are in flight together (a decode step normalises one row per
+  // block: a serial chain of loads was most of its time); the summation order is unchanged.
+#pragma unroll 8
   for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
     const float v = to_f32(x[r * n + c]);
     ss += v * v;
   }
   const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(n) + eps);
+#pragma unroll 8
   for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
     const float w = weight == nullptr ? 1.0f : to_f32(weight[c]);
     out[r * n + c] = from_f32<Tout>(to_f32(x[r * n + c]) * inv * w);

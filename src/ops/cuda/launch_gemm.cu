@@ -16,10 +16,25 @@ constexpr size_t kGemvMaxSmem = 200 << 10;
 
 // Launch geometry: K sub-ranges per CTA (up to as many as keep >= 2 CTAs per SM of an H200 busy,
 // capped below; all of K needs no partials) and only the rows that can hold data staged.
+int64_t gemv_outer(const GemmParams& p) {
+  return std::max<int64_t>(1, p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups);
+}
+
+// n8 tiles per warp: the widest that still gives every warp scheduler of an H200 (132 SMs x 4)
+// about four warps; narrower warps for small weights (numerically neutral: columns are
+// independent).
+int gemv_nt(const GemmParams& p, int spc) {
+  const int64_t y = (gemm_n_subranges(p.K) + spc - 1) / spc;
+  for (int nt = kGemvMaxNt; nt > 1; nt /= 2) {
+    const int64_t warps = (p.N + 8 * nt - 1) / (8 * nt) * y * gemv_outer(p);
+    if (warps >= 4 * 4 * 132) return nt;
+  }
+  return 1;
+}
+
 GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
   const int P = gemm_n_subranges(p.K);
-  const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
-  const int64_t base = (p.N + kGemvCtaCols - 1) / kGemvCtaCols * std::max<int64_t>(1, outer);
+  const int64_t base = (p.N + gemv_cta_cols(kGemvMaxNt) - 1) / gemv_cta_cols(kGemvMaxNt) * gemv_outer(p);
   const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
   GemvShape sh;
   sh.spc = static_cast<int>((P + want_y - 1) / want_y);
@@ -39,24 +54,23 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
   return sh;
 }
 
-template <WeightFmt F, int MT, int S>
+template <WeightFmt F, int MT, int NT, int S>
 cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_t s) {
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
-    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, NT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
-  const dim3 grid(static_cast<unsigned>((p.N + kGemvCtaCols - 1) / kGemvCtaCols),
-                  static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(outer));
+  const dim3 grid(static_cast<unsigned>((p.N + gemv_cta_cols(NT) - 1) / gemv_cta_cols(NT)),
+                  static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(gemv_outer(p)));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
   const bool split = grid.y > 1;
   const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
-  dequant_gemv_kernel<F, MT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S), s>>>(q, p.partial, sh);
+  dequant_gemv_kernel<F, MT, NT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S), s>>>(q, p.partial, sh);
   if (split && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
   }
@@ -77,10 +91,16 @@ int gemv_stages() {
 
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int stages, cudaStream_t s) {
+  // Narrow warps (small weights) always use the default depth; the depth knob tunes wide ones.
+  switch (gemv_nt(p, sh.spc)) {
+    case 1: return mt == 1 ? launch_gemv_mt<F, 1, 1, 3>(p, sh, s) : launch_gemv_mt<F, 2, 1, 3>(p, sh, s);
+    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 2, 3>(p, sh, s) : launch_gemv_mt<F, 2, 2, 3>(p, sh, s);
+    default: break;
+  }
   switch (stages) {
-    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 2>(p, sh, s) : launch_gemv_mt<F, 2, 2>(p, sh, s);
-    case 4: return mt == 1 ? launch_gemv_mt<F, 1, 4>(p, sh, s) : launch_gemv_mt<F, 2, 4>(p, sh, s);
-    default: return mt == 1 ? launch_gemv_mt<F, 1, 3>(p, sh, s) : launch_gemv_mt<F, 2, 3>(p, sh, s);
+    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 4, 2>(p, sh, s) : launch_gemv_mt<F, 2, 4, 2>(p, sh, s);
+    case 4: return mt == 1 ? launch_gemv_mt<F, 1, 4, 4>(p, sh, s) : launch_gemv_mt<F, 2, 4, 4>(p, sh, s);
+    default: return mt == 1 ? launch_gemv_mt<F, 1, 4, 3>(p, sh, s) : launch_gemv_mt<F, 2, 4, 3>(p, sh, s);
   }
 }
 
@@ -89,8 +109,7 @@ cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int st
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
 
 int64_t gemm_counter_slots(const GemmParams& p) {
-  const int64_t outer = p.experts != nullptr ? std::min<int64_t>(p.n_experts, p.max_active) : p.n_groups;
-  return (p.N + kGemvCtaCols - 1) / kGemvCtaCols * outer;
+  return (p.N + kGemvMinCtaCols - 1) / kGemvMinCtaCols * gemv_outer(p);  // the narrowest CTAs
 }
 
 int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
