@@ -110,7 +110,9 @@ Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capt
   // the graph recorded for its launches. Otherwise the pass runs again, recorded or eager — in
   // the same fixed shapes, so a step's numbers never depend on which way it ran.
   ops_->begin_step();
-  ops_->graph_prepare();
+  // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
+  const uintptr_t state_buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
+  ops_->graph_prepare(reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ state_buffers);
   ForwardResult r = run(b, state, nullptr, /*fixed=*/true);
   const ops::Ops::GraphStep how = ops_->graph_replay();
   if (how == ops::Ops::GraphStep::kReplayed) return r;

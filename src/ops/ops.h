@@ -121,16 +121,18 @@ class Ops {
 
   // ---- step graphs (optional) ----
   // A backend that can record one forward pass's launches and replay them (CUDA graphs) runs a
-  // step as: graph_prepare(); <the forward pass: host work only, nothing launched, uploads staged,
+  // step as: graph_prepare(key); <the forward pass: host work only, nothing launched, uploads staged,
   // the step's launch signature accumulated>; then graph_replay() either launched the graph
   // recorded under that signature (kReplayed: the pass's results are what the graph computes),
   // asks for the pass again under graph_capture_begin() / graph_capture_end() (kCapture: that
   // pass records the graph, and end launches it; false = recording failed, run eagerly), or asks
   // for an ordinary eager pass (kEager). Every pass starts with begin_step(), so the workspace
   // hands out the same addresses each time.
+  // `state_key` names the persistent buffers the pass reads and writes beyond its workspace
+  // (model weights, KV state): graphs recorded for one key are never replayed for another.
   enum class GraphStep { kReplayed, kCapture, kEager };
   virtual bool graphs_enabled() const { return false; }
-  virtual void graph_prepare() {}
+  virtual void graph_prepare(uint64_t state_key) {}
   virtual GraphStep graph_replay() { return GraphStep::kEager; }
   virtual void graph_capture_begin() {}
   virtual bool graph_capture_end() { return false; }

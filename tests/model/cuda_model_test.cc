@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 
 #include "deepinfer/engine.h"
 #include "loader/safetensors.h"
@@ -163,6 +164,39 @@ TEST_P(CudaModelTest, GraphReplayEqualsEagerDecode) {
   EXPECT_EQ(st.failed, 0);
   EXPECT_GE(st.captured, 1);
   EXPECT_GE(st.replayed, 100);
+}
+
+// Two KV states of the same shapes decoded alternately: their steps have the same workspace
+// layout, so only the state key keeps a graph recorded on one from being replayed on the other.
+TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
+  setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);
+  auto eager = load_on("cuda", GetParam());
+  unsetenv("DEEPINFER_CUDA_GRAPHS");
+  auto graphed = load_on("cuda", GetParam());
+  ASSERT_TRUE(eager && graphed);
+  const int64_t V = graphed->config.vocab_size;
+  auto host_logits = [&](engine::LoadedModel& lm, const model::ForwardResult& r) {
+    std::vector<float> h(static_cast<size_t>(r.logits.numel()));
+    lm.ops->copy(r.logits, tensor::TensorView::contiguous(h.data(), tensor::DType::kF32, {r.logits.shape[0], V}));
+    return h;
+  };
+  const std::vector<int32_t> ids[2] = {testing::random_ids(60, 31, 128000), testing::random_ids(60, 32, 128000)};
+  std::vector<std::unique_ptr<model::KvState>> states;  // eager A, eager B, graphed A, graphed B
+  for (auto* lm : {eager.get(), eager.get(), graphed.get(), graphed.get()}) {
+    states.push_back(std::make_unique<model::KvState>(lm->config, model::KvStateOptions{1, 1, 256, lm->model->act_dtype()},
+                                                      lm->ops.get()));
+    states.back()->reset_slot(0);
+  }
+  for (int32_t pos = 0; pos < 60; ++pos) {
+    for (int which = 0; which < 2; ++which) {
+      const auto batch = testing::make_batch({{0, {ids[which][pos]}, pos, {0}, 0, 0, {0}}});
+      auto re = eager->model->forward(batch, *states[which]);
+      auto rg = graphed->model->forward(batch, *states[2 + which]);
+      ASSERT_TRUE(re.is_ok() && rg.is_ok());
+      ASSERT_EQ(host_logits(*graphed, *rg), host_logits(*eager, *re)) << "state " << which << " position " << pos;
+    }
+  }
+  EXPECT_GE(dynamic_cast<ops::cuda::CudaOps*>(graphed->ops.get())->graph_stats().replayed, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(Numerics, CudaModelTest, ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),

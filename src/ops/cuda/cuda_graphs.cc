@@ -4,9 +4,9 @@
 //
 // Why a signature instead of a shape key: a recorded graph bakes in every kernel argument. The
 // signature covers what those arguments are made of — each workspace address and size handed out
-// (tensor shapes, hence every size a launcher derives), each upload's size and staging offset, and
-// the sequence of launch sites (control flow) — while weights and KV pools are persistent, so two
-// passes with one signature make the same launches. What varies between such steps (token ids,
+// (tensor shapes, hence every size a launcher derives), each upload's size and staging offset, the
+// sequence of launch sites (control flow), and the caller's key for the persistent buffers it
+// uses (the model and its KV state) — so two passes with one signature make the same launches. What varies between such steps (token ids,
 // positions, tables, emission plans) travels through uploads, which the graph re-reads from
 // staging on every replay.
 #include <algorithm>
@@ -55,7 +55,7 @@ void CudaOps::drop_graphs() {
   graphs_.clear();
 }
 
-void CudaOps::graph_prepare() {
+void CudaOps::graph_prepare(uint64_t state_key) {
   DI_CHECK(mode_ == Mode::kEager, "graph_prepare inside another graph pass");
   // The last replay may still be reading staging: wait for it before overwriting.
   DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
@@ -68,7 +68,9 @@ void CudaOps::graph_prepare() {
     staging_size_ = staging_wanted_;
   }
   mode_ = Mode::kPrepare;
+  state_key_ = state_key;
   sig_ = 0;
+  mix(state_key_);
   staging_used_ = 0;
   replayable_ = true;
 }
@@ -107,6 +109,7 @@ void CudaOps::graph_capture_begin() {
   DI_CHECK(mode_ == Mode::kEager, "graph_capture_begin inside another graph pass");
   mode_ = Mode::kCapture;
   sig_ = 0;
+  mix(state_key_);
   staging_used_ = 0;
   replayable_ = true;
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.

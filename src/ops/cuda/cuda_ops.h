@@ -63,7 +63,7 @@ class CudaOps final : public Ops {
   void synchronize() override;
 
   bool graphs_enabled() const override { return graphs_on_; }
-  void graph_prepare() override;
+  void graph_prepare(uint64_t state_key) override;
   GraphStep graph_replay() override;
   void graph_capture_begin() override;
   bool graph_capture_end() override;
@@ -132,7 +132,7 @@ class CudaOps final : public Ops {
   Mode mode_ = Mode::kEager;
   bool graphs_on_ = false;
   int max_graphs_ = 0;
-  uint64_t sig_ = 0, prepared_sig_ = 0;
+  uint64_t sig_ = 0, prepared_sig_ = 0, state_key_ = 0;
   bool replayable_ = true;  // false once the pass did something a graph cannot replay
   uint8_t* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0, staging_wanted_ = 0;
