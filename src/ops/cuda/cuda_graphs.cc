@@ -1,6 +1,6 @@
 // CudaOps step graphs: the prepare pass (host work only, signature of the step's launches), graph
-// replay keyed by that signature, recording on the second sight, and the pinned staging memory
-// the recorded uploads read from.
+// replay keyed by that signature (when to record and what to keep: GraphCache), and the pinned
+// staging memory the recorded uploads read from.
 //
 // Why a signature instead of a shape key: a recorded graph bakes in every kernel argument. The
 // signature covers what those arguments are made of — each workspace address and size handed out
@@ -48,11 +48,9 @@ const void* CudaOps::stage(const void* host, size_t bytes) {
 }
 
 void CudaOps::drop_graphs() {
-  if (graphs_.empty()) return;
+  if (graph_cache_ == nullptr || graph_cache_->size() == 0) return;
   cudaStreamSynchronize(stream_);  // none may be running when destroyed
-  for (auto& [sig, g] : graphs_)
-    if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
-  graphs_.clear();
+  for (void* g : graph_cache_->clear()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
 }
 
 void CudaOps::graph_prepare(uint64_t state_key) {
@@ -83,26 +81,20 @@ Ops::GraphStep CudaOps::graph_replay() {
     ++graph_stats_.eager;
     return GraphStep::kEager;
   }
-  auto it = graphs_.find(sig_);
-  if (it != graphs_.end() && it->second.exec == nullptr) {  // its recording failed: stay eager
-    ++graph_stats_.eager;
-    return GraphStep::kEager;
+  void* graph = nullptr;
+  switch (graph_cache_->decide(sig_, &graph)) {
+    case GraphCache::Decision::kReplay:
+      DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_));
+      DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
+      ++graph_stats_.replayed;
+      return GraphStep::kReplayed;
+    case GraphCache::Decision::kRecord:
+      return GraphStep::kCapture;
+    case GraphCache::Decision::kEager:
+      break;
   }
-  if (it != graphs_.end()) {
-    it->second.last_use = ++graph_clock_;
-    DI_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
-    DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
-    ++graph_stats_.replayed;
-    return GraphStep::kReplayed;
-  }
-  // First sight: run eagerly and remember; second sight: record. One-off shapes (prefill chunks,
-  // a batch passing through a size once) never pay for a recording.
-  if (seen_.insert(sig_).second) {
-    if (seen_.size() > 4096) seen_ = {sig_};  // bounded; forgetting only delays a recording
-    ++graph_stats_.eager;
-    return GraphStep::kEager;
-  }
-  return GraphStep::kCapture;
+  ++graph_stats_.eager;
+  return GraphStep::kEager;
 }
 
 void CudaOps::graph_capture_begin() {
@@ -128,21 +120,20 @@ bool CudaOps::graph_capture_end() {
   if (!ok) {
     cudaGetLastError();  // clear a capture error: the caller reruns the step eagerly
     ++graph_stats_.failed;
-    graphs_[prepared_sig_] = Graph{nullptr, ++graph_clock_};  // not tried again
+    if (void* evicted = graph_cache_->store(prepared_sig_, nullptr)) {  // not tried again
+      DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
+    }
     log_warn("CUDA graph recording failed ({}); steps of this shape run eagerly",
              err != cudaSuccess ? cudaGetErrorString(err)
                                 : (sig_ != prepared_sig_ ? "the recorded pass differs from the prepared one"
                                                          : "not replayable"));
     return false;
   }
-  if (static_cast<int>(graphs_.size()) >= max_graphs_) {
-    auto lru = std::min_element(graphs_.begin(), graphs_.end(),
-                                [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
-    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (lru->second.exec != nullptr) cudaGraphExecDestroy(lru->second.exec);
-    graphs_.erase(lru);
+  if (void* evicted = graph_cache_->store(prepared_sig_, exec)) {
+    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // it may still be running
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
   }
-  graphs_[prepared_sig_] = Graph{exec, ++graph_clock_};
   DI_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
   DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
   ++graph_stats_.captured;

@@ -30,7 +30,7 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
   const char* env = std::getenv("DEEPINFER_CUDA_GRAPHS");
   graphs_on_ = options.graphs && !(env != nullptr && std::string(env) == "0");
-  max_graphs_ = std::max(1, options.max_graphs);
+  graph_cache_ = std::make_unique<GraphCache>(options.graph_cache);
   staging_wanted_ = options.staging_bytes;
   DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
 }

@@ -7,8 +7,8 @@
 // uploads are staged in pinned memory and every workspace address, upload size and launch site is
 // hashed into the step's signature. A graph recorded under the same signature performs exactly
 // the launches that pass would have made (same kernels, same addresses, same sizes), so it is
-// replayed instead; a signature seen twice without a graph is recorded. Numerically nothing
-// changes: the graph runs the eager kernels with the eager parameters.
+// replayed instead; when to record and which graphs to keep is GraphCache's policy. Numerically
+// nothing changes: the graph runs the eager kernels with the eager parameters.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "kernels/launch.h"
+#include "ops/graph_cache.h"
 #include "ops/ops.h"
 
 namespace deepinfer::ops::cuda {
@@ -27,10 +27,10 @@ namespace deepinfer::ops::cuda {
 struct CudaOpsOptions {
   int device = 0;
   size_t workspace_bytes = size_t{256} << 20;
-  // Step graphs (DEEPINFER_CUDA_GRAPHS=0 turns them off): recorded graphs kept, least recently
-  // used dropped first, and the pinned staging memory their uploads are read from.
+  // Step graphs (DEEPINFER_CUDA_GRAPHS=0 turns them off): the cache policy (ops/graph_cache.h)
+  // and the pinned staging memory their uploads are read from.
   bool graphs = true;
-  int max_graphs = 32;
+  GraphCache::Options graph_cache;
   size_t staging_bytes = size_t{4} << 20;
 };
 
@@ -131,19 +131,12 @@ class CudaOps final : public Ops {
   void drop_graphs();
   Mode mode_ = Mode::kEager;
   bool graphs_on_ = false;
-  int max_graphs_ = 0;
   uint64_t sig_ = 0, prepared_sig_ = 0, state_key_ = 0;
   bool replayable_ = true;  // false once the pass did something a graph cannot replay
   uint8_t* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0, staging_wanted_ = 0;
   cudaEvent_t graph_done_ = nullptr;  // recorded after each replay: staging is free again
-  struct Graph {
-    cudaGraphExec_t exec = nullptr;
-    uint64_t last_use = 0;
-  };
-  std::unordered_map<uint64_t, Graph> graphs_;
-  std::unordered_set<uint64_t> seen_;  // signatures prepared once (recorded on the second sight)
-  uint64_t graph_clock_ = 0;
+  std::unique_ptr<GraphCache> graph_cache_;  // which steps replay / record (handles: cudaGraphExec_t)
   GraphStats graph_stats_;
   const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
   // Gives a small-M GEMM the zeroed tile counters it folds its partials with (kernels keep them
