@@ -2,8 +2,8 @@
 // hc_mix_partial: split-K partial products of the flattened streams with the mixing matrix plus
 // partial sums of squares; grid (T, n_split), each block owns one K chunk, partials are reduced by
 // hc_pre_finalize / hc_head_finalize in split order (fixed, so results are batch invariant).
-// hc_pre_finalize: one block per token — mix logits, pre/post, Sinkhorn comb (thread 0), and the
-// collapsed input u = sum_i pre_i X_i. hc_post: out[t,k] = post_k o + sum_j comb[j,k] X_j.
+// hc_pre_finalize: one block per token — mix logits, pre/post, Sinkhorn comb (warp 0), and the
+// collapsed input u = sum_i pre_i X_i (the other warps). hc_post: out[t,k] = post_k o + sum_j comb[j,k] X_j.
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
@@ -11,6 +11,22 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kMaxMix = 32;  // (2 + hc) * hc for hc <= 4
+
+// ((0 + p[0]) + p[stride]) + ... over n values, with the loads of each group of 8 issued before
+// its adds: the split partials of one token are a few L2 round trips instead of n of them (a
+// decode step's mHC was dominated by such chains). The order of the adds is unchanged.
+__device__ __forceinline__ float sum_in_order(const float* p, int64_t stride, int n) {
+  float sum = 0.0f;
+  for (int s0 = 0; s0 < n; s0 += 8) {
+    float v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = s0 + i < n ? p[(s0 + i) * stride] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (s0 + i < n) sum += v[i];
+  }
+  return sum;
+}
 
 template <typename T>
 __global__ void hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int n_mix, int64_t chunk) {
@@ -72,8 +88,7 @@ __device__ inline HcMix hc_mix_columns(const float* partial, const HcPreParams& 
   static_assert(n_mix + 1 <= 32, "one lane per mix column");
   const int lane = threadIdx.x & 31;
   float col = 0.0f;
-  if (lane <= n_mix)
-    for (int s = 0; s < p.n_split; ++s) col += partial[(t * p.n_split + s) * (n_mix + 1) + lane];
+  if (lane <= n_mix) col = sum_in_order(partial + t * p.n_split * (n_mix + 1) + lane, n_mix + 1, p.n_split);
   const float ss = __shfl_sync(0xffffffffu, col, n_mix);
   return {col, rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps)};
 }
@@ -142,6 +157,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
 #pragma unroll
   for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
   const int first = blockDim.x > 32 ? 32 : 0;
+#pragma unroll 4
   for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
     float acc = 0.0f;
 #pragma unroll
@@ -185,16 +201,14 @@ __global__ void hc_head_finalize_kernel(const T* x, const float* partial, HcPreP
   const int hc = p.hc;
   if (threadIdx.x == 0) {
     float mu[4] = {0, 0, 0, 0};
-    float ss = 0.0f;
-    for (int s = 0; s < p.n_split; ++s) {
-      const float* row = partial + (t * p.n_split + s) * (hc + 1);
-      for (int m = 0; m < hc; ++m) mu[m] += row[m];
-      ss += row[hc];
-    }
+    const float* rows = partial + t * p.n_split * (hc + 1);  // [n_split][hc + 1]
+    for (int m = 0; m < hc; ++m) mu[m] = sum_in_order(rows + m, hc + 1, p.n_split);
+    const float ss = sum_in_order(rows + hc, hc + 1, p.n_split);
     const float rho = rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps);
     for (int i = 0; i < hc; ++i) w[i] = sigmoidf_(p.scale[0] * rho * mu[i] + p.base[i]) + p.hc_eps;
   }
   __syncthreads();
+#pragma unroll 4
   for (int64_t c = threadIdx.x; c < p.D; c += blockDim.x) {
     float acc = 0.0f;
     for (int i = 0; i < hc; ++i) acc += w[i] * to_f32(x[(t * hc + i) * p.D + c]);
