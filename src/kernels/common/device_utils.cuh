@@ -118,4 +118,21 @@ __device__ __forceinline__ int div_up(int a, int b) { return (a + b - 1) / b; }
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// ((0 + p[0]) + p[stride]) + ... over n partial sums, in that order, with each group of 8 loads
+// issued before its adds: folding split partials is a few L2 round trips instead of a chain of n
+// (decode-step GEMV and mHC folds were dominated by such chains). L2 loads (__ldcg): partials may
+// come from other CTAs of the same launch.
+__device__ __forceinline__ float sum_in_order(const float* p, int64_t stride, int n) {
+  float sum = 0.0f;
+  for (int s0 = 0; s0 < n; s0 += 8) {
+    float v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = s0 + i < n ? __ldcg(p + (s0 + i) * stride) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (s0 + i < n) sum += v[i];
+  }
+  return sum;
+}
+
 }  // namespace deepinfer::kernels

@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
     const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
                   col = col0 + i % n_cols;
-    store_c(row, col, fold_partials(&partial[row * p.ldc + col], p.M * p.ldc, P));  // the canonical fold
+    store_c(row, col, sum_in_order(&partial[row * p.ldc + col], p.M * p.ldc, P));  // the canonical fold
   }
   if (threadIdx.x == 0) *counter = 0;
 }
@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
 __global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * ldc) return;
-  const float v = fold_partials(partial + i, M * ldc, P);
+  const float v = sum_in_order(partial + i, M * ldc, P);
   if (c_bf16)
     reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(v);
   else

@@ -36,22 +36,6 @@ __host__ __device__ inline int64_t gemm_subrange(int64_t K) {
   const int64_t per = (K + P - 1) / P;
   return (per + kGemmBK - 1) / kGemmBK * kGemmBK;
 }
-inline constexpr int kGemmMaxSubranges = 8;  // P <= 8 (gemm_subrange)
-
-// ((0 + s_0) + s_1) + ... + s_{P-1} over P <= 8 partials at p[0], p[stride], ...: every load is
-// issued before the first add (a decode step's fold is otherwise a chain of P L2 round trips);
-// the additions keep the canonical order.
-__device__ __forceinline__ float fold_partials(const float* p, int64_t stride, int P) {
-  float v[kGemmMaxSubranges];
-#pragma unroll
-  for (int s = 0; s < kGemmMaxSubranges; ++s) v[s] = s < P ? __ldcg(p + s * stride) : 0.0f;
-  float sum = 0.0f;
-#pragma unroll
-  for (int s = 0; s < kGemmMaxSubranges; ++s)
-    if (s < P) sum += v[s];
-  return sum;
-}
-
 __host__ __device__ inline int gemm_n_subranges(int64_t K) {
   const int64_t R = gemm_subrange(K);
   return static_cast<int>((K + R - 1) / R);

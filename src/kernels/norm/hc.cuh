@@ -12,22 +12,6 @@ namespace deepinfer::kernels {
 
 inline constexpr int kMaxMix = 32;  // (2 + hc) * hc for hc <= 4
 
-// ((0 + p[0]) + p[stride]) + ... over n values, with the loads of each group of 8 issued before
-// its adds: the split partials of one token are a few L2 round trips instead of n of them (a
-// decode step's mHC was dominated by such chains). The order of the adds is unchanged.
-__device__ __forceinline__ float sum_in_order(const float* p, int64_t stride, int n) {
-  float sum = 0.0f;
-  for (int s0 = 0; s0 < n; s0 += 8) {
-    float v[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = s0 + i < n ? p[(s0 + i) * stride] : 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      if (s0 + i < n) sum += v[i];
-  }
-  return sum;
-}
-
 template <typename T>
 __global__ void hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int n_mix, int64_t chunk) {
   __shared__ float red[kMaxMix + 1][32];
