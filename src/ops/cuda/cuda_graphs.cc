@@ -6,9 +6,9 @@
 // signature covers what those arguments are made of — each workspace address and size handed out
 // (tensor shapes, hence every size a launcher derives), each upload's size and staging offset, the
 // sequence of launch sites (control flow), and the caller's key for the persistent buffers it
-// uses (the model and its KV state) — so two passes with one signature make the same launches. What varies between such steps (token ids,
-// positions, tables, emission plans) travels through uploads, which the graph re-reads from
-// staging on every replay.
+// uses (the model and its KV state) — so two passes with one signature make the same launches.
+// What varies between such steps (token ids, positions, tables, emission plans) travels through
+// uploads, which the graph re-reads from staging on every replay.
 #include <algorithm>
 #include <cstring>
 
@@ -47,6 +47,21 @@ const void* CudaOps::stage(const void* host, size_t bytes) {
   return staging_ + offset;
 }
 
+void CudaOps::start_pass(Mode mode) {
+  mode_ = mode;
+  sig_ = 0;
+  mix(state_key_);
+  staging_used_ = 0;
+  replayable_ = true;
+}
+
+void CudaOps::keep_graph(uint64_t sig, cudaGraphExec_t exec) {
+  if (void* evicted = graph_cache_->store(sig, exec)) {
+    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // it may still be running
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
+  }
+}
+
 void CudaOps::drop_graphs() {
   if (graph_cache_ == nullptr || graph_cache_->size() == 0) return;
   cudaStreamSynchronize(stream_);  // none may be running when destroyed
@@ -59,30 +74,20 @@ void CudaOps::graph_prepare(uint64_t state_key) {
   DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
   if (staging_size_ < staging_wanted_) {
     if (staging_ != nullptr) DI_CUDA_CHECK(cudaFreeHost(staging_));
-    staging_ = nullptr;
-    staging_size_ = 0;
     drop_graphs();  // they read the old staging buffer
     DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), staging_wanted_, cudaHostAllocDefault));
     staging_size_ = staging_wanted_;
   }
-  mode_ = Mode::kPrepare;
   state_key_ = state_key;
-  sig_ = 0;
-  mix(state_key_);
-  staging_used_ = 0;
-  replayable_ = true;
+  start_pass(Mode::kPrepare);
 }
 
 Ops::GraphStep CudaOps::graph_replay() {
   DI_CHECK(mode_ == Mode::kPrepare, "graph_replay without graph_prepare");
   mode_ = Mode::kEager;
   prepared_sig_ = sig_;
-  if (!replayable_) {
-    ++graph_stats_.eager;
-    return GraphStep::kEager;
-  }
   void* graph = nullptr;
-  switch (graph_cache_->decide(sig_, &graph)) {
+  switch (replayable_ ? graph_cache_->decide(sig_, &graph) : GraphCache::Decision::kEager) {
     case GraphCache::Decision::kReplay:
       DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_));
       DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
@@ -99,11 +104,7 @@ Ops::GraphStep CudaOps::graph_replay() {
 
 void CudaOps::graph_capture_begin() {
   DI_CHECK(mode_ == Mode::kEager, "graph_capture_begin inside another graph pass");
-  mode_ = Mode::kCapture;
-  sig_ = 0;
-  mix(state_key_);
-  staging_used_ = 0;
-  replayable_ = true;
+  start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
   DI_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
 }
@@ -120,20 +121,14 @@ bool CudaOps::graph_capture_end() {
   if (!ok) {
     cudaGetLastError();  // clear a capture error: the caller reruns the step eagerly
     ++graph_stats_.failed;
-    if (void* evicted = graph_cache_->store(prepared_sig_, nullptr)) {  // not tried again
-      DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
-    }
+    keep_graph(prepared_sig_, nullptr);  // not tried again
     log_warn("CUDA graph recording failed ({}); steps of this shape run eagerly",
              err != cudaSuccess ? cudaGetErrorString(err)
                                 : (sig_ != prepared_sig_ ? "the recorded pass differs from the prepared one"
                                                          : "not replayable"));
     return false;
   }
-  if (void* evicted = graph_cache_->store(prepared_sig_, exec)) {
-    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // it may still be running
-    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
-  }
+  keep_graph(prepared_sig_, exec);
   DI_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
   DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
   ++graph_stats_.captured;

@@ -131,9 +131,7 @@ void CudaOps::copy(const TensorView& src, const TensorView& dst) {
   }
   if (!launch_site(__FILE__, __LINE__)) return;
   DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, stream_));
-  if (src.device == tensor::Device::kCpu || dst.device == tensor::Device::kCpu) {
-    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
-  }
+  if (host) DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
 }
 
 void CudaOps::fill(const TensorView& dst, float value) {

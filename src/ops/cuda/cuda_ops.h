@@ -128,6 +128,9 @@ class CudaOps final : public Ops {
   // Host bytes of an upload in pinned staging at the pass's next offset (nullptr: no room, the
   // step is not replayable).
   const void* stage(const void* host, size_t bytes);
+  void start_pass(Mode mode);  // prepare or capture: empty signature (the state key), staging
+  // Stores a recording's result (nullptr: failed) and destroys the graph it evicts, if any.
+  void keep_graph(uint64_t sig, cudaGraphExec_t exec);
   void drop_graphs();
   Mode mode_ = Mode::kEager;
   bool graphs_on_ = false;

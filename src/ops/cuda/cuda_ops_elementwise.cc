@@ -12,16 +12,16 @@ void CudaOps::embed(const TensorView& ids, const TensorView& table, const Tensor
   const int64_t T = ids.numel();
   if (T == 0) return;
   DI_LAUNCH(k::launch_embed({dptr<int32_t>(ids), table.data, act_type(table), out.data, act_type(out), T,
-                                 table.shape[1]},
-                                stream_));
+                             table.shape[1]},
+                            stream_));
 }
 
 void CudaOps::broadcast_streams(const TensorView& x, const TensorView& out) {
   if (x.shape[0] == 0) return;
   DI_CHECK(x.dtype == out.dtype, "broadcast_streams: dtypes differ");
   DI_LAUNCH(k::launch_broadcast_streams({x.data, out.data, act_type(x), x.shape[0], x.shape[1],
-                                             static_cast<int>(out.shape[1])},
-                                            stream_));
+                                         static_cast<int>(out.shape[1])},
+                                        stream_));
 }
 
 void CudaOps::rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
@@ -48,23 +48,23 @@ void CudaOps::swiglu(const TensorView& g, const TensorView& u, float limit, cons
   DI_CHECK(g.numel() == u.numel() && g.numel() == out.numel(), "swiglu: shapes differ");
   if (g.numel() == 0) return;
   DI_LAUNCH(k::launch_swiglu({g.data, act_type(g), u.data, act_type(u), out.data, act_type(out), g.numel(), limit},
-                                 stream_));
+                             stream_));
 }
 
 void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
   if (rows.empty()) return;
   const TensorView d_rows = upload(rows.data(), DType::kI32, {static_cast<int64_t>(rows.size())});
   DI_LAUNCH(k::launch_gather_rows({x.data, act_type(x), dptr<int32_t>(d_rows), out.data, act_type(out),
-                                       static_cast<int64_t>(rows.size()), x.shape[x.rank - 1]},
-                                      stream_));
+                                   static_cast<int64_t>(rows.size()), x.shape[x.rank - 1]},
+                                  stream_));
 }
 
 void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeParams& params) {
   const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
   if (N == 0) return;
   DI_LAUNCH(k::launch_rope({x.data, act_type(x), dptr<int32_t>(positions), dptr<float>(params.inv_freq), N,
-                                x.numel() / (N * width), width, params.n_rope, params.inverse ? -1.0f : 1.0f},
-                               stream_));
+                            x.numel() / (N * width), width, params.n_rope, params.inverse ? -1.0f : 1.0f},
+                           stream_));
 }
 
 void CudaOps::fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) {
@@ -101,10 +101,10 @@ void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& pa
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, (2 + hc) * hc + 1});
   DI_LAUNCH(k::launch_hc_pre({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
-                                  dptr<float>(partial), T, D, static_cast<int>(hc), splits, params.sinkhorn_iters,
-                                  params.hc_eps, params.norm_eps, u.data, act_type(u), dptr<float>(post),
-                                  dptr<float>(comb)},
-                                 stream_));
+                              dptr<float>(partial), T, D, static_cast<int>(hc), splits, params.sinkhorn_iters,
+                              params.hc_eps, params.norm_eps, u.data, act_type(u), dptr<float>(post),
+                              dptr<float>(comb)},
+                             stream_));
 }
 
 void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
@@ -113,8 +113,8 @@ void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView
   if (T == 0) return;
   DI_CHECK(x.dtype == out.dtype && out.data != x.data, "hc_post: out must be a distinct tensor of x's dtype");
   DI_LAUNCH(k::launch_hc_post({o.data, act_type(o), x.data, out.data, act_type(x), dptr<float>(post),
-                                   dptr<float>(comb), T, x.shape[2], static_cast<int>(x.shape[1])},
-                                  stream_));
+                               dptr<float>(comb), T, x.shape[2], static_cast<int>(x.shape[1])},
+                              stream_));
 }
 
 void CudaOps::hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) {
@@ -123,9 +123,9 @@ void CudaOps::hc_head(const TensorView& x, const HcHeadWeights& w, const HcParam
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, hc + 1});
   DI_LAUNCH(k::launch_hc_head({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
-                                   dptr<float>(partial), T, D, static_cast<int>(hc), splits, 0, params.hc_eps,
-                                   params.norm_eps, y.data, act_type(y), nullptr, nullptr},
-                                  stream_));
+                               dptr<float>(partial), T, D, static_cast<int>(hc), splits, 0, params.hc_eps,
+                               params.norm_eps, y.data, act_type(y), nullptr, nullptr},
+                              stream_));
 }
 
 }  // namespace deepinfer::ops::cuda

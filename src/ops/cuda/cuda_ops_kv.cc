@@ -18,8 +18,8 @@ const k::SeqSpanDev* seq_spans(const BatchView& b) { return static_cast<const k:
 void CudaOps::window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) {
   if (batch.n_seqs == 0) return;
   DI_LAUNCH(k::launch_window_store({kv.data, act_type(kv), seq_spans(batch), window.data, act_type(window),
-                                        batch.n_seqs, window.shape[1], window.shape[2]},
-                                       stream_));
+                                    batch.n_seqs, window.shape[1], window.shape[2]},
+                                   stream_));
 }
 
 void CudaOps::compress(const TensorView& kv, const TensorView& score, const TensorView& ape, const BatchView& batch,
@@ -39,17 +39,17 @@ void CudaOps::compress(const TensorView& kv, const TensorView& score, const Tens
   const int64_t n_state = params.overlapped ? 2 * params.ratio : params.ratio;
   DI_CHECK(kv.dtype == DType::kF32 && state_kv.dtype == DType::kF32, "compress works in F32");
   DI_LAUNCH(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
-                                    dptr<int32_t>(d_base), dptr<float>(state_kv), dptr<float>(state_score),
-                                    dptr<float>(rows), batch.n_seqs, params.ratio, params.overlapped, params.dc,
-                                    width, n_state},
-                                   stream_));
+                                dptr<int32_t>(d_base), dptr<float>(state_kv), dptr<float>(state_score),
+                                dptr<float>(rows), batch.n_seqs, params.ratio, params.overlapped, params.dc,
+                                width, n_state},
+                               stream_));
 }
 
 void CudaOps::store_rows(const TensorView& rows, const EmitPlan& plan, const TensorView& pool) {
   if (plan.n_emit == 0) return;
   DI_LAUNCH(k::launch_store_rows({rows.data, act_type(rows), dptr<int32_t>(plan.dst), pool.data, act_type(pool),
-                                      plan.n_emit, pool.shape[pool.rank - 1]},
-                                     stream_));
+                                  plan.n_emit, pool.shape[pool.rank - 1]},
+                                 stream_));
 }
 
 void CudaOps::indexer_topk(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
@@ -71,11 +71,11 @@ void CudaOps::indexer_topk(const TensorView& q, const TensorView& w, const Tenso
   const size_t smem = (Hi * di + 32 * di + 32 * Hi) * sizeof(float);
   DI_CHECK(smem <= 200 * 1024, "indexer: {} heads x {} dims need {} bytes of shared memory", Hi, di, smem);
   DI_LAUNCH(k::launch_indexer_topk({q.data, act_type(q), dptr<float>(wf), keys.data, act_type(keys),
-                                        dptr<int32_t>(batch.positions), dptr<int32_t>(batch.token_seq),
-                                        dptr<int32_t>(batch.block_tables), batch.max_blocks, ratio, rows_per_block,
-                                        static_cast<int>(Hi), static_cast<int>(di), static_cast<int>(idx.shape[1]),
-                                        weight_scale, dptr<float>(scores), ld, T, dptr<int32_t>(idx)},
-                                       stream_));
+                                    dptr<int32_t>(batch.positions), dptr<int32_t>(batch.token_seq),
+                                    dptr<int32_t>(batch.block_tables), batch.max_blocks, ratio, rows_per_block,
+                                    static_cast<int>(Hi), static_cast<int>(di), static_cast<int>(idx.shape[1]),
+                                    weight_scale, dptr<float>(scores), ld, T, dptr<int32_t>(idx)},
+                                   stream_));
 }
 
 void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
@@ -104,10 +104,10 @@ void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const 
   if (T == 0) return;
   DI_CHECK(params.n_experts_per_tok <= 16, "top-{} routing unsupported on CUDA", params.n_experts_per_tok);
   DI_LAUNCH(k::launch_moe_route({dptr<float>(logits), bias.empty() ? nullptr : dptr<float>(bias),
-                                     tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid), dptr<int32_t>(token_ids), T,
-                                     static_cast<int>(logits.shape[1]), static_cast<int>(params.n_experts_per_tok),
-                                     params.route_scale, dptr<int32_t>(sel), dptr<float>(weights)},
-                                    stream_));
+                                 tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid), dptr<int32_t>(token_ids), T,
+                                 static_cast<int>(logits.shape[1]), static_cast<int>(params.n_experts_per_tok),
+                                 params.route_scale, dptr<int32_t>(sel), dptr<float>(weights)},
+                                stream_));
 }
 
 const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> experts) {
@@ -143,8 +143,8 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   TensorView active = alloc(DType::kI32, {E + 1});
   fill(counts, 0.0f);
   DI_LAUNCH(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
-                                     dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
-                                    stream_));
+                                 dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
+                                stream_));
   const k::WeightDesc* w_all = expert_descs(experts);
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
@@ -180,13 +180,13 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   expert_gemm(xa, static_cast<int>(kk), w_all + E, F, D, u);
   const bool bf16 = x.dtype == DType::kBF16;
   DI_LAUNCH(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
-                                             params.swiglu_limit, bf16, dptr<float>(h)},
-                                            stream_));
+                                         params.swiglu_limit, bf16, dptr<float>(h)},
+                                        stream_));
   const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
   expert_gemm(ha, 1, w_all + 2 * E, D, F, y);
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
-                                       dptr<float>(out)},
-                                      stream_));
+                                   dptr<float>(out)},
+                                  stream_));
 }
 
 }  // namespace deepinfer::ops::cuda
