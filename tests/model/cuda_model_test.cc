@@ -122,42 +122,57 @@ TEST_P(CudaModelTest, ChunkedPrefillEqualsOneShotOnTheGpu) {
   EXPECT_EQ(steps, one);
 }
 
+// Logits of a forward result copied to the host ([rows * vocab] F32).
+std::vector<float> host_logits(engine::LoadedModel& lm, const model::ForwardResult& r) {
+  std::vector<float> h(static_cast<size_t>(r.logits.numel()));
+  lm.ops->copy(r.logits, tensor::TensorView::contiguous(h.data(), tensor::DType::kF32, {r.logits.shape[0], r.logits.shape[1]}));
+  return h;
+}
+
+// The tiny model loaded twice on the GPU: with step graphs off (eager launches) and on.
+struct EagerAndGraphed {
+  std::unique_ptr<engine::LoadedModel> eager, graphed;
+};
+EagerAndGraphed load_eager_and_graphed(model::Numerics numerics) {
+  setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);
+  EagerAndGraphed m;
+  m.eager = load_on("cuda", numerics);
+  unsetenv("DEEPINFER_CUDA_GRAPHS");
+  m.graphed = load_on("cuda", numerics);
+  if (m.eager && m.graphed) {
+    EXPECT_FALSE(m.eager->ops->graphs_enabled());
+    EXPECT_TRUE(m.graphed->ops->graphs_enabled());
+  }
+  return m;
+}
+
+const ops::cuda::GraphStats& graph_stats(engine::LoadedModel& lm) {
+  return dynamic_cast<ops::cuda::CudaOps&>(*lm.ops).graph_stats();
+}
+
 // Decode steps replayed from recorded CUDA graphs compute exactly what eager launches compute:
 // two sequences decoded together for 120 steps (CSA and HCA emissions, indexer growth), logits
 // compared bit for bit with a model whose backend has graphs off; most steps must be replays.
 TEST_P(CudaModelTest, GraphReplayEqualsEagerDecode) {
-  setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);
-  auto eager = load_on("cuda", GetParam());
-  unsetenv("DEEPINFER_CUDA_GRAPHS");
-  auto graphed = load_on("cuda", GetParam());
+  auto [eager, graphed] = load_eager_and_graphed(GetParam());
   ASSERT_TRUE(eager && graphed);
-  auto* cuda = dynamic_cast<ops::cuda::CudaOps*>(graphed->ops.get());
-  ASSERT_TRUE(cuda != nullptr && cuda->graphs_enabled());
-  ASSERT_FALSE(eager->ops->graphs_enabled());
   const auto a = testing::random_ids(330, 21, 128000), b = testing::random_ids(280, 22, 128000);
-  const int64_t V = graphed->config.vocab_size;
-  auto host_logits = [&](engine::LoadedModel& lm, const model::ForwardResult& r) {
-    std::vector<float> h(static_cast<size_t>(r.logits.numel()));
-    lm.ops->copy(r.logits, tensor::TensorView::contiguous(h.data(), tensor::DType::kF32, {r.logits.shape[0], V}));
-    return h;
-  };
   model::KvState eager_state(eager->config, {2, 4, 256, eager->model->act_dtype()}, eager->ops.get());
   model::KvState graphed_state(graphed->config, {2, 4, 256, graphed->model->act_dtype()}, graphed->ops.get());
-  model::KvState* states[2] = {&eager_state, &graphed_state};
-  for (model::KvState* st : states) st->reset_slot(0), st->reset_slot(1);
+  for (model::KvState* st : {&eager_state, &graphed_state}) st->reset_slot(0), st->reset_slot(1);
   int32_t pa = 200, pb = 150;
   const auto prefill = testing::make_batch({{0, {a.begin(), a.begin() + pa}, 0, {0, 1}, 0, 0, {pa - 1}},
                                             {1, {b.begin(), b.begin() + pb}, 0, {2, 3}, 0, 0, {pb - 1}}});
-  ASSERT_TRUE(eager->model->forward(prefill, *states[0]).is_ok());
-  ASSERT_TRUE(graphed->model->forward(prefill, *states[1]).is_ok());
+  ASSERT_TRUE(eager->model->forward(prefill, eager_state).is_ok());
+  ASSERT_TRUE(graphed->model->forward(prefill, graphed_state).is_ok());
   for (int step = 0; step < 120; ++step, ++pa, ++pb) {
     const auto batch = testing::make_batch({{0, {a[pa]}, pa, {0, 1}, 0, 0, {0}}, {1, {b[pb]}, pb, {2, 3}, 0, 0, {0}}});
-    auto re = eager->model->forward(batch, *states[0]);
-    auto rg = graphed->model->forward(batch, *states[1]);
+    auto re = eager->model->forward(batch, eager_state);
+    auto rg = graphed->model->forward(batch, graphed_state);
     ASSERT_TRUE(re.is_ok() && rg.is_ok());
     ASSERT_EQ(host_logits(*graphed, *rg), host_logits(*eager, *re)) << "decode step " << step;
   }
-  const ops::cuda::GraphStats& st = cuda->graph_stats();
+  const ops::cuda::GraphStats& st = graph_stats(*graphed);
   std::printf("step graphs: %lld replayed, %lld recorded, %lld eager, %lld failed\n",
               static_cast<long long>(st.replayed), static_cast<long long>(st.captured),
               static_cast<long long>(st.eager), static_cast<long long>(st.failed));
@@ -169,17 +184,8 @@ TEST_P(CudaModelTest, GraphReplayEqualsEagerDecode) {
 // Two KV states of the same shapes decoded alternately: their steps have the same workspace
 // layout, so only the state key keeps a graph recorded on one from being replayed on the other.
 TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
-  setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);
-  auto eager = load_on("cuda", GetParam());
-  unsetenv("DEEPINFER_CUDA_GRAPHS");
-  auto graphed = load_on("cuda", GetParam());
+  auto [eager, graphed] = load_eager_and_graphed(GetParam());
   ASSERT_TRUE(eager && graphed);
-  const int64_t V = graphed->config.vocab_size;
-  auto host_logits = [&](engine::LoadedModel& lm, const model::ForwardResult& r) {
-    std::vector<float> h(static_cast<size_t>(r.logits.numel()));
-    lm.ops->copy(r.logits, tensor::TensorView::contiguous(h.data(), tensor::DType::kF32, {r.logits.shape[0], V}));
-    return h;
-  };
   const std::vector<int32_t> ids[2] = {testing::random_ids(60, 31, 128000), testing::random_ids(60, 32, 128000)};
   std::vector<std::unique_ptr<model::KvState>> states;  // eager A, eager B, graphed A, graphed B
   for (auto* lm : {eager.get(), eager.get(), graphed.get(), graphed.get()}) {
@@ -196,7 +202,7 @@ TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
       ASSERT_EQ(host_logits(*graphed, *rg), host_logits(*eager, *re)) << "state " << which << " position " << pos;
     }
   }
-  EXPECT_GE(dynamic_cast<ops::cuda::CudaOps*>(graphed->ops.get())->graph_stats().replayed, 100);
+  EXPECT_GE(graph_stats(*graphed).replayed, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(Numerics, CudaModelTest, ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
