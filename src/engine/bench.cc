@@ -89,6 +89,20 @@ Result<double> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, 
   return median(times);
 }
 
+// Chunk [begin, begin + len) of an n-token prompt in sequence slot 0.
+model::ForwardBatch prefill_batch(int64_t n, int64_t begin, int64_t len, int32_t block_tokens) {
+  model::ForwardBatch fb;
+  fb.max_blocks = static_cast<int32_t>(n / block_tokens + 1);
+  for (int32_t k = 0; k < fb.max_blocks; ++k) fb.block_tables.push_back(k);
+  for (int64_t i = 0; i < len; ++i) {
+    fb.token_ids.push_back(static_cast<int32_t>((begin + i) * 7919 % 100000 + 3));
+    fb.positions.push_back(static_cast<int32_t>(begin + i));
+  }
+  fb.seqs.push_back({0, 0, static_cast<int32_t>(len), static_cast<int32_t>(begin), 0, 0});
+  fb.logit_rows.push_back(static_cast<int32_t>(len - 1));
+  return fb;
+}
+
 Result<double> time_prefill(BenchModel& b, const BenchOptions& o, int64_t n, model::KvState& state) {
   std::vector<double> times;
   for (int it = 0; it < std::max(1, o.iters / 2) + 1; ++it) {
@@ -96,16 +110,7 @@ Result<double> time_prefill(BenchModel& b, const BenchOptions& o, int64_t n, mod
     const auto t0 = Clock::now();
     for (int64_t begin = 0; begin < n; begin += o.prefill_chunk) {
       const int64_t len = std::min<int64_t>(o.prefill_chunk, n - begin);
-      model::ForwardBatch fb;
-      fb.max_blocks = static_cast<int32_t>(n / state.options().block_tokens + 1);
-      for (int32_t k = 0; k < fb.max_blocks; ++k) fb.block_tables.push_back(k);
-      for (int64_t i = 0; i < len; ++i) {
-        fb.token_ids.push_back(static_cast<int32_t>((begin + i) * 7919 % 100000 + 3));
-        fb.positions.push_back(static_cast<int32_t>(begin + i));
-      }
-      fb.seqs.push_back({0, 0, static_cast<int32_t>(len), static_cast<int32_t>(begin), 0, 0});
-      fb.logit_rows.push_back(static_cast<int32_t>(len - 1));
-      auto r = model_of(b).forward(fb, state);
+      auto r = model_of(b).forward(prefill_batch(n, begin, len, state.options().block_tokens), state);
       if (!r.is_ok()) return r.status();
     }
     ops_of(b)->synchronize();
@@ -212,11 +217,16 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       row["hbm_roofline_pct"] = copy_gbs > 0 ? 100.0 * (cost.weight_bytes + cost.kv_bytes) / t / (copy_gbs * 1e9) : 0.0;
       row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
       log_info("decode batch {} context {}: {:.3f} ms/step, {:.1f} tok/s", batch, context, t * 1e3, batch / t);
-      if (o.kernel_breakdown && !result.contains("decode_breakdown")) {
+      // Per-op breakdowns of the first shape and of the largest batch at the first context (the
+      // weight-bound and the compute-leaning ends of the grid).
+      const bool first = !result.contains("decode_breakdown");
+      const bool largest = context == o.contexts.front() && batch == o.batches.back() && batch != o.batches.front();
+      if (o.kernel_breakdown && (first || largest)) {
+        const std::string key = first ? "decode_breakdown" : "decode_breakdown_large";
         json by_linear = json::object();
-        result["decode_breakdown"] = breakdown(b, state, decode_batch(batch, context, block_tokens), &by_linear);
-        if (!by_linear.empty()) result["decode_breakdown_by_linear"] = by_linear;
-        result["decode_breakdown_shape"] = {{"batch", batch}, {"context", context}};
+        result[key] = breakdown(b, state, decode_batch(batch, context, block_tokens), &by_linear);
+        if (!by_linear.empty()) result[key + "_by_linear"] = by_linear;
+        result[key + "_shape"] = {{"batch", batch}, {"context", context}};
       }
       result["rows"].push_back(row);
     }
@@ -237,6 +247,19 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
     row["hbm_roofline_pct"] = 0.0;  // prefill is compute-bound: the tensor share is the meaningful one
     row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
     log_info("prefill {} tokens: {:.3f} s, {:.1f} tok/s", n, t, n / t);
+    if (o.kernel_breakdown && !result.contains("prefill_breakdown")) {
+      // The last chunk of the prompt (the most context behind it), after the chunks before it.
+      const int64_t begin = (n - 1) / o.prefill_chunk * o.prefill_chunk;
+      state.reset_slot(0);
+      for (int64_t c = 0; c < begin; c += o.prefill_chunk) {
+        auto r = model_of(b).forward(prefill_batch(n, c, o.prefill_chunk, block_tokens), state);
+        if (!r.is_ok()) return r.status();
+      }
+      json by_linear = json::object();
+      result["prefill_breakdown"] = breakdown(b, state, prefill_batch(n, begin, n - begin, block_tokens), &by_linear);
+      if (!by_linear.empty()) result["prefill_breakdown_by_linear"] = by_linear;
+      result["prefill_breakdown_shape"] = {{"prompt", n}, {"chunk_begin", begin}, {"chunk_tokens", n - begin}};
+    }
     result["rows"].push_back(row);
   }
   if (!o.baseline_json.empty()) {

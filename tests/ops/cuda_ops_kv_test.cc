@@ -14,15 +14,26 @@ class CudaKvOpsTest : public OpHarness {
   void SetUp() override {
     OpHarness::SetUp();
     if (IsSkipped()) return;
-    seqs_ = {{0, 0, 40, 0, 0, 0}, {2, 40, 23, 90, 0, 0}, {1, 63, 1, 301, 0, 0}};
+    set_batch({{0, 0, 40, 0, 0, 0}, {2, 40, 23, 90, 0, 0}, {1, 63, 1, 301, 0, 0}}, 3);
+  }
+  // Sequence i owns blocks [i * max_blocks, (i + 1) * max_blocks) of 128 positions, or the
+  // blocks of sequence table_of[i] when given (the same sequence in another batch).
+  void set_batch(std::vector<ops::SeqSpan> seqs, int32_t max_blocks, std::vector<int32_t> table_of = {}) {
+    seqs_ = std::move(seqs);
+    positions_.clear();
+    token_seq_.clear();
+    ids_.clear();
+    tables_.clear();
     for (const auto& s : seqs_)
       for (int32_t i = 0; i < s.n_tokens; ++i) {
         positions_.push_back(s.start_pos + i);
         token_seq_.push_back(static_cast<int32_t>(&s - seqs_.data()));
         ids_.push_back(static_cast<int32_t>(positions_.size() * 7 % 100));
       }
-    max_blocks_ = 3;
-    tables_ = {0, 1, 2, 3, 4, 5, 6, 7, 8};  // 3 blocks of 128 positions each
+    max_blocks_ = max_blocks;
+    for (size_t i = 0; i < seqs_.size(); ++i)
+      for (int32_t k = 0; k < max_blocks; ++k)
+        tables_.push_back((table_of.empty() ? static_cast<int32_t>(i) : table_of[i]) * max_blocks + k);
     host_ = view(false);
     dev_ = view(true);
   }
@@ -135,6 +146,50 @@ TEST_F(CudaKvOpsTest, SparseAttentionWindowCompressedAndSinks) {
       gpu_->sparse_attention(q.dev, kv.dev, window.dev, mode ? comp.dev : none, mode == 2 ? idx.dev : none, sinks.dev,
                              dev_, ap, out.dev);
       EXPECT_LE(rel_error(download(out.dev), values(out.host)), dt == DType::kF32 ? 1e-5f : 1e-2f) << "mode " << mode;
+    }
+  }
+}
+
+// V4-Flash shapes (64 and 20 heads, head_dim 512, window 128, up to 600 + 128 rows per token:
+// the tensor-core kernel's many-tile, partial-tile and head-masking paths) against the reference,
+// and a token's output must not depend on the batch around it (bit for bit).
+TEST_F(CudaKvOpsTest, SparseAttentionAtV4ShapesIsBatchInvariant) {
+  const int64_t d = 512, W = 128, K = 512;
+  const int32_t blocks = 19;  // 19 x 128 positions cover position 2400
+  const std::vector<ops::SeqSpan> batch = {{0, 0, 70, 1000, 0, 0}, {1, 70, 1, 2400, 0, 0}, {2, 71, 3, 5, 0, 0}};
+  for (int64_t H : {64, 20}) {
+    for (int mode = 1; mode < 3; ++mode) {  // 1: all compressed rows (ratio 4), 2: K listed rows
+      set_batch(batch, blocks);
+      const int64_t T = host_.n_tokens;
+      Pair q = random(DType::kBF16, {T, H, d}, 0.3f), kv = random(DType::kBF16, {T, d});
+      Pair window = random(DType::kBF16, {3, W, d}), comp = random(DType::kBF16, {3 * blocks * 32, d});
+      Pair sinks = random(DType::kF32, {H});
+      Pair idx = make(DType::kI32, {T, K});
+      for (int64_t t = 0; t < T; ++t) {  // ascending rows, every other one past the first 200, -1 tail
+        const int32_t n_avail = (positions_[t] + 1) / 4;
+        int32_t k = 0;
+        for (int32_t g = 0; g < n_avail && k < K; g += g < 200 ? 1 : 2) set(idx.host, t * K + k++, static_cast<float>(g));
+        for (; k < K; ++k) set(idx.host, t * K + k, -1.0f);
+      }
+      upload(idx);
+      const ops::AttentionParams ap{W, 4, mode == 1, 32, 1.0f / std::sqrt(static_cast<float>(d))};
+      const TensorView none;
+      Pair out = make(DType::kBF16, {T, H, d});
+      cpu_.sparse_attention(q.host, kv.host, window.host, comp.host, mode == 2 ? idx.host : none, sinks.host, host_, ap,
+                            out.host);
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, comp.dev, mode == 2 ? idx.dev : none, sinks.dev, dev_, ap,
+                             out.dev);
+      const std::vector<float> full = download(out.dev);
+      EXPECT_LE(rel_error(full, values(out.host)), 1e-2f) << "H " << H << " mode " << mode;
+
+      // The decode token (batch row 70) alone in a batch of one, with its own block table.
+      set_batch({{1, 0, 1, 2400, 0, 0}}, blocks, {1});
+      Pair out1 = make(DType::kBF16, {1, H, d});
+      const int64_t row = 70 * H * d;
+      gpu_->sparse_attention(q.dev.slice0(70, 71), kv.dev.slice0(70, 71), window.dev, comp.dev,
+                             mode == 2 ? idx.dev.slice0(70, 71) : none, sinks.dev, dev_, ap, out1.dev);
+      const std::vector<float> alone = download(out1.dev);
+      EXPECT_TRUE(std::equal(alone.begin(), alone.end(), full.begin() + row)) << "H " << H << " mode " << mode;
     }
   }
 }

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/common/mma_utils.cuh"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
@@ -39,11 +40,6 @@ __host__ __device__ inline int64_t gemm_subrange(int64_t K) {
 __host__ __device__ inline int gemm_n_subranges(int64_t K) {
   const int64_t R = gemm_subrange(K);
   return static_cast<int>((K + R - 1) / R);
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // Elements per 16 stored bytes (the run one lane holds) for each weight format.
@@ -237,14 +233,5 @@ __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int6
 #pragma unroll
   for (int q = 0; q < run_elems(F) / 4; ++q) decode_quad<F>(raw, code, q, out[2 * q], out[2 * q + 1]);
 }
-
-__device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 
 }  // namespace deepinfer::kernels

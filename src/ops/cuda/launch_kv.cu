@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/attention/sparse_attention.cuh"
+#include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/launch.h"
 
@@ -66,6 +67,33 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   d.K = p.K;
   d.softmax_scale = p.softmax_scale;
   d.round_probs = p.round_probs;
+  // BF16 rows under the official contract take the tensor-core kernel; the choice depends on the
+  // model (dtype, head_dim, numerics), never on the batch, so results stay batch invariant.
+  if (p.type == ActType::kBF16 && p.round_probs && mma_attention_supports(p.d)) {
+    cudaError_t err = cudaSuccess;
+    auto launch_mma = [&](auto d_tag) {
+      constexpr int D = decltype(d_tag)::value;
+      const size_t smem = mma_attention_smem_bytes(D);
+      static const cudaError_t configured = cudaFuncSetAttribute(
+          sparse_attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (configured != cudaSuccess) {
+        err = configured;
+        return;
+      }
+      const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
+      sparse_attention_mma_kernel<D><<<grid, 32 * kMmaAttnWarps, smem, s>>>(
+          static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
+          static_cast<const __nv_bfloat16*>(p.window), static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks,
+          p.positions, p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+    };
+    switch (p.d) {
+      case 64: launch_mma(std::integral_constant<int, 64>{}); break;
+      case 128: launch_mma(std::integral_constant<int, 128>{}); break;
+      case 256: launch_mma(std::integral_constant<int, 256>{}); break;
+      default: launch_mma(std::integral_constant<int, 512>{}); break;
+    }
+    return err != cudaSuccess ? err : cudaGetLastError();
+  }
   // Heads per block: one for few tokens (parallelism), more for many (each row read once per
   // group). Numerically neutral: a head's arithmetic does not depend on its group.
   auto launch = [&](auto g_tag) {

@@ -1,0 +1,229 @@
+// Tensor-core sparse shared-KV attention with sinks (model_v4_flash.md §4.8) for BF16 rows under
+// the official contract — the FlashMLA regime: 64 heads read one 512-d row, so a token's heads
+// form the M side of the mma and its rows the N (Q.K^T) or K (P.V) side.
+//
+// One CTA per (token, 16 heads), 8 warps; the token's rows (window, then selected or all
+// compressed rows) stream through shared memory in tiles of 64 (8 per warp in Q.K^T), double
+// buffered with cp.async. The contract's probabilities are exactly normalised before they are
+// rounded to BF16 and fed to P.V, so the kernel makes two passes:
+//   pass 1: S = Q.K^T tile by tile (Q fragments stay in registers), per lane a running max and
+//           denominator per head; combined over the quad, then over the warps in order, the sink
+//           first (exp(sink - max));
+//   pass 2: the same S again (same instructions, same bits), P = bf16(exp(S - max) / den) written
+//           to shared memory, O[16 x D] += P[16 x 64] . V[64 x D], each warp owning D/8 columns.
+// Pass 2 walks the tiles last to first, so the tile pass 1 ended on is reused without a reload.
+// Every sum runs in an order fixed by the token's own row count: batch invariant, like the
+// scalar kernel (sparse_attention.cuh), which serves F32 rows, the plain numerics and odd head
+// dims. Masked rows (past the token's count) are zero-filled and get probability 0.
+#pragma once
+
+#include "kernels/attention/sparse_attention.cuh"
+#include "kernels/common/mma_utils.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kMmaAttnWarps = 8;
+inline constexpr int kMmaAttnHeads = 16;                // heads per CTA: the m16 of the mma
+inline constexpr int kMmaAttnRows = 8 * kMmaAttnWarps;  // rows per tile: one n8 per warp in Q.K^T
+inline constexpr int kMmaAttnPad = 8;                   // 16 B per row: ldmatrix rows hit distinct banks
+
+__host__ __device__ constexpr bool mma_attention_supports(int64_t d) {
+  return d == 64 || d == 128 || d == 256 || d == 512;
+}
+
+// Dynamic shared memory: KV tiles [2][kMmaAttnRows][D + pad] and P [16][kMmaAttnRows + pad], BF16.
+__host__ __device__ constexpr size_t mma_attention_smem_bytes(int64_t d) {
+  return static_cast<size_t>(2 * kMmaAttnRows * (d + kMmaAttnPad) + kMmaAttnHeads * (kMmaAttnRows + kMmaAttnPad)) *
+         sizeof(__nv_bfloat16);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
+    sparse_attention_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
+                                const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
+                                const int32_t* positions, const int32_t* token_seq, const SeqSpanDev* seqs,
+                                const int32_t* block_tables, AttentionParamsDev p, __nv_bfloat16* out) {
+  using bf16 = __nv_bfloat16;
+  constexpr int LD = D + kMmaAttnPad, LDP = kMmaAttnRows + kMmaAttnPad;
+  constexpr int KS = D / 16;                          // k16 steps of Q.K^T
+  constexpr int NT = D / (8 * kMmaAttnWarps);         // n8 column tiles per warp in P.V
+  constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
+  static_assert(mma_attention_supports(D) && KS % 2 == 0 && (NT == 1 || NT % 2 == 0));
+  extern __shared__ __align__(16) unsigned char attn_smem[];
+  bf16* s_kv = reinterpret_cast<bf16*>(attn_smem);  // [2][kMmaAttnRows][LD]
+  bf16* s_p = s_kv + 2 * kMmaAttnRows * LD;          // [16 heads][LDP]
+  __shared__ float s_mx[kMmaAttnWarps][kMmaAttnHeads], s_den[kMmaAttnWarps][kMmaAttnHeads];
+
+  const int64_t t = blockIdx.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kMmaAttnHeads;
+  const SeqSpanDev s = seqs[token_seq[t]];
+  const int64_t pos = positions[t];
+  const int64_t first = max64(max64(0, pos - p.W + 1), s.window_floor);
+  const int64_t n_window = pos - first + 1;
+  const int32_t* idx = p.all_compressed || comp_idx == nullptr ? nullptr : comp_idx + t * p.K;
+  int64_t n_comp = 0;
+  if (p.ratio > 0) {
+    if (p.all_compressed) {
+      n_comp = (pos + 1) / p.ratio;
+    } else {
+      while (n_comp < p.K && idx[n_comp] >= 0) ++n_comp;
+    }
+  }
+  const int64_t n_rows = n_window + n_comp;
+  const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
+  const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
+
+  // This warp's 8 rows of tile i into buffer i & 1: lane rr < 8 resolves row rr's address, the
+  // warp copies it in 16-byte chunks (rows past n_rows are zero-filled).
+  auto load_rows = [&](int i) {
+    const int64_t r = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + (lane & 7);
+    const bf16* src = r < n_rows ? attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p) : kv_new;
+    bf16* dst = s_kv + ((i & 1) * kMmaAttnRows + warp * 8) * LD;
+#pragma unroll
+    for (int rr = 0; rr < 8; ++rr) {
+      const bf16* row = reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(src), rr));
+      const bool valid = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + rr < n_rows;
+      for (int ch = lane; ch < CHUNKS; ch += 32) cp_async16(dst + rr * LD + ch * 8, row + ch * 8, valid);
+    }
+    cp_async_commit();
+  };
+
+  // Q fragments over the whole head_dim, rows = heads h0 + g and h0 + g + 8 (zero past H).
+  uint32_t qf[KS][4];
+  {
+    const bool v0 = h0 + g < p.H, v1 = h0 + g + 8 < p.H;
+    const bf16* q0 = q + (t * p.H + h0 + g) * D;
+    const bf16* q1 = q0 + 8 * D;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int col = ks * 16 + 2 * c;
+      qf[ks][0] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col) : 0u;
+      qf[ks][1] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col) : 0u;
+      qf[ks][2] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col + 8) : 0u;
+      qf[ks][3] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col + 8) : 0u;
+    }
+  }
+
+  // S for this warp's 8 rows of the tile in buffer b: lane holds heads g, g + 8 x rows 2c, 2c + 1.
+  auto qk = [&](int b, float* acc) {
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    // ldmatrix x4: matrices (k 0-7, k 8-15) of step ks and of step ks + 1, rows = this warp's 8.
+    const bf16* base = s_kv + (b * kMmaAttnRows + warp * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
+#pragma unroll
+    for (int ks = 0; ks < KS; ks += 2) {
+      uint32_t bf[4];
+      ldmatrix_x4(bf, base + ks * 16);
+      mma_bf16_16816(acc, qf[ks], bf);
+      mma_bf16_16816(acc, qf[ks + 1], bf + 2);
+    }
+  };
+  auto row_of = [&](int i, int e) { return static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + 2 * c + (e & 1); };
+
+  // Pass 1: running max / denominator per (lane, head); lane-local rows in order.
+  float mx[2] = {-INFINITY, -INFINITY}, den[2] = {0.0f, 0.0f};
+  load_rows(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if (i + 1 < n_tiles) {
+      load_rows(i + 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncwarp();
+    float acc[4];
+    qk(i & 1, acc);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (row_of(i, e) >= n_rows) continue;
+      const float z = acc[e] * p.softmax_scale;
+      const int hh = e >> 1;
+      const float new_mx = fmaxf(mx[hh], z);
+      den[hh] = den[hh] * expf(mx[hh] - new_mx) + expf(z - new_mx);
+      mx[hh] = new_mx;
+    }
+    __syncwarp();  // this warp's reads of buffer i & 1 finish before tile i + 2 lands there
+  }
+  // Combine (max, den) pairs: over the quad (lanes c = 0..3) by a fixed butterfly, then over the
+  // warps in order with the sink first.
+  auto merge = [](float& m, float& l, float m2, float l2) {
+    const float mn = fmaxf(m, m2);
+    l = (l > 0.0f ? l * expf(m - mn) : 0.0f) + (l2 > 0.0f ? l2 * expf(m2 - mn) : 0.0f);
+    m = mn;
+  };
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
+      merge(mx[hh], den[hh], m2, l2);
+    }
+    if (c == 0) s_mx[warp][g + 8 * hh] = mx[hh], s_den[warp][g + 8 * hh] = den[hh];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
+    for (int w = 0; w < kMmaAttnWarps; ++w) merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
+    mx[hh] = m;
+    den[hh] = l;
+  }
+
+  // Pass 2: tiles last to first; the last tile of pass 1 is still in its buffer.
+  float o[NT][4] = {};
+  const int col0 = warp * (D / kMmaAttnWarps);
+  for (int i = n_tiles - 1; i >= 0; --i) {
+    if (i > 0) {
+      load_rows(i - 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncwarp();
+    float acc[4];
+    qk(i & 1, acc);
+    float pr[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int hh = e >> 1;
+      pr[e] = row_of(i, e) < n_rows ? round_bf16(expf(acc[e] * p.softmax_scale - mx[hh]) / den[hh]) : 0.0f;
+    }
+    *reinterpret_cast<uint32_t*>(s_p + g * LDP + warp * 8 + 2 * c) = pack_bf16(pr[0], pr[1]);
+    *reinterpret_cast<uint32_t*>(s_p + (g + 8) * LDP + warp * 8 + 2 * c) = pack_bf16(pr[2], pr[3]);
+    __syncthreads();  // P and every warp's rows of tile i are in shared memory
+    const bf16* v = s_kv + (i & 1) * kMmaAttnRows * LD;
+#pragma unroll
+    for (int ks = 0; ks < kMmaAttnRows / 16; ++ks) {
+      uint32_t af[4];
+      ldmatrix_x4(af, s_p + ((lane & 7) + ((lane >> 3) & 1) * 8) * LDP + ks * 16 + (lane >> 4) * 8);
+      const bf16* vrow = v + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + col0 + (lane >> 4) * 8;
+      if constexpr (NT == 1) {
+        uint32_t bf[2];
+        ldmatrix_x2_trans(bf, vrow);
+        mma_bf16_16816(o[0], af, bf);
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vrow + nt * 8);
+          mma_bf16_16816(o[nt], af, bf);
+          mma_bf16_16816(o[nt + 1], af, bf + 2);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with P and with buffer i & 1
+  }
+
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    if (h >= p.H) continue;
+    bf16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_bf16(o[nt][2 * hh], o[nt][2 * hh + 1]);
+  }
+}
+
+}  // namespace deepinfer::kernels
