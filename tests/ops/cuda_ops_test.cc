@@ -3,6 +3,7 @@
 // Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
 #include <numeric>
+#include <tuple>
 
 #include "op_test_harness.h"
 
@@ -17,6 +18,7 @@ class CudaOpsTest : public OpHarness {
   struct Linear {
     LinearWeight host, dev;
   };
+  void moe_batch_invariance(int64_t E);
   // A random weight stored in `format` (quantised with the checkpoint's recipe).
   Linear make_linear(WeightFormat format, int64_t out, int64_t in, int block = 128) {
     std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt(static_cast<float>(in)));
@@ -103,18 +105,19 @@ TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
 }
 
 // Batch invariance of the tensor-core GEMMs: a row's output is bitwise the same whether it is
-// computed alone (streaming small-M kernel), among 20 rows (its two-tile variant) or among 70
-// (tiled kernel) — both kernels follow one canonical summation order (gemm_common.cuh). K = 4160
-// spans several sub-ranges with a ragged tail.
+// computed alone (streaming small-M kernel), among 20 rows (its two-tile variant) or among 70 or
+// 300 (tiled kernels: the pipelined one for whole 128-element K tiles, three 128-row tiles at 300,
+// the general one for K = 4160 and 1000) — every kernel follows one canonical summation order
+// (gemm_common.cuh). K = 4160 spans several sub-ranges with a ragged tail.
 TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
     // K = 4096: eight sub-ranges (partials folded by the last CTA of each column tile).
     for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {96, 4096}, {72, 4160}, {40, 1000}}) {
       if (f == WeightFormat::kFp4Block && K % 32 != 0) continue;
       Linear w = make_linear(f, N, K);
-      const int64_t M = 70;
       // BF16 activations as given, and F32 ones FP8-quantised per 128 on the way in.
-      for (auto [dt, block] : std::vector<std::pair<DType, int>>{{DType::kBF16, 0}, {DType::kF32, 128}}) {
+      for (auto [M, dt, block] : std::vector<std::tuple<int64_t, DType, int>>{
+               {70, DType::kBF16, 0}, {70, DType::kF32, 128}, {300, DType::kBF16, 0}}) {
         Pair x = random(dt, {M, K});
         Pair y = make(DType::kF32, {M, N});
         gpu_->linear(x.dev, w.dev, y.dev, {block});
@@ -127,8 +130,8 @@ TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
           gpu_->linear(xs.dev, w.dev, ys.dev, {block});
           const std::vector<float> part = download(ys.dev);
           const std::vector<float> want(all.end() - rows * N, all.end());
-          EXPECT_EQ(part, want) << "format " << int(f) << " N " << N << " K " << K << " rows " << rows << " block "
-                                << block;
+          EXPECT_EQ(part, want) << "format " << int(f) << " N " << N << " K " << K << " M " << M << " rows " << rows
+                                << " block " << block;
         }
       }
     }
@@ -252,10 +255,16 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
 }
 
 // The MoE experts of a token give bitwise the same output alone, among 100 tokens (streaming
-// kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (tiled
-// kernel). D = 1024 gives the gate/up GEMMs two K sub-ranges.
+// kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (pipelined
+// tiled kernel: with 8 experts ~225 rows each, two 128-row tiles; with 40, the CTA's search for
+// its (expert, tile) pair spans two 32-expert chunks). D = 1024 gives the gate/up GEMMs two K
+// sub-ranges.
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
-  const int64_t E = 8, k = 3, D = 1024, F = 256, T = 600;
+  for (int64_t E : {8, 40}) moe_batch_invariance(E);
+}
+
+void CudaOpsTest::moe_batch_invariance(int64_t E) {
+  const int64_t k = 3, D = 1024, F = 256, T = 600;
   std::vector<Linear> keep;
   std::vector<tensor::ExpertWeights> ed;
   for (int64_t e = 0; e < E; ++e) {
@@ -285,7 +294,7 @@ TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
     upload(wn);
     Pair on = make(DType::kF32, {n, D});
     gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
-    EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end())) << n << " tokens";
+    EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end())) << n << " tokens, " << E << " experts";
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
+#include "kernels/gemm/dequant_gemm_pipelined.cuh"
 #include "kernels/gemm/dequant_gemv.cuh"
 #include "kernels/launch.h"
 
@@ -104,6 +105,23 @@ cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int st
   }
 }
 
+// Dense/grouped: one CTA row per 128-row tile and group. Experts: a bound on the (expert, tile)
+// pairs with rows — each expert's last tile may be partial — the CTAs past the real count exit.
+template <WeightFmt F>
+cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
+  const size_t smem = pipe_smem_bytes(F);
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      dequant_gemm_pipelined_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (configured != cudaSuccess) return configured;
+  const int m_tiles = static_cast<int>((p.M + kPipeBM - 1) / kPipeBM);
+  const int64_t y = p.experts != nullptr ? m_tiles + std::min<int64_t>(p.n_experts, p.M)
+                                         : static_cast<int64_t>(m_tiles) * p.n_groups;
+  const dim3 grid(static_cast<unsigned>((p.N + kPipeBN - 1) / kPipeBN), static_cast<unsigned>(y));
+  if (grid.x == 0 || grid.y == 0) return cudaSuccess;
+  dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(p, m_tiles);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
@@ -135,6 +153,15 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
         case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, sh, mt, stages, s);
         case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, sh, mt, stages, s);
       }
+    }
+  }
+  // The pipelined kernel's preconditions: the streaming kernel's, plus 16-byte aligned A rows.
+  const bool a_aligned = p.lda % 8 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0;
+  if (runs_ok && a_aligned && (!experts || p.n_experts <= kPipeMaxExperts)) {
+    switch (p.w.fmt) {
+      case WeightFmt::kBF16: return launch_pipelined<WeightFmt::kBF16>(p, s);
+      case WeightFmt::kFp8Block: return launch_pipelined<WeightFmt::kFp8Block>(p, s);
+      case WeightFmt::kFp4Block: return launch_pipelined<WeightFmt::kFp4Block>(p, s);
     }
   }
   const int64_t tiled_rows = experts ? p.max_rows_per_expert : p.M;

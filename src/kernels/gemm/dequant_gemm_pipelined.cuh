@@ -1,0 +1,245 @@
+// Pipelined block-scaled GEMM C = A W^T for M > 32 rows (prefill, large decode batches, MoE
+// experts with many tokens): the throughput kernel of the tiled path. Same canonical summation
+// order as dequant_gemv / dequant_gemm (gemm_common.cuh), so every kernel gives the same bits and
+// the backend stays batch invariant; dequant_gemm remains the general fallback (K not a multiple
+// of kGemmBK, unaligned rows, F32 scales).
+//
+// CTA tile 128 x 128 x kGemmBK (= 128), 8 warps as 2 (M) x 4 (N), warp tile 64 x 32 (4 m16 x 4 n8
+// mma tiles). Per K tile:
+//   * cp.async brings the A tile and the raw weight tile (16-byte runs) for tile i + 1 while tile
+//     i is computed (double buffered); BF16 weights go straight into the B buffers;
+//   * FP8/FP4 runs are dequantised once per CTA into a BF16 tile (dequant_run: the decoder every
+//     GEMM kernel shares), then both operands are read as 16-byte fragments: one LDS.128 per lane
+//     gives two consecutive canonical mma steps of A rows g (or g + 8) or of W row g.
+// Shared tiles are rows of 16 chunks of 16 bytes, XOR-swizzled per format so that the 8 lanes of
+// a quarter-warp (rows g, g + 1 x runs c = 0..3) hit 8 distinct bank groups.
+// MoE: blockIdx.y enumerates the (expert, 128-row tile) pairs that hold rows — the CTA finds its
+// own from the expert offsets — so no CTA is launched per empty expert tile.
+#pragma once
+
+#include "kernels/gemm/gemm_common.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kPipeBM = 128, kPipeBN = 128, kPipeWarps = 8, kPipeMaxExperts = 1024;
+
+// Bytes of the raw (stored) weight tile rows: one K tile of each format.
+__host__ __device__ constexpr int pipe_raw_row_bytes(WeightFmt f) {
+  return f == WeightFmt::kBF16 ? 0 : (f == WeightFmt::kFp8Block ? kGemmBK : kGemmBK / 2);
+}
+// Dynamic shared memory: A [2][BM][BK], B [BF16: 2, else 1][BN][BK] (BF16), raw [2][BN][raw row].
+__host__ __device__ constexpr size_t pipe_smem_bytes(WeightFmt f) {
+  return static_cast<size_t>(2) * kPipeBM * kGemmBK * 2 +
+         static_cast<size_t>(f == WeightFmt::kBF16 ? 2 : 1) * kPipeBN * kGemmBK * 2 +
+         static_cast<size_t>(2) * kPipeBN * pipe_raw_row_bytes(f);
+}
+
+// Physical 16-byte chunk of logical chunk ch (0..15) in tile row r. A quarter-warp reads rows of
+// both parities at chunks base + c * (Lf / 8) + x, c = 0..3: BF16 runs are adjacent chunks (row
+// parity moves them by 4), FP8 runs every other chunk (parity by 1), FP4 runs every fourth
+// (chunk bit 3 moves by 2, parity by 1).
+template <WeightFmt F>
+__device__ __forceinline__ int pipe_swizzle(int r, int ch) {
+  if constexpr (F == WeightFmt::kBF16) return ch ^ ((r & 1) << 2);
+  if constexpr (F == WeightFmt::kFp8Block) return ch ^ (r & 1);
+  return ch ^ ((ch >> 3) << 1) ^ (r & 1);
+}
+
+template <WeightFmt F>
+__global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_kernel(GemmParams p, int m_tiles) {
+  constexpr int BM = kPipeBM, BN = kPipeBN, BK = kGemmBK, L = run_elems(F);
+  constexpr int RAW = pipe_raw_row_bytes(F);
+  constexpr int MT = 4, NT = 4;  // warp tile 64 x 32
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  uint4* sA = reinterpret_cast<uint4*>(pipe_smem);           // [2][BM][16] chunks
+  uint4* sB = sA + 2 * BM * 16;                                // [1 or 2][BN][16]
+  uint8_t* sR = reinterpret_cast<uint8_t*>(sB + (F == WeightFmt::kBF16 ? 2 : 1) * BN * 16);  // [2][BN][RAW]
+  __shared__ int32_t a_row[BM], c_row[BM];
+  __shared__ int32_t s_tiles[kPipeMaxExperts];
+  __shared__ int32_t s_expert, s_mtile;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
+
+  // Rows of this tile: plain, grouped, or an expert's permuted (token, slot) pairs.
+  WeightDesc w = p.w;
+  int64_t m_count;
+  int group = 0;
+  if (p.experts != nullptr) {
+    // Tile blockIdx.y of the list of (expert, m tile) pairs with rows, in expert order.
+    for (int e = threadIdx.x; e < p.n_experts; e += blockDim.x)
+      s_tiles[e] = (p.offsets[e + 1] - p.offsets[e] + BM - 1) / BM;
+    if (threadIdx.x == 0) s_expert = -1;
+    __syncthreads();
+    if (warp == 0) {
+      int base = 0;
+      for (int e0 = 0; e0 < p.n_experts && base <= static_cast<int>(blockIdx.y); e0 += 32) {
+        const int e = e0 + lane;
+        const int n = e < p.n_experts ? s_tiles[e] : 0;
+        int incl = n;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const int v = __shfl_up_sync(0xffffffffu, incl, off);
+          if (lane >= off) incl += v;
+        }
+        const int first = base + incl - n;
+        if (n > 0 && static_cast<int>(blockIdx.y) >= first && static_cast<int>(blockIdx.y) < first + n) {
+          s_expert = e;
+          s_mtile = static_cast<int>(blockIdx.y) - first;
+        }
+        base += __shfl_sync(0xffffffffu, incl, 31);
+      }
+    }
+    __syncthreads();
+    if (s_expert < 0) return;  // past the last tile with rows
+    group = s_expert;
+    w = p.experts[group];
+    const int32_t begin = p.offsets[group] + s_mtile * BM;
+    m_count = min(p.offsets[group + 1] - begin, BM);
+    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
+      const int32_t pr = i < m_count ? p.perm[begin + i] : -1;
+      a_row[i] = pr < 0 ? -1 : pr / p.a_div;
+      c_row[i] = pr;
+    }
+  } else {
+    group = static_cast<int>(blockIdx.y) / m_tiles;
+    const int m_tile = static_cast<int>(blockIdx.y) % m_tiles;
+    m_count = p.M - static_cast<int64_t>(m_tile) * BM;
+    if (m_count <= 0) return;
+    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
+      a_row[i] = i < m_count ? m_tile * BM + i : -1;
+      c_row[i] = a_row[i];
+    }
+  }
+  const bool experts = p.experts != nullptr;
+  const int64_t a_col0 = experts ? 0 : static_cast<int64_t>(group) * p.K;
+  const int64_t w_row0 = experts ? 0 : static_cast<int64_t>(group) * p.N;
+  __syncthreads();
+
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
+  const int n_k = static_cast<int>(p.K / BK);
+  // Issues the copies of K tile i into buffer i & 1: A rows (zero past m_count), weight rows
+  // (zero past N) — raw runs, or BF16 straight into the B buffer.
+  auto load_tile = [&](int i) {
+    const int b = i & 1;
+    const int64_t k0 = static_cast<int64_t>(i) * BK;
+    for (int idx = threadIdx.x; idx < BM * 16; idx += blockDim.x) {
+      const int r = idx >> 4, ch = idx & 15;
+      const int32_t ar = a_row[r];
+      const __nv_bfloat16* src = ar >= 0 ? A + ar * p.lda + a_col0 + k0 + ch * 8 : A;
+      cp_async16(sA + (b * BM + r) * 16 + pipe_swizzle<F>(r, ch), src, ar >= 0);
+    }
+    if constexpr (F == WeightFmt::kBF16) {
+      for (int idx = threadIdx.x; idx < BN * 16; idx += blockDim.x) {
+        const int r = idx >> 4, ch = idx & 15;
+        const bool ok = n0 + r < p.N;
+        const uint8_t* src = ok ? w.w + (w_row0 + n0 + r) * w.row_bytes + k0 * 2 + ch * 16 : w.w;
+        cp_async16(sB + (b * BN + r) * 16 + pipe_swizzle<F>(r, ch), src, ok);
+      }
+    } else {
+      constexpr int RUNS = RAW / 16;
+      for (int idx = threadIdx.x; idx < BN * RUNS; idx += blockDim.x) {
+        const int r = idx / RUNS, u = idx % RUNS;
+        const bool ok = n0 + r < p.N;
+        const uint8_t* src = ok ? w.w + (w_row0 + n0 + r) * w.row_bytes + k0 * RAW / BK + u * 16 : w.w;
+        cp_async16(sR + (b * BN + r) * RAW + u * 16, src, ok);
+      }
+    }
+    cp_async_commit();
+  };
+  // FP8/FP4: the raw runs of buffer b as BF16 into the B tile (zeros past N).
+  auto dequant_tile = [&](int i) {
+    constexpr int RUNS = RAW / 16;
+    const int64_t k0 = static_cast<int64_t>(i) * BK;
+    for (int idx = threadIdx.x; idx < BN * RUNS; idx += blockDim.x) {
+      const int r = idx / RUNS, u = idx % RUNS;
+      uint32_t out[L / 2] = {};
+      if (n0 + r < p.N) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(sR + ((i & 1) * BN + r) * RAW + u * 16);
+        dequant_run<F>(w, w_row0 + n0 + r, k0 + u * L, raw, out);
+      }
+#pragma unroll
+      for (int q = 0; q < L / 8; ++q)
+        sB[r * 16 + pipe_swizzle<F>(r, u * (L / 8) + q)] = make_uint4(out[4 * q], out[4 * q + 1], out[4 * q + 2], out[4 * q + 3]);
+    }
+  };
+
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
+  float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
+  const int64_t R = gemm_subrange(p.K);
+  load_tile(0);
+  for (int i = 0; i < n_k; ++i) {
+    cp_async_wait<0>();
+    __syncthreads();  // tile i landed for every thread; every warp is done with tile i - 1
+    if (i + 1 < n_k) load_tile(i + 1);
+    const uint4* B = sB;
+    if constexpr (F == WeightFmt::kBF16) {
+      B = sB + (i & 1) * BN * 16;
+    } else {
+      dequant_tile(i);
+      __syncthreads();  // the BF16 weight tile is complete
+    }
+    if (i > 0 && static_cast<int64_t>(i) * BK % R == 0) {  // a sub-range ends: fold it (canonical order)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) total[mt][nt][e] += acc[mt][nt][e], acc[mt][nt][e] = 0.0f;
+    }
+    const uint4* At = sA + (i & 1) * BM * 16;
+    // Windows of 4L elements; a pair of mma steps (j, j + 1) per 16-byte fragment read.
+#pragma unroll
+    for (int kw = 0; kw < BK; kw += 4 * L) {
+#pragma unroll
+      for (int j = 0; j < L / 4; j += 2) {
+        const int ch = (kw + c * L + 4 * j) / 8;
+        uint4 bq[NT];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int r = wn + nt * 8 + g;
+          bq[nt] = B[r * 16 + pipe_swizzle<F>(r, ch)];
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const int r = wm + mt * 16 + g;
+          const uint4 lo = At[r * 16 + pipe_swizzle<F>(r, ch)];
+          const uint4 hi = At[(r + 8) * 16 + pipe_swizzle<F>(r + 8, ch)];
+          const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint32_t b0[2] = {bq[nt].x, bq[nt].y};
+            mma_bf16_16816(acc[mt][nt], a0, b0);
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint32_t b1[2] = {bq[nt].z, bq[nt].w};
+            mma_bf16_16816(acc[mt][nt], a1, b1);
+          }
+        }
+      }
+    }
+  }
+
+  // Epilogue: (total + current sub-range) to C rows c_row, columns of this group.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = wm + mt * 16 + g + (e >= 2 ? 8 : 0);
+        const int64_t n = n0 + wn + nt * 8 + 2 * c + (e & 1);
+        if (r >= m_count || n >= p.N) continue;
+        const float v = total[mt][nt][e] + acc[mt][nt][e];
+        const int64_t row = c_row[r];
+        const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n;
+        if (p.c_bf16) {
+          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
+        } else {
+          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+        }
+      }
+}
+
+}  // namespace deepinfer::kernels
