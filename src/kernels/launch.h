@@ -82,11 +82,12 @@ struct GemmParams {
   // the experts' (common) weight format.
   const int32_t* active = nullptr;
   int max_active = 0;
-  // Workspace of the small-M kernel: F32 sub-range partials [gemm_n_subranges(K)][M][ldc]
-  // (gemm_partial_floats); without it M <= 32 takes the tiled kernel (same bits, slower).
+  // Workspace of split-K launches: F32 sub-range partials [gemm_n_subranges(K)][M][ldc]
+  // (gemm_partial_floats); without it M <= 32 takes the tiled kernel and the pipelined kernel
+  // does not split K (same bits, slower).
   float* partial = nullptr;
-  // Zeroed counters, one per (column tile, group or expert slot) of the small-M kernel, left
-  // zeroed again (gemm_counter_slots); with them the kernel folds its own partials.
+  // Zeroed counters, one per output tile of a split-K launch, left zeroed again
+  // (gemm_counter_slots); with them the last CTA of a tile folds its partials.
   int32_t* tile_counters = nullptr;
   int64_t n_tile_counters = 0;
 };
@@ -96,9 +97,9 @@ int64_t gemm_counter_slots(const GemmParams& p);
 // the small-M kernel takes every expert (chunks of <= 32 rows, weights re-streamed per chunk),
 // so the bound is min(T, 32); beyond (prefill) the tiled kernel, bound T.
 int64_t gemm_expert_rows(int64_t T);
-// Floats of GemmParams::partial for an M x ldc output with inner dimension K when at most `rows`
-// rows share a weight (M for dense, max_rows_per_expert for experts); 0: none needed.
-int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K);
+// Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
+// splits K into; 0: none needed.
+int64_t gemm_partial_floats(const GemmParams& p);
 // BF16 tensor-core GEMM with on-the-fly dequantisation (A must be BF16). Rows <= 32 (per expert
 // in expert mode) take the streaming small-M kernel, more the tiled one; both sum in the same
 // canonical order (kernels/gemm/gemm_common.cuh), so results are bitwise independent of M.

@@ -4,8 +4,8 @@
 // the backend stays batch invariant; dequant_gemm remains the general fallback (K not a multiple
 // of kGemmBK, unaligned rows, F32 scales).
 //
-// CTA tile 128 x 128 x kGemmBK (= 128), 8 warps as 2 (M) x 4 (N), warp tile 64 x 32 (4 m16 x 4 n8
-// mma tiles). Per K tile:
+// CTA tile 128 x 128 x kGemmBK (= 128), 16 warps as 4 (M) x 4 (N), warp tile 32 x 32 (2 m16 x 4 n8
+// mma tiles; 16 warps hide the fragment-load latency better than 8 of 64 x 32, measured). Per K tile:
 //   * cp.async brings the A tile and the raw weight tile (16-byte runs) for tile i + 1 while tile
 //     i is computed (double buffered); BF16 weights go straight into the B buffers;
 //   * FP8/FP4 runs are dequantised once per CTA into a BF16 tile (dequant_run: the decoder every
@@ -21,7 +21,7 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kPipeBM = 128, kPipeBN = 128, kPipeWarps = 8, kPipeMaxExperts = 1024;
+inline constexpr int kPipeBM = 128, kPipeBN = 128, kPipeWarps = 16, kPipeMaxExperts = 1024;
 
 // Bytes of the raw (stored) weight tile rows: one K tile of each format.
 __host__ __device__ constexpr int pipe_raw_row_bytes(WeightFmt f) {
@@ -46,10 +46,11 @@ __device__ __forceinline__ int pipe_swizzle(int r, int ch) {
 }
 
 template <WeightFmt F>
-__global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_kernel(GemmParams p, int m_tiles) {
+__global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_kernel(GemmParams p, int m_tiles,
+                                                                                      int spc) {
   constexpr int BM = kPipeBM, BN = kPipeBN, BK = kGemmBK, L = run_elems(F);
   constexpr int RAW = pipe_raw_row_bytes(F);
-  constexpr int MT = 4, NT = 4;  // warp tile 64 x 32
+  constexpr int MT = 2, NT = 4;  // warp tile 32 x 32
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   uint4* sA = reinterpret_cast<uint4*>(pipe_smem);           // [2][BM][16] chunks
   uint4* sB = sA + 2 * BM * 16;                                // [1 or 2][BN][16]
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   } else {
     group = static_cast<int>(blockIdx.y) / m_tiles;
     const int m_tile = static_cast<int>(blockIdx.y) % m_tiles;
-    m_count = p.M - static_cast<int64_t>(m_tile) * BM;
+    m_count = min64(BM, p.M - static_cast<int64_t>(m_tile) * BM);
     if (m_count <= 0) return;
     for (int i = threadIdx.x; i < BM; i += blockDim.x) {
       a_row[i] = i < m_count ? m_tile * BM + i : -1;
@@ -117,7 +118,13 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   __syncthreads();
 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-  const int n_k = static_cast<int>(p.K / BK);
+  // K range of this split: sub-ranges [z spc, (z + 1) spc) (all of K without a split).
+  const int64_t R = gemm_subrange(p.K);
+  const int P = gemm_n_subranges(p.K);
+  const bool split = spc < P;
+  const int sub0 = static_cast<int>(blockIdx.z) * spc;
+  const int k_begin = static_cast<int>(sub0 * R / BK);
+  const int k_end = static_cast<int>(min64(p.K, (sub0 + spc) * R) / BK);
   // Issues the copies of K tile i into buffer i & 1: A rows (zero past m_count), weight rows
   // (zero past N) — raw runs, or BF16 straight into the B buffer.
   auto load_tile = [&](int i) {
@@ -147,7 +154,7 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
     }
     cp_async_commit();
   };
-  // FP8/FP4: the raw runs of buffer b as BF16 into the B tile (zeros past N).
+  // FP8/FP4: the raw runs of buffer i & 1 as BF16 into the B tile (zeros past N).
   auto dequant_tile = [&](int i) {
     constexpr int RUNS = RAW / 16;
     const int64_t k0 = static_cast<int64_t>(i) * BK;
@@ -164,31 +171,60 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
     }
   };
 
-  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
+  const int wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
   float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
-  const int64_t R = gemm_subrange(p.K);
-  load_tile(0);
-  for (int i = 0; i < n_k; ++i) {
+  // Split launches: sub-range sum `sub` of this warp's outputs to the partials [P][M][ldc].
+  auto store_partial = [&](int sub) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = wm + mt * 16 + g + (e >= 2 ? 8 : 0);
+          const int64_t n = n0 + wn + nt * 8 + 2 * c + (e & 1);
+          if (r >= m_count || n >= p.N) continue;
+          const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n;
+          p.partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col] = acc[mt][nt][e];
+        }
+  };
+
+  load_tile(k_begin);
+  for (int i = k_begin; i < k_end; ++i) {
     cp_async_wait<0>();
     __syncthreads();  // tile i landed for every thread; every warp is done with tile i - 1
-    if (i + 1 < n_k) load_tile(i + 1);
+    if (i + 1 < k_end) load_tile(i + 1);
     const uint4* B = sB;
     if constexpr (F == WeightFmt::kBF16) {
       B = sB + (i & 1) * BN * 16;
     } else {
+      // Measured: interleaving this with the previous tile's mma (double-buffered B, scale codes
+      // fetched ahead) changed nothing on the H200 — the mma loop, not the dequantisation, bounds
+      // the kernel — so the simpler sequential form stays.
       dequant_tile(i);
       __syncthreads();  // the BF16 weight tile is complete
     }
-    if (i > 0 && static_cast<int64_t>(i) * BK % R == 0) {  // a sub-range ends: fold it (canonical order)
+    if (i > k_begin && static_cast<int64_t>(i) * BK % R == 0) {  // a sub-range ends: fold it (canonical order)
+      if (split) {
+        store_partial(static_cast<int>(static_cast<int64_t>(i) * BK / R) - 1);
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
+          for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) total[mt][nt][e] += acc[mt][nt][e], acc[mt][nt][e] = 0.0f;
+            for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) total[mt][nt][e] += acc[mt][nt][e], acc[mt][nt][e] = 0.0f;
+      }
     }
     const uint4* At = sA + (i & 1) * BM * 16;
-    // Windows of 4L elements; a pair of mma steps (j, j + 1) per 16-byte fragment read.
+    // Windows of 4L elements; a pair of mma steps (j, j + 1) per 16-byte fragment read: BK / 32
+    // pairs per tile whatever the format.
 #pragma unroll
     for (int kw = 0; kw < BK; kw += 4 * L) {
 #pragma unroll
@@ -221,6 +257,34 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
     }
   }
 
+  if (split) {
+    // The last CTA of this output tile to finish folds the partials in sub-range order (arrival
+    // order decides only who folds), then re-arms the counter; without counters
+    // gemv_reduce_kernel folds them.
+    store_partial(static_cast<int>((static_cast<int64_t>(k_end) * BK - 1) / R));
+    if (p.tile_counters == nullptr) return;
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == static_cast<int>(gridDim.z) - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const int64_t n_cols = min64(BN, p.N - n0);
+    for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
+      const int64_t row = c_row[i / n_cols];
+      const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n0 + i % n_cols;
+      const float v = sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P);  // the canonical fold
+      if (p.c_bf16) {
+        reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
+      } else {
+        reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
+      }
+    }
+    if (threadIdx.x == 0) *counter = 0;
+    return;
+  }
   // Epilogue: (total + current sub-range) to C rows c_row, columns of this group.
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)

@@ -169,7 +169,7 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.active = dptr<int32_t>(active);
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
-    if (const int64_t n = k::gemm_partial_floats(k::gemm_expert_rows(T), n_pairs, N, K); n > 0 && !plain) {
+    if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
     }

@@ -65,7 +65,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.A = activations_bf16(x, options.act_quant_block).data;
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
-  if (const int64_t n = k::gemm_partial_floats(M, M, p.ldc, K); n > 0) {
+  if (const int64_t n = k::gemm_partial_floats(p); n > 0) {
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     attach_gemm_counters(p);
   }

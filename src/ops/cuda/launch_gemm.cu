@@ -105,8 +105,35 @@ cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int st
   }
 }
 
-// Dense/grouped: one CTA row per 128-row tile and group. Experts: a bound on the (expert, tile)
-// pairs with rows — each expert's last tile may be partial — the CTAs past the real count exit.
+// Output tiles of a pipelined launch: x = 128-column tiles; y = 128-row tiles x groups (dense),
+// or a bound on the (expert, tile) pairs with rows — each expert's last tile may be partial; the
+// CTAs past the real count exit.
+dim3 pipe_tiles(const GemmParams& p) {
+  const int64_t m_tiles = (p.M + kPipeBM - 1) / kPipeBM;
+  const int64_t y = p.experts != nullptr ? m_tiles + std::min<int64_t>(p.n_experts, p.M) : m_tiles * p.n_groups;
+  return dim3(static_cast<unsigned>((p.N + kPipeBN - 1) / kPipeBN), static_cast<unsigned>(y));
+}
+
+// K splits (groups of whole sub-ranges, numerically neutral: every sub-range sum is folded in
+// order) for launches with fewer output tiles than SMs (one resident CTA each): the split count
+// with the fewest waves x sub-ranges per CTA (time), the fewest splits on ties (less partial
+// traffic).
+int pipe_splits(const GemmParams& p) {
+  constexpr int64_t kSms = 132;
+  const int P = gemm_n_subranges(p.K);
+  const dim3 t = pipe_tiles(p);
+  const int64_t tiles = static_cast<int64_t>(t.x) * t.y;
+  if (P == 1 || tiles == 0 || tiles >= kSms) return 1;
+  int best = 1;
+  int64_t best_cost = P;  // one wave of P sub-ranges
+  for (int spc = P - 1; spc >= 1; --spc) {
+    const int splits = (P + spc - 1) / spc;
+    const int64_t cost = (tiles * splits + kSms - 1) / kSms * spc;
+    if (cost < best_cost) best = splits, best_cost = cost;
+  }
+  return best;
+}
+
 template <WeightFmt F>
 cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
   const size_t smem = pipe_smem_bytes(F);
@@ -114,12 +141,45 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
       dequant_gemm_pipelined_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (configured != cudaSuccess) return configured;
   const int m_tiles = static_cast<int>((p.M + kPipeBM - 1) / kPipeBM);
-  const int64_t y = p.experts != nullptr ? m_tiles + std::min<int64_t>(p.n_experts, p.M)
-                                         : static_cast<int64_t>(m_tiles) * p.n_groups;
-  const dim3 grid(static_cast<unsigned>((p.N + kPipeBN - 1) / kPipeBN), static_cast<unsigned>(y));
+  dim3 grid = pipe_tiles(p);
   if (grid.x == 0 || grid.y == 0) return cudaSuccess;
-  dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(p, m_tiles);
+  const int P = gemm_n_subranges(p.K);
+  const int splits = p.partial != nullptr ? pipe_splits(p) : 1;
+  grid.z = static_cast<unsigned>(splits);
+  const int spc = (P + splits - 1) / splits;
+  GemmParams q = p;
+  const bool self_fold = splits > 1 && p.tile_counters != nullptr &&
+                         p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.y;
+  if (!self_fold) q.tile_counters = nullptr;
+  dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(q, m_tiles, spc);
+  if (splits > 1 && !self_fold) {
+    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
+  }
   return cudaGetLastError();
+}
+
+enum class GemmPath { kStreaming, kPipelined, kTiled };
+
+// The pipelined kernel's own preconditions (beyond whole-run weights): 16-byte aligned A rows
+// and an expert count its tile search covers.
+bool pipelined_ok(const GemmParams& p) {
+  const bool a_aligned = p.lda % 8 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0;
+  return a_aligned && (p.experts == nullptr || p.n_experts <= kPipeMaxExperts);
+}
+
+// Which kernel a launch takes (all give the same bits). Streaming (dequant_gemv) for <= 32 rows
+// per weight; pipelined for more; the general tiled kernel when their preconditions fail: whole
+// BK tiles, 16-byte weight runs, FP8 UE8M0 scales in power-of-two blocks of >= 16 inputs,
+// 16-byte aligned A rows (pipelined).
+GemmPath gemm_path(const GemmParams& p) {
+  const bool experts = p.experts != nullptr;
+  const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
+  const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
+  const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
+                       (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
+  if (!runs_ok) return GemmPath::kTiled;
+  if (rows <= kGemvMaxRows && (!experts || p.active != nullptr)) return GemmPath::kStreaming;
+  return pipelined_ok(p) ? GemmPath::kPipelined : GemmPath::kTiled;
 }
 
 }  // namespace
@@ -130,21 +190,22 @@ int64_t gemm_counter_slots(const GemmParams& p) {
   return (p.N + kGemvMinCtaCols - 1) / kGemvMinCtaCols * gemv_outer(p);  // the narrowest CTAs
 }
 
-int64_t gemm_partial_floats(int64_t rows, int64_t M, int64_t ldc, int64_t K) {
-  const int P = gemm_n_subranges(K);
-  return (P > 1 && rows <= kGemvMaxRows) ? P * M * ldc : 0;
+int64_t gemm_partial_floats(const GemmParams& p) {
+  const int64_t P = gemm_n_subranges(p.K);
+  if (P == 1) return 0;
+  switch (gemm_path(p)) {
+    case GemmPath::kStreaming: return P * p.M * p.ldc;
+    case GemmPath::kPipelined: return pipe_splits(p) > 1 ? P * p.M * p.ldc : 0;
+    default: return 0;
+  }
 }
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
-  // The streaming kernel's preconditions (dequant_gemv.cuh): whole BK tiles, 16-byte runs, and
-  // FP8 UE8M0 scales in power-of-two blocks of >= 16 inputs.
-  const bool pow2_in = p.w.block_in >= 16 && (p.w.block_in & (p.w.block_in - 1)) == 0;
-  const bool runs_ok = p.K % kGemmBK == 0 && p.w.row_bytes % 16 == 0 &&
-                       (p.w.fmt != WeightFmt::kFp8Block || (!p.w.scale_f32 && pow2_in && p.w.block_out > 0));
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
-  if (rows <= kGemvMaxRows && runs_ok && partial_ok && (!experts || p.active != nullptr)) {
+  const GemmPath path = gemm_path(p);
+  if (path == GemmPath::kStreaming && partial_ok) {
     const int mt = rows <= 16 ? 1 : 2, stages = gemv_stages();
     const GemvShape sh = gemv_shape(p, rows, mt, stages);
     if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem) {
@@ -155,9 +216,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
       }
     }
   }
-  // The pipelined kernel's preconditions: the streaming kernel's, plus 16-byte aligned A rows.
-  const bool a_aligned = p.lda % 8 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0;
-  if (runs_ok && a_aligned && (!experts || p.n_experts <= kPipeMaxExperts)) {
+  if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_pipelined<WeightFmt::kBF16>(p, s);
       case WeightFmt::kFp8Block: return launch_pipelined<WeightFmt::kFp8Block>(p, s);
