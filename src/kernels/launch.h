@@ -112,9 +112,10 @@ struct SeqSpanDev { int32_t slot, token_begin, n_tokens, start_pos, n_cached, wi
 struct WindowStoreParams { const void* kv; ActType kv_type; const SeqSpanDev* seqs; void* window; ActType w_type; int64_t n_seqs, W, d; };
 cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t stream);
 struct CompressLaunchParams {
-  const float* kv; const float* score; const float* ape; const SeqSpanDev* seqs; const int32_t* emit_base;
+  const float* kv; const float* score; const float* ape; const SeqSpanDev* seqs; const int32_t* token_seq;
+  const int32_t* emit_token;  // the emission plan's token column [n_emit] (pads >= n_tokens)
   float* state_kv; float* state_score; float* rows;
-  int64_t n_seqs; int ratio; bool overlapped; int64_t dc, width, n_state;
+  int64_t n_seqs, n_tokens, n_emit; int ratio; bool overlapped; int64_t dc, width, n_state;
 };
 cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t stream);
 struct StoreRowsParams { const void* rows; ActType rows_type; const int32_t* dst; void* pool; ActType pool_type; int64_t n, width; };

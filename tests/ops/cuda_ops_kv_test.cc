@@ -113,6 +113,47 @@ TEST_F(CudaKvOpsTest, CompressorWindowAndRowStores) {
   EXPECT_EQ(download(window.dev), values(window.host));
 }
 
+// Two sequences fed chunk after chunk (prefill pieces, single decode tokens, chunks that start
+// and end mid-group): the compressor's rows and its carried state must follow the reference step
+// by step — rows to rounding, the state bit for bit — so emissions that read tokens of earlier
+// chunks from the state are covered.
+TEST_F(CudaKvOpsTest, CompressorCarriesItsStateAcrossChunks) {
+  const std::vector<std::pair<int32_t, int32_t>> steps = {{37, 5}, {53, 1}, {1, 64}, {1, 3}, {7, 1}, {30, 17}, {1, 1}};
+  for (int ratio : {4, 16}) {
+    const bool overlapped = ratio == 4;
+    const int64_t dc = 64, width = (overlapped ? 2 : 1) * dc, n_state = overlapped ? 2 * ratio : ratio;
+    Pair ape = random(DType::kF32, {ratio, width}, 0.1f);
+    Pair sk = make(DType::kF32, {2, n_state, width}), ss = make(DType::kF32, {2, n_state, width});
+    for (int64_t i = 0; i < ss.host.numel(); ++i) set(ss.host, i, -INFINITY), set(sk.host, i, 0.0f);
+    upload(sk);
+    upload(ss);
+    int32_t pos[2] = {0, 0};
+    for (const auto& [n0, n1] : steps) {
+      set_batch({{0, 0, n0, pos[0], 0, 0}, {1, n0, n1, pos[1], 0, 0}}, 1);
+      const int64_t T = host_.n_tokens;
+      Pair kv = random(DType::kF32, {T, width}), sc = random(DType::kF32, {T, width});
+      ops::EmitPlan ph, pd;
+      ops::plan_emissions(host_, ratio, &ph);
+      pd = ph;
+      std::vector<int32_t> tok = ph.h_token.empty() ? std::vector<int32_t>{0} : ph.h_token;
+      pd.token = gpu_->alloc_persistent(DType::kI32, {static_cast<int64_t>(tok.size())});
+      gpu_->copy(TensorView::contiguous(tok.data(), DType::kI32, {static_cast<int64_t>(tok.size())}), pd.token);
+      const int64_t n = std::max<int64_t>(ph.n_emit, 1);
+      Pair rows = make(DType::kF32, {n, dc});
+      const ops::CompressParams cp{ratio, overlapped, dc};
+      cpu_.compress(kv.host, sc.host, ape.host, host_, ph, cp, sk.host, ss.host, rows.host);
+      gpu_->compress(kv.dev, sc.dev, ape.dev, dev_, pd, cp, sk.dev, ss.dev, rows.dev);
+      if (ph.n_emit > 0) {
+        EXPECT_LE(rel_error(download(rows.dev), values(rows.host)), 1e-6f) << "ratio " << ratio << " at " << pos[0];
+      }
+      EXPECT_EQ(download(sk.dev), values(sk.host)) << "ratio " << ratio << " at " << pos[0] << ", " << pos[1];
+      EXPECT_EQ(download(ss.dev), values(ss.host)) << "ratio " << ratio << " at " << pos[0] << ", " << pos[1];
+      pos[0] += n0;
+      pos[1] += n1;
+    }
+  }
+}
+
 TEST_F(CudaKvOpsTest, IndexerSelectsTheSameRowsIncludingTies) {
   const int64_t T = host_.n_tokens, Hi = 4, di = 32, K = 8;
   Pair q = random(DType::kF32, {T, Hi, di}, 1.0f, /*integers=*/true, 2);

@@ -30,52 +30,94 @@ struct CompressParamsDev {
   int64_t n_state = 0;  // 2m (overlapped) or m
 };
 
-// grid: (n_seqs, ceil(dc / blockDim.x)); thread owns output channel j (and for overlapped, both
-// halves j and dc + j of the state). emit_base[s] = index of the sequence's first emitted row.
-__global__ void compress_kernel(const float* kv, const float* score, const float* ape, const SeqSpanDev* seqs,
-                                const int32_t* emit_base, CompressParamsDev p, float* state_kv, float* state_score,
-                                float* rows) {
-  const SeqSpanDev s = seqs[blockIdx.x];
+// The streaming compressor in two parallel steps with the sequential recurrence's exact results.
+// Writing the per-sequence state slot by slot while walking the tokens (the reference's form) is a
+// serial chain of n_tokens steps — 12 ms per layer for an 8K prefill — yet every value it produces
+// is known in closed form: slot m + r (overlapped) or r holds the last token of residue r, slot r
+// (overlapped) what slot m + r held at the last emission, and an emission at position q reads the
+// tokens of its group (and of the previous one) from the chunk, or from the state where they came
+// before it. compress_rows_kernel computes the emitted rows from the chunk and the state as it was
+// on entry; compress_state_kernel then writes the state as it is after the chunk. Same values, same
+// summation order as the sequential form (max first, then den and acc over the candidates in slot
+// order), so rows and state match it bit for bit.
+
+// A token's (value, score) for channel c at position pos of sequence s: from the chunk when
+// pos >= start_pos (score + ape, as the state would hold it), else from state slot `slot`.
+__device__ __forceinline__ float compress_cand(const float* kv, const float* score, const float* ape,
+                                               const SeqSpanDev& s, const CompressParamsDev& p, const float* sk,
+                                               const float* ss, int64_t pos, int64_t slot, int64_t c, float* val) {
+  if (pos >= s.start_pos) {
+    const int64_t t = s.token_begin + (pos - s.start_pos);
+    *val = kv[t * p.width + c];
+    return score[t * p.width + c] + ape[(pos % p.ratio) * p.width + c];
+  }
+  *val = sk[slot * p.width + c];
+  return ss[slot * p.width + c];
+}
+
+// grid: (n_emit, ceil(dc / blockDim.x)); row e of the emission plan (token[e] >= n_tokens: a pad,
+// nothing to do), channel j. Reads the state as it was before the chunk.
+__global__ void compress_rows_kernel(const float* kv, const float* score, const float* ape, const SeqSpanDev* seqs,
+                                     const int32_t* token_seq, const int32_t* emit_token, int64_t n_tokens,
+                                     CompressParamsDev p, const float* state_kv, const float* state_score,
+                                     float* rows) {
+  const int64_t e = blockIdx.x;
   const int64_t j = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (j >= p.dc) return;
-  const int m = p.ratio;
+  const int32_t t = emit_token[e];
+  if (j >= p.dc || t >= n_tokens) return;
+  const SeqSpanDev s = seqs[token_seq[t]];
+  const int64_t m = p.ratio, q = s.start_pos + (t - s.token_begin), G = q / m;
+  const float* sk = state_kv + static_cast<int64_t>(s.slot) * p.n_state * p.width;
+  const float* ss = state_score + static_cast<int64_t>(s.slot) * p.n_state * p.width;
+  // Candidate k: overlapped = the previous group's tokens in the first half of the channels
+  // (slot k, or slot m + k when the previous group's emission fell inside this chunk) and the
+  // current group's in the second half (slot k); plain = the current group's (slot k).
+  auto cand = [&](int64_t k, float* val) {
+    if (!p.overlapped) return compress_cand(kv, score, ape, s, p, sk, ss, G * m + k, k, j, val);
+    if (k >= m) return compress_cand(kv, score, ape, s, p, sk, ss, G * m + k - m, k, p.dc + j, val);
+    const bool prev_emitted_before = G * m - 1 < s.start_pos;
+    return compress_cand(kv, score, ape, s, p, sk, ss, (G - 1) * m + k, prev_emitted_before ? k : m + k, j, val);
+  };
+  float val, mx = -INFINITY;
+  for (int64_t k = 0; k < p.n_state; ++k) mx = fmaxf(mx, cand(k, &val));
+  float den = 0.0f, acc = 0.0f;
+  for (int64_t k = 0; k < p.n_state; ++k) {
+    const float sc = cand(k, &val);
+    const float ex = sc == -INFINITY ? 0.0f : expf(sc - mx);
+    den += ex;
+    acc += ex * val;
+  }
+  rows[e * p.dc + j] = acc / den;
+}
+
+// grid: (n_seqs, m, ceil(width / blockDim.x)); residue r, channel c: slot r (plain) or slots
+// m + r and r (overlapped) after the chunk. One thread owns both overlapped slots of a residue,
+// reading them before writing (slot r may take slot m + r's entry value).
+__global__ void compress_state_kernel(const float* kv, const float* score, const float* ape, const SeqSpanDev* seqs,
+                                      CompressParamsDev p, float* state_kv, float* state_score) {
+  const SeqSpanDev s = seqs[blockIdx.x];
+  const int64_t r = blockIdx.y, c = static_cast<int64_t>(blockIdx.z) * blockDim.x + threadIdx.x;
+  if (c >= p.width || s.n_tokens == 0) return;
+  const int64_t m = p.ratio, S = s.start_pos, L = S + s.n_tokens - 1;
   float* sk = state_kv + static_cast<int64_t>(s.slot) * p.n_state * p.width;
   float* ss = state_score + static_cast<int64_t>(s.slot) * p.n_state * p.width;
-  int32_t emit = emit_base[blockIdx.x];
-  const int n_half = p.overlapped ? 2 : 1;
-  for (int32_t i = 0; i < s.n_tokens; ++i) {
-    const int64_t t = s.token_begin + i;
-    const int64_t pos = s.start_pos + i;
-    const int64_t slot = (p.overlapped ? m : 0) + pos % m;
-    for (int h = 0; h < n_half; ++h) {
-      const int64_t c = j + h * p.dc;
-      sk[slot * p.width + c] = kv[t * p.width + c];
-      ss[slot * p.width + c] = score[t * p.width + c] + ape[(pos % m) * p.width + c];
-    }
-    if ((pos + 1) % m != 0) continue;
-    float mx = -INFINITY;
-    for (int64_t k = 0; k < p.n_state; ++k) {
-      const int64_t c = (p.overlapped && k >= m) ? p.dc + j : j;
-      mx = fmaxf(mx, ss[k * p.width + c]);
-    }
-    float den = 0.0f, acc = 0.0f;
-    for (int64_t k = 0; k < p.n_state; ++k) {
-      const int64_t c = (p.overlapped && k >= m) ? p.dc + j : j;
-      const float sc = ss[k * p.width + c];
-      const float e = sc == -INFINITY ? 0.0f : expf(sc - mx);
-      den += e;
-      acc += e * sk[k * p.width + c];
-    }
-    rows[static_cast<int64_t>(emit) * p.dc + j] = acc / den;
-    ++emit;
-    if (p.overlapped) {  // current group -> previous group (both halves this thread owns)
-      for (int k = 0; k < m; ++k)
-        for (int h = 0; h < 2; ++h) {
-          const int64_t c = j + h * p.dc;
-          sk[k * p.width + c] = sk[(m + k) * p.width + c];
-          ss[k * p.width + c] = ss[(m + k) * p.width + c];
-        }
-    }
+  const int64_t cur = p.overlapped ? m + r : r;  // the slot tokens of residue r are written to
+  float cur_v = sk[cur * p.width + c], cur_s = ss[cur * p.width + c];
+  float prev_v = 0.0f, prev_s = 0.0f;
+  if (p.overlapped) {
+    prev_v = sk[r * p.width + c], prev_s = ss[r * p.width + c];
+    const int64_t q_e = (L + 1) / m * m - 1;  // the chunk's last emission, if >= S
+    if (q_e >= S) prev_s = compress_cand(kv, score, ape, s, p, sk, ss, q_e / m * m + r, cur, c, &prev_v);
+  }
+  if (L >= r) {
+    const int64_t q_r = L - (L - r) % m;  // the last position of residue r
+    if (q_r >= S) cur_s = compress_cand(kv, score, ape, s, p, sk, ss, q_r, cur, c, &cur_v);
+  }
+  sk[cur * p.width + c] = cur_v;
+  ss[cur * p.width + c] = cur_s;
+  if (p.overlapped) {
+    sk[r * p.width + c] = prev_v;
+    ss[r * p.width + c] = prev_s;
   }
 }
 

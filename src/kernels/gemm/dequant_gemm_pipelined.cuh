@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
         cp_async16(sB + (b * BN + r) * 16 + pipe_swizzle<F>(r, ch), src, ok);
       }
     } else {
-      constexpr int RUNS = RAW / 16;
+      constexpr int RUNS = RAW > 0 ? RAW / 16 : 1;  // (BF16 has no raw tile)
       for (int idx = threadIdx.x; idx < BN * RUNS; idx += blockDim.x) {
         const int r = idx / RUNS, u = idx % RUNS;
         const bool ok = n0 + r < p.N;
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   };
   // FP8/FP4: the raw runs of buffer i & 1 as BF16 into the B tile (zeros past N).
   auto dequant_tile = [&](int i) {
-    constexpr int RUNS = RAW / 16;
+    constexpr int RUNS = RAW > 0 ? RAW / 16 : 1;  // (BF16 has no raw tile)
     const int64_t k0 = static_cast<int64_t>(i) * BK;
     for (int idx = threadIdx.x; idx < BN * RUNS; idx += blockDim.x) {
       const int r = idx / RUNS, u = idx % RUNS;

@@ -26,22 +26,14 @@ void CudaOps::compress(const TensorView& kv, const TensorView& score, const Tens
                        const EmitPlan& plan, const CompressParams& params, const TensorView& state_kv,
                        const TensorView& state_score, const TensorView& rows) {
   if (batch.n_seqs == 0) return;
-  // Index of each sequence's first emitted row (the plan lists rows sequence by sequence).
-  std::vector<int32_t> base(static_cast<size_t>(batch.n_seqs), 0);
-  size_t e = 0;
-  for (int64_t s = 0; s < batch.n_seqs; ++s) {
-    base[s] = static_cast<int32_t>(e);
-    const SeqSpan& seq = batch.h_seqs[s];
-    while (e < plan.h_token.size() && plan.h_token[e] < seq.token_begin + seq.n_tokens) ++e;
-  }
-  const TensorView d_base = upload(base.data(), DType::kI32, {batch.n_seqs});
   const int64_t width = (params.overlapped ? 2 : 1) * params.dc;
   const int64_t n_state = params.overlapped ? 2 * params.ratio : params.ratio;
   DI_CHECK(kv.dtype == DType::kF32 && state_kv.dtype == DType::kF32, "compress works in F32");
   DI_LAUNCH(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
-                                dptr<int32_t>(d_base), dptr<float>(state_kv), dptr<float>(state_score),
-                                dptr<float>(rows), batch.n_seqs, params.ratio, params.overlapped, params.dc,
-                                width, n_state},
+                                dptr<int32_t>(batch.token_seq), plan.n_emit > 0 ? dptr<int32_t>(plan.token) : nullptr,
+                                dptr<float>(state_kv), dptr<float>(state_score), dptr<float>(rows), batch.n_seqs,
+                                batch.n_tokens, plan.n_emit, params.ratio, params.overlapped, params.dc, width,
+                                n_state},
                                stream_));
 }
 

@@ -22,8 +22,15 @@ cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t s) {
 
 cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t s) {
   CompressParamsDev d{p.ratio, p.overlapped, p.dc, p.width, p.n_state};
-  const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>((p.dc + 127) / 128));
-  compress_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, p.emit_base, d, p.state_kv, p.state_score, p.rows);
+  // Rows first: they read the state as it was on entry; then the state after the chunk.
+  if (p.n_emit > 0) {
+    const dim3 grid(static_cast<unsigned>(p.n_emit), static_cast<unsigned>((p.dc + 127) / 128));
+    compress_rows_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, p.token_seq, p.emit_token, p.n_tokens, d,
+                                              p.state_kv, p.state_score, p.rows);
+  }
+  const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>(p.ratio),
+                  static_cast<unsigned>((p.width + 127) / 128));
+  compress_state_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, d, p.state_kv, p.state_score);
   return cudaGetLastError();
 }
 
