@@ -154,15 +154,40 @@ TEST_F(CudaKvOpsTest, CompressorCarriesItsStateAcrossChunks) {
   }
 }
 
+// F32 inputs take the scalar scores, BF16 the tensor-core ones (zero-padding 4 heads x 32 dims).
 TEST_F(CudaKvOpsTest, IndexerSelectsTheSameRowsIncludingTies) {
   const int64_t T = host_.n_tokens, Hi = 4, di = 32, K = 8;
-  Pair q = random(DType::kF32, {T, Hi, di}, 1.0f, /*integers=*/true, 2);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    Pair q = random(dt, {T, Hi, di}, 1.0f, /*integers=*/true, 2);
+    Pair w = random(DType::kF32, {T, Hi}, 1.0f, true, 2);
+    Pair keys = random(dt, {9 * 32, di}, 1.0f, true, 1);  // ratio 4: 32 rows per block
+    Pair idx = make(DType::kI32, {T, K});
+    cpu_.indexer_topk(q.host, w.host, keys.host, host_, 4, 32, 0.5f, idx.host);
+    gpu_->indexer_topk(q.dev, w.dev, keys.dev, dev_, 4, 32, 0.5f, idx.dev);
+    EXPECT_EQ(download(idx.dev), values(idx.host)) << "dtype " << static_cast<int>(dt);
+  }
+}
+
+// V4-Flash indexer shapes (64 heads x 128 dims, up to 600 keys: five 128-key blocks, the last
+// partial) with integer-valued BF16 inputs: the same top-512 as the reference, ties included, and
+// a token's selection does not depend on the batch around it.
+TEST_F(CudaKvOpsTest, IndexerAtV4ShapesMatchesAndIsBatchInvariant) {
+  const int64_t Hi = 64, di = 128, K = 512;
+  const int32_t blocks = 19;
+  set_batch({{0, 0, 70, 1000, 0, 0}, {1, 70, 1, 2400, 0, 0}, {2, 71, 3, 5, 0, 0}}, blocks);
+  const int64_t T = host_.n_tokens;
+  Pair q = random(DType::kBF16, {T, Hi, di}, 1.0f, true, 2);
   Pair w = random(DType::kF32, {T, Hi}, 1.0f, true, 2);
-  Pair keys = random(DType::kF32, {9 * 32, di}, 1.0f, true, 1);  // ratio 4: 32 rows per block
+  Pair keys = random(DType::kBF16, {3 * blocks * 32, di}, 1.0f, true, 1);
   Pair idx = make(DType::kI32, {T, K});
   cpu_.indexer_topk(q.host, w.host, keys.host, host_, 4, 32, 0.5f, idx.host);
   gpu_->indexer_topk(q.dev, w.dev, keys.dev, dev_, 4, 32, 0.5f, idx.dev);
-  EXPECT_EQ(download(idx.dev), values(idx.host));
+  const std::vector<float> all = download(idx.dev);
+  EXPECT_EQ(all, values(idx.host));
+  set_batch({{1, 0, 1, 2400, 0, 0}}, blocks, {1});
+  Pair one = make(DType::kI32, {1, K});
+  gpu_->indexer_topk(q.dev.slice0(70, 71), w.dev.slice0(70, 71), keys.dev, dev_, 4, 32, 0.5f, one.dev);
+  EXPECT_EQ(download(one.dev), std::vector<float>(all.begin() + 70 * K, all.begin() + 71 * K));
 }
 
 TEST_F(CudaKvOpsTest, SparseAttentionWindowCompressedAndSinks) {

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/attention/sparse_attention.cuh"
+#include "kernels/attention/indexer_mma.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/launch.h"
@@ -44,6 +45,20 @@ cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
+  // BF16 queries and keys take the tensor-core scores (a model property: batch invariant).
+  if (p.q_type == ActType::kBF16 && p.k_type == ActType::kBF16 && indexer_mma_supports(p.Hi, p.di)) {
+    static const cudaError_t configured =
+        cudaFuncSetAttribute(indexer_scores_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(indexer_mma_smem_bytes()));
+    if (configured != cudaSuccess) return configured;
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxMmaKeys - 1) / kIdxMmaKeys));
+    indexer_scores_mma_kernel<<<grid, 128, indexer_mma_smem_bytes(), s>>>(
+        static_cast<const __nv_bfloat16*>(p.q), p.w, static_cast<const __nv_bfloat16*>(p.keys), p.positions,
+        p.token_seq, p.block_tables, p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores,
+        p.ld);
+    topk_select_kernel<<<p.T, 256, 0, s>>>(p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
+    return cudaGetLastError();
+  }
   const size_t smem = (static_cast<size_t>(p.Hi) * (p.di + 1) + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
   cudaError_t err = cudaSuccess;
   with_act2(p.q_type, p.k_type, [&](auto tq, auto tk) {
