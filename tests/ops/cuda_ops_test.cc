@@ -222,6 +222,35 @@ TEST_F(CudaOpsTest, HyperConnections) {
   EXPECT_LE(rel_error(download(y.dev), values(y.host)), 1e-5f);
 }
 
+// mHC mixing over 600 BF16 tokens is bitwise what each token gets alone (the split of the
+// reduction is a function of the width only), and matches the reference.
+TEST_F(CudaOpsTest, HyperConnectionsAreBitwiseBatchInvariant) {
+  const int64_t T = 600, hc = 4, D = 512;
+  Pair x = random(DType::kBF16, {T, hc, D});
+  Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
+  Pair scale = random(DType::kF32, {3}, 0.1f);
+  for (int i = 0; i < 3; ++i) set(scale.host, i, 1.0f + get(scale.host, i));
+  upload(scale);
+  ops::HcParams hp;
+  const tensor::HcWeights wd{fn.dev, base.dev, scale.dev};
+  Pair u = make(DType::kBF16, {T, D}), post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+  gpu_->hc_pre(x.dev, wd, hp, u.dev, post.dev, comb.dev);
+  Pair u_ref = make(DType::kBF16, {T, D}), post_ref = make(DType::kF32, {T, hc}), comb_ref = make(DType::kF32, {T, hc, hc});
+  cpu_.hc_pre(x.host, {fn.host, base.host, scale.host}, hp, u_ref.host, post_ref.host, comb_ref.host);
+  const std::vector<float> u_all = download(u.dev), post_all = download(post.dev), comb_all = download(comb.dev);
+  EXPECT_LE(rel_error(post_all, values(post_ref.host)), 1e-5f);
+  EXPECT_LE(rel_error(comb_all, values(comb_ref.host)), 1e-5f);
+  for (int64_t t : {int64_t{0}, int64_t{301}, T - 1}) {
+    Pair u1 = make(DType::kBF16, {1, D}), post1 = make(DType::kF32, {1, hc}), comb1 = make(DType::kF32, {1, hc, hc});
+    gpu_->hc_pre(x.dev.slice0(t, t + 1), wd, hp, u1.dev, post1.dev, comb1.dev);
+    EXPECT_EQ(download(u1.dev), std::vector<float>(u_all.begin() + t * D, u_all.begin() + (t + 1) * D)) << t;
+    EXPECT_EQ(download(post1.dev), std::vector<float>(post_all.begin() + t * hc, post_all.begin() + (t + 1) * hc)) << t;
+    EXPECT_EQ(download(comb1.dev),
+              std::vector<float>(comb_all.begin() + t * hc * hc, comb_all.begin() + (t + 1) * hc * hc))
+        << t;
+  }
+}
+
 TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
   const int64_t E = 8, k = 3, D = 256, F = 128;
   std::vector<Linear> w1, w2, w3;
