@@ -206,7 +206,11 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
   const GemmPath path = gemm_path(p);
   if (path == GemmPath::kStreaming && partial_ok) {
-    const int mt = rows <= 16 ? 1 : 2, stages = gemv_stages();
+    // One m16 tile when every weight's rows fit it, and for experts when they average <= 16 rows
+    // (T k / E: 3 at batch 128, 12 at 512) — larger experts take several 16-row chunks rather
+    // than every expert paying for two tiles. Numerically neutral (same canonical order per row).
+    const bool sparse_experts = experts && p.M <= 16 * static_cast<int64_t>(p.n_experts);
+    const int mt = rows <= 16 || sparse_experts ? 1 : 2, stages = gemv_stages();
     const GemvShape sh = gemv_shape(p, rows, mt, stages);
     if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem) {
       switch (p.w.fmt) {
