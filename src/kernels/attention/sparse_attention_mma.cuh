@@ -12,6 +12,9 @@
 //   pass 2: the same S again (same instructions, same bits), P = bf16(exp(S - max) / den) written
 //           to shared memory, O[16 x D] += P[16 x 64] . V[64 x D], each warp owning D/8 columns.
 // Pass 2 walks the tiles last to first, so the tile pass 1 ended on is reused without a reload.
+// Tokens with at most kMmaAttnKeptRows rows keep pass 1's S in shared memory and pass 2 reads it
+// back instead of recomputing Q.K^T (the same bits either way; the choice depends on the token's
+// own row count only).
 // Every sum runs in an order fixed by the token's own row count: batch invariant, like the
 // scalar kernel (sparse_attention.cuh), which serves F32 rows, the plain numerics and odd head
 // dims. Masked rows (past the token's count) are zero-filled and get probability 0.
@@ -31,10 +34,14 @@ __host__ __device__ constexpr bool mma_attention_supports(int64_t d) {
   return d == 64 || d == 128 || d == 256 || d == 512;
 }
 
-// Dynamic shared memory: KV tiles [2][kMmaAttnRows][D + pad] and P [16][kMmaAttnRows + pad], BF16.
+inline constexpr int kMmaAttnKeptRows = 1024, kMmaAttnKeptLd = kMmaAttnKeptRows + 8;
+
+// Dynamic shared memory: KV tiles [2][kMmaAttnRows][D + pad] and P [16][kMmaAttnRows + pad], BF16,
+// then S [16][kMmaAttnKeptLd] F32 (padded: the quad's float2 stores of 8 heads take two wavefronts).
 __host__ __device__ constexpr size_t mma_attention_smem_bytes(int64_t d) {
   return static_cast<size_t>(2 * kMmaAttnRows * (d + kMmaAttnPad) + kMmaAttnHeads * (kMmaAttnRows + kMmaAttnPad)) *
-         sizeof(__nv_bfloat16);
+             sizeof(__nv_bfloat16) +
+         static_cast<size_t>(kMmaAttnHeads) * kMmaAttnKeptLd * sizeof(float);
 }
 
 template <int D>
@@ -52,6 +59,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   extern __shared__ __align__(16) unsigned char attn_smem[];
   bf16* s_kv = reinterpret_cast<bf16*>(attn_smem);  // [2][kMmaAttnRows][LD]
   bf16* s_p = s_kv + 2 * kMmaAttnRows * LD;          // [16 heads][LDP]
+  float* s_s = reinterpret_cast<float*>(s_p + kMmaAttnHeads * LDP);  // [16 heads][kMmaAttnKeptLd]
   __shared__ float s_mx[kMmaAttnWarps][kMmaAttnHeads], s_den[kMmaAttnWarps][kMmaAttnHeads];
 
   const int64_t t = blockIdx.x;
@@ -72,6 +80,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   }
   const int64_t n_rows = n_window + n_comp;
   const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
+  const bool keep_s = static_cast<int64_t>(n_tiles) * kMmaAttnRows <= kMmaAttnKeptRows;
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
 
   // This warp's 8 rows of tile i into buffer i & 1: lane rr < 8 resolves row rr's address, the
@@ -133,6 +142,11 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     __syncwarp();
     float acc[4];
     qk(i & 1, acc);
+    if (keep_s) {  // rows g, g + 8 x columns 2c, 2c + 1 of this warp's 8
+      const int64_t r0 = row_of(i, 0);
+      *reinterpret_cast<float2*>(s_s + g * kMmaAttnKeptLd + r0) = make_float2(acc[0], acc[1]);
+      *reinterpret_cast<float2*>(s_s + (g + 8) * kMmaAttnKeptLd + r0) = make_float2(acc[2], acc[3]);
+    }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       if (row_of(i, e) >= n_rows) continue;
@@ -182,7 +196,14 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     }
     __syncwarp();
     float acc[4];
-    qk(i & 1, acc);
+    if (keep_s) {  // pass 1's S, read back by the lanes that stored it
+      const int64_t r0 = row_of(i, 0);
+      const float2 lo = *reinterpret_cast<const float2*>(s_s + g * kMmaAttnKeptLd + r0);
+      const float2 hi = *reinterpret_cast<const float2*>(s_s + (g + 8) * kMmaAttnKeptLd + r0);
+      acc[0] = lo.x, acc[1] = lo.y, acc[2] = hi.x, acc[3] = hi.y;
+    } else {
+      qk(i & 1, acc);
+    }
     float pr[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
