@@ -8,6 +8,7 @@
 #include "kernels/gemm/dequant_gemm.cuh"
 #include "kernels/gemm/dequant_gemm_pipelined.cuh"
 #include "kernels/gemm/dequant_gemv.cuh"
+#include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
@@ -114,24 +115,10 @@ dim3 pipe_tiles(const GemmParams& p) {
   return dim3(static_cast<unsigned>((p.N + kPipeBN - 1) / kPipeBN), static_cast<unsigned>(y));
 }
 
-// K splits (groups of whole sub-ranges, numerically neutral: every sub-range sum is folded in
-// order) for launches with fewer output tiles than SMs (one resident CTA each): the split count
-// with the fewest waves x sub-ranges per CTA (time), the fewest splits on ties (less partial
-// traffic).
+// K splits for launches with fewer output tiles than SMs (one resident CTA each): split_plan.h.
 int pipe_splits(const GemmParams& p) {
-  constexpr int64_t kSms = 132;
-  const int P = gemm_n_subranges(p.K);
   const dim3 t = pipe_tiles(p);
-  const int64_t tiles = static_cast<int64_t>(t.x) * t.y;
-  if (P == 1 || tiles == 0 || tiles >= kSms) return 1;
-  int best = 1;
-  int64_t best_cost = P;  // one wave of P sub-ranges
-  for (int spc = P - 1; spc >= 1; --spc) {
-    const int splits = (P + spc - 1) / spc;
-    const int64_t cost = (tiles * splits + kSms - 1) / kSms * spc;
-    if (cost < best_cost) best = splits, best_cost = cost;
-  }
-  return best;
+  return plan_k_splits(gemm_n_subranges(p.K), static_cast<int64_t>(t.x) * t.y, 132);
 }
 
 template <WeightFmt F>
