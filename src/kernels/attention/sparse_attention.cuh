@@ -45,6 +45,31 @@ __device__ __forceinline__ const T* attn_row(int64_t r, int64_t n_window, int64_
   return comp + (static_cast<int64_t>(blk) * p.rows_per_block + g % p.rows_per_block) * p.d;
 }
 
+// The rows token t attends to: its window [first, pos] (window_floor bounds it after a prefix
+// hit), then its selected (CSA: comp_idx, -1 padded) or all (HCA) compressed rows — n_rows in all,
+// row r resolved by attn_row. Both attention kernels start from this.
+struct TokenRows {
+  int64_t first = 0, n_window = 0, n_rows = 0;
+  const int32_t* idx = nullptr;  // the token's comp_idx row (CSA), else nullptr
+};
+__device__ __forceinline__ TokenRows token_rows(int64_t t, int64_t pos, const SeqSpanDev& s, const int32_t* comp_idx,
+                                                const AttentionParamsDev& p) {
+  TokenRows tr;
+  tr.first = max64(max64(0, pos - p.W + 1), s.window_floor);
+  tr.n_window = pos - tr.first + 1;
+  tr.idx = p.all_compressed || comp_idx == nullptr ? nullptr : comp_idx + t * p.K;
+  int64_t n_comp = 0;
+  if (p.ratio > 0) {
+    if (p.all_compressed) {
+      n_comp = (pos + 1) / p.ratio;
+    } else {
+      while (n_comp < p.K && tr.idx[n_comp] >= 0) ++n_comp;
+    }
+  }
+  tr.n_rows = tr.n_window + n_comp;
+  return tr;
+}
+
 // Dynamic shared memory: kAttnWarps x G x d floats (warp partials of P.V).
 template <typename T, int G>
 __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const T* q, const T* kv_new, const T* window,
@@ -59,19 +84,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * G;
   const SeqSpanDev s = seqs[token_seq[t]];
-  const int64_t pos = positions[t];
-  const int64_t first = max64(max64(0, pos - p.W + 1), s.window_floor);
-  const int64_t n_window = pos - first + 1;
-  const int32_t* idx = p.all_compressed || comp_idx == nullptr ? nullptr : comp_idx + t * p.K;
-  int64_t n_comp = 0;
-  if (p.ratio > 0) {
-    if (p.all_compressed) {
-      n_comp = (pos + 1) / p.ratio;
-    } else {
-      while (n_comp < p.K && idx[n_comp] >= 0) ++n_comp;
-    }
-  }
-  const int64_t n_rows = n_window + n_comp;
+  const TokenRows tr = token_rows(t, positions[t], s, comp_idx, p);
+  const int64_t first = tr.first, n_window = tr.n_window, n_rows = tr.n_rows;
+  const int32_t* idx = tr.idx;
   const int64_t per_warp = (n_rows + kAttnWarps - 1) / kAttnWarps;
   const int64_t r_begin = min64(n_rows, warp * per_warp), r_end = min64(n_rows, r_begin + per_warp);
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;

@@ -66,19 +66,9 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kMmaAttnHeads;
   const SeqSpanDev s = seqs[token_seq[t]];
-  const int64_t pos = positions[t];
-  const int64_t first = max64(max64(0, pos - p.W + 1), s.window_floor);
-  const int64_t n_window = pos - first + 1;
-  const int32_t* idx = p.all_compressed || comp_idx == nullptr ? nullptr : comp_idx + t * p.K;
-  int64_t n_comp = 0;
-  if (p.ratio > 0) {
-    if (p.all_compressed) {
-      n_comp = (pos + 1) / p.ratio;
-    } else {
-      while (n_comp < p.K && idx[n_comp] >= 0) ++n_comp;
-    }
-  }
-  const int64_t n_rows = n_window + n_comp;
+  const TokenRows tr = token_rows(t, positions[t], s, comp_idx, p);
+  const int64_t first = tr.first, n_window = tr.n_window, n_rows = tr.n_rows;
+  const int32_t* idx = tr.idx;
   const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
   const bool keep_s = static_cast<int64_t>(n_tiles) * kMmaAttnRows <= kMmaAttnKeptRows;
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;

@@ -160,11 +160,7 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
         const float v = total[mt][nt][e] + acc[mt][nt][e];
         const int64_t row = c_row[r];
         const int64_t col = static_cast<int64_t>(p.experts ? 0 : group) * p.N + n;
-        if (p.c_bf16) {
-          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-        } else {
-          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
-        }
+        store_out(p.C, p.c_bf16, row * p.ldc + col, v);
       }
 }
 

@@ -173,8 +173,9 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
 
   const int wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
   float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
-  // Split launches: sub-range sum `sub` of this warp's outputs to the partials [P][M][ldc].
-  auto store_partial = [&](int sub) {
+  const int64_t col_off = static_cast<int64_t>(experts ? 0 : group) * p.N;
+  // f(C row, C column, mt, nt, e) for each of this lane's outputs inside the matrix.
+  auto for_each_output = [&](auto&& f) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -183,10 +184,14 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
         for (int e = 0; e < 4; ++e) {
           const int r = wm + mt * 16 + g + (e >= 2 ? 8 : 0);
           const int64_t n = n0 + wn + nt * 8 + 2 * c + (e & 1);
-          if (r >= m_count || n >= p.N) continue;
-          const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n;
-          p.partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col] = acc[mt][nt][e];
+          if (r < m_count && n < p.N) f(static_cast<int64_t>(c_row[r]), col_off + n, mt, nt, e);
         }
+  };
+  // Split launches: sub-range sum `sub` of this lane's outputs to the partials [P][M][ldc].
+  auto store_partial = [&](int sub) {
+    for_each_output([&](int64_t row, int64_t col, int mt, int nt, int e) {
+      p.partial[(static_cast<int64_t>(sub) * p.M + row) * p.ldc + col] = acc[mt][nt][e];
+    });
   };
 
   load_tile(k_begin);
@@ -263,47 +268,21 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
     // gemv_reduce_kernel folds them.
     store_partial(static_cast<int>((static_cast<int64_t>(k_end) * BK - 1) / R));
     if (p.tile_counters == nullptr) return;
-    __shared__ bool s_last;
-    __threadfence();
-    __syncthreads();
     int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == static_cast<int>(gridDim.z) - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (!last_to_arrive(counter, static_cast<int>(gridDim.z))) return;
     const int64_t n_cols = min64(BN, p.N - n0);
     for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
       const int64_t row = c_row[i / n_cols];
-      const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n0 + i % n_cols;
-      const float v = sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P);  // the canonical fold
-      if (p.c_bf16) {
-        reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-      } else {
-        reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
-      }
+      const int64_t col = col_off + n0 + i % n_cols;
+      store_out(p.C, p.c_bf16, row * p.ldc + col, sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P));
     }
     if (threadIdx.x == 0) *counter = 0;
     return;
   }
   // Epilogue: (total + current sub-range) to C rows c_row, columns of this group.
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = wm + mt * 16 + g + (e >= 2 ? 8 : 0);
-        const int64_t n = n0 + wn + nt * 8 + 2 * c + (e & 1);
-        if (r >= m_count || n >= p.N) continue;
-        const float v = total[mt][nt][e] + acc[mt][nt][e];
-        const int64_t row = c_row[r];
-        const int64_t col = static_cast<int64_t>(experts ? 0 : group) * p.N + n;
-        if (p.c_bf16) {
-          reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-        } else {
-          reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
-        }
-      }
+  for_each_output([&](int64_t row, int64_t col, int mt, int nt, int e) {
+    store_out(p.C, p.c_bf16, row * p.ldc + col, total[mt][nt][e] + acc[mt][nt][e]);
+  });
 }
 
 }  // namespace deepinfer::kernels

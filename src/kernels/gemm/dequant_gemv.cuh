@@ -157,12 +157,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
   // Output element (mt, nt, e) of this lane: row index in the tile and column.
   auto out_row = [&](int mt, int e) { return mt * 16 + g + (e >= 2 ? 8 : 0); };
   auto out_col = [&](int nt, int e) { return n_base + nt * 8 + 2 * c + (e & 1); };
-  auto store_c = [&](int64_t row, int64_t col, float v) {
-    if (p.c_bf16)
-      reinterpret_cast<__nv_bfloat16*>(p.C)[row * p.ldc + col] = __float2bfloat16_rn(v);
-    else
-      reinterpret_cast<float*>(p.C)[row * p.ldc + col] = v;
-  };
+  auto store_c = [&](int64_t row, int64_t col, float v) { store_out(p.C, p.c_bf16, row * p.ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
   // Rows in chunks of MT * 16 (an expert can hold more rows than one chunk at larger batch: the
@@ -310,16 +305,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
   cp_async_wait<0>();  // no copy outlives the CTA (none pending unless there were no rows)
   if (nsub == P) return;
   if (p.tile_counters == nullptr) return;  // gemv_reduce_kernel folds the partials
-  // The last of the tile's CTAs to finish folds the partials in sub-range order (arrival order
-  // decides only who folds, never the order), then re-arms the counter for the next launch.
-  __shared__ bool s_last;
-  __threadfence();
-  __syncthreads();
+  // The last of the tile's CTAs to finish folds the partials in sub-range order, then re-arms the
+  // counter for the next launch.
   int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == static_cast<int>(gridDim.y) - 1;
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
+  if (!last_to_arrive(counter, static_cast<int>(gridDim.y))) return;
   const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kCtaCols;
   const int64_t n_cols = min64(kCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
@@ -335,11 +324,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
 __global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * ldc) return;
-  const float v = sum_in_order(partial + i, M * ldc, P);
-  if (c_bf16)
-    reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(v);
-  else
-    reinterpret_cast<float*>(C)[i] = v;
+  store_out(C, c_bf16, i, sum_in_order(partial + i, M * ldc, P));
 }
 
 }  // namespace deepinfer::kernels

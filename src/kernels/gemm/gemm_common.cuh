@@ -234,4 +234,27 @@ __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int6
   for (int q = 0; q < run_elems(F) / 4; ++q) decode_quad<F>(raw, code, q, out[2 * q], out[2 * q + 1]);
 }
 
+// C[i] = v in the output's type (BF16 rounded to nearest even, or F32): every GEMM kernel's store.
+__device__ __forceinline__ void store_out(void* C, bool c_bf16, int64_t i, float v) {
+  if (c_bf16) {
+    reinterpret_cast<__nv_bfloat16*>(C)[i] = __float2bfloat16_rn(v);
+  } else {
+    reinterpret_cast<float*>(C)[i] = v;
+  }
+}
+
+// Split-K launches: after its partials are written, whether this CTA is the last of the `arrivals`
+// CTAs sharing `counter` — the one that folds them (arrival order decides only who folds, never
+// the order). Called by every thread of the CTA; the folder re-arms the counter (*counter = 0).
+__device__ __forceinline__ bool last_to_arrive(int32_t* counter, int arrivals) {
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == arrivals - 1;
+  __syncthreads();
+  if (!s_last) return false;
+  __threadfence();
+  return true;
+}
+
 }  // namespace deepinfer::kernels
