@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Turns the output of tools/device/run_cuda_suite.sh into a bench/results validation record.
+Usage: suite_to_json.py SUITE.txt --commit SHA --what TEXT [--date YYYY-MM-DD] > record.json"""
+import argparse
+import datetime
+import json
+import re
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("suite")
+    ap.add_argument("--commit", required=True)
+    ap.add_argument("--what", required=True)
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    a = ap.parse_args()
+    text = open(a.suite, errors="replace").read()
+    passed = [{"test": t, "ms": int(ms)} for t, ms in re.findall(r"\[       OK \] (\S+) \((\d+) ms\)", text)]
+    failed = sorted(set(re.findall(r"\[  FAILED  \] (\S+\.\S+)", text)))
+    runs = re.findall(r"\[==========\] (\d+) tests? from \d+ test suites? ran", text)
+    ok_runs = re.findall(r"\[  PASSED  \] (\d+) tests?", text)
+    record = {
+        "what": a.what,
+        "gpu": "NVIDIA H200",
+        "commit": a.commit,
+        "date": a.date,
+        "command": "timeout 150 bash tools/device/run_cuda_suite.sh",
+        "result": ("all passed" if not failed and len(ok_runs) == len(runs) and runs else "FAILED")
+        + f" (runs: {', '.join(f'{p}/{r}' for p, r in zip(ok_runs + ['0'] * len(runs), runs))})",
+        "golden": re.findall(r"CUDA .* vs transformers golden: .*", text),
+        "passed": passed,
+        "failed": failed,
+    }
+    print(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()
