@@ -28,6 +28,8 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
     "DEEPINFER_CUDA_GRAPHS",
+    // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits).
+    "DEEPINFER_GEMM_KERNEL",
 };
 
 std::string known_list() {

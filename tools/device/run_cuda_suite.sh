@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CUDA test suite on the device machine, one command (after tools/device/pack.sh, with
 # .carry/ carried): every op against the CPU reference, the bitwise batch-invariance checks, the
-# whole model against the golden fixtures and the CPU engine. cuda_ops_test runs twice: with the
-# default GEMV geometry and with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8), so the
-# non-default path of the small-M GEMM stays verified. Exit status: non-zero if any run failed.
+# whole model against the golden fixtures and the CPU engine. The GEMM/MoE tests run twice more:
+# with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's non-default
+# path) and with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma),
+# so every kernel stays verified. Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -14,5 +15,6 @@ export DEEPINFER_CACHE_DIR="${DEEPINFER_CACHE_DIR:-/tmp/deepinfer-cache}"
 status=0
 .carry/bin/cuda_ops_test || status=1
 DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 .carry/bin/cuda_model_test || status=1
 exit $status

@@ -13,15 +13,14 @@
 //     gives two consecutive canonical mma steps of A rows g (or g + 8) or of W row g.
 // Shared tiles are rows of 16 chunks of 16 bytes, XOR-swizzled per format so that the 8 lanes of
 // a quarter-warp (rows g, g + 1 x runs c = 0..3) hit 8 distinct bank groups.
-// MoE: blockIdx.y enumerates the (expert, 128-row tile) pairs that hold rows — the CTA finds its
-// own from the expert offsets — so no CTA is launched per empty expert tile.
+// MoE: blockIdx.y enumerates the (expert, 128-row tile) pairs that hold rows (gemm_tile_rows).
 #pragma once
 
-#include "kernels/gemm/gemm_common.cuh"
+#include "kernels/gemm/gemm_tile_rows.cuh"
 
 namespace deepinfer::kernels {
 
-inline constexpr int kPipeBM = 128, kPipeBN = 128, kPipeWarps = 16, kPipeMaxExperts = 1024;
+inline constexpr int kPipeBM = 128, kPipeBN = 128, kPipeWarps = 16;
 
 // Bytes of the raw (stored) weight tile rows: one K tile of each format.
 __host__ __device__ constexpr int pipe_raw_row_bytes(WeightFmt f) {
@@ -56,66 +55,19 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   uint4* sB = sA + 2 * BM * 16;                                // [1 or 2][BN][16]
   uint8_t* sR = reinterpret_cast<uint8_t*>(sB + (F == WeightFmt::kBF16 ? 2 : 1) * BN * 16);  // [2][BN][RAW]
   __shared__ int32_t a_row[BM], c_row[BM];
-  __shared__ int32_t s_tiles[kPipeMaxExperts];
-  __shared__ int32_t s_expert, s_mtile;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
 
   // Rows of this tile: plain, grouped, or an expert's permuted (token, slot) pairs.
-  WeightDesc w = p.w;
-  int64_t m_count;
-  int group = 0;
-  if (p.experts != nullptr) {
-    // Tile blockIdx.y of the list of (expert, m tile) pairs with rows, in expert order.
-    for (int e = threadIdx.x; e < p.n_experts; e += blockDim.x)
-      s_tiles[e] = (p.offsets[e + 1] - p.offsets[e] + BM - 1) / BM;
-    if (threadIdx.x == 0) s_expert = -1;
-    __syncthreads();
-    if (warp == 0) {
-      int base = 0;
-      for (int e0 = 0; e0 < p.n_experts && base <= static_cast<int>(blockIdx.y); e0 += 32) {
-        const int e = e0 + lane;
-        const int n = e < p.n_experts ? s_tiles[e] : 0;
-        int incl = n;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-          const int v = __shfl_up_sync(0xffffffffu, incl, off);
-          if (lane >= off) incl += v;
-        }
-        const int first = base + incl - n;
-        if (n > 0 && static_cast<int>(blockIdx.y) >= first && static_cast<int>(blockIdx.y) < first + n) {
-          s_expert = e;
-          s_mtile = static_cast<int>(blockIdx.y) - first;
-        }
-        base += __shfl_sync(0xffffffffu, incl, 31);
-      }
-    }
-    __syncthreads();
-    if (s_expert < 0) return;  // past the last tile with rows
-    group = s_expert;
-    w = p.experts[group];
-    const int32_t begin = p.offsets[group] + s_mtile * BM;
-    m_count = min(p.offsets[group + 1] - begin, BM);
-    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
-      const int32_t pr = i < m_count ? p.perm[begin + i] : -1;
-      a_row[i] = pr < 0 ? -1 : pr / p.a_div;
-      c_row[i] = pr;
-    }
-  } else {
-    group = static_cast<int>(blockIdx.y) / m_tiles;
-    const int m_tile = static_cast<int>(blockIdx.y) % m_tiles;
-    m_count = min64(BM, p.M - static_cast<int64_t>(m_tile) * BM);
-    if (m_count <= 0) return;
-    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
-      a_row[i] = i < m_count ? m_tile * BM + i : -1;
-      c_row[i] = a_row[i];
-    }
-  }
+  const TileRows tile = gemm_tile_rows<BM>(p, m_tiles, static_cast<int>(blockIdx.y), a_row, c_row);
+  if (tile.m_count <= 0) return;
+  const int64_t m_count = tile.m_count;
+  const int group = tile.group;
+  const WeightDesc& w = tile.w;
   const bool experts = p.experts != nullptr;
   const int64_t a_col0 = experts ? 0 : static_cast<int64_t>(group) * p.K;
   const int64_t w_row0 = experts ? 0 : static_cast<int64_t>(group) * p.N;
-  __syncthreads();
 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   // K range of this split: sub-ranges [z spc, (z + 1) spc) (all of K without a split).

@@ -3,10 +3,12 @@
 // bitwise equal, see gemm_common.cuh) and the plain F32 GEMM, in dense, grouped and expert modes.
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
 #include "kernels/gemm/dequant_gemm_pipelined.cuh"
+#include "kernels/gemm/dequant_gemm_wgmma.cuh"
 #include "kernels/gemm/dequant_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
@@ -121,11 +123,32 @@ int pipe_splits(const GemmParams& p) {
   return plan_k_splits(gemm_n_subranges(p.K), static_cast<int64_t>(t.x) * t.y, 132);
 }
 
+// Large-M kernel family: the wgmma kernel on Hopper (default), the mma.sync pipelined kernel
+// elsewhere or with DEEPINFER_GEMM_KERNEL=mma (same tiles, same bits: an A/B switch for tuning).
+bool use_wgmma() {
+  static const bool use = [] {
+    const char* v = std::getenv("DEEPINFER_GEMM_KERNEL");
+    if (v != nullptr && std::string(v) == "mma") return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    return major == 9;
+  }();
+  return use;
+}
+
 template <WeightFmt F>
 cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
-  const size_t smem = pipe_smem_bytes(F);
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      dequant_gemm_pipelined_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const bool wgmma = use_wgmma();
+  const size_t smem = wgmma ? wgmma_smem_bytes(F) : pipe_smem_bytes(F);
+  static const cudaError_t configured = [] {
+    const cudaError_t e = cudaFuncSetAttribute(dequant_gemm_pipelined_kernel<F>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(pipe_smem_bytes(F)));
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(dequant_gemm_wgmma_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(wgmma_smem_bytes(F)));
+  }();
   if (configured != cudaSuccess) return configured;
   const int m_tiles = static_cast<int>((p.M + kPipeBM - 1) / kPipeBM);
   dim3 grid = pipe_tiles(p);
@@ -138,7 +161,11 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
   const bool self_fold = splits > 1 && p.tile_counters != nullptr &&
                          p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.y;
   if (!self_fold) q.tile_counters = nullptr;
-  dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(q, m_tiles, spc);
+  if (wgmma) {
+    dequant_gemm_wgmma_kernel<F><<<grid, kWgmmaWarps * 32, smem, s>>>(q, m_tiles, spc);
+  } else {
+    dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(q, m_tiles, spc);
+  }
   if (splits > 1 && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
   }

@@ -1,0 +1,78 @@
+// Which rows a 128-row output tile of the large-M GEMM kernels (pipelined, wgmma) covers: plain
+// rows of one block-diagonal group, or one expert's permuted (token, slot) pairs. Shared so the
+// kernels agree on the tile enumeration the launcher sizes the grid for (pipe_tiles).
+#pragma once
+
+#include "kernels/gemm/gemm_common.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kPipeMaxExperts = 1024;
+
+struct TileRows {
+  int64_t m_count = 0;  // rows of this tile (<= 0: the CTA has nothing to do)
+  int group = 0;        // block-diagonal group or expert
+  WeightDesc w;         // the group's weight (its expert's in expert mode)
+};
+
+// Fills a_row[BM] (A row, -1 past m_count) and c_row[BM] (C row) for tile `y` and returns the
+// tile's rows. Dense: y = group * m_tiles + m tile. Experts: y enumerates the (expert, BM-row
+// tile) pairs that hold rows in expert order — the CTA finds its own from the offsets, so no CTA
+// is launched per empty expert tile. Called by every thread; ends with a barrier.
+template <int BM>
+__device__ TileRows gemm_tile_rows(const GemmParams& p, int m_tiles, int y, int32_t* a_row, int32_t* c_row) {
+  __shared__ int32_t s_tiles[kPipeMaxExperts];
+  __shared__ int32_t s_expert, s_mtile;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  TileRows t;
+  t.w = p.w;
+  if (p.experts != nullptr) {
+    for (int e = threadIdx.x; e < p.n_experts; e += blockDim.x)
+      s_tiles[e] = (p.offsets[e + 1] - p.offsets[e] + BM - 1) / BM;
+    if (threadIdx.x == 0) s_expert = -1;
+    __syncthreads();
+    if (warp == 0) {
+      int base = 0;
+      for (int e0 = 0; e0 < p.n_experts && base <= y; e0 += 32) {
+        const int e = e0 + lane;
+        const int n = e < p.n_experts ? s_tiles[e] : 0;
+        int incl = n;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const int v = __shfl_up_sync(0xffffffffu, incl, off);
+          if (lane >= off) incl += v;
+        }
+        const int first = base + incl - n;
+        if (n > 0 && y >= first && y < first + n) {
+          s_expert = e;
+          s_mtile = y - first;
+        }
+        base += __shfl_sync(0xffffffffu, incl, 31);
+      }
+    }
+    __syncthreads();
+    if (s_expert < 0) return t;  // past the last tile with rows (uniform: m_count 0)
+    t.group = s_expert;
+    t.w = p.experts[t.group];
+    const int32_t begin = p.offsets[t.group] + s_mtile * BM;
+    t.m_count = min(p.offsets[t.group + 1] - begin, BM);
+    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
+      const int32_t pr = i < t.m_count ? p.perm[begin + i] : -1;
+      a_row[i] = pr < 0 ? -1 : pr / p.a_div;
+      c_row[i] = pr;
+    }
+  } else {
+    t.group = y / m_tiles;
+    const int m_tile = y % m_tiles;
+    t.m_count = min64(BM, p.M - static_cast<int64_t>(m_tile) * BM);
+    if (t.m_count <= 0) return t;
+    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
+      a_row[i] = i < t.m_count ? m_tile * BM + i : -1;
+      c_row[i] = a_row[i];
+    }
+  }
+  __syncthreads();
+  return t;
+}
+
+}  // namespace deepinfer::kernels
