@@ -215,20 +215,8 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   }
 
   if (split) {
-    // The last CTA of this output tile to finish folds the partials in sub-range order (arrival
-    // order decides only who folds), then re-arms the counter; without counters
-    // gemv_reduce_kernel folds them.
     store_partial(static_cast<int>((static_cast<int64_t>(k_end) * BK - 1) / R));
-    if (p.tile_counters == nullptr) return;
-    int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-    if (!last_to_arrive(counter, static_cast<int>(gridDim.z))) return;
-    const int64_t n_cols = min64(BN, p.N - n0);
-    for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
-      const int64_t row = c_row[i / n_cols];
-      const int64_t col = col_off + n0 + i % n_cols;
-      store_out(p.C, p.c_bf16, row * p.ldc + col, sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P));
-    }
-    if (threadIdx.x == 0) *counter = 0;
+    fold_split_tile<BN>(p, c_row, m_count, n0, col_off);
     return;
   }
   // Epilogue: (total + current sub-range) to C rows c_row, columns of this group.

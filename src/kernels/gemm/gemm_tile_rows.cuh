@@ -1,6 +1,6 @@
-// Which rows a 128-row output tile of the large-M GEMM kernels (pipelined, wgmma) covers: plain
-// rows of one block-diagonal group, or one expert's permuted (token, slot) pairs. Shared so the
-// kernels agree on the tile enumeration the launcher sizes the grid for (pipe_tiles).
+// What the large-M GEMM kernels (pipelined, wgmma) share about their output tiles: which rows a
+// tile covers — plain rows of one block-diagonal group, or one expert's permuted (token, slot)
+// pairs, in the enumeration the launcher sizes the grid for (pipe_tiles) — and the split-K fold.
 #pragma once
 
 #include "kernels/gemm/gemm_common.cuh"
@@ -73,6 +73,26 @@ __device__ TileRows gemm_tile_rows(const GemmParams& p, int m_tiles, int y, int3
   }
   __syncthreads();
   return t;
+}
+
+// Split-K launches of the large-M kernels, after this CTA stored its sub-range partials: the last
+// CTA of output tile (blockIdx.y, blockIdx.x) to finish folds them in sub-range order into C
+// (arrival order decides only who folds) and re-arms the counter; without counters
+// gemv_reduce_kernel folds them. Called by every thread.
+template <int BN>
+__device__ void fold_split_tile(const GemmParams& p, const int32_t* c_row, int64_t m_count, int64_t n0,
+                                int64_t col_off) {
+  if (p.tile_counters == nullptr) return;
+  int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+  if (!last_to_arrive(counter, static_cast<int>(gridDim.z))) return;
+  const int P = gemm_n_subranges(p.K);
+  const int64_t n_cols = min64(BN, p.N - n0);
+  for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
+    const int64_t row = c_row[i / n_cols];
+    const int64_t col = col_off + n0 + i % n_cols;
+    store_out(p.C, p.c_bf16, row * p.ldc + col, sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P));
+  }
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 }  // namespace deepinfer::kernels
