@@ -40,6 +40,13 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy reads of them
+// (wgmma operands taken from shared memory by descriptor).
+__device__ __forceinline__ void fence_proxy_async() {
+#ifndef DEEPINFER_NO_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
 // Keeps the compiler from moving accesses of accumulator registers across the asynchronous
 // region (between the MMA issue and the wait).
 template <int R>

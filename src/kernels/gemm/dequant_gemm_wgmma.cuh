@@ -209,7 +209,8 @@ __global__ void __launch_bounds__(kWgmmaWarps * 32, 1) dequant_gemm_wgmma_kernel
   __syncthreads();
   dequant_tile(k_begin);
   if (k_begin + 1 < k_end) load_tile(k_begin + 1);
-  __syncthreads();  // B tile k_begin complete
+  fence_proxy_async();  // the dequantised B tile is read by wgmma (async proxy)
+  __syncthreads();      // B tile k_begin complete
   for (int i = k_begin; i < k_end; ++i) {
     if (i > k_begin && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
       if (split) store_partial(i / tiles_per_sub - 1);
@@ -232,6 +233,7 @@ __global__ void __launch_bounds__(kWgmmaWarps * 32, 1) dequant_gemm_wgmma_kernel
       __syncthreads();  // tile i + 1 landed for every thread; every warp holds its tile-i fragments
       if (i + 2 < k_end) load_tile(i + 2);  // into buffers i & 1 (A in registers, raw dequantised)
       dequant_tile(i + 1);                  // B buffer (i + 1) & 1: its MMAs finished last iteration
+      fence_proxy_async();                  // the new B tile is read by wgmma (async proxy)
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);
