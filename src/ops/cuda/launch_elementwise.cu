@@ -32,6 +32,9 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
     if (p.n <= kRmsWarpMaxN) {
       rms_norm_warp_kernel<Ti, To, Tw><<<static_cast<unsigned>((p.rows + 7) / 8), 256, 0, s>>>(
           static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight), static_cast<To*>(p.out), p.rows, p.n, p.eps);
+    } else if (p.n <= kRmsRowMaxN) {
+      rms_norm_row_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
+                                                              static_cast<To*>(p.out), p.n, p.eps);
     } else {
       rms_norm_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
                                                           static_cast<To*>(p.out), p.n, p.eps);
