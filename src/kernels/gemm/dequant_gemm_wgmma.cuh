@@ -10,12 +10,14 @@
 //   * each warp loads its A fragments of the tile's 8 steps into registers (one LDS.128 per two
 //     steps: the canonical k permutation is a register-fragment layout, which wgmma accepts for
 //     A), then issues the 8 wgmma on the dequantised B tile i, asynchronously;
-//   * while the tensor cores run, all warps dequantise weight tile i + 1 (the decoder every GEMM
+//   * while the tensor cores run, all warps wait for tile i + 1, issue the copies of tile i + 2
+//     into the buffers tile i freed, and dequantise weight tile i + 1 (the decoder every GEMM
 //     kernel shares) into the other B buffer, already in the permuted canonical order: quad
 //     (c, j) of a run gives the pair words of logical k 2c, 2c + 1 and 2c + 8, 2c + 9 of step j —
 //     byte 4c of the two core matrices of that step (B is K-major, no swizzle: core matrix =
-//     8 weight rows x 8 logical k, 128 contiguous bytes);
-//   * then they issue the copies of tile i + 2 and wait for the MMAs.
+//     8 weight rows x 8 logical k, 128 contiguous bytes) — then a proxy fence (wgmma reads
+//     shared memory through the async proxy) and the wait for the MMAs.
+// Measured limits and the variants tried: bench/results/cuda_gemm_tuning_h200_2026-12-01.json.
 // Sub-ranges of the canonical order end on K-tile boundaries: the fold (or the split-K partial
 // store) happens between tiles, with the accumulators settled.
 #pragma once
