@@ -70,13 +70,10 @@ __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_ker
   const int64_t w_row0 = experts ? 0 : static_cast<int64_t>(group) * p.N;
 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
-  // K range of this split: sub-ranges [z spc, (z + 1) spc) (all of K without a split).
   const int64_t R = gemm_subrange(p.K);
-  const int P = gemm_n_subranges(p.K);
-  const bool split = spc < P;
-  const int sub0 = static_cast<int>(blockIdx.z) * spc;
-  const int k_begin = static_cast<int>(sub0 * R / BK);
-  const int k_end = static_cast<int>(min64(p.K, (sub0 + spc) * R) / BK);
+  const KTiles kt = k_tiles_of(p, spc);
+  const bool split = kt.split;
+  const int k_begin = kt.begin, k_end = kt.end;
   // Issues the copies of K tile i into buffer i & 1: A rows (zero past m_count), weight rows
   // (zero past N) — raw runs, or BF16 straight into the B buffer.
   auto load_tile = [&](int i) {

@@ -72,11 +72,9 @@ __global__ void __launch_bounds__(kWgmmaWarps * 32, 1) dequant_gemm_wgmma_kernel
 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   const int64_t R = gemm_subrange(p.K);
-  const int P = gemm_n_subranges(p.K);
-  const bool split = spc < P;
-  const int sub0 = static_cast<int>(blockIdx.z) * spc;
-  const int k_begin = static_cast<int>(sub0 * R / BK);
-  const int k_end = static_cast<int>(min64(p.K, (sub0 + spc) * R) / BK);
+  const KTiles kt = k_tiles_of(p, spc);
+  const bool split = kt.split;
+  const int k_begin = kt.begin, k_end = kt.end;
   const int tiles_per_sub = static_cast<int>(R / BK);  // R is a multiple of BK
 
   // Raw runs of a row: XOR-swizzled (rows >= 8 runs) so the quarter-warp reads of rows g, g + 1
