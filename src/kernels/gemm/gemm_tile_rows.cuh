@@ -78,15 +78,13 @@ __device__ TileRows gemm_tile_rows(const GemmParams& p, int m_tiles, int y, int3
 // The K tiles (of kGemmBK) a CTA of a large-M launch covers: sub-ranges [z spc, (z + 1) spc) of
 // the canonical order (all of K without a split, spc = P).
 struct KTiles {
-  int P = 0;           // canonical sub-ranges of K
   bool split = false;  // several CTAs share an output tile (partials folded by fold_split_tile)
   int begin = 0, end = 0;
 };
 __device__ inline KTiles k_tiles_of(const GemmParams& p, int spc) {
   const int64_t R = gemm_subrange(p.K);
   KTiles t;
-  t.P = gemm_n_subranges(p.K);
-  t.split = spc < t.P;
+  t.split = spc < gemm_n_subranges(p.K);
   const int sub0 = static_cast<int>(blockIdx.z) * spc;
   t.begin = static_cast<int>(sub0 * R / kGemmBK);
   t.end = static_cast<int>(min64(p.K, (sub0 + spc) * R) / kGemmBK);

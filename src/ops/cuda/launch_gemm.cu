@@ -123,9 +123,13 @@ int pipe_splits(const GemmParams& p) {
   return plan_k_splits(gemm_n_subranges(p.K), static_cast<int64_t>(t.x) * t.y, 132);
 }
 
-// Large-M kernel family: the wgmma kernel on Hopper (default), the mma.sync pipelined kernel
-// elsewhere or with DEEPINFER_GEMM_KERNEL=mma (same tiles, same bits: an A/B switch for tuning).
+// Large-M kernel family: the wgmma kernel on Hopper when the build has sm_90a code (default), the
+// mma.sync pipelined kernel elsewhere or with DEEPINFER_GEMM_KERNEL=mma (same tiles, same bits:
+// an A/B switch for tuning).
 bool use_wgmma() {
+#ifndef DI_CUDA_WGMMA
+  return false;
+#else
   static const bool use = [] {
     const char* v = std::getenv("DEEPINFER_GEMM_KERNEL");
     if (v != nullptr && std::string(v) == "mma") return false;
@@ -135,6 +139,7 @@ bool use_wgmma() {
     return major == 9;
   }();
   return use;
+#endif
 }
 
 template <WeightFmt F>
