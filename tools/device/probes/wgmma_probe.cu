@@ -8,7 +8,8 @@
 // swizzle, K-major core matrices). Prints mismatching elements and the worst error against an
 // F64 reference (a layout bug shows as a large error, a rounding difference as bit mismatches).
 //
-// Build here: nvcc -std=c++17 -O2 -arch=sm_90a -o wgmma_probe tools/device/probes/wgmma_probe.cu
+// Build here: nvcc -std=c++20 -O2 -gencode arch=compute_90a,code=sm_90a -I src -o wgmma_probe \
+//   tools/device/probes/wgmma_probe.cu
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -17,6 +18,10 @@
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+#include "kernels/common/wgmma_utils.cuh"  // mma.sync, descriptor and wgmma sync primitives
+
+using namespace deepinfer::kernels;
 
 constexpr int M = 64, N = 64, K = 512;
 
@@ -39,25 +44,11 @@ __global__ void fill(__nv_bfloat16* A, __nv_bfloat16* B, int spread) {
   }
 }
 
-__device__ inline uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
 // Core-matrix (8 rows x 16 bytes) K-major layout without swizzle: LBO = 128 (next 8 k),
 // SBO = 256 (next 8 rows) within one k16 step; steps are rows*32 bytes apart.
 __device__ inline int core_off(int row, int k, int rows) {
   const int step = k / 16, kk = k % 16;
   return step * rows * 32 + (row / 8) * 256 + (kk / 8) * 128 + (row % 8) * 16 + (kk % 8) * 2;
-}
-__device__ inline uint64_t desc(const void* p, int lbo, int sbo) {
-  return (static_cast<uint64_t>(smem_u32(p) >> 4) & 0x3fff) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32);
-}
-
-__device__ inline void mma16816(float* c, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 #define D32(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
@@ -80,9 +71,6 @@ __device__ inline void wgmma_ss(float* d, uint64_t adesc, uint64_t bdesc) {
                : D32(d)
                : "l"(adesc), "l"(bdesc));
 }
-__device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ inline void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 
 // out[3][cta][M][N]: mma.sync, wgmma A-regs, wgmma A-smem.
 __global__ void __launch_bounds__(128) probe(const __nv_bfloat16* A, const __nv_bfloat16* B, float* out, float c0) {
@@ -126,7 +114,7 @@ __global__ void __launch_bounds__(128) probe(const __nv_bfloat16* A, const __nv_
                  (static_cast<uint32_t>(__bfloat16_as_ushort(B[n * K + k + 1])) << 16);
         };
         const uint32_t b[2] = {pair(8 * j + g, 16 * s + 2 * c), pair(8 * j + g, 16 * s + 2 * c + 8)};
-        mma16816(&d[4 * j], a, b);
+        mma_bf16_16816(&d[4 * j], a, b);
       }
     }
     store(0, d);
@@ -138,10 +126,10 @@ __global__ void __launch_bounds__(128) probe(const __nv_bfloat16* A, const __nv_
     for (int s = 0; s < K / 16; ++s) {
       uint32_t a[4];
       a_frag(s, a);
-      wg_fence();
-      wgmma_rs(d, a, desc(smem + M * K * 2 + s * N * 32, 128, 256));
-      wg_commit();
-      wg_wait0();
+      wgmma_fence();
+      wgmma_rs(d, a, wgmma_desc(smem + M * K * 2 + s * N * 32, 128, 256));
+      wgmma_commit();
+      wgmma_wait<0>();
     }
     store(1, d);
   }
@@ -150,10 +138,10 @@ __global__ void __launch_bounds__(128) probe(const __nv_bfloat16* A, const __nv_
     float d[32];
     for (int i = 0; i < 32; ++i) d[i] = c0;
     for (int s = 0; s < K / 16; ++s) {
-      wg_fence();
-      wgmma_ss(d, desc(smem + s * M * 32, 128, 256), desc(smem + M * K * 2 + s * N * 32, 128, 256));
-      wg_commit();
-      wg_wait0();
+      wgmma_fence();
+      wgmma_ss(d, wgmma_desc(smem + s * M * 32, 128, 256), wgmma_desc(smem + M * K * 2 + s * N * 32, 128, 256));
+      wgmma_commit();
+      wgmma_wait<0>();
     }
     store(2, d);
   }
