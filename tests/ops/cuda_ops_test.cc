@@ -138,6 +138,65 @@ TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
   }
 }
 
+// The tensor-core kernels' weight decoders (the permute/multiply forms and their general paths
+// for large scale codes) against the number formats' own decoding: every FP8 and FP4 code at scale
+// codes across the whole range where the products stay normal F32 (FP8 10..245, so codes above
+// 134 take the F32 path; FP4 2..252, above 128 the plain-scale path). One-hot activations make
+// each output one dequantised weight, so the comparison is exact, for the streaming kernel
+// (1 and 20 rows) and the large-M kernel (300 rows).
+TEST_F(CudaOpsTest, DequantisedWeightsAreExactForEveryCodeAndScale) {
+  for (WeightFormat f : {WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
+    const bool fp4 = f == WeightFormat::kFp4Block;
+    const int64_t N = fp4 ? 256 : 2048, K = fp4 ? 512 : 256;
+    Linear w = make_linear(f, N, K);
+    uint8_t* codes = w.host.weight.as<uint8_t>();
+    uint8_t* scales = w.host.scale.as<uint8_t>();
+    const int64_t scale_cols = w.host.scale.shape[1];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        if (fp4) {
+          uint8_t& byte = codes[(n * K + k) / 2];
+          const uint8_t code = static_cast<uint8_t>((n + k) % 16);
+          byte = k % 2 == 0 ? static_cast<uint8_t>((byte & 0xf0) | code) : static_cast<uint8_t>((byte & 0x0f) | (code << 4));
+        } else {
+          const uint8_t code = static_cast<uint8_t>((n + 3 * k) % 256);
+          codes[n * K + k] = (code & 0x7f) == 0x7f ? 0 : code;  // no NaN codes
+        }
+      }
+    const int64_t n_scales = w.host.scale.shape[0] * scale_cols;
+    for (int64_t i = 0; i < n_scales; ++i)
+      scales[i] = static_cast<uint8_t>(fp4 ? 2 + i % 251 : 10 + i * 235 / (n_scales - 1));
+    gpu_->copy(w.host.weight, w.dev.weight);
+    gpu_->copy(w.host.scale, w.dev.scale);
+    auto expected = [&](int64_t n, int64_t k) {
+      if (fp4) {
+        const uint8_t byte = codes[(n * K + k) / 2];
+        return tensor::e2m1_to_f32(k % 2 == 0 ? byte & 0xf : byte >> 4) * tensor::e8m0_to_f32(scales[n * scale_cols + k / 32]);
+      }
+      return tensor::e4m3_to_f32(codes[n * K + k]) * tensor::e8m0_to_f32(scales[(n / 128) * scale_cols + k / 128]);
+    };
+    for (int64_t M : {1, 20, 300}) {
+      Pair x = make(DType::kBF16, {M, K});
+      std::vector<int64_t> hot(M);
+      for (int64_t m = 0; m < M; ++m) {
+        hot[m] = (m * 41 + 7) % K;
+        set(x.host, m * K + hot[m], 1.0f);
+      }
+      upload(x);
+      Pair y = make(DType::kF32, {M, N});
+      gpu_->linear(x.dev, w.dev, y.dev, {});
+      const std::vector<float> got = download(y.dev);
+      int64_t bad = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          if (got[m * N + n] != expected(n, hot[m]) && bad++ < 5)
+            ADD_FAILURE() << "format " << int(f) << " M " << M << " row " << m << " col " << n << ": "
+                          << got[m * N + n] << " != " << expected(n, hot[m]);
+      EXPECT_EQ(bad, 0) << "format " << int(f) << " M " << M;
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, GroupedLinearMatchesCpu) {
   Linear w = make_linear(WeightFormat::kFp8Block, 2 * 128, 256);  // 2 groups of 128 rows, 256 inputs each
   for (int64_t T : {1, 33}) {

@@ -35,6 +35,8 @@ inline constexpr int kGemvPad = 8;       // BF16 elements of row padding in the 
 // Geometry of one launch (host-chosen, numerically neutral): sub-ranges per CTA and the A rows
 // worth staging (rows beyond hold no data: M, or the batch size for experts).
 struct GemvShape {
+  int64_t R = 0;    // gemm_subrange(K) and
+  int P = 0;        // gemm_n_subranges(K), computed once on the host (64-bit divisions)
   int spc = 1;      // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
   int a_rows = 16;  // staged A rows (<= MT * 16)
   int n_codes = 0;  // scale codes per column over spc sub-ranges
@@ -46,29 +48,29 @@ __host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K, 
   return static_cast<int>(spc * gemm_subrange(K) / (f == WeightFmt::kFp4Block ? 32 : block_in));
 }
 
-// Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][stages][NT][32]
-// x 16 bytes (sized for NT = 4), scale codes [warps][32][codes].
-__host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int stages) {
+// Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][S][NT][32]
+// x 16 bytes (ring_windows = S NT of them per warp), scale codes [warps][32][codes].
+__host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int ring_windows) {
   return static_cast<size_t>(sh.a_rows) * (sh.spc * gemm_subrange(K) + kGemvPad) * 2 +
-         static_cast<size_t>(kGemvWarps) * stages * 4 * 32 * 16 +
+         static_cast<size_t>(kGemvWarps) * ring_windows * 32 * 16 +
          static_cast<size_t>(kGemvWarps) * 32 * sh.n_codes;
 }
 
 // Resident CTAs per SM the register budget is set for: 4 with one m16 tile (<= 128 registers, no
 // or a few bytes of spills), 3 with two (more would spill the second tile's accumulators).
-template <int MT>
-inline constexpr int kGemvCtasPerSm = MT == 1 ? 4 : 3;
+template <int MT, int NT>
+inline constexpr int kGemvCtasPerSm = MT == 1 ? (NT == 1 ? 6 : 4) : 3;
 
 // NT: n8 tiles per warp; S: ring windows per warp (S - 1 in flight).
 template <WeightFmt F, int MT, int NT, int S>
-__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
+__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
 
-  const int64_t R = gemm_subrange(p.K);
-  const int P = static_cast<int>((p.K + R - 1) / R);
+  const int64_t R = sh.R;
+  const int P = sh.P;
   const int sub0 = blockIdx.y * sh.spc, nsub = min(sh.spc, P - sub0);
   const int64_t k_begin = sub0 * R, k_span = min64(p.K, (sub0 + nsub) * R) - k_begin;
   const int64_t LDA = sh.spc * R + kGemvPad;
@@ -113,13 +115,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
     return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
   };
   uint4* my_ring = ring + warp * S * NT * 32;
-  auto issue = [&](int wi) {  // one commit group per window, empty past the end
+  // Window wi goes to ring slot wi % S; callers pass the slot (kept as a rolling index in the
+  // loop: a modulo per window was a visible share of the loop's instructions).
+  auto issue = [&](int wi, int slot) {  // one commit group per window, empty past the end
     if (wi < n_windows) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const bool valid = wrow[nt] != nullptr;
-        cp_async16(&my_ring[((wi % S) * NT + nt) * 32 + lane],
-                   valid ? wrow[nt] + run_byte(wi) : w.w, valid);
+        cp_async16(&my_ring[(slot * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
       }
     }
     cp_async_commit();
@@ -127,7 +130,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
   // The first chunk's leading windows go out before anything else is loaded: they are in flight
   // while the scale codes and A are staged.
 #pragma unroll
-  for (int d = 0; d < S - 1; ++d) issue(d);
+  for (int d = 0; d < S - 1; ++d) issue(d, d);
   // Scale codes of the warp's 32 columns over the span (lane = column), once for all row chunks.
   const int n_codes = sh.n_codes;
   uint8_t* my_codes = codes + warp * 32 * n_codes;
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
     if (m0 > 0) {
       __syncthreads();  // the previous chunk is done with a_row / c_row / sA
 #pragma unroll
-      for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A is staged
+      for (int d = 0; d < S - 1; ++d) issue(d, d);  // in flight while A is staged
     }
     for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
       int32_t ar = -1, cr = -1;
@@ -186,10 +189,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
     const int64_t a_col0 = (p.experts ? 0 : static_cast<int64_t>(group) * p.K) + k_begin;
     const bool a_vec =
         (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
-    const int64_t chunks = k_span / 8;
-    for (int64_t i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
-      const int r = static_cast<int>(i / chunks);
-      const int64_t kk = (i % chunks) * 8;
+    const int chunks = static_cast<int>(k_span / 8);  // 32-bit: spc R / 8 is small
+    for (int i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
+      const int r = i / chunks;
+      const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
       if (a_vec) {  // asynchronous, zero-filled for absent rows
         const bool present = a_row[r] >= 0;
         cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A,
@@ -220,34 +223,47 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
+    // Ring slot of window wi (wi % S) and the windows left in its sub-range, kept as counters.
+    int slot = 0, sub_left = win_per_sub, sub = sub0;
     for (int wi = 0; wi < n_windows; ++wi) {
       cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
       uint4 cur[NT];
       uint8_t code[NT];  // UE8M0 scale code of each tile's run (unused for BF16)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        cur[nt] = my_ring[((wi % S) * NT + nt) * 32 + lane];
+        cur[nt] = my_ring[(slot * NT + nt) * 32 + lane];
         const int k_rel = c * L + wi * W;
         code[nt] = F == WeightFmt::kBF16 ? 0 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
       }
-      issue(wi + S - 1);  // refills the slot consumed last iteration
-      // The window's mma steps, with weights decoded by `decode(nt, j, b0, b1)`.
+      issue(wi + S - 1, slot == 0 ? S - 1 : slot - 1);  // refills the slot consumed last iteration
+      slot = slot + 1 == S ? 0 : slot + 1;
+      // The window's mma steps, with weights decoded by `decode(nt, j, b0, b1)`. One 16-byte A
+      // read per row serves two steps (logical k 2c, 2c+1 and 2c+8, 2c+9 of steps j and j + 1 are
+      // the 8 consecutive elements at kk).
       auto window = [&](auto decode) {
 #pragma unroll
-        for (int j = 0; j < L / 4; ++j) {
+        for (int j = 0; j < L / 4; j += 2) {
           const int kk = wi * W + c * L + 4 * j;  // within the span
-          uint32_t bf[NT][2];
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) decode(nt, j, bf[nt][0], bf[nt][1]);
+          uint4 lo[MT], hi[MT];
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
-            if (lo_row[mt]) lo = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g) * LDA + kk]);
-            if (hi_row[mt]) hi = *reinterpret_cast<const uint2*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-            // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
-            const uint32_t af[4] = {lo.x, hi.x, lo.y, hi.y};
+            lo[mt] = hi[mt] = make_uint4(0, 0, 0, 0);
+            if (lo_row[mt]) lo[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g) * LDA + kk]);
+            if (hi_row[mt]) hi[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+          }
 #pragma unroll
-            for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+          for (int jj = 0; jj < 2; ++jj) {
+            uint32_t bf[NT][2];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) decode(nt, j + jj, bf[nt][0], bf[nt][1]);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
+              const uint32_t af[4] = {jj ? lo[mt].z : lo[mt].x, jj ? hi[mt].z : hi[mt].x,
+                                      jj ? lo[mt].w : lo[mt].y, jj ? hi[mt].w : hi[mt].y};
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+            }
           }
         }
       };
@@ -267,8 +283,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
         window([&](int nt, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[nt], code[nt], j, b0, b1); });
       }
       // End of a sub-range: fold it (whole K here) or hand it to the partials.
-      if ((wi + 1) % win_per_sub == 0 || wi + 1 == n_windows) {
-        const int sub = sub0 + wi / win_per_sub;
+      if (--sub_left == 0 || wi + 1 == n_windows) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -286,6 +301,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT>)
               }
               acc[mt][nt][e] = 0.0f;
             }
+        sub_left = win_per_sub;
+        ++sub;
       }
     }
     cp_async_wait<0>();

@@ -95,8 +95,8 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
 // with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the signs (nibble
 // bits 3, 7 -> pair bits 15, 31) are routed by one multiply (bit 3 x 2^12 lands on 15, bit 7 x
 // 2^24 on 31; the cross terms land on bits 19 and 27, masked off), then one BF16x2 multiply by the
-// scale. Exact (power-of-two scale), and the only FP4 decoder of both GEMM kernels, so they agree
-// bit for bit.
+// scale. Exact (power-of-two scale): decode_quad's path for scale codes above 128, where
+// fp4_quad_fast's factor would overflow; both give the same bits.
 __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint32_t& b0, uint32_t& b1) {
   // BF16 bytes of 0, .5, 1, 1.5, 2, 3, 4, 6: low bytes 00 00 80 c0 00 40 80 c0, high 00 3f 3f 3f 40 40 40 40.
   constexpr uint32_t kLo0 = 0xc0800000u, kLo1 = 0xc0804000u, kHi0 = 0x3f3f3f00u, kHi1 = 0x40404040u;
@@ -112,6 +112,32 @@ __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint
   m1 |= ((sign >> 8) * kSignRoute) & kSignBits;
   b0 = hmul2_bits(m0, scale_bf16x2);
   b1 = hmul2_bits(m1, scale_bf16x2);
+}
+// Elements 4h .. 4h+3 of the eight E2M1 codes of `word` (nibbles, lowest first) times a UE8M0
+// scale as two BF16 pairs — the fast form of fp4_quad, about half its instructions (the FP4
+// experts' decode dominates their GEMMs). A code's bits moved into a BF16 (exponent and mantissa
+// bits 0-2 to bits 6-8, sign bit 3 to bit 15) are its value times 2^-126, the E2M1 subnormal 0.5
+// included, so one BF16x2 multiply by scale x 2^126 (fp4_scale_2p126_bf16x2) gives the exact
+// dequantised values, the bits fp4_quad gives. The codes are split into even and odd nibbles
+// (bytes), a permute puts the pair's two codes in the low bytes of the two halves (zero bytes
+// from sign replication of a byte < 0x80), and one multiply by 2^6 + 2^12 places both fields of
+// both halves at once (no carries: a code is 4 bits); the mask keeps the 4 wanted bits per half.
+__device__ __forceinline__ void fp4_quad_fast(uint32_t word, int h, uint32_t scale_2p126_bf16x2, uint32_t& b0,
+                                              uint32_t& b1) {
+  const uint32_t even = word & 0x0f0f0f0fu, odd = (word >> 4) & 0x0f0f0f0fu;
+  constexpr uint32_t kPlace = (1u << 6) | (1u << 12), kKeep = 0x81c081c0u;
+  // Pair (elements 2b, 2b + 1) = (even byte b, odd byte b): selector 0xC(4+b)C(b).
+  const uint32_t sel0 = 0xc4c0u + 2u * h * 0x101u, sel1 = sel0 + 0x101u;
+  uint32_t t0, t1;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t0) : "r"(even), "r"(odd), "r"(sel0));
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t1) : "r"(even), "r"(odd), "r"(sel1));
+  b0 = hmul2_bits((t0 * kPlace) & kKeep, scale_2p126_bf16x2);
+  b1 = hmul2_bits((t1 * kPlace) & kKeep, scale_2p126_bf16x2);
+}
+// A UE8M0 scale 2^(e-127) times 2^126 as a BF16x2 pair (exponent field e + 126; e <= 128 fits).
+__device__ __forceinline__ uint32_t e8m0_times_2p126_bf16x2(uint8_t e) {
+  const uint32_t h = (static_cast<uint32_t>(e) + 126u) << 7;
+  return h | (h << 16);
 }
 // A UE8M0 scale as a BF16x2 pair (2^-127, code 0, is a BF16 subnormal).
 __device__ __forceinline__ uint32_t e8m0_bf16x2(uint8_t e) {
@@ -155,16 +181,19 @@ __device__ __forceinline__ void fp8_quad_f32(uint32_t v, float s, uint32_t& b0, 
 }
 
 // A run's UE8M0 scale code as the BF16x2 factor of the permute decoders (unused for BF16), and
-// whether that decoder covers the code (FP8 codes above 134 take the F32 path).
+// whether that decoder covers the code (FP8 codes above 134 take the F32 path, FP4 codes above
+// 128 fp4_quad with the plain scale).
 template <WeightFmt F>
 __device__ __forceinline__ uint32_t quad_scale(uint8_t code) {
-  if constexpr (F == WeightFmt::kFp4Block) return e8m0_bf16x2(code);
+  if constexpr (F == WeightFmt::kFp4Block) return e8m0_times_2p126_bf16x2(code);
   if constexpr (F == WeightFmt::kFp8Block) return e8m0_times_2p120_bf16x2(code);
   return 0;
 }
 template <WeightFmt F>
 __device__ __forceinline__ bool quad_scale_exact(uint8_t code) {
-  return F != WeightFmt::kFp8Block || code <= 134;
+  if constexpr (F == WeightFmt::kFp8Block) return code <= 134;
+  if constexpr (F == WeightFmt::kFp4Block) return code <= 128;  // scales up to 2: always in practice
+  return true;
 }
 
 // Elements 4j .. 4j+3 of a 16-byte run as the BF16 pairs b0 = (4j, 4j+1), b1 = (4j+2, 4j+3),
@@ -178,7 +207,7 @@ __device__ __forceinline__ void decode_quad_scaled(const uint4& raw, uint32_t sc
     b0 = words[(2 * j) % 4];
     b1 = words[(2 * j + 1) % 4];
   } else if constexpr (F == WeightFmt::kFp4Block) {
-    fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, scale, b0, b1);
+    fp4_quad_fast(words[j / 2], j % 2, scale, b0, b1);
   } else {
     fp8_quad(words[j], scale, b0, b1);
   }
@@ -194,7 +223,11 @@ __device__ __forceinline__ void decode_quad(const uint4& raw, uint8_t code, int 
     decode_quad_scaled<F>(raw, quad_scale<F>(code), j, b0, b1);
   } else {
     const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-    fp8_quad_f32(words[j], e8m0_to_f32(code), b0, b1);
+    if constexpr (F == WeightFmt::kFp4Block) {
+      fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, e8m0_bf16x2(code), b0, b1);
+    } else {
+      fp8_quad_f32(words[j], e8m0_to_f32(code), b0, b1);
+    }
   }
 }
 

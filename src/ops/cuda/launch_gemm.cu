@@ -36,11 +36,14 @@ int gemv_nt(const GemmParams& p, int spc) {
   return 1;
 }
 
-GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
+// ring_windows: the largest S NT of the launches this shape may take.
+GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows) {
   const int P = gemm_n_subranges(p.K);
   const int64_t base = (p.N + gemv_cta_cols(kGemvMaxNt) - 1) / gemv_cta_cols(kGemvMaxNt) * gemv_outer(p);
   const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
   GemvShape sh;
+  sh.R = gemm_subrange(p.K);
+  sh.P = P;
   sh.spc = static_cast<int>((P + want_y - 1) / want_y);
   // Cap (DEEPINFER_GEMV_MAX_SPC, numerically neutral): measured on the H200, one sub-range per CTA
   // beat 2 and 8 at batch 1-32 (more CTAs, less staging each), so 1 is the default; the device
@@ -53,7 +56,7 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int stages) {
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
-    if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem || sh.spc == 1) break;
+    if (gemv_smem_bytes(sh, p.K, ring_windows) <= kGemvMaxSmem || sh.spc == 1) break;
   }
   return sh;
 }
@@ -74,37 +77,48 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
   const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
-  dequant_gemv_kernel<F, MT, NT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S), s>>>(q, p.partial, sh);
+  dequant_gemv_kernel<F, MT, NT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S * NT), s>>>(q, p.partial, sh);
   if (split && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
   }
   return cudaGetLastError();
 }
 
-// Ring depth (DEEPINFER_GEMV_STAGES = 2 or 4, default 3: tuning only, numerically neutral).
-// Measured on the H200 (decode, 4 full-width layers): 3 ~ 4 > 6 > 8 — shared memory per CTA,
-// hence CTAs per SM, matters more than depth.
+// Ring depth of 32-column warps (DEEPINFER_GEMV_STAGES = 2, 3 (default), 4 or 6: tuning only,
+// numerically neutral). Measured on the H200 (decode, 4 full-width layers): 3 ~ 4 > 6 > 8 —
+// shared memory per CTA, hence CTAs per SM, matters more than depth; the BF16 LM head too
+// (402 us at 3, 415 at 6: its CTAs are short, so the prologue latency, not the depth, limits).
 int gemv_stages() {
-  static const int stages = [] {
+  static const int forced = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_STAGES");
-    const int n = v != nullptr ? std::atoi(v) : 3;
-    return n == 2 || n == 4 ? n : 3;
+    const int n = v != nullptr ? std::atoi(v) : 0;
+    return n == 2 || n == 3 || n == 4 || n == 6 ? n : 0;
   }();
-  return stages;
+  return forced != 0 ? forced : 3;
+}
+// Narrow warps (8 or 16 columns: small weights) keep 3 windows per warp: 9 (every window of a
+// sub-range in flight) was measured slower on the H200.
+inline constexpr int kGemvNarrowStages = 3;
+// The largest ring (windows per warp) a streaming launch may take.
+int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
+
+template <WeightFmt F, int NT, int S>
+cudaError_t launch_gemv_nt(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
+  return mt == 1 ? launch_gemv_mt<F, 1, NT, S>(p, sh, s) : launch_gemv_mt<F, 2, NT, S>(p, sh, s);
 }
 
 template <WeightFmt F>
-cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, int stages, cudaStream_t s) {
-  // Narrow warps (small weights) always use the default depth; the depth knob tunes wide ones.
+cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
   switch (gemv_nt(p, sh.spc)) {
-    case 1: return mt == 1 ? launch_gemv_mt<F, 1, 1, 3>(p, sh, s) : launch_gemv_mt<F, 2, 1, 3>(p, sh, s);
-    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 2, 3>(p, sh, s) : launch_gemv_mt<F, 2, 2, 3>(p, sh, s);
+    case 1: return launch_gemv_nt<F, 1, kGemvNarrowStages>(p, sh, mt, s);
+    case 2: return launch_gemv_nt<F, 2, kGemvNarrowStages>(p, sh, mt, s);
     default: break;
   }
-  switch (stages) {
-    case 2: return mt == 1 ? launch_gemv_mt<F, 1, 4, 2>(p, sh, s) : launch_gemv_mt<F, 2, 4, 2>(p, sh, s);
-    case 4: return mt == 1 ? launch_gemv_mt<F, 1, 4, 4>(p, sh, s) : launch_gemv_mt<F, 2, 4, 4>(p, sh, s);
-    default: return mt == 1 ? launch_gemv_mt<F, 1, 4, 3>(p, sh, s) : launch_gemv_mt<F, 2, 4, 3>(p, sh, s);
+  switch (gemv_stages()) {
+    case 2: return launch_gemv_nt<F, 4, 2>(p, sh, mt, s);
+    case 4: return launch_gemv_nt<F, 4, 4>(p, sh, mt, s);
+    case 6: return launch_gemv_nt<F, 4, 6>(p, sh, mt, s);
+    default: return launch_gemv_nt<F, 4, 3>(p, sh, mt, s);
   }
 }
 
@@ -229,13 +243,13 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
     // (T k / E: 3 at batch 128, 12 at 512) — larger experts take several 16-row chunks rather
     // than every expert paying for two tiles. Numerically neutral (same canonical order per row).
     const bool sparse_experts = experts && p.M <= 16 * static_cast<int64_t>(p.n_experts);
-    const int mt = rows <= 16 || sparse_experts ? 1 : 2, stages = gemv_stages();
-    const GemvShape sh = gemv_shape(p, rows, mt, stages);
-    if (gemv_smem_bytes(sh, p.K, stages) <= kGemvMaxSmem) {
+    const int mt = rows <= 16 || sparse_experts ? 1 : 2, ring = gemv_max_ring_windows();
+    const GemvShape sh = gemv_shape(p, rows, mt, ring);
+    if (gemv_smem_bytes(sh, p.K, ring) <= kGemvMaxSmem) {
       switch (p.w.fmt) {
-        case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, sh, mt, stages, s);
-        case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, sh, mt, stages, s);
-        case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, sh, mt, stages, s);
+        case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, sh, mt, s);
+        case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, sh, mt, s);
+        case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, sh, mt, s);
       }
     }
   }
