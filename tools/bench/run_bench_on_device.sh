@@ -3,6 +3,7 @@
 # full-width synthetic V4-Flash generated on the GPU, and the plot. Results in $OUT.
 # Usage: COMMIT=<sha> LAYERS=4 bash tools/bench/run_bench_on_device.sh
 set -uo pipefail
+bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 LAYERS="${LAYERS:-4}"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a device run needs into .carry/ (git-ignored): the deepinfer binary built here and
-# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp).
+# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp); the
+# binaries as .carry/bins.tar.xz (tools/device/unpack.sh restores them on the device).
 # The device machine runs Ubuntu 24.04 (newer glibc/libstdc++), so binaries built here run there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,4 +21,8 @@ if [ -n "${HF_V41_PORT:-}" ]; then
   mkdir -p .carry/hf_v41
   cp "$HF_V41_PORT"/__init__.py "$HF_V41_PORT"/configuration_deepseek_v41.py "$HF_V41_PORT"/modeling_deepseek_v41.py .carry/hf_v41/
 fi
+# The device tool carries at most 64 MiB with the working tree: the binaries travel compressed
+# (xz, ~5x) and tools/device/unpack.sh (run first by every device script) restores .carry/bin.
+tar -C .carry -cf - bin | xz -T0 -3 > .carry/bins.tar.xz
+rm -rf .carry/bin
 du -sh .carry

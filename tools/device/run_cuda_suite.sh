@@ -7,6 +7,7 @@
 # so every kernel stays verified. Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export DEEPINFER_SOURCE_DIR="$PWD"
 export DEEPINFER_TEST_MODELS_DIR="${DEEPINFER_TEST_MODELS_DIR:-/tmp/deepinfer-test-models}"

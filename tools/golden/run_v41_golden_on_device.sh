@@ -12,6 +12,7 @@
 #           git -C <transformers clone> show 0a2080b4:src/transformers/models/deepseek_v41/modeling_deepseek_v41.py
 #         They are read at run time and never committed.
 set -euo pipefail
+bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 BIN="$PWD/.carry/bin/deepinfer"
 PORT="$PWD/.carry/hf_v41"

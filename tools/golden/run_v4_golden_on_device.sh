@@ -4,6 +4,7 @@
 # on it (tools/golden/hf_v4_reference.py). Results land in $OUT/golden; the transformers sources
 # that produced them in $OUT/hf_src.tar.gz. Needs .carry/ from tools/device/pack.sh.
 set -euo pipefail
+bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 BIN="$PWD/.carry/bin/deepinfer"
 CK=/tmp/tiny-v4f-seed0
