@@ -10,37 +10,89 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kMaxMix = 32;  // (2 + hc) * hc for hc <= 4
+// Per (token, split): thread i accumulates its k = k0 + i + 256 j in j order, the 32 lanes of a
+// warp are summed by warp_sum's butterfly, the 8 warp sums in warp order — the canonical order,
+// a function of K only. A block computes CG of the N mix columns (a column's partial is the same
+// chain of FMAs whichever block runs it; block z = 0 also the sum of squares): N / CG times the
+// blocks for decode-sized T, where 16 splits alone leave the GPU idle behind one memory latency
+// per k step, and CG = N for prefill (each x element loaded once). Two k steps' loads are issued
+// before their FMAs (which still run in k order). The lane sums run from shared memory, one
+// thread per (warp, column) adding its 32 values with the butterfly's pairing (v_i + v_{i+o} for
+// o = 16 .. 1: lane 0's result, which every lane holds) — a fifth of the instructions of 5 shuffle
+// rounds per column per warp. (Blocks of several tokens sharing the mixing-matrix loads were
+// measured no faster on the H200.)
+inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
-template <typename T>
-__global__ void hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int n_mix, int64_t chunk) {
-  __shared__ float red[kMaxMix + 1][32];
+template <typename T, int N, int CG>
+__global__ void __launch_bounds__(kHcMixThreads)
+    hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk) {
+  constexpr int C = CG + 1;  // this block's columns + the sum of squares (local column CG)
+  __shared__ __align__(16) float lanes[C][kHcMixThreads + 4];  // the block's thread partials
+  __shared__ float warp_sums[C][kHcMixWarps];
+  const int tid = threadIdx.x;
   const int64_t t = blockIdx.x;
   const int split = blockIdx.y, n_split = gridDim.y;
+  const int c0 = CG == N ? 0 : blockIdx.z * CG;  // first mix column of the block
+  const bool squares = CG == N || blockIdx.z == 0;
   const int64_t k0 = split * chunk, k1 = min64(K, k0 + chunk);
-  float acc[kMaxMix + 1];
+  const T* xt = x + t * K;
+  const float* fc = fn + c0 * K;
+  float acc[C];
 #pragma unroll
-  for (int m = 0; m <= kMaxMix; ++m) acc[m] = 0.0f;
-  for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
-    const float v = to_f32(x[t * K + k]);
-    acc[kMaxMix] += v * v;
+  for (int m = 0; m < C; ++m) acc[m] = 0.0f;
+  auto step = [&](float v, const float (&f)[CG]) {
+    acc[CG] += v * v;
 #pragma unroll
-    for (int m = 0; m < kMaxMix; ++m)
-      if (m < n_mix) acc[m] += v * fn[m * K + k];
+    for (int m = 0; m < CG; ++m) acc[m] += v * f[m];
+  };
+  auto load = [&](int64_t k, float (&f)[CG]) {
+#pragma unroll
+    for (int m = 0; m < CG; ++m) f[m] = c0 + m < N ? fc[m * K + k] : 0.0f;
+  };
+  int64_t k = k0 + tid;
+  for (; k + kHcMixThreads < k1; k += 2 * kHcMixThreads) {
+    float f0[CG], f1[CG];
+    load(k, f0);
+    load(k + kHcMixThreads, f1);
+    const float v0 = to_f32(xt[k]), v1 = to_f32(xt[k + kHcMixThreads]);
+    step(v0, f0);
+    step(v1, f1);
   }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  if (k < k1) {
+    float f0[CG];
+    load(k, f0);
+    step(to_f32(xt[k]), f0);
+  }
 #pragma unroll
-  for (int m = 0; m <= kMaxMix; ++m) {
-    const float s = warp_sum(acc[m]);
-    if (lane == 0) red[m][warp] = s;
+  for (int m = 0; m < C; ++m) lanes[m][tid] = acc[m];
+  __syncthreads();
+  for (int j = tid; j < C * kHcMixWarps; j += kHcMixThreads) {
+    const int m = j % C, w = j / C;
+    float v[32];
+#pragma unroll
+    for (int i = 0; i < 32; i += 4) {
+      const float4 q = *reinterpret_cast<const float4*>(&lanes[m][32 * w + i]);
+      v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+    }
+    // warp_sum's rounds (offsets 16, 8, 4, 2, 1), written out so every index is a constant.
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] += v[i + 16];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] += v[i + 8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] += v[i + 4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) v[i] += v[i + 2];
+    v[0] += v[1];
+    warp_sums[m][w] = v[0];
   }
   __syncthreads();
-  if (threadIdx.x <= kMaxMix) {
-    const int m = threadIdx.x;
+  const bool mine = tid < CG ? c0 + tid < N : (tid == CG && squares);
+  if (mine) {
     float s = 0.0f;
-    for (int w = 0; w < n_warps; ++w) s += red[m][w];
-    const int slot = m == kMaxMix ? n_mix : m;
-    if (m < n_mix || m == kMaxMix) partial[(t * n_split + split) * (n_mix + 1) + slot] = s;
+#pragma unroll
+    for (int w = 0; w < kHcMixWarps; ++w) s += warp_sums[tid][w];
+    partial[(t * n_split + split) * (N + 1) + (tid < CG ? c0 + tid : N)] = s;
   }
 }
 

@@ -131,6 +131,33 @@ cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// hc_mix_partial with its exact column count: (2 + hc) hc before a sublayer, hc at the head
+// (hc <= 4, checked by the caller); 4 columns per block below 64 tokens (numerically neutral).
+template <typename X, int N>
+void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int64_t K, int n_split, int64_t chunk,
+                     cudaStream_t s) {
+  constexpr int kNarrow = N < 4 ? N : 4;
+  if (T < 64) {
+    const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), (N + kNarrow - 1) / kNarrow);
+    hc_mix_partial_kernel<X, N, kNarrow><<<grid, kHcMixThreads, 0, s>>>(x, fn, partial, K, chunk);
+  } else {
+    const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), 1);
+    hc_mix_partial_kernel<X, N, N><<<grid, kHcMixThreads, 0, s>>>(x, fn, partial, K, chunk);
+  }
+}
+template <typename X>
+void launch_hc_mix(const X* x, const float* fn, float* partial, int64_t T, int64_t K, int n_mix, int n_split,
+                   int64_t chunk, cudaStream_t s) {
+  switch (n_mix) {
+#define DI_HC_MIX_CASE(n) \
+  case n: launch_hc_mix_n<X, n>(x, fn, partial, T, K, n_split, chunk, s); break;
+    DI_HC_MIX_CASE(1) DI_HC_MIX_CASE(2) DI_HC_MIX_CASE(3) DI_HC_MIX_CASE(4) DI_HC_MIX_CASE(8) DI_HC_MIX_CASE(15)
+    DI_HC_MIX_CASE(24)
+#undef DI_HC_MIX_CASE
+    default: break;  // unreachable: hc <= 4
+  }
+}
+
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
@@ -138,7 +165,7 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
-    hc_mix_partial_kernel<X><<<dim3(p.T, p.n_split), 256, 0, s>>>(static_cast<const X*>(p.x), p.fn, p.partial, K, n_mix, chunk);
+    launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     hc_pre_finalize_kernel<X, U><<<p.T, 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u),
                                                      p.post, p.comb);
   });
@@ -151,7 +178,7 @@ cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t s) {
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
-    hc_mix_partial_kernel<X><<<dim3(p.T, p.n_split), 256, 0, s>>>(static_cast<const X*>(p.x), p.fn, p.partial, K, p.hc, chunk);
+    launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, p.hc, p.n_split, chunk, s);
     hc_head_finalize_kernel<X, U><<<p.T, 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u));
   });
   return cudaGetLastError();
