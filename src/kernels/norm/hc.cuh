@@ -230,6 +230,67 @@ __global__ void hc_post_kernel(const To* o, const T* x, const float* post, const
   }
 }
 
+// hc_post for 16-byte aligned rows with D % 8 == 0: a thread owns 8 consecutive columns of all
+// HC outputs, so o and each X_j are read once (vector loads) instead of once per output stream;
+// each output element is the same FMA chain as hc_post_kernel's. grid: (T, D / (8 x 128)).
+inline constexpr int kHcPostVecThreads = 128;
+template <typename T>
+__device__ __forceinline__ void load8_f32(const T* p, float (&v)[8]) {
+  if constexpr (sizeof(T) == 2) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = __uint_as_float(w[i] << 16);
+      v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else {
+    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* p, const float (&v)[8]) {
+  if constexpr (sizeof(T) == 2) {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[2 * i]))) |
+             (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v[2 * i + 1]))) << 16);
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+template <typename T, typename To, int HC>
+__global__ void __launch_bounds__(kHcPostVecThreads)
+    hc_post_vec_kernel(const To* o, const T* x, const float* post, const float* comb, T* out, int64_t D) {
+  const int64_t t = blockIdx.x;
+  const int64_t c = (static_cast<int64_t>(blockIdx.y) * kHcPostVecThreads + threadIdx.x) * 8;
+  if (c >= D) return;
+  float ov[8], xv[HC][8];
+  load8_f32(o + t * D + c, ov);
+#pragma unroll
+  for (int j = 0; j < HC; ++j) load8_f32(x + (t * HC + j) * D + c, xv[j]);
+#pragma unroll
+  for (int k = 0; k < HC; ++k) {
+    const float pk = post[t * HC + k];
+    float cj[HC];
+#pragma unroll
+    for (int j = 0; j < HC; ++j) cj[j] = comb[(t * HC + j) * HC + k];
+    float r[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float acc = pk * ov[e];
+#pragma unroll
+      for (int j = 0; j < HC; ++j) acc += cj[j] * xv[j][e];
+      r[e] = acc;
+    }
+    store8(out + (t * HC + k) * D + c, r);
+  }
+}
+
 template <typename T, typename Ty>
 __global__ void hc_head_finalize_kernel(const T* x, const float* partial, HcPreParams p, Ty* y) {
   __shared__ float w[4];

@@ -188,8 +188,23 @@ cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t s) {
   with_act2(p.x_type, p.o_type, [&](auto tx, auto to) {
     using X = decltype(tx);
     using O = decltype(to);
-    hc_post_kernel<X, O><<<dim3(p.T, p.hc, (p.D + kHcPostChunk - 1) / kHcPostChunk), 256, 0, s>>>(static_cast<const O*>(p.o), static_cast<const X*>(p.x), p.post,
-                                                          p.comb, static_cast<X*>(p.out), p.D, p.hc);
+    const O* o = static_cast<const O*>(p.o);
+    const X* x = static_cast<const X*>(p.x);
+    X* out = static_cast<X*>(p.out);
+    const bool vec = p.D % 8 == 0 && p.hc >= 1 && p.hc <= 4 &&
+                     (reinterpret_cast<uintptr_t>(o) | reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % 16 == 0;
+    if (vec) {
+      const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D / 8 + kHcPostVecThreads - 1) / kHcPostVecThreads));
+      switch (p.hc) {
+        case 1: hc_post_vec_kernel<X, O, 1><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
+        case 2: hc_post_vec_kernel<X, O, 2><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
+        case 3: hc_post_vec_kernel<X, O, 3><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
+        default: hc_post_vec_kernel<X, O, 4><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
+      }
+      return;
+    }
+    hc_post_kernel<X, O><<<dim3(p.T, p.hc, (p.D + kHcPostChunk - 1) / kHcPostChunk), 256, 0, s>>>(o, x, p.post, p.comb,
+                                                                                                  out, p.D, p.hc);
   });
   return cudaGetLastError();
 }
