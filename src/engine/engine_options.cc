@@ -30,6 +30,8 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_CUDA_GRAPHS",
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits).
     "DEEPINFER_GEMM_KERNEL",
+    // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
+    "DEEPINFER_CUDA_PDL",
 };
 
 std::string known_list() {

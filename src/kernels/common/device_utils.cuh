@@ -26,6 +26,23 @@ __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+// Programmatic dependent launch (sm_90): a kernel launched with the programmatic-serialization
+// attribute may start before its predecessor finishes; griddep_wait() blocks until the
+// predecessor has completed and its writes are visible, so everything before it must touch only
+// data no earlier kernel writes (weights). griddep_launch_dependents() lets such a successor start
+// once every CTA of this kernel has run it (harmless when the successor is launched normally).
+// Both are no-ops on older architectures.
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -82,7 +82,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
+  // Programmatic dependent launch: a following GEMV may start once every CTA is here. Dense
+  // launches stream their first weight windows and scale codes (data no kernel writes) before
+  // waiting for the previous kernel; expert launches wait first (the routing picks the weights).
+  griddep_launch_dependents();
   if (p.experts != nullptr) {
+    griddep_wait();
     if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
     group = p.active[blockIdx.z];
     w = p.experts[group];
@@ -163,6 +168,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   auto store_c = [&](int64_t row, int64_t col, float v) { store_out(p.C, p.c_bf16, row * p.ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
+  griddep_wait();  // A, the row maps, partials and counters come from / are shared with earlier kernels
   // Rows in chunks of MT * 16 (an expert can hold more rows than one chunk at larger batch: the
   // weights are streamed again per chunk, mostly from L2).
   for (int64_t m0 = 0; m0 < m_count; m0 += MT * 16) {

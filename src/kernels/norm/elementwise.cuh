@@ -61,6 +61,7 @@ inline constexpr int64_t kRmsRowMaxN = 256 * kRmsRowPer;
 template <typename Tin, typename Tout, typename Tw>
 __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t n,
                                                            float eps) {
+  griddep_launch_dependents();  // a GEMM that follows may start streaming its weights
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   float v[kRmsRowPer], w[kRmsRowPer];
@@ -89,6 +90,7 @@ __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const T
 inline constexpr int64_t kRmsWarpMaxN = 1024;
 template <typename Tin, typename Tout, typename Tw>
 __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t rows, int64_t n, float eps) {
+  griddep_launch_dependents();  // a GEMM that follows may start streaming its weights
   constexpr int kPer = kRmsWarpMaxN / 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;

@@ -36,6 +36,16 @@ int gemv_nt(const GemmParams& p, int spc) {
   return 1;
 }
 
+// Programmatic dependent launch of the streaming GEMV (DEEPINFER_CUDA_PDL=0 turns it off: an A/B
+// switch; results are identical either way).
+bool use_pdl() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_PDL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 // ring_windows: the largest S NT of the launches this shape may take.
 GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows) {
   const int P = gemm_n_subranges(p.K);
@@ -77,7 +87,20 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
   const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
-  dequant_gemv_kernel<F, MT, NT, S><<<grid, kGemvWarps * 32, gemv_smem_bytes(sh, p.K, S * NT), s>>>(q, p.partial, sh);
+  // Launched as a programmatic dependent (unless DEEPINFER_CUDA_PDL=0): its CTAs may start while
+  // the previous kernel finishes and stream their first weight windows before griddep_wait().
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kGemvWarps * 32);
+  cfg.dynamicSmemBytes = gemv_smem_bytes(sh, p.K, S * NT);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = use_pdl() ? 1 : 0;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, dequant_gemv_kernel<F, MT, NT, S>, q, p.partial, sh);
+  if (e != cudaSuccess) return e;
   if (split && !self_fold) {
     gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
   }
