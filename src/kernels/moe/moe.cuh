@@ -9,6 +9,7 @@
 namespace deepinfer::kernels {
 
 // One warp per token. logits [T, E] F32 -> sel [T, k] I32, weights [T, k] F32.
+inline constexpr int kRoutePerLane = 8;  // candidates a lane keeps in registers (E <= 256)
 __global__ void moe_route_kernel(const float* logits, const float* bias, const int64_t* tid2eid, const int32_t* ids,
                                  int64_t T, int E, int k, float route_scale, int32_t* sel, float* weights) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -21,8 +22,36 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
   int32_t chosen[16];
   if (tid2eid != nullptr) {
     for (int i = 0; i < k; ++i) chosen[i] = static_cast<int32_t>(tid2eid[static_cast<int64_t>(ids[t]) * k + i]);
+  } else if (E <= 32 * kRoutePerLane) {
+    // k rounds of warp arg-max over score + bias, excluding chosen ones (ties: lower id). The
+    // lane's candidates (e = lane + 32 j) are scored once, not once per round.
+    float cand[kRoutePerLane];
+    uint32_t taken = 0;  // bit j: candidate j already chosen
+#pragma unroll
+    for (int j = 0; j < kRoutePerLane; ++j) {
+      const int e = lane + 32 * j;
+      cand[j] = e < E ? score(e) + bias[e] : 0.0f;
+    }
+    for (int i = 0; i < k; ++i) {
+      float best = -INFINITY;
+      int best_e = E;
+#pragma unroll
+      for (int j = 0; j < kRoutePerLane; ++j) {
+        const int e = lane + 32 * j;
+        if (e >= E || ((taken >> j) & 1u)) continue;
+        if (cand[j] > best || (cand[j] == best && e < best_e)) best = cand[j], best_e = e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+        if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
+      }
+      chosen[i] = best_e;
+      if (best_e < E && best_e % 32 == lane) taken |= 1u << (best_e / 32);
+    }
   } else {
-    // k rounds of warp arg-max over score + bias, excluding chosen ones (ties: lower id).
+    // Any E: the same rounds, scores recomputed per round.
     for (int i = 0; i < k; ++i) {
       float best = -INFINITY;
       int best_e = E;
