@@ -19,6 +19,15 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
     const float z = logits[t * E + e];
     return sqrtf(z > 20.0f ? z : log1pf(expf(z)));
   };
+  // The warp's best (value, expert) pair, ties to the lower expert id, in every lane.
+  auto warp_argmax = [](float& best, int& best_e) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+      if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
+    }
+  };
   int32_t chosen[16];
   if (tid2eid != nullptr) {
     for (int i = 0; i < k; ++i) chosen[i] = static_cast<int32_t>(tid2eid[static_cast<int64_t>(ids[t]) * k + i]);
@@ -41,12 +50,7 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
         if (e >= E || ((taken >> j) & 1u)) continue;
         if (cand[j] > best || (cand[j] == best && e < best_e)) best = cand[j], best_e = e;
       }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-        if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
-      }
+      warp_argmax(best, best_e);
       chosen[i] = best_e;
       if (best_e < E && best_e % 32 == lane) taken |= 1u << (best_e / 32);
     }
@@ -62,12 +66,7 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
         const float v = score(e) + bias[e];
         if (v > best || (v == best && e < best_e)) best = v, best_e = e;
       }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-        if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
-      }
+      warp_argmax(best, best_e);
       chosen[i] = best_e;
     }
   }
