@@ -36,12 +36,16 @@ int gemv_nt(const GemmParams& p, int spc) {
   return 1;
 }
 
-// Programmatic dependent launch of the streaming GEMV (DEEPINFER_CUDA_PDL=0 turns it off: an A/B
-// switch; results are identical either way).
+// Programmatic dependent launch of the streaming GEMV on Hopper and newer (DEEPINFER_CUDA_PDL=0
+// turns it off: an A/B switch; results are identical either way).
 bool use_pdl() {
   static const bool on = [] {
     const char* v = std::getenv("DEEPINFER_CUDA_PDL");
-    return v == nullptr || std::string(v) != "0";
+    if (v != nullptr && std::string(v) == "0") return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    return major >= 9;
   }();
   return on;
 }

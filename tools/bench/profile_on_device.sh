@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Kernel-level profiles on the device machine (after tools/device/pack.sh, .carry/ carried), the
+# measurements behind the CUDA tuning records. Results in $OUT.
+#   bash tools/bench/profile_on_device.sh kernels            # GPU time per kernel: a batch-1 step
+#                                                            # (4K context) and an 8K prefill
+#   bash tools/bench/profile_on_device.sh source NAME SKIP   # source-level profile of the (SKIP+1)-th
+#                                                            # launch of kernel NAME in a batch-1 step
+# ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
+# default flushes caches before every kernel, which inflates small decode kernels several-fold.
+# CUDA graphs are off so ncu sees each launch; kernel names filter by base name (e.g.
+# dequant_gemv_kernel) and SKIP counts earlier launches of that name (warm-up forwards included).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bash tools/device/unpack.sh
+export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DEEPINFER_CUDA_GRAPHS=0
+NCU=/usr/local/cuda/bin/ncu
+LAYERS="${LAYERS:-4}"
+DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 4096 --prefill 1 --iters 1 --no-breakdown)
+PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 1 --prefill 8192 --iters 1 --no-breakdown)
+case "${1:-kernels}" in
+  kernels)
+    timeout 200 "$NCU" --cache-control none --clock-control none --metrics gpu__time_duration.sum --csv \
+      --kernel-name regex:'^(?!fill_random).*' "${DECODE[@]}" > "$OUT/ncu_decode_b1.csv" 2>&1
+    echo "== batch-1 decode (totals over the warm-up and measured forwards)"
+    python3 tools/bench/ncu_summary.py "$OUT/ncu_decode_b1.csv" --top 30
+    timeout 300 "$NCU" --cache-control none --clock-control none --metrics gpu__time_duration.sum --csv \
+      --kernel-name regex:'^(?!fill_random).*' "${PREFILL[@]}" > "$OUT/ncu_prefill_8k.csv" 2>&1
+    echo "== 8K prefill (with the decode warm-up's kernels)"
+    python3 tools/bench/ncu_summary.py "$OUT/ncu_prefill_8k.csv" --top 30
+    ;;
+  source)
+    name="${2:?kernel base name}" skip="${3:-0}"
+    timeout 300 "$NCU" --cache-control none --clock-control none --section SpeedOfLight --section WarpStateStats \
+      --section Occupancy --section LaunchStats --section SourceCounters --kernel-name "$name" \
+      --launch-skip "$skip" --launch-count 1 -o "$OUT/profile" "${DECODE[@]}" > "$OUT/profile.log" 2>&1
+    "$NCU" --import "$OUT/profile.ncu-rep" > "$OUT/profile.txt" 2>&1
+    "$NCU" --import "$OUT/profile.ncu-rep" --page source --csv --print-source sass > "$OUT/profile_sass.csv" 2>&1
+    grep -E "$name|Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" "$OUT/profile.txt" | sed 's/  */ /g'
+    python3 tools/bench/ncu_sass_hotspots.py "$OUT/profile_sass.csv"
+    ;;
+  *) echo "usage: $0 kernels | source NAME [SKIP]" >&2; exit 2 ;;
+esac
