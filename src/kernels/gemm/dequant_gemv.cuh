@@ -57,7 +57,8 @@ __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K
 }
 
 // Resident CTAs per SM the register budget is set for: 4 with one m16 tile (<= 128 registers, no
-// or a few bytes of spills), 3 with two (more would spill the second tile's accumulators).
+// spills), 6 for 8-column warps (~70-80 registers: small weights need the warps), 3 with two m16
+// tiles (more would spill the second tile's accumulators).
 template <int MT, int NT>
 inline constexpr int kGemvCtasPerSm = MT == 1 ? (NT == 1 ? 6 : 4) : 3;
 

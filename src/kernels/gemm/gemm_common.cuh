@@ -117,7 +117,7 @@ __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint
 // scale as two BF16 pairs — the fast form of fp4_quad, about half its instructions (the FP4
 // experts' decode dominates their GEMMs). A code's bits moved into a BF16 (exponent and mantissa
 // bits 0-2 to bits 6-8, sign bit 3 to bit 15) are its value times 2^-126, the E2M1 subnormal 0.5
-// included, so one BF16x2 multiply by scale x 2^126 (fp4_scale_2p126_bf16x2) gives the exact
+// included, so one BF16x2 multiply by scale x 2^126 (e8m0_times_2p126_bf16x2) gives the exact
 // dequantised values, the bits fp4_quad gives. The codes are split into even and odd nibbles
 // (bytes), a permute puts the pair's two codes in the low bytes of the two halves (zero bytes
 // from sign replication of a byte < 0x80), and one multiply by 2^6 + 2^12 places both fields of

@@ -36,16 +36,23 @@ int gemv_nt(const GemmParams& p, int spc) {
   return 1;
 }
 
+// Compute capability major of the current device (0 if it cannot be read), read once.
+int device_cc_major() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+    return m;
+  }();
+  return major;
+}
+
 // Programmatic dependent launch of the streaming GEMV on Hopper and newer (DEEPINFER_CUDA_PDL=0
 // turns it off: an A/B switch; results are identical either way).
 bool use_pdl() {
   static const bool on = [] {
     const char* v = std::getenv("DEEPINFER_CUDA_PDL");
-    if (v != nullptr && std::string(v) == "0") return false;
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return false;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-    return major >= 9;
+    return !(v != nullptr && std::string(v) == "0") && device_cc_major() >= 9;
   }();
   return on;
 }
@@ -174,10 +181,7 @@ bool use_wgmma() {
   static const bool use = [] {
     const char* v = std::getenv("DEEPINFER_GEMM_KERNEL");
     if (v != nullptr && std::string(v) == "mma") return false;
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return false;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-    return major == 9;
+    return device_cc_major() == 9;
   }();
   return use;
 #endif
