@@ -3,6 +3,8 @@
 # measurements behind the CUDA tuning records. Results in $OUT.
 #   bash tools/bench/profile_on_device.sh kernels            # GPU time per kernel: a batch-1 step
 #                                                            # (4K context) and an 8K prefill
+#   bash tools/bench/profile_on_device.sh launches           # every launch of one batch-1 forward:
+#                                                            # GPU time, DRAM bytes read, grid size
 #   bash tools/bench/profile_on_device.sh source NAME SKIP   # source-level profile of the (SKIP+1)-th
 #                                                            # launch of kernel NAME in a batch-1 step
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
@@ -28,6 +30,13 @@ case "${1:-kernels}" in
     echo "== 8K prefill (with the decode warm-up's kernels)"
     python3 tools/bench/ncu_summary.py "$OUT/ncu_prefill_8k.csv" --top 30
     ;;
+  launches)
+    timeout 200 "$NCU" --cache-control none --clock-control none --csv \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
+      --kernel-name regex:'^(?!fill_random).*' "${DECODE[@]}" > "$OUT/ncu_launches_b1.csv" 2>&1
+    # bench runs a warm-up and a measured forward after its prefill: the last forward's launches.
+    python3 tools/bench/ncu_launches.py "$OUT/ncu_launches_b1.csv" --last "${LAST:-200}"
+    ;;
   source)
     name="${2:?kernel base name}" skip="${3:-0}"
     timeout 300 "$NCU" --cache-control none --clock-control none --section SpeedOfLight --section WarpStateStats \
@@ -38,5 +47,5 @@ case "${1:-kernels}" in
     grep -E "$name|Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" "$OUT/profile.txt" | sed 's/  */ /g'
     python3 tools/bench/ncu_sass_hotspots.py "$OUT/profile_sass.csv"
     ;;
-  *) echo "usage: $0 kernels | source NAME [SKIP]" >&2; exit 2 ;;
+  *) echo "usage: $0 kernels | launches | source NAME [SKIP]" >&2; exit 2 ;;
 esac

@@ -18,6 +18,7 @@ __global__ void indexer_scores_kernel(const Tq* q, const float* w, const Tk* key
                                       const int32_t* token_seq, const int32_t* block_tables, int max_blocks,
                                       int ratio, int rows_per_block, int Hi, int di, float weight_scale, float* scores,
                                       int64_t ld) {
+  pdl_prologue();
   extern __shared__ float sh[];  // q: Hi*(di+1) (padded: heads read one channel in parallel
                                  // from distinct banks), keys: 32*di, dots: 32*Hi
   const int ldq = di + 1;
@@ -65,6 +66,7 @@ __device__ __forceinline__ uint32_t float_key(float f) {
 // grid: (T); block 256. idx [T, K]: the K best of scores[t, 0 .. n_avail) ascending, -1 padded.
 __global__ void topk_select_kernel(const float* scores, int64_t ld, const int32_t* positions, int ratio, int K,
                                    int32_t* idx) {
+  pdl_prologue();
   __shared__ uint32_t hist[256];
   __shared__ uint32_t s_prefix, s_remaining;
   __shared__ int32_t warp_counts[32];

@@ -36,6 +36,7 @@ __global__ void __launch_bounds__(128) indexer_scores_mma_kernel(const __nv_bflo
                                                                  int max_blocks, int ratio, int rows_per_block, int Hi,
                                                                  int di, float weight_scale, float* scores,
                                                                  int64_t ld) {
+  pdl_prologue();
   using bf16 = __nv_bfloat16;
   constexpr int LD = kIdxMmaDims + kIdxMmaPad;
   extern __shared__ __align__(16) unsigned char idx_smem[];

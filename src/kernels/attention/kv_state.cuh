@@ -12,6 +12,7 @@ namespace deepinfer::kernels {
 // grid: (n_seqs); copies the last min(n, W) rows of each sequence into its ring.
 template <typename Tin, typename Tw>
 __global__ void window_store_kernel(const Tin* kv, const SeqSpanDev* seqs, Tw* window, int64_t W, int64_t d) {
+  pdl_prologue();
   const SeqSpanDev s = seqs[blockIdx.x];
   const int32_t first = max(0, s.n_tokens - static_cast<int32_t>(W));
   for (int32_t i = first; i < s.n_tokens; ++i) {
@@ -61,6 +62,7 @@ __global__ void compress_rows_kernel(const float* kv, const float* score, const 
                                      const int32_t* token_seq, const int32_t* emit_token, int64_t n_tokens,
                                      CompressParamsDev p, const float* state_kv, const float* state_score,
                                      float* rows) {
+  pdl_prologue();
   const int64_t e = blockIdx.x;
   const int64_t j = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int32_t t = emit_token[e];
@@ -95,6 +97,7 @@ __global__ void compress_rows_kernel(const float* kv, const float* score, const 
 // reading them before writing (slot r may take slot m + r's entry value).
 __global__ void compress_state_kernel(const float* kv, const float* score, const float* ape, const SeqSpanDev* seqs,
                                       CompressParamsDev p, float* state_kv, float* state_score) {
+  pdl_prologue();
   const SeqSpanDev s = seqs[blockIdx.x];
   const int64_t r = blockIdx.y, c = static_cast<int64_t>(blockIdx.z) * blockDim.x + threadIdx.x;
   if (c >= p.width || s.n_tokens == 0) return;
@@ -124,6 +127,7 @@ __global__ void compress_state_kernel(const float* kv, const float* score, const
 // grid: (n_emit); pool[dst[i]] = rows[i] when dst >= 0.
 template <typename Tin, typename Tp>
 __global__ void store_rows_kernel(const Tin* rows, const int32_t* dst, Tp* pool, int64_t width) {
+  pdl_prologue();
   const int64_t i = blockIdx.x;
   const int32_t d = dst[i];
   if (d < 0) return;

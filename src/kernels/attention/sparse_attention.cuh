@@ -78,6 +78,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) sparse_attention_kernel(const
                                                                const int32_t* token_seq, const SeqSpanDev* seqs,
                                                                const int32_t* block_tables, AttentionParamsDev p,
                                                                T* out) {
+  pdl_prologue();
   extern __shared__ float s_acc[];  // [kAttnWarps][G][d]
   __shared__ float s_mx[kAttnWarps][G], s_den[kAttnWarps][G];
   const int64_t t = blockIdx.x;

@@ -50,6 +50,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
                                 const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
                                 const int32_t* positions, const int32_t* token_seq, const SeqSpanDev* seqs,
                                 const int32_t* block_tables, AttentionParamsDev p, __nv_bfloat16* out) {
+  pdl_prologue();
   using bf16 = __nv_bfloat16;
   constexpr int LD = D + kMmaAttnPad, LDP = kMmaAttnRows + kMmaAttnPad;
   constexpr int KS = D / 16;                          // k16 steps of Q.K^T

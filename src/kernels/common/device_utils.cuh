@@ -43,6 +43,14 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #endif
 }
 
+// The first statement of every kernel launched through launch_pdl() (pdl_launch.cuh): wait for
+// the predecessor, then let the successor be scheduled (it waits in its own prologue). A kernel
+// that may touch data before waiting (the streaming GEMV's weights) calls the two itself.
+__device__ __forceinline__ void pdl_prologue() {
+  griddep_wait();
+  griddep_launch_dependents();
+}
+
 __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -10,7 +10,7 @@ namespace deepinfer::kernels {
 
 template <typename T>
 __global__ void act_quant_bf16_kernel(const T* x, __nv_bfloat16* out, int64_t width, int block) {
-  griddep_launch_dependents();  // the GEMM that follows may start streaming its weights
+  pdl_prologue();  // a GEMM that follows may start streaming its weights
   const int64_t r = blockIdx.x;
   if (block <= 0) {
     for (int64_t c = threadIdx.x; c < width; c += blockDim.x) out[r * width + c] = __float2bfloat16_rn(to_f32(x[r * width + c]));

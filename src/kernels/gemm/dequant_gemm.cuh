@@ -38,6 +38,7 @@ __device__ __forceinline__ int dequant_chunk(const WeightDesc& w, int64_t n, int
 }
 
 __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_tiles) {
+  pdl_prologue();
   constexpr int BM = kGemmBM, BN = kGemmBN, BK = kGemmBK, LD = BK + kGemmPad;
   constexpr int WM = 32, WN = 32, MT = WM / 16, NT = WN / 8;
   __shared__ __align__(16) __nv_bfloat16 sA[BM][LD];
@@ -170,6 +171,7 @@ __global__ void __launch_bounds__(128) dequant_gemm_kernel(GemmParams p, int m_t
 // validation runs.
 __global__ void f32_gemm_kernel(const float* A, int64_t lda, WeightDesc w, int64_t M, int64_t N, int64_t K,
                                 int n_groups, float* C, int64_t ldc) {
+  pdl_prologue();
   const int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t m = blockIdx.y;
   const int g = blockIdx.z;
@@ -188,6 +190,7 @@ __global__ void f32_gemm_kernel(const float* A, int64_t lda, WeightDesc w, int64
 // expert e computes C[perm[off[e] + i]] from A row perm[...] / a_div.
 __global__ void f32_expert_gemm_kernel(const float* A, int64_t lda, const WeightDesc* experts, const int32_t* offsets,
                                        const int32_t* perm, int a_div, int64_t N, int64_t K, float* C, int64_t ldc) {
+  pdl_prologue();
   const int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int e = blockIdx.z;
   const int32_t i = offsets[e] + static_cast<int32_t>(blockIdx.y);

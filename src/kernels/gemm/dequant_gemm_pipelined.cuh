@@ -47,6 +47,7 @@ __device__ __forceinline__ int pipe_swizzle(int r, int ch) {
 template <WeightFmt F>
 __global__ void __launch_bounds__(kPipeWarps * 32, 1) dequant_gemm_pipelined_kernel(GemmParams p, int m_tiles,
                                                                                       int spc) {
+  pdl_prologue();
   constexpr int BM = kPipeBM, BN = kPipeBN, BK = kGemmBK, L = run_elems(F);
   constexpr int RAW = pipe_raw_row_bytes(F);
   constexpr int MT = 2, NT = 4;  // warp tile 32 x 32

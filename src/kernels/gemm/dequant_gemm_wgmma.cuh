@@ -41,6 +41,7 @@ __host__ __device__ constexpr size_t wgmma_smem_bytes(WeightFmt f) {
 
 template <WeightFmt F>
 __global__ void __launch_bounds__(kWgmmaWarps * 32, 1) dequant_gemm_wgmma_kernel(GemmParams p, int m_tiles, int spc) {
+  pdl_prologue();
   constexpr int BM = kPipeBM, BN = kPipeBN, BK = kGemmBK, L = run_elems(F);
   constexpr int RAW = wgmma_raw_row_bytes(F), RUNS = RAW / 16;  // runs per raw row: 16, 8, 4
   constexpr int STEPS = BK / 16, SPW = L / 4;                  // k16 steps per tile / per window

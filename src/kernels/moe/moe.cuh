@@ -12,6 +12,7 @@ namespace deepinfer::kernels {
 inline constexpr int kRoutePerLane = 8;  // candidates a lane keeps in registers (E <= 256)
 __global__ void moe_route_kernel(const float* logits, const float* bias, const int64_t* tid2eid, const int32_t* ids,
                                  int64_t T, int E, int k, float route_scale, int32_t* sel, float* weights) {
+  pdl_prologue();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (t >= T) return;
@@ -81,6 +82,7 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
 
 // counts[e] += 1 for every (token, slot) routed to e.
 __global__ void moe_count_kernel(const int32_t* sel, int64_t n_pairs, int32_t* counts) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n_pairs) atomicAdd(&counts[sel[i]], 1);
 }
@@ -90,6 +92,7 @@ __global__ void moe_count_kernel(const int32_t* sel, int64_t n_pairs, int32_t* c
 // many. Integer scans, so the parallel order changes nothing.
 __global__ void __launch_bounds__(1024) moe_offsets_kernel(const int32_t* counts, int E, int32_t* offsets, int32_t* cursor,
                                                             int32_t* active) {
+  pdl_prologue();
   __shared__ int32_t warp_sum[32], warp_act[32];
   __shared__ int32_t carry_sum, carry_act;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -142,6 +145,7 @@ __global__ void __launch_bounds__(1024) moe_offsets_kernel(const int32_t* counts
 // perm[cursor[e]++] = pair index (t * k + i). Order within an expert does not matter: each output
 // row of the expert GEMMs depends only on its own input row.
 __global__ void moe_scatter_kernel(const int32_t* sel, int64_t n_pairs, int32_t* cursor, int32_t* perm) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n_pairs) perm[atomicAdd(&cursor[sel[i]], 1)] = static_cast<int32_t>(i);
 }
@@ -149,6 +153,7 @@ __global__ void moe_scatter_kernel(const int32_t* sel, int64_t n_pairs, int32_t*
 // h[pair] = round(w[pair] * silu(min(g, L)) * clamp(u, -L, L)) for the pair rows [n_pairs, F].
 __global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const float* weights, int64_t n_pairs,
                                          int64_t F, float limit, bool bf16_round, float* h) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_pairs * F) return;
   float gi = g[i], ui = u[i];
@@ -165,6 +170,7 @@ __global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const f
 // first when the reference stores expert outputs in BF16). grid: (T, D chunks of kCombineChunk).
 inline constexpr int kCombineChunk = 1024;
 __global__ void moe_combine_kernel(const float* y, const int32_t* sel, int k, int64_t D, bool bf16_round, float* out) {
+  pdl_prologue();
   const int64_t t = blockIdx.x;
   const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kCombineChunk, c1 = min64(D, c0 + kCombineChunk);
   int order[16];

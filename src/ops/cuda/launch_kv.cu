@@ -3,10 +3,11 @@
 #include "kernels/attention/kv_state.cuh"
 #include <type_traits>
 
-#include "kernels/attention/sparse_attention.cuh"
 #include "kernels/attention/indexer_mma.cuh"
+#include "kernels/attention/sparse_attention.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
@@ -15,8 +16,8 @@ cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t s) {
   with_act2(p.kv_type, p.w_type, [&](auto tk, auto tw) {
     using K_ = decltype(tk);
     using W_ = decltype(tw);
-    window_store_kernel<K_, W_><<<p.n_seqs, 256, 0, s>>>(static_cast<const K_*>(p.kv), p.seqs, static_cast<W_*>(p.window),
-                                                         p.W, p.d);
+    launch_pdl(window_store_kernel<K_, W_>, p.n_seqs, 256, 0, s, static_cast<const K_*>(p.kv),
+               p.seqs, static_cast<W_*>(p.window), p.W, p.d);
   });
   return cudaGetLastError();
 }
@@ -26,12 +27,13 @@ cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t s) {
   // Rows first: they read the state as it was on entry; then the state after the chunk.
   if (p.n_emit > 0) {
     const dim3 grid(static_cast<unsigned>(p.n_emit), static_cast<unsigned>((p.dc + 127) / 128));
-    compress_rows_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, p.token_seq, p.emit_token, p.n_tokens, d,
-                                              p.state_kv, p.state_score, p.rows);
+    launch_pdl(compress_rows_kernel, grid, 128, 0, s, p.kv, p.score, p.ape, p.seqs, p.token_seq,
+               p.emit_token, p.n_tokens, d, p.state_kv, p.state_score, p.rows);
   }
   const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>(p.ratio),
                   static_cast<unsigned>((p.width + 127) / 128));
-  compress_state_kernel<<<grid, 128, 0, s>>>(p.kv, p.score, p.ape, p.seqs, d, p.state_kv, p.state_score);
+  launch_pdl(compress_state_kernel, grid, 128, 0, s, p.kv, p.score, p.ape, p.seqs, d, p.state_kv,
+             p.state_score);
   return cudaGetLastError();
 }
 
@@ -39,7 +41,8 @@ cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
   with_act2(p.rows_type, p.pool_type, [&](auto tr, auto tp) {
     using R = decltype(tr);
     using P = decltype(tp);
-    store_rows_kernel<R, P><<<p.n, 128, 0, s>>>(static_cast<const R*>(p.rows), p.dst, static_cast<P*>(p.pool), p.width);
+    launch_pdl(store_rows_kernel<R, P>, p.n, 128, 0, s, static_cast<const R*>(p.rows), p.dst,
+               static_cast<P*>(p.pool), p.width);
   });
   return cudaGetLastError();
 }
@@ -52,11 +55,12 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                              static_cast<int>(indexer_mma_smem_bytes()));
     if (configured != cudaSuccess) return configured;
     const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxMmaKeys - 1) / kIdxMmaKeys));
-    indexer_scores_mma_kernel<<<grid, 128, indexer_mma_smem_bytes(), s>>>(
-        static_cast<const __nv_bfloat16*>(p.q), p.w, static_cast<const __nv_bfloat16*>(p.keys), p.positions,
-        p.token_seq, p.block_tables, p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores,
-        p.ld);
-    topk_select_kernel<<<p.T, 256, 0, s>>>(p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
+    launch_pdl(indexer_scores_mma_kernel, grid, 128, indexer_mma_smem_bytes(), s,
+               static_cast<const __nv_bfloat16*>(p.q), p.w,
+               static_cast<const __nv_bfloat16*>(p.keys), p.positions, p.token_seq, p.block_tables,
+               p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
+    launch_pdl(topk_select_kernel, p.T, 256, 0, s, p.scores, p.ld, p.positions, p.ratio, p.K,
+               p.idx);
     return cudaGetLastError();
   }
   const size_t smem = (static_cast<size_t>(p.Hi) * (p.di + 1) + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
@@ -68,12 +72,12 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return;
     const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxKeysPerBlock - 1) / kIdxKeysPerBlock));
-    kernel<<<grid, 256, smem, s>>>(static_cast<const Q*>(p.q), p.w, static_cast<const KK*>(p.keys), p.positions,
-                                   p.token_seq, p.block_tables, p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di,
-                                   p.weight_scale, p.scores, p.ld);
+    launch_pdl(kernel, grid, 256, smem, s, static_cast<const Q*>(p.q), p.w,
+               static_cast<const KK*>(p.keys), p.positions, p.token_seq, p.block_tables,
+               p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
   });
   if (err != cudaSuccess) return err;
-  topk_select_kernel<<<p.T, 256, 0, s>>>(p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
+  launch_pdl(topk_select_kernel, p.T, 256, 0, s, p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
   return cudaGetLastError();
 }
 
@@ -103,10 +107,12 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
         return;
       }
       const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
-      sparse_attention_mma_kernel<D><<<grid, 32 * kMmaAttnWarps, smem, s>>>(
-          static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
-          static_cast<const __nv_bfloat16*>(p.window), static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks,
-          p.positions, p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+      launch_pdl(sparse_attention_mma_kernel<D>, grid, 32 * kMmaAttnWarps, smem, s,
+                 static_cast<const __nv_bfloat16*>(p.q),
+                 static_cast<const __nv_bfloat16*>(p.kv_new),
+                 static_cast<const __nv_bfloat16*>(p.window),
+                 static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
+                 p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
     };
     switch (p.d) {
       case 64: launch_mma(std::integral_constant<int, 64>{}); break;
@@ -130,10 +136,11 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
                              static_cast<int>(kAttnWarps * G * 512 * sizeof(float)));
         configured = true;
       }
-      sparse_attention_kernel<T, G><<<grid, 32 * kAttnWarps, smem, s>>>(
-          static_cast<const T*>(p.q), static_cast<const T*>(p.kv_new), static_cast<const T*>(p.window),
-          static_cast<const T*>(p.comp), p.comp_idx, p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d,
-          static_cast<T*>(p.out));
+      launch_pdl(sparse_attention_kernel<T, G>, grid, 32 * kAttnWarps, smem, s,
+                 static_cast<const T*>(p.q), static_cast<const T*>(p.kv_new),
+                 static_cast<const T*>(p.window), static_cast<const T*>(p.comp), p.comp_idx,
+                 p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d,
+                 static_cast<T*>(p.out));
     });
   };
   if (p.T <= 16) {

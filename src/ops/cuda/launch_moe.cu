@@ -1,5 +1,6 @@
 // Launch functions of the MoE kernels (routing, expert grouping, SwiGLU epilogue, combine).
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
 #include "kernels/moe/moe.cuh"
 
@@ -7,26 +8,30 @@ namespace deepinfer::kernels {
 
 cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t s) {
   constexpr int kWarps = 8;
-  moe_route_kernel<<<static_cast<unsigned>((p.T + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(
-      p.logits, p.bias, p.tid2eid, p.ids, p.T, p.E, p.k, p.route_scale, p.sel, p.weights);
+  launch_pdl(moe_route_kernel, static_cast<unsigned>((p.T + kWarps - 1) / kWarps), 32 * kWarps, 0,
+             s, p.logits, p.bias, p.tid2eid, p.ids, p.T, p.E, p.k, p.route_scale, p.sel, p.weights);
   return cudaGetLastError();
 }
 
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
-  moe_count_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.counts);
-  moe_offsets_kernel<<<1, 1024, 0, s>>>(p.counts, p.E, p.offsets, p.cursor, p.active);
-  moe_scatter_kernel<<<grid_for(p.n_pairs), 256, 0, s>>>(p.sel, p.n_pairs, p.cursor, p.perm);
+  launch_pdl(moe_count_kernel, grid_for(p.n_pairs), 256, 0, s, p.sel, p.n_pairs, p.counts);
+  launch_pdl(moe_offsets_kernel, 1, 1024, 0, s, p.counts, p.E, p.offsets, p.cursor, p.active);
+  launch_pdl(moe_scatter_kernel, grid_for(p.n_pairs), 256, 0, s, p.sel, p.n_pairs, p.cursor,
+             p.perm);
   return cudaGetLastError();
 }
 
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t s) {
-  moe_swiglu_weight_kernel<<<grid_for(p.n_pairs * p.F), 256, 0, s>>>(p.g, p.u, p.weights, p.n_pairs, p.F, p.limit,
-                                                                     p.bf16_round, p.h);
+  launch_pdl(moe_swiglu_weight_kernel, grid_for(p.n_pairs * p.F), 256, 0, s, p.g, p.u, p.weights,
+             p.n_pairs, p.F, p.limit, p.bf16_round, p.h);
   return cudaGetLastError();
 }
 
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
-  moe_combine_kernel<<<dim3(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk)), 256, 0, s>>>(p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
+  launch_pdl(moe_combine_kernel,
+             dim3(static_cast<unsigned>(p.T),
+                  static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk)),
+             256, 0, s, p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
   return cudaGetLastError();
 }
 

@@ -1,0 +1,58 @@
+// Host side of programmatic dependent launch (PDL, sm_90+): every kernel of the backend is
+// launched through launch_pdl(), which sets the programmatic-stream-serialization attribute, and
+// starts with pdl_prologue() (device_utils.cuh). The next kernel in the stream may then be
+// scheduled while this one still runs and waits in its own prologue, so a decode step's ~160
+// short kernels stop paying the launch gap between them. Correctness does not depend on it:
+// each kernel's griddepcontrol.wait returns only once its predecessor has completed and its
+// writes are visible, and a kernel completes only after its own wait returned, so the ordering
+// is the ordinary stream order, transitively. DEEPINFER_CUDA_PDL=0 launches plainly (an A/B
+// switch; results are bit-identical either way).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace deepinfer::kernels {
+
+// Compute capability major of the current device (0 if it cannot be read), read once.
+inline int device_cc_major() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+    return m;
+  }();
+  return major;
+}
+
+// PDL on Hopper and newer unless DEEPINFER_CUDA_PDL=0.
+inline bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_PDL");
+    return !(v != nullptr && std::strcmp(v, "0") == 0) && device_cc_major() >= 9;
+  }();
+  return on;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent launch. Returns the
+// launch error (also recorded as the runtime's last error, like a <<<>>> launch).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                       cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace deepinfer::kernels

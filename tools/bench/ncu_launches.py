@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Per-launch table of an `ncu --csv` log taken with the metrics gpu__time_duration.sum,
+dram__bytes_read.sum and launch__grid_size (tools/bench/profile_on_device.sh launches): one line per
+launch in launch order (the last --last launches: one measured forward), with its DRAM read
+bandwidth, so latency-bound launches (short, far below the copy bandwidth) stand out.
+Usage: ncu_launches.py LOG.csv [--last N]"""
+import argparse
+import collections
+import csv
+import io
+import re
+import sys
+
+SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3,
+         "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9, "": 1.0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--last", type=int, default=0)
+    a = ap.parse_args()
+    text = open(a.log, errors="replace").read()
+    start = text.find('"ID"')
+    if start < 0:
+        sys.exit("no ncu CSV table in " + a.log)
+    launches = collections.OrderedDict()
+    for r in csv.DictReader(io.StringIO(text[start:])):
+        rec = launches.setdefault(r["ID"], {"name": re.sub(r"\(.*", "", r["Kernel Name"]).strip()})
+        v = float(r["Metric Value"].replace(",", "")) * SCALE.get(r.get("Metric Unit", ""), 1.0)
+        rec[r["Metric Name"]] = v
+    rows = list(launches.values())[-a.last:] if a.last else list(launches.values())
+    tot_us = tot_b = 0.0
+    for rec in rows:
+        us = rec.get("gpu__time_duration.sum", 0.0)
+        b = rec.get("dram__bytes_read.sum", 0.0)
+        tot_us += us
+        tot_b += b
+        gbs = b / (us * 1e3) if us > 0 else 0.0
+        print(f"{us:9.2f} us {b / 1e6:9.2f} MB {gbs:7.0f} GB/s grid {int(rec.get('launch__grid_size', 0)):6d}  {rec['name'][:90]}")
+    print(f"total {tot_us:.1f} us, {tot_b / 1e9:.3f} GB read, {tot_b / (tot_us * 1e3) if tot_us else 0:.0f} GB/s over {len(rows)} launches")
+
+
+if __name__ == "__main__":
+    main()
