@@ -24,8 +24,8 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
     // CUDA GEMV tuning knobs, read by the backend (numerically neutral): ring depth, K
-    // sub-ranges per CTA.
-    "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC",
+    // sub-ranges per CTA (all launches / expert launches).
+    "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC", "DEEPINFER_GEMV_EXPERT_SPC",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
     "DEEPINFER_CUDA_GRAPHS",
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits).

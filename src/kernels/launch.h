@@ -77,6 +77,11 @@ struct GemmParams {
   const int32_t* perm = nullptr;
   int a_div = 1;                   // A row = perm[i] / a_div
   int max_rows_per_expert = 0;     // host bound on any expert's rows: T (gemm_expert_rows)
+  // Expert mode: n_sets weight sets over the same A rows and routing in one launch (the MoE gate
+  // and up projections): set s takes experts[s n_experts ..] and writes C + s set_stride
+  // elements (same ldc); numerically the same as one launch per set.
+  int n_sets = 1;
+  int64_t set_stride = 0;
   // Experts with rows in ascending id, active[n_experts] = their count (device); with it the
   // small-M kernel launches max_active CTA rows instead of one per expert. p.w.fmt must name
   // the experts' (common) weight format.

@@ -83,6 +83,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
+  // Weight set (expert mode, GemmParams::n_sets) and column tile within it.
+  const int x_tiles = static_cast<int>((p.N + kCtaCols - 1) / kCtaCols);
+  const int set = p.n_sets > 1 ? static_cast<int>(blockIdx.x) / x_tiles : 0;
+  const int bx = static_cast<int>(blockIdx.x) - set * x_tiles;
+  void* const C = static_cast<char*>(p.C) + set * p.set_stride * (p.c_bf16 ? 2 : 4);
+  if (partial != nullptr) partial += set * static_cast<int64_t>(sh.P) * p.M * p.ldc;
   // Programmatic dependent launch: a following GEMV may start once every CTA is here. Dense
   // launches stream their first weight windows and scale codes (data no kernel writes) before
   // waiting for the previous kernel; expert launches wait first (the routing picks the weights).
@@ -91,7 +97,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     griddep_wait();
     if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
     group = p.active[blockIdx.z];
-    w = p.experts[group];
+    w = p.experts[set * p.n_experts + group];
     rows_begin = p.offsets[group];
     m_count = p.offsets[group + 1] - rows_begin;
   } else {
@@ -100,7 +106,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t n_base = static_cast<int64_t>(blockIdx.x) * kCtaCols + warp * NT * 8;
+  const int64_t n_base = static_cast<int64_t>(bx) * kCtaCols + warp * NT * 8;
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
   const int n_windows = static_cast<int>(k_span / W);  // K % kGemmBK == 0 (launch_gemv checks)
   const int win_per_sub = static_cast<int>(R / W);
@@ -166,7 +172,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   // Output element (mt, nt, e) of this lane: row index in the tile and column.
   auto out_row = [&](int mt, int e) { return mt * 16 + g + (e >= 2 ? 8 : 0); };
   auto out_col = [&](int nt, int e) { return n_base + nt * 8 + 2 * c + (e & 1); };
-  auto store_c = [&](int64_t row, int64_t col, float v) { store_out(p.C, p.c_bf16, row * p.ldc + col, v); };
+  auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * p.ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
   griddep_wait();  // A, the row maps, partials and counters come from / are shared with earlier kernels
@@ -333,8 +339,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   // counter for the next launch.
   int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
   if (!last_to_arrive(counter, static_cast<int>(gridDim.y))) return;
-  const int64_t col0 = col_off + static_cast<int64_t>(blockIdx.x) * kCtaCols;
-  const int64_t n_cols = min64(kCtaCols, p.N - static_cast<int64_t>(blockIdx.x) * kCtaCols);
+  const int64_t col0 = col_off + static_cast<int64_t>(bx) * kCtaCols;
+  const int64_t n_cols = min64(kCtaCols, p.N - static_cast<int64_t>(bx) * kCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
     const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
                   col = col0 + i % n_cols;
@@ -346,6 +352,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials
 // cover: all M rows (dense) or the expert pairs (expert mode: every pair row is written once).
 __global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * ldc) return;
   store_out(C, c_bf16, i, sum_in_order(partial + i, M * ldc, P));

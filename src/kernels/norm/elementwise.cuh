@@ -8,32 +8,75 @@
 namespace deepinfer::kernels {
 
 // ---- embedding / broadcast / gather --------------------------------------------------------
-template <typename Tin, typename Tout>
-__global__ void embed_gather_kernel(const int32_t* ids, const Tin* table, Tout* out, int64_t D) {
-  const int64_t t = blockIdx.x;
-  const Tin* row = table + static_cast<int64_t>(ids[t]) * D;
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) out[t * D + c] = from_f32<Tout>(to_f32(row[c]));
-}
+// Row copies: block (row, chunk of kRowCopyChunk columns), 256 threads, every load of the chunk
+// issued before any store (a plain loop serialises on possible aliasing: a decode step copies
+// one 16K-wide row, and one block walking it took 13 us).
+inline constexpr int kRowCopyThreads = 256, kRowCopyPer = 8;
+inline constexpr int64_t kRowCopyChunk = kRowCopyThreads * kRowCopyPer;
 
-template <typename T>
-__global__ void broadcast_streams_kernel(const T* x, T* out, int64_t D, int hc) {
-  const int64_t t = blockIdx.x;
-  for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
-    const T v = x[t * D + c];
-    for (int s = 0; s < hc; ++s) out[(t * hc + s) * D + c] = v;
+template <typename Tin>
+__device__ __forceinline__ void load_row_chunk(const Tin* src, int64_t n, float (&v)[kRowCopyPer]) {
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kRowCopyChunk + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kRowCopyPer; ++i) {
+    const int64_t c = c0 + i * kRowCopyThreads;
+    v[i] = c < n ? to_f32(src[c]) : 0.0f;
+  }
+}
+template <typename Tout>
+__device__ __forceinline__ void store_row_chunk(Tout* dst, int64_t n, const float (&v)[kRowCopyPer]) {
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kRowCopyChunk + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kRowCopyPer; ++i) {
+    const int64_t c = c0 + i * kRowCopyThreads;
+    if (c < n) dst[c] = from_f32<Tout>(v[i]);
   }
 }
 
 template <typename Tin, typename Tout>
-__global__ void gather_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
+__global__ void __launch_bounds__(kRowCopyThreads)
+    embed_gather_kernel(const int32_t* ids, const Tin* table, Tout* out, int64_t D) {
+  pdl_prologue();
+  const int64_t t = blockIdx.x;
+  float v[kRowCopyPer];
+  load_row_chunk(table + static_cast<int64_t>(ids[t]) * D, D, v);
+  store_row_chunk(out + t * D, D, v);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kRowCopyThreads) broadcast_streams_kernel(const T* x, T* out, int64_t D, int hc) {
+  pdl_prologue();
+  const int64_t t = blockIdx.x;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kRowCopyChunk + threadIdx.x;
+  T v[kRowCopyPer];
+#pragma unroll
+  for (int i = 0; i < kRowCopyPer; ++i) {
+    const int64_t c = c0 + i * kRowCopyThreads;
+    if (c < D) v[i] = x[t * D + c];
+  }
+  for (int s = 0; s < hc; ++s) {
+#pragma unroll
+    for (int i = 0; i < kRowCopyPer; ++i) {
+      const int64_t c = c0 + i * kRowCopyThreads;
+      if (c < D) out[(t * hc + s) * D + c] = v[i];
+    }
+  }
+}
+
+template <typename Tin, typename Tout>
+__global__ void __launch_bounds__(kRowCopyThreads)
+    gather_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
+  pdl_prologue();
   const int64_t i = blockIdx.x;
-  const Tin* src = x + static_cast<int64_t>(rows[i]) * n;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) out[i * n + c] = from_f32<Tout>(to_f32(src[c]));
+  float v[kRowCopyPer];
+  load_row_chunk(x + static_cast<int64_t>(rows[i]) * n, n, v);
+  store_row_chunk(out + i * n, n, v);
 }
 
 // ---- RMSNorm: one block per row ------------------------------------------------------------
 template <typename Tin, typename Tout, typename Tw>
 __global__ void rms_norm_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t n, float eps) {
+  pdl_prologue();
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   float ss = 0.0f;
@@ -61,7 +104,7 @@ inline constexpr int64_t kRmsRowMaxN = 256 * kRmsRowPer;
 template <typename Tin, typename Tout, typename Tw>
 __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t n,
                                                            float eps) {
-  griddep_launch_dependents();  // a GEMM that follows may start streaming its weights
+  pdl_prologue();  // a GEMM that follows may start streaming its weights
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   float v[kRmsRowPer], w[kRmsRowPer];
@@ -90,7 +133,7 @@ __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const T
 inline constexpr int64_t kRmsWarpMaxN = 1024;
 template <typename Tin, typename Tout, typename Tw>
 __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t rows, int64_t n, float eps) {
-  griddep_launch_dependents();  // a GEMM that follows may start streaming its weights
+  pdl_prologue();  // a GEMM that follows may start streaming its weights
   constexpr int kPer = kRmsWarpMaxN / 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
@@ -118,24 +161,28 @@ __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, 
 // ---- elementwise ---------------------------------------------------------------------------
 template <typename Ta, typename Tb, typename Tout>
 __global__ void add_kernel(const Ta* a, const Tb* b, Tout* out, int64_t n) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = from_f32<Tout>(to_f32(a[i]) + to_f32(b[i]));
 }
 
 template <typename Tin, typename Tout>
 __global__ void convert_kernel(const Tin* x, Tout* out, int64_t n) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = from_f32<Tout>(to_f32(x[i]));
 }
 
 template <typename T>
 __global__ void fill_kernel(T* out, T value, int64_t n) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = value;
 }
 
 template <typename Tg, typename Tu, typename Tout>
 __global__ void swiglu_kernel(const Tg* g, const Tu* u, Tout* out, int64_t n, float limit) {
+  pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float gi = to_f32(g[i]), ui = to_f32(u[i]);
@@ -152,6 +199,7 @@ inline constexpr int kRopeHeadsPerBlock = 8;
 template <typename T>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t heads, int64_t width,
                             int n_rope, float sign) {
+  pdl_prologue();
   const int64_t n = blockIdx.x;
   const int half = n_rope / 2;
   const float pos = static_cast<float>(positions[n]);
@@ -175,6 +223,7 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
 // grid: (rows, n_blocks); one warp per block of the row.
 template <typename T>
 __global__ void fp8_fake_quant_kernel(T* x, int64_t width, int64_t n_dims, int block) {
+  pdl_prologue();
   const int64_t r = blockIdx.x;
   const int64_t b0 = static_cast<int64_t>(blockIdx.y) * block;
   const int lane = threadIdx.x;
@@ -191,6 +240,7 @@ __global__ void fp8_fake_quant_kernel(T* x, int64_t width, int64_t n_dims, int b
 // ---- normalised Walsh-Hadamard + FP4 fake-quant (blocks of 32), one block per row ------------
 template <typename T>
 __global__ void hadamard_fp4_kernel(T* x, int n) {
+  pdl_prologue();
   extern __shared__ float sh[];
   const int64_t r = blockIdx.x;
   for (int c = threadIdx.x; c < n; c += blockDim.x) sh[c] = to_f32(x[r * n + c]);

@@ -27,6 +27,7 @@ inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 template <typename T, int N, int CG>
 __global__ void __launch_bounds__(kHcMixThreads)
     hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk) {
+  pdl_prologue();
   constexpr int C = CG + 1;  // this block's columns + the sum of squares (local column CG)
   __shared__ __align__(16) float lanes[C][kHcMixThreads + 4];  // the block's thread partials
   __shared__ float warp_sums[C][kHcMixWarps];
@@ -207,6 +208,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
 template <typename T, typename Tu>
 __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out,
                                        float* comb_out) {
+  pdl_prologue();
   const int64_t t = blockIdx.x;
   switch (p.hc) {
     case 1: hc_pre_finalize<1>(x, partial, p, t, u, post_out, comb_out); break;
@@ -220,6 +222,7 @@ __global__ void hc_pre_finalize_kernel(const T* x, const float* partial, HcPrePa
 inline constexpr int kHcPostChunk = 1024;
 template <typename T, typename To>
 __global__ void hc_post_kernel(const To* o, const T* x, const float* post, const float* comb, T* out, int64_t D, int hc) {
+  pdl_prologue();
   const int64_t t = blockIdx.x;
   const int k = blockIdx.y;
   const float pk = post[t * hc + k];
@@ -263,6 +266,7 @@ __device__ __forceinline__ void store8(T* p, const float (&v)[8]) {
 template <typename T, typename To, int HC>
 __global__ void __launch_bounds__(kHcPostVecThreads)
     hc_post_vec_kernel(const To* o, const T* x, const float* post, const float* comb, T* out, int64_t D) {
+  pdl_prologue();
   const int64_t t = blockIdx.x;
   const int64_t c = (static_cast<int64_t>(blockIdx.y) * kHcPostVecThreads + threadIdx.x) * 8;
   if (c >= D) return;
@@ -288,24 +292,44 @@ __global__ void __launch_bounds__(kHcPostVecThreads)
   }
 }
 
+// Block (token, chunk of kHcHeadChunk columns). Threads 0..hc (warp 0) fold the mix partials in
+// sub-range order (column m, then the sum of squares) side by side and thread 0 derives the
+// weights; every thread then mixes kHcHeadPer columns with all its stream loads in flight (one
+// block walking the row serially took 11 us of a decode step).
+inline constexpr int kHcHeadThreads = 256, kHcHeadPer = 4;
+inline constexpr int64_t kHcHeadChunk = kHcHeadThreads * kHcHeadPer;
 template <typename T, typename Ty>
-__global__ void hc_head_finalize_kernel(const T* x, const float* partial, HcPreParams p, Ty* y) {
-  __shared__ float w[4];
+__global__ void __launch_bounds__(kHcHeadThreads)
+    hc_head_finalize_kernel(const T* x, const float* partial, HcPreParams p, Ty* y) {
+  pdl_prologue();
+  __shared__ float w[4], sums[5];  // hc <= 4
   const int64_t t = blockIdx.x;
   const int hc = p.hc;
-  if (threadIdx.x == 0) {
-    float mu[4] = {0, 0, 0, 0};
+  if (static_cast<int>(threadIdx.x) <= hc) {
     const float* rows = partial + t * p.n_split * (hc + 1);  // [n_split][hc + 1]
-    for (int m = 0; m < hc; ++m) mu[m] = sum_in_order(rows + m, hc + 1, p.n_split);
-    const float ss = sum_in_order(rows + hc, hc + 1, p.n_split);
-    const float rho = rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps);
-    for (int i = 0; i < hc; ++i) w[i] = sigmoidf_(p.scale[0] * rho * mu[i] + p.base[i]) + p.hc_eps;
+    sums[threadIdx.x] = sum_in_order(rows + threadIdx.x, hc + 1, p.n_split);
   }
   __syncthreads();
-#pragma unroll 4
-  for (int64_t c = threadIdx.x; c < p.D; c += blockDim.x) {
+  if (threadIdx.x == 0) {
+    const float rho = rsqrtf(sums[hc] / static_cast<float>(hc * p.D) + p.norm_eps);
+    for (int i = 0; i < hc; ++i) w[i] = sigmoidf_(p.scale[0] * rho * sums[i] + p.base[i]) + p.hc_eps;
+  }
+  __syncthreads();
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kHcHeadChunk + threadIdx.x;
+  float xv[4][kHcHeadPer];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int e = 0; e < kHcHeadPer; ++e) {
+      const int64_t c = c0 + e * kHcHeadThreads;
+      xv[i][e] = i < hc && c < p.D ? to_f32(x[(t * hc + i) * p.D + c]) : 0.0f;
+    }
+#pragma unroll
+  for (int e = 0; e < kHcHeadPer; ++e) {
+    const int64_t c = c0 + e * kHcHeadThreads;
+    if (c >= p.D) continue;
     float acc = 0.0f;
-    for (int i = 0; i < hc; ++i) acc += w[i] * to_f32(x[(t * hc + i) * p.D + c]);
+    for (int i = 0; i < hc; ++i) acc += w[i] * xv[i][e];
     y[t * p.D + c] = from_f32<Ty>(acc);
   }
 }

@@ -120,6 +120,7 @@ void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView
 void CudaOps::hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) {
   const int64_t T = x.shape[0], hc = x.shape[1], D = x.shape[2];
   if (T == 0) return;
+  DI_CHECK(hc <= 4, "hc_mult {} unsupported on CUDA (at most 4)", hc);
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, hc + 1});
   DI_LAUNCH(k::launch_hc_head({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),

@@ -1,17 +1,27 @@
 // Launch functions of the elementwise, norm, RoPE, fake-quant and hyper-connection kernels.
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/act_quant.cuh"
 #include "kernels/launch.h"
 #include "kernels/norm/elementwise.cuh"
 #include "kernels/norm/hc.cuh"
 
 namespace deepinfer::kernels {
+namespace {
+
+// Blocks of the row-copy kernels: (row, column chunk).
+dim3 row_copy_grid(int64_t rows, int64_t width) {
+  return dim3(static_cast<unsigned>(rows), static_cast<unsigned>((width + kRowCopyChunk - 1) / kRowCopyChunk));
+}
+
+}  // namespace
 
 cudaError_t launch_embed(const EmbedParams& p, cudaStream_t s) {
   with_act2(p.table_type, p.out_type, [&](auto ti, auto to) {
     using Ti = decltype(ti);
     using To = decltype(to);
-    embed_gather_kernel<Ti, To><<<p.T, 256, 0, s>>>(p.ids, static_cast<const Ti*>(p.table), static_cast<To*>(p.out), p.D);
+    launch_pdl(embed_gather_kernel<Ti, To>, row_copy_grid(p.T, p.D), kRowCopyThreads, 0, s, p.ids, static_cast<const Ti*>(p.table),
+               static_cast<To*>(p.out), p.D);
   });
   return cudaGetLastError();
 }
@@ -19,7 +29,8 @@ cudaError_t launch_embed(const EmbedParams& p, cudaStream_t s) {
 cudaError_t launch_broadcast_streams(const BroadcastParams& p, cudaStream_t s) {
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    broadcast_streams_kernel<T><<<p.T, 256, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.out), p.D, p.hc);
+    launch_pdl(broadcast_streams_kernel<T>, row_copy_grid(p.T, p.D), kRowCopyThreads, 0, s, static_cast<const T*>(p.x),
+               static_cast<T*>(p.out), p.D, p.hc);
   });
   return cudaGetLastError();
 }
@@ -30,14 +41,15 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
     using To = decltype(to);
     using Tw = decltype(tw);
     if (p.n <= kRmsWarpMaxN) {
-      rms_norm_warp_kernel<Ti, To, Tw><<<static_cast<unsigned>((p.rows + 7) / 8), 256, 0, s>>>(
-          static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight), static_cast<To*>(p.out), p.rows, p.n, p.eps);
+      launch_pdl(rms_norm_warp_kernel<Ti, To, Tw>, static_cast<unsigned>((p.rows + 7) / 8), 256, 0,
+                 s, static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
+                 static_cast<To*>(p.out), p.rows, p.n, p.eps);
     } else if (p.n <= kRmsRowMaxN) {
-      rms_norm_row_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
-                                                              static_cast<To*>(p.out), p.n, p.eps);
+      launch_pdl(rms_norm_row_kernel<Ti, To, Tw>, p.rows, 256, 0, s, static_cast<const Ti*>(p.x),
+                 static_cast<const Tw*>(p.weight), static_cast<To*>(p.out), p.n, p.eps);
     } else {
-      rms_norm_kernel<Ti, To, Tw><<<p.rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
-                                                          static_cast<To*>(p.out), p.n, p.eps);
+      launch_pdl(rms_norm_kernel<Ti, To, Tw>, p.rows, 256, 0, s, static_cast<const Ti*>(p.x),
+                 static_cast<const Tw*>(p.weight), static_cast<To*>(p.out), p.n, p.eps);
     }
   });
   return cudaGetLastError();
@@ -48,8 +60,8 @@ cudaError_t launch_add(const BinaryParams& p, cudaStream_t s) {
     using A = decltype(ta);
     using B = decltype(tb);
     using O = decltype(to);
-    add_kernel<A, B, O><<<grid_for(p.n), 256, 0, s>>>(static_cast<const A*>(p.a), static_cast<const B*>(p.b),
-                                                      static_cast<O*>(p.out), p.n);
+    launch_pdl(add_kernel<A, B, O>, grid_for(p.n), 256, 0, s, static_cast<const A*>(p.a),
+               static_cast<const B*>(p.b), static_cast<O*>(p.out), p.n);
   });
   return cudaGetLastError();
 }
@@ -59,8 +71,8 @@ cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t s) {
     using A = decltype(ta);
     using B = decltype(tb);
     using O = decltype(to);
-    swiglu_kernel<A, B, O><<<grid_for(p.n), 256, 0, s>>>(static_cast<const A*>(p.a), static_cast<const B*>(p.b),
-                                                         static_cast<O*>(p.out), p.n, p.limit);
+    launch_pdl(swiglu_kernel<A, B, O>, grid_for(p.n), 256, 0, s, static_cast<const A*>(p.a),
+               static_cast<const B*>(p.b), static_cast<O*>(p.out), p.n, p.limit);
   });
   return cudaGetLastError();
 }
@@ -69,20 +81,25 @@ cudaError_t launch_convert(const ConvertParams& p, cudaStream_t s) {
   with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
     using Ti = decltype(ti);
     using To = decltype(to);
-    convert_kernel<Ti, To><<<grid_for(p.n), 256, 0, s>>>(static_cast<const Ti*>(p.x), static_cast<To*>(p.out), p.n);
+    launch_pdl(convert_kernel<Ti, To>, grid_for(p.n), 256, 0, s, static_cast<const Ti*>(p.x),
+               static_cast<To*>(p.out), p.n);
   });
   return cudaGetLastError();
 }
 
 cudaError_t launch_fill(const FillParams& p, cudaStream_t s) {
   switch (p.kind) {
-    case 0: fill_kernel<float><<<grid_for(p.n), 256, 0, s>>>(static_cast<float*>(p.out), p.value, p.n); break;
+    case 0:
+      launch_pdl(fill_kernel<float>, grid_for(p.n), 256, 0, s, static_cast<float*>(p.out), p.value,
+                 p.n);
+      break;
     case 1:
-      fill_kernel<__nv_bfloat16><<<grid_for(p.n), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.out),
-                                                               __float2bfloat16_rn(p.value), p.n);
+      launch_pdl(fill_kernel<__nv_bfloat16>, grid_for(p.n), 256, 0, s,
+                 static_cast<__nv_bfloat16*>(p.out), __float2bfloat16_rn(p.value), p.n);
       break;
     default:
-      fill_kernel<int32_t><<<grid_for(p.n), 256, 0, s>>>(static_cast<int32_t*>(p.out), static_cast<int32_t>(p.value), p.n);
+      launch_pdl(fill_kernel<int32_t>, grid_for(p.n), 256, 0, s, static_cast<int32_t*>(p.out),
+                 static_cast<int32_t>(p.value), p.n);
   }
   return cudaGetLastError();
 }
@@ -91,7 +108,8 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
   with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
     using Ti = decltype(ti);
     using To = decltype(to);
-    gather_rows_kernel<Ti, To><<<p.n_rows, 256, 0, s>>>(static_cast<const Ti*>(p.x), p.rows, static_cast<To*>(p.out), p.width);
+    launch_pdl(gather_rows_kernel<Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s, static_cast<const Ti*>(p.x), p.rows,
+               static_cast<To*>(p.out), p.width);
   });
   return cudaGetLastError();
 }
@@ -99,7 +117,11 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    rope_kernel<T><<<dim3(static_cast<unsigned>(p.N), static_cast<unsigned>((p.heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock)), 128, 0, s>>>(static_cast<T*>(p.x), p.positions, p.inv_freq, p.heads, p.width, p.n_rope, p.sign);
+    launch_pdl(rope_kernel<T>,
+               dim3(static_cast<unsigned>(p.N),
+                    static_cast<unsigned>((p.heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock)),
+               128, 0, s, static_cast<T*>(p.x), p.positions, p.inv_freq, p.heads, p.width, p.n_rope,
+               p.sign);
   });
   return cudaGetLastError();
 }
@@ -108,7 +130,8 @@ cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.rows), static_cast<unsigned>((p.n_dims + p.block - 1) / p.block));
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    fp8_fake_quant_kernel<T><<<grid, 32, 0, s>>>(static_cast<T*>(p.x), p.width, p.n_dims, p.block);
+    launch_pdl(fp8_fake_quant_kernel<T>, grid, 32, 0, s, static_cast<T*>(p.x), p.width, p.n_dims,
+               p.block);
   });
   return cudaGetLastError();
 }
@@ -116,7 +139,8 @@ cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t s) {
 cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t s) {
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    hadamard_fp4_kernel<T><<<p.rows, 128, p.width * sizeof(float), s>>>(static_cast<T*>(p.x), static_cast<int>(p.width));
+    launch_pdl(hadamard_fp4_kernel<T>, p.rows, 128, p.width * sizeof(float), s,
+               static_cast<T*>(p.x), static_cast<int>(p.width));
   });
   return cudaGetLastError();
 }
@@ -125,8 +149,9 @@ cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.rows), p.block > 0 ? static_cast<unsigned>((p.width + p.block - 1) / p.block) : 1u);
   with_act(p.x_type, [&](auto t) {
     using T = decltype(t);
-    act_quant_bf16_kernel<T><<<grid, p.block > 0 ? 32 : 256, 0, s>>>(static_cast<const T*>(p.x),
-                                                                     static_cast<__nv_bfloat16*>(p.out_bf16), p.width, p.block);
+    launch_pdl(act_quant_bf16_kernel<T>, grid, p.block > 0 ? 32 : 256, 0, s,
+               static_cast<const T*>(p.x), static_cast<__nv_bfloat16*>(p.out_bf16), p.width,
+               p.block);
   });
   return cudaGetLastError();
 }
@@ -139,10 +164,11 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
   constexpr int kNarrow = N < 4 ? N : 4;
   if (T < 64) {
     const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), (N + kNarrow - 1) / kNarrow);
-    hc_mix_partial_kernel<X, N, kNarrow><<<grid, kHcMixThreads, 0, s>>>(x, fn, partial, K, chunk);
+    launch_pdl(hc_mix_partial_kernel<X, N, kNarrow>, grid, kHcMixThreads, 0, s, x, fn, partial, K,
+               chunk);
   } else {
     const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), 1);
-    hc_mix_partial_kernel<X, N, N><<<grid, kHcMixThreads, 0, s>>>(x, fn, partial, K, chunk);
+    launch_pdl(hc_mix_partial_kernel<X, N, N>, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk);
   }
 }
 template <typename X>
@@ -168,8 +194,8 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     // Decode-sized batches: 1,024 threads per token so the collapse u = sum_i pre_i X_i (31 warps)
     // takes one or two memory latencies while warp 0 runs Sinkhorn (numerically neutral).
-    hc_pre_finalize_kernel<X, U><<<p.T, p.T < 64 ? 1024 : 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u),
-                                                     p.post, p.comb);
+    launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? 1024 : 256, 0, s,
+               static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();
 }
@@ -181,7 +207,9 @@ cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t s) {
     using X = decltype(tx);
     using U = decltype(tu);
     launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, p.hc, p.n_split, chunk, s);
-    hc_head_finalize_kernel<X, U><<<p.T, 256, 0, s>>>(static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u));
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kHcHeadChunk - 1) / kHcHeadChunk));
+    launch_pdl(hc_head_finalize_kernel<X, U>, grid, kHcHeadThreads, 0, s, static_cast<const X*>(p.x), p.partial,
+               fp, static_cast<U*>(p.u));
   });
   return cudaGetLastError();
 }
@@ -198,15 +226,27 @@ cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t s) {
     if (vec) {
       const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D / 8 + kHcPostVecThreads - 1) / kHcPostVecThreads));
       switch (p.hc) {
-        case 1: hc_post_vec_kernel<X, O, 1><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
-        case 2: hc_post_vec_kernel<X, O, 2><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
-        case 3: hc_post_vec_kernel<X, O, 3><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
-        default: hc_post_vec_kernel<X, O, 4><<<grid, kHcPostVecThreads, 0, s>>>(o, x, p.post, p.comb, out, p.D); break;
+        case 1:
+          launch_pdl(hc_post_vec_kernel<X, O, 1>, grid, kHcPostVecThreads, 0, s, o, x, p.post,
+                     p.comb, out, p.D);
+          break;
+        case 2:
+          launch_pdl(hc_post_vec_kernel<X, O, 2>, grid, kHcPostVecThreads, 0, s, o, x, p.post,
+                     p.comb, out, p.D);
+          break;
+        case 3:
+          launch_pdl(hc_post_vec_kernel<X, O, 3>, grid, kHcPostVecThreads, 0, s, o, x, p.post,
+                     p.comb, out, p.D);
+          break;
+        default:
+          launch_pdl(hc_post_vec_kernel<X, O, 4>, grid, kHcPostVecThreads, 0, s, o, x, p.post,
+                     p.comb, out, p.D);
+          break;
       }
       return;
     }
-    hc_post_kernel<X, O><<<dim3(p.T, p.hc, (p.D + kHcPostChunk - 1) / kHcPostChunk), 256, 0, s>>>(o, x, p.post, p.comb,
-                                                                                                  out, p.D, p.hc);
+    launch_pdl(hc_post_kernel<X, O>, dim3(p.T, p.hc, (p.D + kHcPostChunk - 1) / kHcPostChunk), 256,
+               0, s, o, x, p.post, p.comb, out, p.D, p.hc);
   });
   return cudaGetLastError();
 }

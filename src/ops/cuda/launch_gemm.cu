@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
 #include "kernels/gemm/dequant_gemm_pipelined.cuh"
 #include "kernels/gemm/dequant_gemm_wgmma.cuh"
@@ -30,37 +31,34 @@ int64_t gemv_outer(const GemmParams& p) {
 int gemv_nt(const GemmParams& p, int spc) {
   const int64_t y = (gemm_n_subranges(p.K) + spc - 1) / spc;
   for (int nt = kGemvMaxNt; nt > 1; nt /= 2) {
-    const int64_t warps = (p.N + 8 * nt - 1) / (8 * nt) * y * gemv_outer(p);
+    const int64_t warps = (p.N + 8 * nt - 1) / (8 * nt) * y * gemv_outer(p) * p.n_sets;
     if (warps >= 4 * 4 * 132) return nt;
   }
   return 1;
 }
 
-// Compute capability major of the current device (0 if it cannot be read), read once.
-int device_cc_major() {
-  static const int major = [] {
-    int dev = 0, m = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    return m;
-  }();
-  return major;
+// Output of weight set `set` (GemmParams::n_sets).
+void* set_c(const GemmParams& p, int set) {
+  return static_cast<char*>(p.C) + set * p.set_stride * (p.c_bf16 ? 2 : 4);
 }
 
-// Programmatic dependent launch of the streaming GEMV on Hopper and newer (DEEPINFER_CUDA_PDL=0
-// turns it off: an A/B switch; results are identical either way).
-bool use_pdl() {
-  static const bool on = [] {
-    const char* v = std::getenv("DEEPINFER_CUDA_PDL");
-    return !(v != nullptr && std::string(v) == "0") && device_cc_major() >= 9;
-  }();
-  return on;
+// One launch per weight set, for the kernels that take one (all but the streaming kernel). The
+// partials and counters are reused in stream order; counters are left zeroed by every launch.
+cudaError_t per_set(const GemmParams& p, cudaStream_t s, cudaError_t (*launch)(const GemmParams&, cudaStream_t)) {
+  for (int set = 0; set < p.n_sets; ++set) {
+    GemmParams q = p;
+    q.n_sets = 1;
+    q.experts = p.experts + set * p.n_experts;
+    q.C = set_c(p, set);
+    if (const cudaError_t e = launch(q, s); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 // ring_windows: the largest S NT of the launches this shape may take.
 GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows) {
   const int P = gemm_n_subranges(p.K);
-  const int64_t base = (p.N + gemv_cta_cols(kGemvMaxNt) - 1) / gemv_cta_cols(kGemvMaxNt) * gemv_outer(p);
+  const int64_t base = (p.N + gemv_cta_cols(kGemvMaxNt) - 1) / gemv_cta_cols(kGemvMaxNt) * gemv_outer(p) * p.n_sets;
   const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
   GemvShape sh;
   sh.R = gemm_subrange(p.K);
@@ -73,7 +71,15 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
     const char* v = std::getenv("DEEPINFER_GEMV_MAX_SPC");
     return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 1;
   }();
-  sh.spc = std::min(sh.spc, max_spc);
+  // Expert launches have their own cap (DEEPINFER_GEMV_EXPERT_SPC, default 2): their CTAs wait
+  // for the routing before streaming anything, so a longer CTA amortises more. Measured on the
+  // H200 (decode, 4 full-width layers): 2 vs 1 = +4% at batch 8, +1% at 32, equal at 1 and 128;
+  // 8 lost 11% at batch 32.
+  static const int expert_spc = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_EXPERT_SPC");
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 2;
+  }();
+  sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
@@ -91,29 +97,23 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const dim3 grid(static_cast<unsigned>((p.N + gemv_cta_cols(NT) - 1) / gemv_cta_cols(NT)),
+  const dim3 grid(static_cast<unsigned>((p.N + gemv_cta_cols(NT) - 1) / gemv_cta_cols(NT) * p.n_sets),
                   static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(gemv_outer(p)));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
   const bool split = grid.y > 1;
   const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
-  // Launched as a programmatic dependent (unless DEEPINFER_CUDA_PDL=0): its CTAs may start while
-  // the previous kernel finishes and stream their first weight windows before griddep_wait().
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kGemvWarps * 32);
-  cfg.dynamicSmemBytes = gemv_smem_bytes(sh, p.K, S * NT);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = use_pdl() ? 1 : 0;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, dequant_gemv_kernel<F, MT, NT, S>, q, p.partial, sh);
+  // A programmatic dependent launch like every kernel (pdl_launch.cuh), and the one that gains
+  // most from it: its CTAs stream their first weight windows before griddep_wait().
+  const cudaError_t e = launch_pdl(dequant_gemv_kernel<F, MT, NT, S>, grid, kGemvWarps * 32,
+                                   gemv_smem_bytes(sh, p.K, S * NT), s, q, p.partial, sh);
   if (e != cudaSuccess) return e;
   if (split && !self_fold) {
-    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
+    for (int set = 0; set < p.n_sets; ++set) {
+      launch_pdl(gemv_reduce_kernel, grid_for(p.M * p.ldc), 256, 0, s, p.partial + set * P * p.M * p.ldc,
+                 P, p.M, p.ldc, set_c(p, set), p.c_bf16);
+    }
   }
   return cudaGetLastError();
 }
@@ -212,12 +212,13 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
                          p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.y;
   if (!self_fold) q.tile_counters = nullptr;
   if (wgmma) {
-    dequant_gemm_wgmma_kernel<F><<<grid, kWgmmaWarps * 32, smem, s>>>(q, m_tiles, spc);
+    launch_pdl(dequant_gemm_wgmma_kernel<F>, grid, kWgmmaWarps * 32, smem, s, q, m_tiles, spc);
   } else {
-    dequant_gemm_pipelined_kernel<F><<<grid, kPipeWarps * 32, smem, s>>>(q, m_tiles, spc);
+    launch_pdl(dequant_gemm_pipelined_kernel<F>, grid, kPipeWarps * 32, smem, s, q, m_tiles, spc);
   }
   if (splits > 1 && !self_fold) {
-    gemv_reduce_kernel<<<grid_for(p.M * p.ldc), 256, 0, s>>>(p.partial, P, p.M, p.ldc, p.C, p.c_bf16);
+    launch_pdl(gemv_reduce_kernel, grid_for(p.M * p.ldc), 256, 0, s, p.partial, P, p.M, p.ldc, p.C,
+               p.c_bf16);
   }
   return cudaGetLastError();
 }
@@ -251,20 +252,21 @@ GemmPath gemm_path(const GemmParams& p) {
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
 
 int64_t gemm_counter_slots(const GemmParams& p) {
-  return (p.N + kGemvMinCtaCols - 1) / kGemvMinCtaCols * gemv_outer(p);  // the narrowest CTAs
+  return (p.N + kGemvMinCtaCols - 1) / kGemvMinCtaCols * gemv_outer(p) * p.n_sets;  // the narrowest CTAs
 }
 
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
   switch (gemm_path(p)) {
-    case GemmPath::kStreaming: return P * p.M * p.ldc;
+    case GemmPath::kStreaming: return P * p.M * p.ldc * p.n_sets;
     case GemmPath::kPipelined: return pipe_splits(p) > 1 ? P * p.M * p.ldc : 0;
     default: return 0;
   }
 }
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
+  if (p.n_sets < 1 || (p.n_sets > 1 && p.experts == nullptr)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
@@ -284,6 +286,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
       }
     }
   }
+  if (p.n_sets > 1) return per_set(p, s, launch_dequant_gemm);  // the other kernels take one set
   if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_pipelined<WeightFmt::kBF16>(p, s);
@@ -296,22 +299,24 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const int n_outer = experts ? p.n_experts : p.n_groups;
   const dim3 grid(static_cast<unsigned>((p.N + kGemmBN - 1) / kGemmBN), static_cast<unsigned>(m_tiles * n_outer));
   if (grid.x == 0 || grid.y == 0) return cudaSuccess;
-  dequant_gemm_kernel<<<grid, 128, 0, s>>>(p, m_tiles);
+  launch_pdl(dequant_gemm_kernel, grid, 128, 0, s, p, m_tiles);
   return cudaGetLastError();
 }
 
 cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t s) {
+  if (p.n_sets < 1 || (p.n_sets > 1 && p.experts == nullptr)) return cudaErrorInvalidValue;
+  if (p.n_sets > 1) return per_set(p, s, launch_f32_gemm);
   if (p.experts != nullptr) {
     const dim3 grid(static_cast<unsigned>((p.N + 127) / 128), static_cast<unsigned>(p.max_rows_per_expert),
                     static_cast<unsigned>(p.n_experts));
     if (grid.y == 0) return cudaSuccess;
-    f32_expert_gemm_kernel<<<grid, 128, 0, s>>>(static_cast<const float*>(p.A), p.lda, p.experts, p.offsets, p.perm,
-                                                p.a_div, p.N, p.K, static_cast<float*>(p.C), p.ldc);
+    launch_pdl(f32_expert_gemm_kernel, grid, 128, 0, s, static_cast<const float*>(p.A), p.lda,
+               p.experts, p.offsets, p.perm, p.a_div, p.N, p.K, static_cast<float*>(p.C), p.ldc);
   } else {
     const dim3 grid(static_cast<unsigned>((p.N + 127) / 128), static_cast<unsigned>(p.M), static_cast<unsigned>(p.n_groups));
     if (grid.y == 0) return cudaSuccess;
-    f32_gemm_kernel<<<grid, 128, 0, s>>>(static_cast<const float*>(p.A), p.lda, p.w, p.M, p.N, p.K, p.n_groups,
-                                         static_cast<float*>(p.C), p.ldc);
+    launch_pdl(f32_gemm_kernel, grid, 128, 0, s, static_cast<const float*>(p.A), p.lda, p.w, p.M,
+               p.N, p.K, p.n_groups, static_cast<float*>(p.C), p.ldc);
   }
   return cudaGetLastError();
 }
