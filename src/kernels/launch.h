@@ -77,11 +77,13 @@ struct GemmParams {
   const int32_t* perm = nullptr;
   int a_div = 1;                   // A row = perm[i] / a_div
   int max_rows_per_expert = 0;     // host bound on any expert's rows: T (gemm_expert_rows)
-  // Expert mode: n_sets weight sets over the same A rows and routing in one launch (the MoE gate
-  // and up projections): set s takes experts[s n_experts ..] and writes C + s set_stride
-  // elements (same ldc); numerically the same as one launch per set.
+  // Two weight sets over the same A in one launch (n_sets = 2; the MoE gate and up projections,
+  // a shared expert's, a compressor's two): set 1 takes w1 (dense; same shape and format as w)
+  // or experts[n_experts ..] (expert mode) and writes C1 (same ldc and type as C). Numerically
+  // the same as one launch per set.
   int n_sets = 1;
-  int64_t set_stride = 0;
+  WeightDesc w1;
+  void* C1 = nullptr;
   // Experts with rows in ascending id, active[n_experts] = their count (device); with it the
   // small-M kernel launches max_active CTA rows instead of one per expert. p.w.fmt must name
   // the experts' (common) weight format.

@@ -104,8 +104,7 @@ void Model::compressor(const tensor::CompressorWeights& w, const CompressorState
   // Projections in F32 on the (BF16-valued) normalised input, as the reference does.
   TensorView kv = ops_->alloc(DType::kF32, {T, width});
   TensorView score = ops_->alloc(DType::kF32, {T, width});
-  ops_->linear(a, w.wkv, kv, {});
-  ops_->linear(a, w.wgate, score, {});
+  ops_->linear_pair(a, w.wkv, w.wgate, kv, score, {});
   const ops::EmitPlan& plan = step.emit.at(ratio);
   const int64_t n = std::max<int64_t>(plan.n_emit, 1);
   TensorView pooled = ops_->alloc(DType::kF32, {n, dc});
@@ -146,8 +145,7 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   if (mw.shared) {
     TensorView g = ops_->alloc(act_dtype(), {T, F});
     TensorView u = ops_->alloc(act_dtype(), {T, F});
-    ops_->linear(b, mw.shared->w1, g, fp8_act());
-    ops_->linear(b, mw.shared->w3, u, fp8_act());
+    ops_->linear_pair(b, mw.shared->w1, mw.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
     TensorView y = ops_->alloc(act_dtype(), {T, D});
     ops_->linear(g, mw.shared->w2, y, fp8_act());

@@ -154,6 +154,14 @@ class Ops {
   // y [T, out] = x [T, in] @ W^T for W in any LinearWeight format.
   virtual void linear(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) = 0;
+  // Two projections of the same x: y0 = x @ W0^T, y1 = x @ W1^T (a compressor's two, a shared
+  // expert's gate and up). Same results as two linear() calls, which is what it is unless a
+  // backend can do both in one pass.
+  virtual void linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
+                           const TensorView& y1, const LinearOptions& options) {
+    linear(x, w0, y0, options);
+    linear(x, w1, y1, options);
+  }
   // Block-diagonal grouped projection: y[t, g, :] = W_g x[t, g, :] where W_g = rows
   // [g*R, (g+1)*R) of w. x [T, G, in_g], y [T, G, R].
   virtual void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,

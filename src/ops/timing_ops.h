@@ -54,6 +54,10 @@ class TimingOps final : public Ops {
     const char* name = w.is_quantized() ? "linear_fp8_fp4" : "linear_bf16";
     timed(name, [&] { inner_->linear(x, w, y, o); }, linear_key(name, x, w));
   }
+  void linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
+                   const TensorView& y1, const LinearOptions& o) override {
+    timed("linear_pair", [&] { inner_->linear_pair(x, w0, w1, y0, y1, o); }, linear_key("linear_pair", x, w0));
+  }
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
     timed("linear_grouped", [&] { inner_->linear_grouped(x, w, y, o); }, linear_key("linear_grouped", x, w));
   }

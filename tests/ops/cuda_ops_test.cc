@@ -105,7 +105,8 @@ TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
 }
 
 // Batch invariance of the tensor-core GEMMs: a row's output is bitwise the same whether it is
-// computed alone (streaming small-M kernel), among 20 rows (its two-tile variant) or among 70 or
+// computed alone or among 5 (streaming small-M kernel, transposed tiles), among 20 rows (its
+// two-tile variant) or among 70 or
 // 300 (tiled kernels: the pipelined one for whole 128-element K tiles, three 128-row tiles at 300,
 // the general one for K = 4160 and 1000) — every kernel follows one canonical summation order
 // (gemm_common.cuh). K = 4160 spans several sub-ranges with a ragged tail.
@@ -122,7 +123,7 @@ TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
         Pair y = make(DType::kF32, {M, N});
         gpu_->linear(x.dev, w.dev, y.dev, {block});
         const std::vector<float> all = download(y.dev);
-        for (int64_t rows : {int64_t{1}, int64_t{20}}) {
+        for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{20}}) {
           Pair xs = make(dt, {rows, K});
           for (int64_t i = 0; i < rows * K; ++i) set(xs.host, i, get(x.host, (M - rows) * K + i));  // the last rows
           upload(xs);
@@ -193,6 +194,33 @@ TEST_F(CudaOpsTest, DequantisedWeightsAreExactForEveryCodeAndScale) {
             ADD_FAILURE() << "format " << int(f) << " M " << M << " row " << m << " col " << n << ": "
                           << got[m * N + n] << " != " << expected(n, hot[m]);
       EXPECT_EQ(bad, 0) << "format " << int(f) << " M " << M;
+    }
+  }
+}
+
+// linear_pair (one launch for two weights of one shape: a compressor's, a shared expert's) is
+// bitwise the two linear() calls, in every kernel regime (streaming at 1 and 5 rows, its two-tile
+// variant at 20, the tiled kernels at 70), and falls back to them for unlike weights.
+TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
+    for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {96, 4096}}) {
+      Linear w0 = make_linear(f, N, K), w1 = make_linear(f, N, K), other = make_linear(f, N + 64, K);
+      for (int64_t M : {1, 5, 20, 70}) {
+        for (auto [dt, block, out] : std::vector<std::tuple<DType, int, DType>>{
+                 {DType::kBF16, 128, DType::kBF16}, {DType::kBF16, 0, DType::kF32}, {DType::kF32, 0, DType::kF32}}) {
+          Pair x = random(dt, {M, K});
+          Pair a0 = make(out, {M, N}), a1 = make(out, {M, N}), b0 = make(out, {M, N}), b1 = make(out, {M, N});
+          gpu_->linear(x.dev, w0.dev, a0.dev, {block});
+          gpu_->linear(x.dev, w1.dev, a1.dev, {block});
+          gpu_->linear_pair(x.dev, w0.dev, w1.dev, b0.dev, b1.dev, {block});
+          EXPECT_EQ(download(b0.dev), download(a0.dev)) << "format " << int(f) << " N " << N << " M " << M;
+          EXPECT_EQ(download(b1.dev), download(a1.dev)) << "format " << int(f) << " N " << N << " M " << M;
+          Pair c1 = make(out, {M, N + 64}), d1 = make(out, {M, N + 64});
+          gpu_->linear(x.dev, other.dev, c1.dev, {block});
+          gpu_->linear_pair(x.dev, w0.dev, other.dev, b0.dev, d1.dev, {block});
+          EXPECT_EQ(download(d1.dev), download(c1.dev)) << "unlike pair, format " << int(f) << " M " << M;
+        }
+      }
     }
   }
 }

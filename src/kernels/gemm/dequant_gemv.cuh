@@ -60,15 +60,24 @@ __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K
 // spills), 6 for 8-column warps (~70-80 registers: small weights need the warps), 3 with two m16
 // tiles (more would spill the second tile's accumulators).
 template <int MT, int NT>
-inline constexpr int kGemvCtasPerSm = MT == 1 ? (NT == 1 ? 6 : 4) : 3;
+inline constexpr int kGemvCtasPerSm = MT <= 1 ? (NT == 1 ? 6 : 4) : 3;
 
-// NT: n8 tiles per warp; S: ring windows per warp (S - 1 in flight).
+// MT: m16 row tiles (activations as the mma's A operand, weights as B), or 0: the transposed
+// tiles for at most 8 rows — weights as A (two n8 column tiles per m16 tile), activations as B
+// (n8 = the rows), so no mma lane carries absent rows, an activation fragment is two registers of
+// one shared-memory read and a warp issues half the mma. Each output element is the same
+// 16-product sums in the same order either way (the suite checks the bits against the tiled
+// kernel). NT: n8 tiles per warp (even when MT == 0); S: ring windows per warp (S - 1 in flight).
 template <WeightFmt F, int MT, int NT, int S>
 __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
+  constexpr bool kTr = MT == 0;
+  static_assert(!kTr || NT % 2 == 0, "transposed tiles pair the n8 tiles");
+  constexpr int kChunk = kTr ? 8 : MT * 16;      // rows per chunk
+  constexpr int kTiles = kTr ? NT / 2 : MT * NT;  // accumulator tiles of a warp
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ int32_t a_row[MT * 16], c_row[MT * 16];
+  __shared__ int32_t a_row[kChunk], c_row[kChunk];
 
   const int64_t R = sh.R;
   const int P = sh.P;
@@ -87,7 +96,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   const int x_tiles = static_cast<int>((p.N + kCtaCols - 1) / kCtaCols);
   const int set = p.n_sets > 1 ? static_cast<int>(blockIdx.x) / x_tiles : 0;
   const int bx = static_cast<int>(blockIdx.x) - set * x_tiles;
-  void* const C = static_cast<char*>(p.C) + set * p.set_stride * (p.c_bf16 ? 2 : 4);
+  void* const C = set == 0 ? p.C : p.C1;
+  if (set != 0 && p.experts == nullptr) w = p.w1;
   if (partial != nullptr) partial += set * static_cast<int64_t>(sh.P) * p.M * p.ldc;
   // Programmatic dependent launch: a following GEMV may start once every CTA is here. Dense
   // launches stream their first weight windows and scale codes (data no kernel writes) before
@@ -169,23 +179,27 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     }
   }
 
-  // Output element (mt, nt, e) of this lane: row index in the tile and column.
-  auto out_row = [&](int mt, int e) { return mt * 16 + g + (e >= 2 ? 8 : 0); };
-  auto out_col = [&](int nt, int e) { return n_base + nt * 8 + 2 * c + (e & 1); };
+  // Output element e of accumulator tile i of this lane: row in the chunk and column.
+  auto out_row = [&](int i, int e) {
+    return kTr ? 2 * c + (e & 1) : (i / NT) * 16 + g + (e >= 2 ? 8 : 0);
+  };
+  auto out_col = [&](int i, int e) -> int64_t {
+    return kTr ? n_base + (2 * i + (e >= 2 ? 1 : 0)) * 8 + g : n_base + (i % NT) * 8 + 2 * c + (e & 1);
+  };
   auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * p.ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
   griddep_wait();  // A, the row maps, partials and counters come from / are shared with earlier kernels
-  // Rows in chunks of MT * 16 (an expert can hold more rows than one chunk at larger batch: the
+  // Rows in chunks of kChunk (an expert can hold more rows than one chunk at larger batch: the
   // weights are streamed again per chunk, mostly from L2).
-  for (int64_t m0 = 0; m0 < m_count; m0 += MT * 16) {
-    const int64_t chunk_rows = min64(MT * 16, m_count - m0);
+  for (int64_t m0 = 0; m0 < m_count; m0 += kChunk) {
+    const int64_t chunk_rows = min64(kChunk, m_count - m0);
     if (m0 > 0) {
       __syncthreads();  // the previous chunk is done with a_row / c_row / sA
 #pragma unroll
       for (int d = 0; d < S - 1; ++d) issue(d, d);  // in flight while A is staged
     }
-    for (int i = threadIdx.x; i < MT * 16; i += blockDim.x) {
+    for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
       int32_t ar = -1, cr = -1;
       if (i < chunk_rows) {
         cr = p.experts ? p.perm[rows_begin + m0 + i] : static_cast<int32_t>(m0 + i);
@@ -231,10 +245,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     cp_async_wait<0>();
     __syncthreads();
 
-    float acc[MT][NT][4] = {}, total[MT][NT][4] = {};
-    bool lo_row[MT], hi_row[MT];  // staged rows g / g + 8 of each m16 tile
+    float acc[kTiles][4] = {}, total[kTiles][4] = {};
+    constexpr int kMt = kTr ? 1 : MT;
+    bool lo_row[kMt], hi_row[kMt];  // staged rows g / g + 8 of each m16 tile (kTr: row g)
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < kMt; ++mt)
       lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
     // Ring slot of window wi (wi % S) and the windows left in its sub-range, kept as counters.
     int slot = 0, sub_left = win_per_sub, sub = sub0;
@@ -254,6 +269,27 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
       // read per row serves two steps (logical k 2c, 2c+1 and 2c+8, 2c+9 of steps j and j + 1 are
       // the 8 consecutive elements at kk).
       auto window = [&](auto decode) {
+        if constexpr (kTr) {
+#pragma unroll
+          for (int j = 0; j < L / 4; j += 2) {
+            const int kk = wi * W + c * L + 4 * j;  // within the span
+            uint4 x = make_uint4(0, 0, 0, 0);         // row g, elements kk .. kk + 7
+            if (lo_row[0]) x = *reinterpret_cast<const uint4*>(&sA[g * LDA + kk]);
+#pragma unroll
+            for (int jj = 0; jj < 2; ++jj) {
+              // b0, b1: logical k 2c, 2c+1 and 2c+8, 2c+9 of row g (as a0 / a2 below).
+              const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
+#pragma unroll
+              for (int i = 0; i < NT / 2; ++i) {
+                uint32_t w0[2], w1[2];  // columns g of n8 tiles 2i and 2i + 1
+                decode(2 * i, j + jj, w0[0], w0[1]);
+                decode(2 * i + 1, j + jj, w1[0], w1[1]);
+                const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
+                mma_bf16_16816(acc[i], af, bx);
+              }
+            }
+          }
+        } else {
 #pragma unroll
         for (int j = 0; j < L / 4; j += 2) {
           const int kk = wi * W + c * L + 4 * j;  // within the span
@@ -275,9 +311,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
               const uint32_t af[4] = {jj ? lo[mt].z : lo[mt].x, jj ? hi[mt].z : hi[mt].x,
                                       jj ? lo[mt].w : lo[mt].y, jj ? hi[mt].w : hi[mt].y};
 #pragma unroll
-              for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], af, bf[nt]);
+              for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt * NT + nt], af, bf[nt]);
             }
           }
+        }
         }
       };
       // Scales once per run (not per quad), and one warp-wide branch per window for the FP8 codes
@@ -298,22 +335,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
       // End of a sub-range: fold it (whole K here) or hand it to the partials.
       if (--sub_left == 0 || wi + 1 == n_windows) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+        for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              if (nsub == P) {
-                total[mt][nt][e] += acc[mt][nt][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
-              } else {
-                const int r = out_row(mt, e);
-                const int64_t n = out_col(nt, e);
-                if (r < chunk_rows && n < p.N)
-                  partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] =
-                      acc[mt][nt][e];
-              }
-              acc[mt][nt][e] = 0.0f;
+          for (int e = 0; e < 4; ++e) {
+            if (nsub == P) {
+              total[i][e] += acc[i][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
+            } else {
+              const int r = out_row(i, e);
+              const int64_t n = out_col(i, e);
+              if (r < chunk_rows && n < p.N)
+                partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] = acc[i][e];
             }
+            acc[i][e] = 0.0f;
+          }
         sub_left = win_per_sub;
         ++sub;
       }
@@ -321,15 +355,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     cp_async_wait<0>();
     if (nsub == P) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+      for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int r = out_row(mt, e);
-            const int64_t n = out_col(nt, e);
-            if (r < chunk_rows && n < p.N) store_c(c_row[r], col_off + n, total[mt][nt][e]);
-          }
+        for (int e = 0; e < 4; ++e) {
+          const int r = out_row(i, e);
+          const int64_t n = out_col(i, e);
+          if (r < chunk_rows && n < p.N) store_c(c_row[r], col_off + n, total[i][e]);
+        }
     }
   }  // row chunks
   cp_async_wait<0>();  // no copy outlives the CTA (none pending unless there were no rows)

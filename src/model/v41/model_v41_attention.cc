@@ -29,8 +29,7 @@ void ModelV41::source_update(const loader::BlockWeightsV41& w, int64_t layer, Kv
     // each non-overlapping group per channel; an odd token waits in the slot's state.
     TensorView kv = ops_->alloc(DType::kF32, {T, d});
     TensorView score = ops_->alloc(DType::kF32, {T, d});
-    ops_->linear(a, cw.wkv, kv, {});
-    ops_->linear(a, cw.wgate, score, {});
+    ops_->linear_pair(a, cw.wkv, cw.wgate, kv, score, {});
     TensorView pooled = ops_->alloc(DType::kF32, {std::max<int64_t>(plan.n_emit, 1), d});
     ops_->compress(kv, score, zero_ape_.slice0(0, ratio), step.full.batch, plan, ops::CompressParams{ratio, false, d},
                    ls.comp.kv, ls.comp.score, pooled);

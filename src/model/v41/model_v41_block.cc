@@ -106,8 +106,7 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   if (w.shared) {
     TensorView g = alloc_act({T, F});
     TensorView u = alloc_act({T, F});
-    ops_->linear(b, w.shared->w1, g, fp8_act());
-    ops_->linear(b, w.shared->w3, u, fp8_act());
+    ops_->linear_pair(b, w.shared->w1, w.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
     TensorView y = alloc_act({T, D});
     ops_->linear(g, w.shared->w2, y, fp8_act());

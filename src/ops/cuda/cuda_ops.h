@@ -76,6 +76,8 @@ class CudaOps final : public Ops {
   void convert(const TensorView& x, const TensorView& out) override;
 
   void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) override;
+  void linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
+                   const TensorView& y1, const LinearOptions& options) override;
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) override;
   void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
@@ -113,8 +115,10 @@ class CudaOps final : public Ops {
   TensorView activations_bf16(const TensorView& x, int block);
 
  private:
+  // pair_w / pair_y: a second weight of w's shape and format and its output (linear_pair).
   void linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
-                   const LinearOptions& options);
+                   const LinearOptions& options, const LinearWeight* pair_w = nullptr,
+                   const TensorView* pair_y = nullptr);
   void launch_gemm(const TensorView& xq, int64_t M, int64_t N, int64_t K, int n_groups,
                    const kernels::WeightDesc& w, const TensorView& y);
   void* arena_alloc(size_t bytes);

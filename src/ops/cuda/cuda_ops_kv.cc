@@ -140,12 +140,10 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   const k::WeightDesc* w_all = expert_descs(experts);
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
-  // Gate and up outputs in one tensor: one launch computes both (GemmParams::n_sets).
-  TensorView gu = alloc(DType::kF32, {2 * n_pairs, F});
-  TensorView g = gu.slice0(0, n_pairs), u = gu.slice0(n_pairs, 2 * n_pairs);
+  TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
   TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
   auto expert_gemm = [&](const TensorView& a, int a_div, const k::WeightDesc* w, int64_t N, int64_t K,
-                         const TensorView& c, int n_sets) {
+                         const TensorView& c, const TensorView& c1) {
     k::GemmParams p;
     p.M = n_pairs;
     p.N = N;
@@ -163,8 +161,7 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.active = dptr<int32_t>(active);
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
-    p.n_sets = n_sets;
-    p.set_stride = n_pairs * N;
+    if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data;  // set 1: the next E descriptors
     if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
@@ -172,13 +169,14 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);
-  expert_gemm(xa, static_cast<int>(kk), w_all, F, D, gu, 2);  // w1 (gate) and w3 (up): w_all[0, 2E)
+  // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.
+  expert_gemm(xa, static_cast<int>(kk), w_all, F, D, g, u);
   const bool bf16 = x.dtype == DType::kBF16;
   DI_LAUNCH(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
                                          params.swiglu_limit, bf16, dptr<float>(h)},
                                         stream_));
   const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
-  expert_gemm(ha, 1, w_all + 2 * E, D, F, y, 1);
+  expert_gemm(ha, 1, w_all + 2 * E, D, F, y, TensorView{});
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                    dptr<float>(out)},
                                   stream_));

@@ -39,7 +39,7 @@ k::WeightDesc weight_desc(const LinearWeight& w) {
 }
 
 void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
-                          const LinearOptions& options) {
+                          const LinearOptions& options, const LinearWeight* pair_w, const TensorView* pair_y) {
   const int64_t K = w.in, N = w.out / n_groups;
   const int64_t M = x.numel() / (K * n_groups);
   if (M == 0) return;
@@ -53,7 +53,13 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.ldc = N * n_groups;
   p.w = weight_desc(w);
   p.n_groups = n_groups;
+  if (pair_w != nullptr) {
+    p.n_sets = 2;
+    p.w1 = weight_desc(*pair_w);
+    p.C1 = pair_y->data;
+  }
   if (x.dtype == DType::kF32 && options.act_quant_block == 0) {
+    DI_CHECK(pair_w == nullptr, "linear_impl: plain-numerics pairs go through linear()");
     // Plain numerics: F32 activations, sequential F32 sums (matches the CPU reference).
     TensorView out = y.dtype == DType::kF32 ? y : alloc(DType::kF32, {M, N * n_groups});
     p.A = x.data;
@@ -86,6 +92,23 @@ void CudaOps::attach_gemm_counters(k::GemmParams& p) {
 
 void CudaOps::linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) {
   linear_impl(x, w, y, 1, options);
+}
+
+void CudaOps::linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
+                          const TensorView& y1, const LinearOptions& options) {
+  // One launch for both when they stream through the same kernel shape: same dims, format and
+  // blocks, outputs of one type and shape (the tensor-core path; plain F32 numerics keep two).
+  const k::WeightDesc d0 = weight_desc(w0), d1 = weight_desc(w1);
+  const bool plain = x.dtype == DType::kF32 && options.act_quant_block == 0;
+  const bool same = w0.in == w1.in && w0.out == w1.out && d0.fmt == d1.fmt && d0.block_in == d1.block_in &&
+                    d0.block_out == d1.block_out && d0.scale_f32 == d1.scale_f32 && d0.row_bytes == d1.row_bytes &&
+                    d0.scale_cols == d1.scale_cols && y0.dtype == y1.dtype && y0.numel() == y1.numel();
+  if (plain || !same) {
+    linear(x, w0, y0, options);
+    linear(x, w1, y1, options);
+    return;
+  }
+  linear_impl(x, w0, y0, 1, options, &w1, &y1);
 }
 
 void CudaOps::linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,

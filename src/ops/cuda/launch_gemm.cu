@@ -38,9 +38,7 @@ int gemv_nt(const GemmParams& p, int spc) {
 }
 
 // Output of weight set `set` (GemmParams::n_sets).
-void* set_c(const GemmParams& p, int set) {
-  return static_cast<char*>(p.C) + set * p.set_stride * (p.c_bf16 ? 2 : 4);
-}
+void* set_c(const GemmParams& p, int set) { return set == 0 ? p.C : p.C1; }
 
 // One launch per weight set, for the kernels that take one (all but the streaming kernel). The
 // partials and counters are reused in stream order; counters are left zeroed by every launch.
@@ -48,7 +46,11 @@ cudaError_t per_set(const GemmParams& p, cudaStream_t s, cudaError_t (*launch)(c
   for (int set = 0; set < p.n_sets; ++set) {
     GemmParams q = p;
     q.n_sets = 1;
-    q.experts = p.experts + set * p.n_experts;
+    if (p.experts != nullptr) {
+      q.experts = p.experts + set * p.n_experts;
+    } else if (set == 1) {
+      q.w = p.w1;
+    }
     q.C = set_c(p, set);
     if (const cudaError_t e = launch(q, s); e != cudaSuccess) return e;
   }
@@ -136,14 +138,42 @@ inline constexpr int kGemvNarrowStages = 3;
 // The largest ring (windows per warp) a streaming launch may take.
 int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
 
+// Transposed tiles (weights as the mma's A operand) for launches of at most 8 rows with paired
+// n8 tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
+bool gemv_transposed() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_TRANSPOSED");
+    return !(v != nullptr && std::string(v) == "0");
+  }();
+  return on;
+}
+
 template <WeightFmt F, int NT, int S>
 cudaError_t launch_gemv_nt(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
+  if constexpr (NT % 2 == 0) {
+    if (mt == 1 && sh.a_rows <= 8 && gemv_transposed()) return launch_gemv_mt<F, 0, NT, S>(p, sh, s);
+  }
   return mt == 1 ? launch_gemv_mt<F, 1, NT, S>(p, sh, s) : launch_gemv_mt<F, 2, NT, S>(p, sh, s);
+}
+
+// Narrowest warps of transposed launches (DEEPINFER_GEMV_TR_MIN_NT = 1, 2 (default) or 4: tuning
+// only): 16-column transposed warps issue half the mma and none of the fragment moves of 8-column
+// ones. Measured on the H200 (decode, 4 full-width layers): 2 vs 1 = +6% at batch 1, +1-2% at 8;
+// 4 = +4% at 1, -3% at 8.
+int gemv_tr_min_nt() {
+  static const int n = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_TR_MIN_NT");
+    const int x = v != nullptr ? std::atoi(v) : 2;
+    return x == 1 || x == 4 ? x : 2;
+  }();
+  return n;
 }
 
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
-  switch (gemv_nt(p, sh.spc)) {
+  int nt = gemv_nt(p, sh.spc);
+  if (mt == 1 && sh.a_rows <= 8 && gemv_transposed()) nt = std::max(nt, gemv_tr_min_nt());
+  switch (nt) {
     case 1: return launch_gemv_nt<F, 1, kGemvNarrowStages>(p, sh, mt, s);
     case 2: return launch_gemv_nt<F, 2, kGemvNarrowStages>(p, sh, mt, s);
     default: break;
@@ -266,7 +296,7 @@ int64_t gemm_partial_floats(const GemmParams& p) {
 }
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || (p.n_sets > 1 && p.experts == nullptr)) return cudaErrorInvalidValue;
+  if (p.n_sets < 1 || p.n_sets > 2) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
@@ -304,7 +334,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || (p.n_sets > 1 && p.experts == nullptr)) return cudaErrorInvalidValue;
+  if (p.n_sets < 1 || p.n_sets > 2) return cudaErrorInvalidValue;
   if (p.n_sets > 1) return per_set(p, s, launch_f32_gemm);
   if (p.experts != nullptr) {
     const dim3 grid(static_cast<unsigned>((p.N + 127) / 128), static_cast<unsigned>(p.max_rows_per_expert),
