@@ -60,22 +60,25 @@ __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K
 // spills), 6 for 8-column warps (~70-80 registers: small weights need the warps), 3 with two m16
 // tiles (more would spill the second tile's accumulators).
 template <int MT, int NT>
-inline constexpr int kGemvCtasPerSm = MT <= 1 ? (NT == 1 ? 6 : 4) : 3;
+inline constexpr int kGemvCtasPerSm = MT >= -1 && MT <= 1 ? (NT == 1 ? 6 : 4) : 3;
 
-// MT: m16 row tiles (activations as the mma's A operand, weights as B), or 0: the transposed
-// tiles for at most 8 rows — weights as A (two n8 column tiles per m16 tile), activations as B
-// (n8 = the rows), so no mma lane carries absent rows, an activation fragment is two registers of
-// one shared-memory read and a warp issues half the mma. Each output element is the same
-// 16-product sums in the same order either way (the suite checks the bits against the tiled
-// kernel). NT: n8 tiles per warp (even when MT == 0); S: ring windows per warp (S - 1 in flight).
+// MT > 0: m16 row tiles (activations as the mma's A operand, weights as B). MT < 0: transposed
+// tiles for -MT n8 row tiles (8, 16 or 32 rows) — weights as A (two n8 column tiles per m16
+// tile), activations as B (n8 = 8 rows), so no mma lane carries absent rows, an activation
+// fragment is two registers of one shared-memory read, and each decoded weight fragment feeds
+// every row tile (a warp issues half the mma of the untransposed tiles at 8 rows). Each output
+// element is the same 16-product sums in the same order either way (the suite checks the bits
+// against the tiled kernels). NT: n8 tiles per warp (even when MT < 0); S: ring windows per warp
+// (S - 1 in flight).
 template <WeightFmt F, int MT, int NT, int S>
 __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
-  constexpr bool kTr = MT == 0;
+  constexpr bool kTr = MT < 0;
+  constexpr int TT = kTr ? -MT : 1;  // n8 row tiles of the transposed form
   static_assert(!kTr || NT % 2 == 0, "transposed tiles pair the n8 tiles");
-  constexpr int kChunk = kTr ? 8 : MT * 16;      // rows per chunk
-  constexpr int kTiles = kTr ? NT / 2 : MT * NT;  // accumulator tiles of a warp
+  constexpr int kChunk = kTr ? 8 * TT : MT * 16;       // rows per chunk
+  constexpr int kTiles = kTr ? NT / 2 * TT : MT * NT;  // accumulator tiles of a warp
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int32_t a_row[kChunk], c_row[kChunk];
 
@@ -180,11 +183,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   }
 
   // Output element e of accumulator tile i of this lane: row in the chunk and column.
+  // (Transposed: tile i = column pair i / TT, row tile i % TT.)
   auto out_row = [&](int i, int e) {
-    return kTr ? 2 * c + (e & 1) : (i / NT) * 16 + g + (e >= 2 ? 8 : 0);
+    return kTr ? (i % TT) * 8 + 2 * c + (e & 1) : (i / NT) * 16 + g + (e >= 2 ? 8 : 0);
   };
   auto out_col = [&](int i, int e) -> int64_t {
-    return kTr ? n_base + (2 * i + (e >= 2 ? 1 : 0)) * 8 + g : n_base + (i % NT) * 8 + 2 * c + (e & 1);
+    return kTr ? n_base + (2 * (i / TT) + (e >= 2 ? 1 : 0)) * 8 + g : n_base + (i % NT) * 8 + 2 * c + (e & 1);
   };
   auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * p.ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
@@ -246,11 +250,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     __syncthreads();
 
     float acc[kTiles][4] = {}, total[kTiles][4] = {};
-    constexpr int kMt = kTr ? 1 : MT;
-    bool lo_row[kMt], hi_row[kMt];  // staged rows g / g + 8 of each m16 tile (kTr: row g)
+    constexpr int kMt = kTr ? TT : MT;
+    bool lo_row[kMt], hi_row[kMt];  // staged rows g / g + 8 of each m16 tile (kTr: row 8 tt + g)
 #pragma unroll
-    for (int mt = 0; mt < kMt; ++mt)
-      lo_row[mt] = mt * 16 + g < sh.a_rows, hi_row[mt] = mt * 16 + g + 8 < sh.a_rows;
+    for (int mt = 0; mt < kMt; ++mt) {
+      lo_row[mt] = (kTr ? mt * 8 : mt * 16) + g < sh.a_rows;
+      hi_row[mt] = !kTr && mt * 16 + g + 8 < sh.a_rows;
+    }
     // Ring slot of window wi (wi % S) and the windows left in its sub-range, kept as counters.
     int slot = 0, sub_left = win_per_sub, sub = sub0;
     for (int wi = 0; wi < n_windows; ++wi) {
@@ -273,19 +279,26 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 #pragma unroll
           for (int j = 0; j < L / 4; j += 2) {
             const int kk = wi * W + c * L + 4 * j;  // within the span
-            uint4 x = make_uint4(0, 0, 0, 0);         // row g, elements kk .. kk + 7
-            if (lo_row[0]) x = *reinterpret_cast<const uint4*>(&sA[g * LDA + kk]);
+            uint4 x[TT];                              // rows 8 tt + g, elements kk .. kk + 7
+#pragma unroll
+            for (int tt = 0; tt < TT; ++tt) {
+              x[tt] = make_uint4(0, 0, 0, 0);
+              if (lo_row[tt]) x[tt] = *reinterpret_cast<const uint4*>(&sA[(tt * 8 + g) * LDA + kk]);
+            }
 #pragma unroll
             for (int jj = 0; jj < 2; ++jj) {
-              // b0, b1: logical k 2c, 2c+1 and 2c+8, 2c+9 of row g (as a0 / a2 below).
-              const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
 #pragma unroll
               for (int i = 0; i < NT / 2; ++i) {
                 uint32_t w0[2], w1[2];  // columns g of n8 tiles 2i and 2i + 1
                 decode(2 * i, j + jj, w0[0], w0[1]);
                 decode(2 * i + 1, j + jj, w1[0], w1[1]);
                 const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
-                mma_bf16_16816(acc[i], af, bx);
+#pragma unroll
+                for (int tt = 0; tt < TT; ++tt) {
+                  // b0, b1: logical k 2c, 2c+1 and 2c+8, 2c+9 of the row (as a0 / a2 above).
+                  const uint32_t bx[2] = {jj ? x[tt].z : x[tt].x, jj ? x[tt].w : x[tt].y};
+                  mma_bf16_16816(acc[i * TT + tt], af, bx);
+                }
               }
             }
           }

@@ -138,8 +138,8 @@ inline constexpr int kGemvNarrowStages = 3;
 // The largest ring (windows per warp) a streaming launch may take.
 int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
 
-// Transposed tiles (weights as the mma's A operand) for launches of at most 8 rows with paired
-// n8 tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
+// Transposed tiles (weights as the mma's A operand, rows as B in n8 tiles) for launches with
+// paired n8 column tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
 bool gemv_transposed() {
   static const bool on = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_TRANSPOSED");
@@ -151,7 +151,11 @@ bool gemv_transposed() {
 template <WeightFmt F, int NT, int S>
 cudaError_t launch_gemv_nt(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
   if constexpr (NT % 2 == 0) {
-    if (mt == 1 && sh.a_rows <= 8 && gemv_transposed()) return launch_gemv_mt<F, 0, NT, S>(p, sh, s);
+    if (gemv_transposed()) {  // n8 row tiles for the staged rows (a_rows <= 32)
+      if (sh.a_rows <= 8) return launch_gemv_mt<F, -1, NT, S>(p, sh, s);
+      if (sh.a_rows <= 16) return launch_gemv_mt<F, -2, NT, S>(p, sh, s);
+      return launch_gemv_mt<F, -4, NT, S>(p, sh, s);
+    }
   }
   return mt == 1 ? launch_gemv_mt<F, 1, NT, S>(p, sh, s) : launch_gemv_mt<F, 2, NT, S>(p, sh, s);
 }
@@ -172,7 +176,7 @@ int gemv_tr_min_nt() {
 template <WeightFmt F>
 cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, cudaStream_t s) {
   int nt = gemv_nt(p, sh.spc);
-  if (mt == 1 && sh.a_rows <= 8 && gemv_transposed()) nt = std::max(nt, gemv_tr_min_nt());
+  if (gemv_transposed()) nt = std::max(nt, gemv_tr_min_nt());
   switch (nt) {
     case 1: return launch_gemv_nt<F, 1, kGemvNarrowStages>(p, sh, mt, s);
     case 2: return launch_gemv_nt<F, 2, kGemvNarrowStages>(p, sh, mt, s);
