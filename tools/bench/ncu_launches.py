@@ -6,10 +6,12 @@ bandwidth, so latency-bound launches (short, far below the copy bandwidth) stand
 Usage: ncu_launches.py LOG.csv [--last N]"""
 import argparse
 import collections
-import csv
-import io
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ncu_summary import read_ncu_rows  # noqa: E402
 
 SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3,
          "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9, "": 1.0}
@@ -20,12 +22,8 @@ def main():
     ap.add_argument("log")
     ap.add_argument("--last", type=int, default=0)
     a = ap.parse_args()
-    text = open(a.log, errors="replace").read()
-    start = text.find('"ID"')
-    if start < 0:
-        sys.exit("no ncu CSV table in " + a.log)
     launches = collections.OrderedDict()
-    for r in csv.DictReader(io.StringIO(text[start:])):
+    for r in read_ncu_rows(a.log):
         rec = launches.setdefault(r["ID"], {"name": re.sub(r"\(.*", "", r["Kernel Name"]).strip()})
         v = float(r["Metric Value"].replace(",", "")) * SCALE.get(r.get("Metric Unit", ""), 1.0)
         rec[r["Metric Name"]] = v

@@ -10,17 +10,22 @@ import re
 import sys
 
 
+def read_ncu_rows(path):
+    """The rows of the CSV table in an `ncu --csv` log (ncu prints its own messages before it)."""
+    text = open(path, errors="replace").read()
+    start = text.find('"ID"')
+    if start < 0:
+        sys.exit("no ncu CSV table in " + path)
+    return csv.DictReader(io.StringIO(text[start:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
     ap.add_argument("--skip-name", action="append", default=[])
     ap.add_argument("--top", type=int, default=40)
     a = ap.parse_args()
-    text = open(a.log, errors="replace").read()
-    start = text.find('"ID"')
-    if start < 0:
-        sys.exit("no ncu CSV table in " + a.log)
-    rows = csv.DictReader(io.StringIO(text[start:]))
+    rows = read_ncu_rows(a.log)
     total = collections.defaultdict(float)
     calls = collections.Counter()
     for r in rows:
