@@ -78,12 +78,13 @@ struct GemmParams {
   int a_div = 1;                   // A row = perm[i] / a_div
   int max_rows_per_expert = 0;     // host bound on any expert's rows: T (gemm_expert_rows)
   // Two weight sets over the same A in one launch (n_sets = 2; the MoE gate and up projections,
-  // a shared expert's, a compressor's two): set 1 takes w1 (dense; same shape and format as w)
-  // or experts[n_experts ..] (expert mode) and writes C1 (same ldc and type as C). Numerically
-  // the same as one launch per set.
+  // a shared expert's, a compressor's two, the query and KV latents): set 1 takes w1 (dense; K
+  // and format as w, N1 output columns) or experts[n_experts ..] (expert mode, N1 = N) and
+  // writes C1 (row stride ldc1, C's type). Numerically the same as one launch per set.
   int n_sets = 1;
   WeightDesc w1;
   void* C1 = nullptr;
+  int64_t N1 = 0, ldc1 = 0;
   // Experts with rows in ascending id, active[n_experts] = their count (device); with it the
   // small-M kernel launches max_active CTA rows instead of one per expert. p.w.fmt must name
   // the experts' (common) weight format.

@@ -41,9 +41,11 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   const int ratio = w.ratio;
   ops::RopeParams rope{ratio == 0 ? inv_freq_main_ : inv_freq_compress_, static_cast<int>(config_.qk_rope_head_dim)};
 
-  // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE.
+  // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE. The KV latent below
+  // is projected from the same input in the same pass.
   TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});
-  ops_->linear(a, aw.wq_a, q_lat, fp8_act());
+  TensorView kv = ops_->alloc(act_dtype(), {T, d});
+  ops_->linear_pair(a, aw.wq_a, aw.wkv, q_lat, kv, fp8_act());
   ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), fp8_act());
@@ -51,8 +53,6 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->rope(q, step.batch.positions, rope);
 
   // The shared K = V latent row of each token.
-  TensorView kv = ops_->alloc(act_dtype(), {T, d});
-  ops_->linear(a, aw.wkv, kv, fp8_act());
   ops_->rms_norm(kv, aw.kv_norm, eps, kv);
   ops_->rope(kv, step.batch.positions, rope);
   if (official) ops_->fp8_fake_quant(kv, config_.n_nope_dims(), 64);

@@ -198,9 +198,10 @@ TEST_F(CudaOpsTest, DequantisedWeightsAreExactForEveryCodeAndScale) {
   }
 }
 
-// linear_pair (one launch for two weights of one shape: a compressor's, a shared expert's) is
-// bitwise the two linear() calls, in every kernel regime (streaming at 1 and 5 rows, its two-tile
-// variant at 20, the tiled kernels at 70), and falls back to them for unlike weights.
+// linear_pair (one launch for two weights over the same input: a compressor's, a shared
+// expert's, the query and KV latents) is bitwise the two linear() calls, in every kernel regime
+// (streaming at 1 and 5 rows, its two-tile variant at 20, the tiled kernels at 70), also for
+// weights of different widths, and falls back to them for weights of different formats.
 TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
     for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {96, 4096}}) {
@@ -218,7 +219,15 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
           Pair c1 = make(out, {M, N + 64}), d1 = make(out, {M, N + 64});
           gpu_->linear(x.dev, other.dev, c1.dev, {block});
           gpu_->linear_pair(x.dev, w0.dev, other.dev, b0.dev, d1.dev, {block});
-          EXPECT_EQ(download(d1.dev), download(c1.dev)) << "unlike pair, format " << int(f) << " M " << M;
+          EXPECT_EQ(download(d1.dev), download(c1.dev)) << "wider second weight, format " << int(f) << " M " << M;
+          EXPECT_EQ(download(b0.dev), download(a0.dev)) << "narrower first weight, format " << int(f) << " M " << M;
+          const WeightFormat g = f == WeightFormat::kBF16 ? WeightFormat::kFp8Block : WeightFormat::kBF16;
+          Linear unlike = make_linear(g, N, K);
+          Pair e1 = make(out, {M, N}), f1 = make(out, {M, N});
+          gpu_->linear(x.dev, unlike.dev, e1.dev, {block});
+          gpu_->linear_pair(x.dev, w0.dev, unlike.dev, b0.dev, f1.dev, {block});
+          EXPECT_EQ(download(f1.dev), download(e1.dev)) << "formats " << int(f) << "/" << int(g) << " M " << M;
+          EXPECT_EQ(download(b0.dev), download(a0.dev)) << "formats " << int(f) << "/" << int(g) << " M " << M;
         }
       }
     }

@@ -95,13 +95,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
-  // Weight set (expert mode, GemmParams::n_sets) and column tile within it.
+  // Weight set (GemmParams::n_sets: set 0's column tiles first) and column tile within it; N and
+  // ldc are the set's.
   const int x_tiles = static_cast<int>((p.N + kCtaCols - 1) / kCtaCols);
-  const int set = p.n_sets > 1 ? static_cast<int>(blockIdx.x) / x_tiles : 0;
+  const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= x_tiles ? 1 : 0;
   const int bx = static_cast<int>(blockIdx.x) - set * x_tiles;
+  const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
   void* const C = set == 0 ? p.C : p.C1;
   if (set != 0 && p.experts == nullptr) w = p.w1;
-  if (partial != nullptr) partial += set * static_cast<int64_t>(sh.P) * p.M * p.ldc;
+  if (partial != nullptr) partial += set * static_cast<int64_t>(sh.P) * p.M * p.ldc;  // after set 0's
   // Programmatic dependent launch: a following GEMV may start once every CTA is here. Dense
   // launches stream their first weight windows and scale codes (data no kernel writes) before
   // waiting for the previous kernel; expert launches wait first (the routing picks the weights).
@@ -132,7 +134,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int64_t n = n_base + nt * 8 + g;
-    wrow[nt] = n < p.N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
+    wrow[nt] = n < N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
   }
   const int k_lane = static_cast<int>(k_begin) + c * L;
   auto run_byte = [&](int wi) {
@@ -161,7 +163,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   uint8_t* my_codes = codes + warp * 32 * n_codes;
   if (F != WeightFmt::kBF16) {
     const int64_t n = n_base + lane;
-    if (lane < NT * 8 && n < p.N) {
+    if (lane < NT * 8 && n < N) {
       const uint8_t* srow = F == WeightFmt::kFp8Block
                                 ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
                                 : w.scale + (w_row0 + n) * w.scale_cols;
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   auto out_col = [&](int i, int e) -> int64_t {
     return kTr ? n_base + (2 * (i / TT) + (e >= 2 ? 1 : 0)) * 8 + g : n_base + (i % NT) * 8 + 2 * c + (e & 1);
   };
-  auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * p.ldc + col, v); };
+  auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * ldc + col, v); };
   const int64_t col_off = static_cast<int64_t>(p.experts ? 0 : group) * p.N;
 
   griddep_wait();  // A, the row maps, partials and counters come from / are shared with earlier kernels
@@ -356,8 +358,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
             } else {
               const int r = out_row(i, e);
               const int64_t n = out_col(i, e);
-              if (r < chunk_rows && n < p.N)
-                partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * p.ldc + col_off + n] = acc[i][e];
+              if (r < chunk_rows && n < N)
+                partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * ldc + col_off + n] = acc[i][e];
             }
             acc[i][e] = 0.0f;
           }
@@ -373,7 +375,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         for (int e = 0; e < 4; ++e) {
           const int r = out_row(i, e);
           const int64_t n = out_col(i, e);
-          if (r < chunk_rows && n < p.N) store_c(c_row[r], col_off + n, total[i][e]);
+          if (r < chunk_rows && n < N) store_c(c_row[r], col_off + n, total[i][e]);
         }
     }
   }  // row chunks
@@ -385,11 +387,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
   if (!last_to_arrive(counter, static_cast<int>(gridDim.y))) return;
   const int64_t col0 = col_off + static_cast<int64_t>(bx) * kCtaCols;
-  const int64_t n_cols = min64(kCtaCols, p.N - static_cast<int64_t>(bx) * kCtaCols);
+  const int64_t n_cols = min64(kCtaCols, N - static_cast<int64_t>(bx) * kCtaCols);
   for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
     const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
                   col = col0 + i % n_cols;
-    store_c(row, col, sum_in_order(&partial[row * p.ldc + col], p.M * p.ldc, P));  // the canonical fold
+    store_c(row, col, sum_in_order(&partial[row * ldc + col], p.M * ldc, P));  // the canonical fold
   }
   if (threadIdx.x == 0) *counter = 0;
 }

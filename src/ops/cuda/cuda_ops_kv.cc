@@ -161,7 +161,7 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.active = dptr<int32_t>(active);
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
-    if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data;  // set 1: the next E descriptors
+    if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
     if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);

@@ -57,6 +57,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
     p.n_sets = 2;
     p.w1 = weight_desc(*pair_w);
     p.C1 = pair_y->data;
+    p.N1 = p.ldc1 = pair_w->out;
   }
   if (x.dtype == DType::kF32 && options.act_quant_block == 0) {
     DI_CHECK(pair_w == nullptr, "linear_impl: plain-numerics pairs go through linear()");
@@ -96,13 +97,14 @@ void CudaOps::linear(const TensorView& x, const LinearWeight& w, const TensorVie
 
 void CudaOps::linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
                           const TensorView& y1, const LinearOptions& options) {
-  // One launch for both when they stream through the same kernel shape: same dims, format and
-  // blocks, outputs of one type and shape (the tensor-core path; plain F32 numerics keep two).
+  // One launch for both when they stream through the same kernel: same inputs, format and blocks,
+  // outputs of one type (the tensor-core path; plain F32 numerics keep two launches).
   const k::WeightDesc d0 = weight_desc(w0), d1 = weight_desc(w1);
   const bool plain = x.dtype == DType::kF32 && options.act_quant_block == 0;
-  const bool same = w0.in == w1.in && w0.out == w1.out && d0.fmt == d1.fmt && d0.block_in == d1.block_in &&
+  const int64_t M = w0.in > 0 ? x.numel() / w0.in : 0;
+  const bool same = w0.in == w1.in && d0.fmt == d1.fmt && d0.block_in == d1.block_in &&
                     d0.block_out == d1.block_out && d0.scale_f32 == d1.scale_f32 && d0.row_bytes == d1.row_bytes &&
-                    d0.scale_cols == d1.scale_cols && y0.dtype == y1.dtype && y0.numel() == y1.numel();
+                    d0.scale_cols == d1.scale_cols && y0.dtype == y1.dtype && y1.numel() == M * w1.out;
   if (plain || !same) {
     linear(x, w0, y0, options);
     linear(x, w1, y1, options);

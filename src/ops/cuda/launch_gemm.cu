@@ -17,6 +17,14 @@
 namespace deepinfer::kernels {
 namespace {
 
+// Output of weight set `set` (GemmParams::n_sets).
+void* set_c(const GemmParams& p, int set) { return set == 0 ? p.C : p.C1; }
+
+// Column tiles of `cols` columns over every weight set of a launch.
+int64_t set_tiles(const GemmParams& p, int64_t cols) {
+  return (p.N + cols - 1) / cols + (p.n_sets > 1 ? (p.N1 + cols - 1) / cols : 0);
+}
+
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
 // Launch geometry: K sub-ranges per CTA (up to as many as keep >= 2 CTAs per SM of an H200 busy,
@@ -31,14 +39,11 @@ int64_t gemv_outer(const GemmParams& p) {
 int gemv_nt(const GemmParams& p, int spc) {
   const int64_t y = (gemm_n_subranges(p.K) + spc - 1) / spc;
   for (int nt = kGemvMaxNt; nt > 1; nt /= 2) {
-    const int64_t warps = (p.N + 8 * nt - 1) / (8 * nt) * y * gemv_outer(p) * p.n_sets;
+    const int64_t warps = set_tiles(p, 8 * nt) * y * gemv_outer(p);
     if (warps >= 4 * 4 * 132) return nt;
   }
   return 1;
 }
-
-// Output of weight set `set` (GemmParams::n_sets).
-void* set_c(const GemmParams& p, int set) { return set == 0 ? p.C : p.C1; }
 
 // One launch per weight set, for the kernels that take one (all but the streaming kernel). The
 // partials and counters are reused in stream order; counters are left zeroed by every launch.
@@ -51,6 +56,7 @@ cudaError_t per_set(const GemmParams& p, cudaStream_t s, cudaError_t (*launch)(c
     } else if (set == 1) {
       q.w = p.w1;
     }
+    if (set == 1) q.N = p.N1, q.ldc = p.ldc1;
     q.C = set_c(p, set);
     if (const cudaError_t e = launch(q, s); e != cudaSuccess) return e;
   }
@@ -60,7 +66,7 @@ cudaError_t per_set(const GemmParams& p, cudaStream_t s, cudaError_t (*launch)(c
 // ring_windows: the largest S NT of the launches this shape may take.
 GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows) {
   const int P = gemm_n_subranges(p.K);
-  const int64_t base = (p.N + gemv_cta_cols(kGemvMaxNt) - 1) / gemv_cta_cols(kGemvMaxNt) * gemv_outer(p) * p.n_sets;
+  const int64_t base = set_tiles(p, gemv_cta_cols(kGemvMaxNt)) * gemv_outer(p);
   const int64_t want_y = std::min<int64_t>(P, (2 * 132 + base - 1) / base);
   GemvShape sh;
   sh.R = gemm_subrange(p.K);
@@ -99,7 +105,7 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const dim3 grid(static_cast<unsigned>((p.N + gemv_cta_cols(NT) - 1) / gemv_cta_cols(NT) * p.n_sets),
+  const dim3 grid(static_cast<unsigned>(set_tiles(p, gemv_cta_cols(NT))),
                   static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(gemv_outer(p)));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
   const bool split = grid.y > 1;
@@ -113,8 +119,9 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
   if (e != cudaSuccess) return e;
   if (split && !self_fold) {
     for (int set = 0; set < p.n_sets; ++set) {
-      launch_pdl(gemv_reduce_kernel, grid_for(p.M * p.ldc), 256, 0, s, p.partial + set * P * p.M * p.ldc,
-                 P, p.M, p.ldc, set_c(p, set), p.c_bf16);
+      const int64_t ldc = set == 0 ? p.ldc : p.ldc1;
+      launch_pdl(gemv_reduce_kernel, grid_for(p.M * ldc), 256, 0, s, p.partial + set * P * p.M * p.ldc, P, p.M,
+                 ldc, set_c(p, set), p.c_bf16);
     }
   }
   return cudaGetLastError();
@@ -286,21 +293,21 @@ GemmPath gemm_path(const GemmParams& p) {
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
 
 int64_t gemm_counter_slots(const GemmParams& p) {
-  return (p.N + kGemvMinCtaCols - 1) / kGemvMinCtaCols * gemv_outer(p) * p.n_sets;  // the narrowest CTAs
+  return set_tiles(p, kGemvMinCtaCols) * gemv_outer(p);  // the narrowest CTAs
 }
 
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
   switch (gemm_path(p)) {
-    case GemmPath::kStreaming: return P * p.M * p.ldc * p.n_sets;
+    case GemmPath::kStreaming: return P * p.M * (p.ldc + (p.n_sets > 1 ? p.ldc1 : 0));
     case GemmPath::kPipelined: return pipe_splits(p) > 1 ? P * p.M * p.ldc : 0;
     default: return 0;
   }
 }
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || p.n_sets > 2) return cudaErrorInvalidValue;
+  if (p.n_sets < 1 || p.n_sets > 2 || (p.n_sets == 2 && (p.N1 <= 0 || p.ldc1 < p.N1))) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
@@ -338,7 +345,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || p.n_sets > 2) return cudaErrorInvalidValue;
+  if (p.n_sets < 1 || p.n_sets > 2 || (p.n_sets == 2 && (p.N1 <= 0 || p.ldc1 < p.N1))) return cudaErrorInvalidValue;
   if (p.n_sets > 1) return per_set(p, s, launch_f32_gemm);
   if (p.experts != nullptr) {
     const dim3 grid(static_cast<unsigned>((p.N + 127) / 128), static_cast<unsigned>(p.max_rows_per_expert),
