@@ -150,7 +150,7 @@ cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
 // Groups (token, slot) pairs by expert: offsets [E + 1], perm [n_pairs], and active [E + 1]
 // (experts with pairs in ascending id, active[E] = their count).
 struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; int32_t* active; };
-cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts must be zeroed
+cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts, cursor: workspace
 struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);
 struct MoeCombineParams { const float* y; const int32_t* sel; int k; int64_t T, D; bool bf16_round; float* out; };

@@ -133,7 +133,6 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
   TensorView active = alloc(DType::kI32, {E + 1});
-  fill(counts, 0.0f);
   DI_LAUNCH(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
                                  dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
                                 stream_));

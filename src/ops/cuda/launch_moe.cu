@@ -1,4 +1,7 @@
 // Launch functions of the MoE kernels (routing, expert grouping, SwiGLU epilogue, combine).
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
@@ -13,7 +16,24 @@ cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+namespace {
+// The one-block grouping kernel for decode-sized batches unless DEEPINFER_MOE_GROUP_SMALL=0 (an A/B
+// and test switch: the general path otherwise runs only for prefills of thousands of tokens).
+bool moe_group_small() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEEPINFER_MOE_GROUP_SMALL");
+    return !(v != nullptr && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+}  // namespace
+
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
+  if (p.E <= kMoeGroupSmallMaxE && p.n_pairs <= kMoeGroupSmallPairs && moe_group_small()) {
+    launch_pdl(moe_group_small_kernel, 1, 1024, 0, s, p.sel, p.n_pairs, p.E, p.offsets, p.active, p.perm);
+    return cudaGetLastError();
+  }
+  if (const cudaError_t e = cudaMemsetAsync(p.counts, 0, sizeof(int32_t) * p.E, s); e != cudaSuccess) return e;
   launch_pdl(moe_count_kernel, grid_for(p.n_pairs), 256, 0, s, p.sel, p.n_pairs, p.counts);
   launch_pdl(moe_offsets_kernel, 1, 1024, 0, s, p.counts, p.E, p.offsets, p.cursor, p.active);
   launch_pdl(moe_scatter_kernel, grid_for(p.n_pairs), 256, 0, s, p.sel, p.n_pairs, p.cursor,
