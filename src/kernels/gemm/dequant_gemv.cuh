@@ -306,30 +306,30 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
           }
         } else {
 #pragma unroll
-        for (int j = 0; j < L / 4; j += 2) {
-          const int kk = wi * W + c * L + 4 * j;  // within the span
-          uint4 lo[MT], hi[MT];
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            lo[mt] = hi[mt] = make_uint4(0, 0, 0, 0);
-            if (lo_row[mt]) lo[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g) * LDA + kk]);
-            if (hi_row[mt]) hi[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
-          }
-#pragma unroll
-          for (int jj = 0; jj < 2; ++jj) {
-            uint32_t bf[NT][2];
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) decode(nt, j + jj, bf[nt][0], bf[nt][1]);
+          for (int j = 0; j < L / 4; j += 2) {
+            const int kk = wi * W + c * L + 4 * j;  // within the span
+            uint4 lo[MT], hi[MT];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
-              // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
-              const uint32_t af[4] = {jj ? lo[mt].z : lo[mt].x, jj ? hi[mt].z : hi[mt].x,
-                                      jj ? lo[mt].w : lo[mt].y, jj ? hi[mt].w : hi[mt].y};
+              lo[mt] = hi[mt] = make_uint4(0, 0, 0, 0);
+              if (lo_row[mt]) lo[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g) * LDA + kk]);
+              if (hi_row[mt]) hi[mt] = *reinterpret_cast<const uint4*>(&sA[(mt * 16 + g + 8) * LDA + kk]);
+            }
 #pragma unroll
-              for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt * NT + nt], af, bf[nt]);
+            for (int jj = 0; jj < 2; ++jj) {
+              uint32_t bf[NT][2];
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) decode(nt, j + jj, bf[nt][0], bf[nt][1]);
+#pragma unroll
+              for (int mt = 0; mt < MT; ++mt) {
+                // a0..a3: logical k 2c, 2c+1 of rows g, g + 8, then 2c+8, 2c+9 of both.
+                const uint32_t af[4] = {jj ? lo[mt].z : lo[mt].x, jj ? hi[mt].z : hi[mt].x,
+                                        jj ? lo[mt].w : lo[mt].y, jj ? hi[mt].w : hi[mt].y};
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt * NT + nt], af, bf[nt]);
+              }
             }
           }
-        }
         }
       };
       // Scales once per run (not per quad), and one warp-wide branch per window for the FP8 codes
