@@ -11,9 +11,9 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <utility>
+
+#include "kernels/common/env_knob.h"
 
 namespace deepinfer::kernels {
 
@@ -30,10 +30,7 @@ inline int device_cc_major() {
 
 // PDL on Hopper and newer unless DEEPINFER_CUDA_PDL=0.
 inline bool pdl_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DEEPINFER_CUDA_PDL");
-    return !(v != nullptr && std::strcmp(v, "0") == 0) && device_cc_major() >= 9;
-  }();
+  static const bool on = env_switch("DEEPINFER_CUDA_PDL") && device_cc_major() >= 9;
   return on;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/dequant_gemm.cuh"
 #include "kernels/gemm/dequant_gemm_pipelined.cuh"
@@ -19,6 +20,11 @@ namespace {
 
 // Output of weight set `set` (GemmParams::n_sets).
 void* set_c(const GemmParams& p, int set) { return set == 0 ? p.C : p.C1; }
+
+// One weight set, or two with set 1's columns and row stride given.
+bool sets_valid(const GemmParams& p) {
+  return p.n_sets == 1 || (p.n_sets == 2 && p.N1 > 0 && p.ldc1 >= p.N1);
+}
 
 // Column tiles of `cols` columns over every weight set of a launch.
 int64_t set_tiles(const GemmParams& p, int64_t cols) {
@@ -75,18 +81,12 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   // Cap (DEEPINFER_GEMV_MAX_SPC, numerically neutral): measured on the H200, one sub-range per CTA
   // beat 2 and 8 at batch 1-32 (more CTAs, less staging each), so 1 is the default; the device
   // test procedure also runs cuda_ops_test with 8 to keep the multi-sub-range path verified.
-  static const int max_spc = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_MAX_SPC");
-    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 1;
-  }();
+  static const int max_spc = env_int("DEEPINFER_GEMV_MAX_SPC", 1);
   // Expert launches have their own cap (DEEPINFER_GEMV_EXPERT_SPC, default 2): their CTAs wait
   // for the routing before streaming anything, so a longer CTA amortises more. Measured on the
   // H200 (decode, 4 full-width layers): 2 vs 1 = +4% at batch 8, +1% at 32, equal at 1 and 128;
   // 8 lost 11% at batch 32.
-  static const int expert_spc = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_EXPERT_SPC");
-    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 2;
-  }();
+  static const int expert_spc = env_int("DEEPINFER_GEMV_EXPERT_SPC", 2);
   sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
@@ -132,12 +132,8 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
 // shared memory per CTA, hence CTAs per SM, matters more than depth; the BF16 LM head too
 // (402 us at 3, 415 at 6: its CTAs are short, so the prologue latency, not the depth, limits).
 int gemv_stages() {
-  static const int forced = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_STAGES");
-    const int n = v != nullptr ? std::atoi(v) : 0;
-    return n == 2 || n == 3 || n == 4 || n == 6 ? n : 0;
-  }();
-  return forced != 0 ? forced : 3;
+  static const int n = env_int("DEEPINFER_GEMV_STAGES", 3, {2, 3, 4, 6});
+  return n;
 }
 // Narrow warps (8 or 16 columns: small weights) keep 3 windows per warp: 9 (every window of a
 // sub-range in flight) was measured slower on the H200.
@@ -148,10 +144,7 @@ int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvN
 // Transposed tiles (weights as the mma's A operand, rows as B in n8 tiles) for launches with
 // paired n8 column tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
 bool gemv_transposed() {
-  static const bool on = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_TRANSPOSED");
-    return !(v != nullptr && std::string(v) == "0");
-  }();
+  static const bool on = env_switch("DEEPINFER_GEMV_TRANSPOSED");
   return on;
 }
 
@@ -172,11 +165,7 @@ cudaError_t launch_gemv_nt(const GemmParams& p, const GemvShape& sh, int mt, cud
 // ones. Measured on the H200 (decode, 4 full-width layers): 2 vs 1 = +6% at batch 1, +1-2% at 8;
 // 4 = +4% at 1, -3% at 8.
 int gemv_tr_min_nt() {
-  static const int n = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_TR_MIN_NT");
-    const int x = v != nullptr ? std::atoi(v) : 2;
-    return x == 1 || x == 4 ? x : 2;
-  }();
+  static const int n = env_int("DEEPINFER_GEMV_TR_MIN_NT", 2, {1, 2, 4});
   return n;
 }
 
@@ -307,7 +296,7 @@ int64_t gemm_partial_floats(const GemmParams& p) {
 }
 
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || p.n_sets > 2 || (p.n_sets == 2 && (p.N1 <= 0 || p.ldc1 < p.N1))) return cudaErrorInvalidValue;
+  if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
@@ -345,7 +334,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_f32_gemm(const GemmParams& p, cudaStream_t s) {
-  if (p.n_sets < 1 || p.n_sets > 2 || (p.n_sets == 2 && (p.N1 <= 0 || p.ldc1 < p.N1))) return cudaErrorInvalidValue;
+  if (!sets_valid(p)) return cudaErrorInvalidValue;
   if (p.n_sets > 1) return per_set(p, s, launch_f32_gemm);
   if (p.experts != nullptr) {
     const dim3 grid(static_cast<unsigned>((p.N + 127) / 128), static_cast<unsigned>(p.max_rows_per_expert),

@@ -1,8 +1,6 @@
 // Launch functions of the MoE kernels (routing, expert grouping, SwiGLU epilogue, combine).
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
 #include "kernels/moe/moe.cuh"
@@ -20,10 +18,7 @@ namespace {
 // The one-block grouping kernel for decode-sized batches unless DEEPINFER_MOE_GROUP_SMALL=0 (an A/B
 // and test switch: the general path otherwise runs only for prefills of thousands of tokens).
 bool moe_group_small() {
-  static const bool on = [] {
-    const char* v = std::getenv("DEEPINFER_MOE_GROUP_SMALL");
-    return !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
+  static const bool on = env_switch("DEEPINFER_MOE_GROUP_SMALL");
   return on;
 }
 }  // namespace
