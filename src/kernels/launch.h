@@ -65,6 +65,12 @@ struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
   const void* A = nullptr;         // BF16 activations (tensor-core path) or F32 (f32 path)
   int64_t lda = 0;
+  // FP8 activation quantisation folded into the small-M kernel's A staging (gemm_fuses_act_quant
+  // says when a launch takes it): A holds the rows before quantisation (F32 when a_f32, else
+  // BF16) and every block of a_quant_block columns is quantised as act_quant_bf16 would — the
+  // same bits, one launch and one activation round trip fewer. 0: A is the GEMM's BF16 operand.
+  int a_quant_block = 0;
+  bool a_f32 = false;
   void* C = nullptr;               // F32 or BF16
   int64_t ldc = 0;
   bool c_bf16 = false;
@@ -105,6 +111,11 @@ int64_t gemm_counter_slots(const GemmParams& p);
 // the small-M kernel takes every expert (chunks of <= 32 rows, weights re-streamed per chunk),
 // so the bound is min(T, 32); beyond (prefill) the tiled kernel, bound T.
 int64_t gemm_expert_rows(int64_t T);
+// Whether launch_dequant_gemm can quantise p's activations itself in blocks of `block` columns
+// (GemmParams::a_quant_block): p as it will be launched but for A, the quantisation fields and the
+// partials (the caller attaches gemm_partial_floats(p) of them, as always). True for the streaming small-M kernel when the blocks tile its K sub-ranges;
+// DEEPINFER_GEMV_FUSE_QUANT=0 turns the fold off (an A/B switch, same bits).
+bool gemm_fuses_act_quant(const GemmParams& p, int block);
 // Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
 // splits K into; 0: none needed.
 int64_t gemm_partial_floats(const GemmParams& p);

@@ -18,7 +18,7 @@ class CudaOpsTest : public OpHarness {
   struct Linear {
     LinearWeight host, dev;
   };
-  void moe_batch_invariance(int64_t E);
+  void moe_batch_invariance(int64_t E, int act_block);
   // A random weight stored in `format` (quantised with the checkpoint's recipe).
   Linear make_linear(WeightFormat format, int64_t out, int64_t in, int block = 128) {
     std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt(static_cast<float>(in)));
@@ -109,16 +109,21 @@ TEST_F(CudaOpsTest, LinearMatchesCpuForEveryFormatAndShape) {
 // two-tile variant) or among 70 or
 // 300 (tiled kernels: the pipelined one for whole 128-element K tiles, three 128-row tiles at 300,
 // the general one for K = 4160 and 1000) — every kernel follows one canonical summation order
-// (gemm_common.cuh). K = 4160 spans several sub-ranges with a ragged tail.
+// (gemm_common.cuh). K = 4160 spans several sub-ranges with a ragged tail. With FP8 activation
+// quantisation (per 128 as V4, per 32 as V4.1's) the streaming kernel quantises the rows in its
+// own staging while the larger batches go through act_quant_bf16 first: the same bits.
 TEST_F(CudaOpsTest, DequantGemmRowsAreBitwiseBatchInvariant) {
   for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
     // K = 4096: eight sub-ranges (partials folded by the last CTA of each column tile).
     for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{200, 256}, {96, 4096}, {72, 4160}, {40, 1000}}) {
       if (f == WeightFormat::kFp4Block && K % 32 != 0) continue;
       Linear w = make_linear(f, N, K);
-      // BF16 activations as given, and F32 ones FP8-quantised per 128 on the way in.
-      for (auto [M, dt, block] : std::vector<std::tuple<int64_t, DType, int>>{
-               {70, DType::kBF16, 0}, {70, DType::kF32, 128}, {300, DType::kBF16, 0}}) {
+      // BF16 activations as given, and BF16 or F32 ones FP8-quantised per 128 or 32 on the way in.
+      for (auto [M, dt, block] : std::vector<std::tuple<int64_t, DType, int>>{{70, DType::kBF16, 0},
+                                                                              {70, DType::kF32, 128},
+                                                                              {70, DType::kBF16, 128},
+                                                                              {70, DType::kBF16, 32},
+                                                                              {300, DType::kBF16, 0}}) {
         Pair x = random(dt, {M, K});
         Pair y = make(DType::kF32, {M, N});
         gpu_->linear(x.dev, w.dev, y.dev, {block});
@@ -383,12 +388,14 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
 // kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (pipelined
 // tiled kernel: with 8 experts ~225 rows each, two 128-row tiles; with 40, the CTA's search for
 // its (expert, tile) pair spans two 32-expert chunks). D = 1024 gives the gate/up GEMMs two K
-// sub-ranges.
+// sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
+// staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600.
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
-  for (int64_t E : {8, 40}) moe_batch_invariance(E);
+  for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
+  moe_batch_invariance(8, 32);
 }
 
-void CudaOpsTest::moe_batch_invariance(int64_t E) {
+void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block) {
   const int64_t k = 3, D = 1024, F = 256, T = 600;
   std::vector<Linear> keep;
   std::vector<tensor::ExpertWeights> ed;
@@ -402,7 +409,7 @@ void CudaOpsTest::moe_batch_invariance(int64_t E) {
   Pair ids = make(DType::kI32, {T});
   upload(ids);
   Pair sel = make(DType::kI32, {T, k}), wts = make(DType::kF32, {T, k});
-  ops::MoeParams mp{k, 1.5f, 10.0f, 128};
+  ops::MoeParams mp{k, 1.5f, 10.0f, act_block};
   gpu_->moe_route(logits.dev, bias.dev, TensorView{}, ids.dev, mp, sel.dev, wts.dev);
   Pair x = random(DType::kBF16, {T, D});
   Pair out = make(DType::kF32, {T, D});
@@ -419,7 +426,8 @@ void CudaOpsTest::moe_batch_invariance(int64_t E) {
     upload(wn);
     Pair on = make(DType::kF32, {n, D});
     gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
-    EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end())) << n << " tokens, " << E << " experts";
+    EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end()))
+        << n << " tokens, " << E << " experts, block " << act_block;
   }
 }
 

@@ -3,8 +3,9 @@
 # measurements behind the CUDA tuning records. Results in $OUT.
 #   bash tools/bench/profile_on_device.sh kernels            # GPU time per kernel: a batch-1 step
 #                                                            # (4K context) and an 8K prefill
-#   bash tools/bench/profile_on_device.sh launches           # every launch of one batch-1 forward:
-#                                                            # GPU time, DRAM bytes read, grid size
+#   bash tools/bench/profile_on_device.sh launches           # every launch of one batch-1 forward
+#                                                            # (BATCH=n: batch n): GPU time, DRAM
+#                                                            # bytes read, grid size
 #   bash tools/bench/profile_on_device.sh source NAME SKIP   # source-level profile of the (SKIP+1)-th
 #                                                            # launch of kernel NAME in a batch-1 step
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
@@ -17,7 +18,8 @@ bash tools/device/unpack.sh
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DEEPINFER_CUDA_GRAPHS=0
 NCU=/usr/local/cuda/bin/ncu
 LAYERS="${LAYERS:-4}"
-DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 4096 --prefill 1 --iters 1 --no-breakdown)
+BATCH="${BATCH:-1}"  # decode batch of `launches` and `source` (the CSV names it)
+DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context 4096 --prefill 1 --iters 1 --no-breakdown)
 PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 1 --prefill 8192 --iters 1 --no-breakdown)
 case "${1:-kernels}" in
   kernels)
@@ -33,9 +35,9 @@ case "${1:-kernels}" in
   launches)
     timeout 200 "$NCU" --cache-control none --clock-control none --csv \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
-      --kernel-name regex:'^(?!fill_random).*' "${DECODE[@]}" > "$OUT/ncu_launches_b1.csv" 2>&1
+      --kernel-name regex:'^(?!fill_random).*' "${DECODE[@]}" > "$OUT/ncu_launches_b$BATCH.csv" 2>&1
     # bench runs a warm-up and a measured forward after its prefill: the last forward's launches.
-    python3 tools/bench/ncu_launches.py "$OUT/ncu_launches_b1.csv" --last "${LAST:-200}"
+    python3 tools/bench/ncu_launches.py "$OUT/ncu_launches_b$BATCH.csv" --last "${LAST:-200}"
     ;;
   source)
     name="${2:?kernel base name}" skip="${3:-0}"

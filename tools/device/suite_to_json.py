@@ -24,7 +24,7 @@ def main():
         "gpu": "NVIDIA H200",
         "commit": a.commit,
         "date": a.date,
-        "command": "timeout 150 bash tools/device/run_cuda_suite.sh",
+        "command": "timeout 240 bash tools/device/run_cuda_suite.sh",
         "result": ("all passed" if not failed and len(ok_runs) == len(runs) and runs else "FAILED")
         + f" (runs: {', '.join(f'{p}/{r}' for p, r in zip(ok_runs + ['0'] * len(runs), runs))})",
         "golden": re.findall(r"CUDA .* vs transformers golden: .*", text),

@@ -8,6 +8,12 @@
 
 namespace deepinfer::kernels {
 
+// The FP8 block quantisation this kernel and the small-M GEMM (which folds it into its activation
+// staging) share, so both give the same bits: the scale of a block whose largest |x| is amax —
+// the reference's 2^ceil(log2(max(amax, 1e-4) / 448)) — and one element quantised with it.
+__device__ __forceinline__ float act_quant_scale(float amax) { return pow2_scale(fmaxf(amax, 1e-4f), 448.0f); }
+__device__ __forceinline__ float act_quant_value(float x, float s) { return round_e4m3(x / s) * s; }
+
 template <typename T>
 __global__ void act_quant_bf16_kernel(const T* x, __nv_bfloat16* out, int64_t width, int block) {
   pdl_prologue();  // a GEMM that follows may start streaming its weights
@@ -19,11 +25,11 @@ __global__ void act_quant_bf16_kernel(const T* x, __nv_bfloat16* out, int64_t wi
   const int64_t b0 = static_cast<int64_t>(blockIdx.y) * block;
   const int64_t b1 = min64(width, b0 + block);
   const int lane = threadIdx.x;
-  float amax = 1e-4f;
+  float amax = 0.0f;
   for (int64_t c = b0 + lane; c < b1; c += 32) amax = fmaxf(amax, fabsf(to_f32(x[r * width + c])));
   amax = warp_max(amax);
-  const float s = pow2_scale(amax, 448.0f);
-  for (int64_t c = b0 + lane; c < b1; c += 32) out[r * width + c] = __float2bfloat16_rn(round_e4m3(to_f32(x[r * width + c]) / s) * s);
+  const float s = act_quant_scale(amax);
+  for (int64_t c = b0 + lane; c < b1; c += 32) out[r * width + c] = __float2bfloat16_rn(act_quant_value(to_f32(x[r * width + c]), s));
 }
 
 }  // namespace deepinfer::kernels

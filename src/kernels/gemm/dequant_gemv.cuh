@@ -17,6 +17,7 @@
 // canonical fold; with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
+#include "kernels/gemm/act_quant.cuh"
 #include "kernels/gemm/gemm_common.cuh"
 
 namespace deepinfer::kernels {
@@ -61,6 +62,77 @@ __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K
 // tiles (more would spill the second tile's accumulators).
 template <int MT, int NT>
 inline constexpr int kGemvCtasPerSm = MT >= -1 && MT <= 1 ? (NT == 1 ? 6 : 4) : 3;
+
+// Eight consecutive activations of row `row` from column `col` as F32 (A is F32 when p.a_f32,
+// else BF16); `vec`: 16-byte aligned rows and column.
+__device__ __forceinline__ void load_act8(const GemmParams& p, int64_t row, int64_t col, bool vec, float (&v)[8]) {
+  const int64_t off = row * p.lda + col;
+  if (p.a_f32) {
+    const float* src = static_cast<const float*>(p.A) + off;
+    if (vec) {
+      const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    } else {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[q] = src[q];
+    }
+    return;
+  }
+  const __nv_bfloat16* src = static_cast<const __nv_bfloat16*>(p.A) + off;
+  if (vec) {
+    const uint4 a = *reinterpret_cast<const uint4*>(src);
+    const uint32_t words[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      v[2 * q] = __uint_as_float(words[q] << 16);
+      v[2 * q + 1] = __uint_as_float(words[q] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < 8; ++q) v[q] = __bfloat162float(src[q]);
+  }
+}
+
+// The A span staged with the activation quantisation folded in (GemmParams::a_quant_block):
+// thread i of a pass takes 8-column chunk i of the span (row-major over the a_rows staged rows),
+// so a block of a_quant_block columns is a group of consecutive, aligned lanes that share their
+// |x| maximum by shuffles, then each lane stores its 8 quantised values — act_quant_bf16's bits
+// (act_quant_scale / act_quant_value), zeros for absent rows. Each thread loads 4 chunks before
+// it quantises any: the loads are the latency, and 4 are in flight at once.
+__device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int32_t* a_row, int64_t a_col0, bool vec,
+                                                  int a_rows, int chunks, __nv_bfloat16* sA, int64_t LDA) {
+  constexpr int kUnroll = 4;
+  const int group = p.a_quant_block / 8;  // lanes per block: a power of two <= 32 (the launcher checks)
+  const int total = a_rows * chunks, lane = threadIdx.x & 31, stride = blockDim.x;
+  // Warp-uniform bounds (the shuffles need every lane); blocks never straddle the end, since
+  // chunks is a multiple of the group.
+  for (int base = threadIdx.x - lane; base < total; base += kUnroll * stride) {
+    float v[kUnroll][8];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * stride + lane, r = i / chunks;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[u][q] = 0.0f;
+      if (i < total && a_row[r] >= 0) load_act8(p, a_row[r], a_col0 + static_cast<int64_t>(i - r * chunks) * 8, vec, v[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * stride >= total) break;  // warp-uniform
+      float amax = 0.0f;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) amax = fmaxf(amax, fabsf(v[u][q]));
+      for (int o = 1; o < group; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      const float s = act_quant_scale(amax);
+      const int i = base + u * stride + lane, r = i / chunks;
+      if (i >= total) continue;
+      uint32_t packed[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) packed[q] = pack_bf16(act_quant_value(v[u][2 * q], s), act_quant_value(v[u][2 * q + 1], s));
+      *reinterpret_cast<uint4*>(&sA[r * LDA + static_cast<int64_t>(i - r * chunks) * 8]) =
+          make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
+  }
+}
 
 // MT > 0: m16 row tiles (activations as the mma's A operand, weights as B). MT < 0: transposed
 // tiles for -MT n8 row tiles (8, 16 or 32 rows) — weights as A (two n8 column tiles per m16
@@ -223,27 +295,31 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     const bool a_vec =
         (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
     const int chunks = static_cast<int>(k_span / 8);  // 32-bit: spc R / 8 is small
-    for (int i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
-      const int r = i / chunks;
-      const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
-      if (a_vec) {  // asynchronous, zero-filled for absent rows
-        const bool present = a_row[r] >= 0;
-        cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A,
-                   present);
-        continue;
-      }
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (a_row[r] >= 0) {
-        const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-        {
-          uint16_t e[8];
-#pragma unroll
-          for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
-          v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16),
-                         e[4] | (uint32_t{e[5]} << 16), e[6] | (uint32_t{e[7]} << 16));
+    if (p.a_quant_block > 0) {
+      stage_quantised_a(p, a_row, a_col0, a_vec, sh.a_rows, chunks, sA, LDA);
+    } else {
+      for (int i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
+        const int r = i / chunks;
+        const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
+        if (a_vec) {  // asynchronous, zero-filled for absent rows
+          const bool present = a_row[r] >= 0;
+          cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A,
+                     present);
+          continue;
         }
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (a_row[r] >= 0) {
+          const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
+          {
+            uint16_t e[8];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
+            v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16),
+                           e[4] | (uint32_t{e[5]} << 16), e[6] | (uint32_t{e[7]} << 16));
+          }
+        }
+        *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
       }
-      *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
     }
     // The scale codes (first chunk) and the A span arrive in one group, after the leading weight
     // windows issued before them: one memory latency for all three.

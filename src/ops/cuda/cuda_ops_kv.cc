@@ -141,13 +141,13 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
   TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
   TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
+  // a: the activations before quantisation (the GEMM takes them as they are in plain numerics).
   auto expert_gemm = [&](const TensorView& a, int a_div, const k::WeightDesc* w, int64_t N, int64_t K,
                          const TensorView& c, const TensorView& c1) {
     k::GemmParams p;
     p.M = n_pairs;
     p.N = N;
     p.K = K;
-    p.A = a.data;
     p.lda = K;
     p.C = c.data;
     p.ldc = N;
@@ -161,21 +161,28 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
     if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
+    if (plain) {
+      p.A = a.data;
+    } else if (k::gemm_fuses_act_quant(p, params.act_quant_block)) {  // quantised in the GEMM's staging
+      p.A = a.data;
+      p.a_quant_block = params.act_quant_block;
+      p.a_f32 = a.dtype == DType::kF32;
+    } else {
+      p.A = activations_bf16(a, params.act_quant_block).data;
+    }
     if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
     }
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
-  const TensorView xa = plain ? x : activations_bf16(x, params.act_quant_block);
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.
-  expert_gemm(xa, static_cast<int>(kk), w_all, F, D, g, u);
+  expert_gemm(x, static_cast<int>(kk), w_all, F, D, g, u);
   const bool bf16 = x.dtype == DType::kBF16;
   DI_LAUNCH(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
                                          params.swiglu_limit, bf16, dptr<float>(h)},
                                         stream_));
-  const TensorView ha = plain ? h : activations_bf16(h, params.act_quant_block);
-  expert_gemm(ha, 1, w_all + 2 * E, D, F, y, TensorView{});
+  expert_gemm(h, 1, w_all + 2 * E, D, F, y, TensorView{});
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                    dptr<float>(out)},
                                   stream_));

@@ -277,6 +277,27 @@ GemmPath gemm_path(const GemmParams& p) {
   return pipelined_ok(p) ? GemmPath::kPipelined : GemmPath::kTiled;
 }
 
+// The streaming kernel's launch plan, when p takes it: one m16 tile when every weight's rows fit
+// it, and for experts when they average <= 16 rows (T k / E: 3 at batch 128, 12 at 512) — larger
+// experts take several 16-row chunks rather than every expert paying for two tiles. Numerically
+// neutral (same canonical order per row).
+struct StreamingPlan {
+  GemvShape shape;
+  int mt = 1;
+};
+// with_partials: as if the caller had attached gemm_partial_floats(p) partials.
+bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials = false) {
+  if (gemm_path(p) != GemmPath::kStreaming) return false;
+  if (gemm_n_subranges(p.K) > 1 && p.partial == nullptr && !with_partials) return false;
+  const bool experts = p.experts != nullptr;
+  const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
+  const bool sparse_experts = experts && p.M <= 16 * static_cast<int64_t>(p.n_experts);
+  const int ring = gemv_max_ring_windows();
+  plan.mt = rows <= 16 || sparse_experts ? 1 : 2;
+  plan.shape = gemv_shape(p, rows, plan.mt, ring);
+  return gemv_smem_bytes(plan.shape, p.K, ring) <= kGemvMaxSmem;
+}
+
 }  // namespace
 
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
@@ -295,27 +316,29 @@ int64_t gemm_partial_floats(const GemmParams& p) {
   }
 }
 
+bool gemm_fuses_act_quant(const GemmParams& p, int block) {
+  // A block is 8-column chunks of a power-of-two count <= 32 (one shuffle group of a warp), and
+  // blocks tile each K sub-range and group (their boundaries are those of act_quant_bf16's rows).
+  static const bool on = env_switch("DEEPINFER_GEMV_FUSE_QUANT");
+  const int chunks = block / 8;
+  if (!on || block <= 0 || block % 8 != 0 || chunks > 32 || (chunks & (chunks - 1)) != 0) return false;
+  if (p.K % block != 0 || gemm_subrange(p.K) % block != 0) return false;
+  StreamingPlan plan;
+  return streaming_plan(p, plan, /*with_partials=*/true);
+}
+
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
-  const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
-  const bool partial_ok = gemm_n_subranges(p.K) == 1 || p.partial != nullptr;
-  const GemmPath path = gemm_path(p);
-  if (path == GemmPath::kStreaming && partial_ok) {
-    // One m16 tile when every weight's rows fit it, and for experts when they average <= 16 rows
-    // (T k / E: 3 at batch 128, 12 at 512) — larger experts take several 16-row chunks rather
-    // than every expert paying for two tiles. Numerically neutral (same canonical order per row).
-    const bool sparse_experts = experts && p.M <= 16 * static_cast<int64_t>(p.n_experts);
-    const int mt = rows <= 16 || sparse_experts ? 1 : 2, ring = gemv_max_ring_windows();
-    const GemvShape sh = gemv_shape(p, rows, mt, ring);
-    if (gemv_smem_bytes(sh, p.K, ring) <= kGemvMaxSmem) {
-      switch (p.w.fmt) {
-        case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, sh, mt, s);
-        case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, sh, mt, s);
-        case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, sh, mt, s);
-      }
+  if (StreamingPlan plan; streaming_plan(p, plan)) {
+    switch (p.w.fmt) {
+      case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, plan.shape, plan.mt, s);
+      case WeightFmt::kFp8Block: return launch_gemv<WeightFmt::kFp8Block>(p, plan.shape, plan.mt, s);
+      case WeightFmt::kFp4Block: return launch_gemv<WeightFmt::kFp4Block>(p, plan.shape, plan.mt, s);
     }
   }
+  if (p.a_quant_block > 0) return cudaErrorInvalidValue;  // only the streaming kernel quantises A
+  const GemmPath path = gemm_path(p);
   if (p.n_sets > 1) return per_set(p, s, launch_dequant_gemm);  // the other kernels take one set
   if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {
     switch (p.w.fmt) {
