@@ -113,8 +113,9 @@ int64_t gemm_counter_slots(const GemmParams& p);
 int64_t gemm_expert_rows(int64_t T);
 // Whether launch_dequant_gemm can quantise p's activations itself in blocks of `block` columns
 // (GemmParams::a_quant_block): p as it will be launched but for A, the quantisation fields and the
-// partials (the caller attaches gemm_partial_floats(p) of them, as always). True for the streaming small-M kernel when the blocks tile its K sub-ranges;
-// DEEPINFER_GEMV_FUSE_QUANT=0 turns the fold off (an A/B switch, same bits).
+// partials (the caller attaches gemm_partial_floats(p) of them, as always). True for streaming
+// small-M launches of at most DEEPINFER_GEMV_FUSE_QUANT rows per weight (default 4; 0 = never)
+// whose K sub-ranges the blocks tile. Same bits either way.
 bool gemm_fuses_act_quant(const GemmParams& p, int block);
 // Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
 // splits K into; 0: none needed.

@@ -5,8 +5,9 @@
 # times: with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's
 # non-default path), with the mma.sync large-M kernel instead of the wgmma one
 # (DEEPINFER_GEMM_KERNEL=mma), with the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0)
-# and with the activation quantisation in its own kernel instead of the small-M kernel's staging
-# (DEEPINFER_GEMV_FUSE_QUANT=0); the MoE tests once more with the general (multi-kernel) pair
+# and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
+# instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
+# compare the fold with the separate kernel too); the MoE tests once more with the general (multi-kernel) pair
 # grouping (DEEPINFER_MOE_GROUP_SMALL=0); then both test binaries run again with every kernel
 # launched plainly instead of as a programmatic dependent (DEEPINFER_CUDA_PDL=0), so every kernel
 # and launch mode stays verified.
@@ -24,7 +25,7 @@ status=0
 DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_FUSE_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 .carry/bin/cuda_model_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1

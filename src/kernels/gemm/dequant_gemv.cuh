@@ -94,16 +94,19 @@ __device__ __forceinline__ void load_act8(const GemmParams& p, int64_t row, int6
 }
 
 // The A span staged with the activation quantisation folded in (GemmParams::a_quant_block):
-// thread i of a pass takes 8-column chunk i of the span (row-major over the a_rows staged rows),
-// so a block of a_quant_block columns is a group of consecutive, aligned lanes that share their
-// |x| maximum by shuffles, then each lane stores its 8 quantised values — act_quant_bf16's bits
-// (act_quant_scale / act_quant_value), zeros for absent rows. Each thread loads 4 chunks before
-// it quantises any: the loads are the latency, and 4 are in flight at once.
+// thread i of a pass takes 8-column chunk i of the span (row-major over the `present` staged rows
+// that hold data — the chunk's first rows), so a block of a_quant_block columns is a group of
+// consecutive, aligned lanes that share their |x| maximum by shuffles, then each lane stores its 8
+// quantised values: act_quant_bf16's bits (act_quant_scale / act_quant_value). Each thread loads 4
+// chunks before it quantises any (the loads are the latency). Rows present .. a_rows - 1 are
+// zeroed without loads or arithmetic: every CTA of the launch repeats this staging for its
+// columns, so the launcher folds the quantisation only for a few rows (gemm_fuses_act_quant).
 __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int32_t* a_row, int64_t a_col0, bool vec,
-                                                  int a_rows, int chunks, __nv_bfloat16* sA, int64_t LDA) {
+                                                  int a_rows, int present, int chunks, __nv_bfloat16* sA,
+                                                  int64_t LDA) {
   constexpr int kUnroll = 4;
   const int group = p.a_quant_block / 8;  // lanes per block: a power of two <= 32 (the launcher checks)
-  const int total = a_rows * chunks, lane = threadIdx.x & 31, stride = blockDim.x;
+  const int total = present * chunks, lane = threadIdx.x & 31, stride = blockDim.x;
   // Warp-uniform bounds (the shuffles need every lane); blocks never straddle the end, since
   // chunks is a multiple of the group.
   for (int base = threadIdx.x - lane; base < total; base += kUnroll * stride) {
@@ -113,7 +116,7 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
       const int i = base + u * stride + lane, r = i / chunks;
 #pragma unroll
       for (int q = 0; q < 8; ++q) v[u][q] = 0.0f;
-      if (i < total && a_row[r] >= 0) load_act8(p, a_row[r], a_col0 + static_cast<int64_t>(i - r * chunks) * 8, vec, v[u]);
+      if (i < total) load_act8(p, a_row[r], a_col0 + static_cast<int64_t>(i - r * chunks) * 8, vec, v[u]);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -131,6 +134,10 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
       *reinterpret_cast<uint4*>(&sA[r * LDA + static_cast<int64_t>(i - r * chunks) * 8]) =
           make_uint4(packed[0], packed[1], packed[2], packed[3]);
     }
+  }
+  for (int i = total + threadIdx.x; i < a_rows * chunks; i += stride) {
+    const int r = i / chunks;
+    *reinterpret_cast<uint4*>(&sA[r * LDA + static_cast<int64_t>(i - r * chunks) * 8]) = make_uint4(0, 0, 0, 0);
   }
 }
 
@@ -296,7 +303,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         (p.lda % 8 == 0) && (a_col0 % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0);
     const int chunks = static_cast<int>(k_span / 8);  // 32-bit: spc R / 8 is small
     if (p.a_quant_block > 0) {
-      stage_quantised_a(p, a_row, a_col0, a_vec, sh.a_rows, chunks, sA, LDA);
+      // Rows 0 .. chunk_rows - 1 of the chunk are the present ones.
+      const int present = static_cast<int>(min64(chunk_rows, sh.a_rows));
+      stage_quantised_a(p, a_row, a_col0, a_vec, sh.a_rows, present, chunks, sA, LDA);
     } else {
       for (int i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
         const int r = i / chunks;

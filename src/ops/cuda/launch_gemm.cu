@@ -317,11 +317,17 @@ int64_t gemm_partial_floats(const GemmParams& p) {
 }
 
 bool gemm_fuses_act_quant(const GemmParams& p, int block) {
+  // Every CTA quantises the rows it stages (the column tiles repeat the work), so the fold pays
+  // only while the rows per weight are few (DEEPINFER_GEMV_FUSE_QUANT = the most rows, 0 = off;
+  // same bits either way). Measured on the H200 (decode, 4 full-width layers): folding every
+  // streaming launch (<= 32 rows) won 5% at batch 1 but lost 25-50% at batch 8-512.
+  static const int max_rows = env_int("DEEPINFER_GEMV_FUSE_QUANT", 4, {0, 1, 2, 4, 8, 16, 32});
+  const int64_t rows = p.experts != nullptr ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
+  if (rows > max_rows) return false;
   // A block is 8-column chunks of a power-of-two count <= 32 (one shuffle group of a warp), and
   // blocks tile each K sub-range and group (their boundaries are those of act_quant_bf16's rows).
-  static const bool on = env_switch("DEEPINFER_GEMV_FUSE_QUANT");
   const int chunks = block / 8;
-  if (!on || block <= 0 || block % 8 != 0 || chunks > 32 || (chunks & (chunks - 1)) != 0) return false;
+  if (block <= 0 || block % 8 != 0 || chunks > 32 || (chunks & (chunks - 1)) != 0) return false;
   if (p.K % block != 0 || gemm_subrange(p.K) % block != 0) return false;
   StreamingPlan plan;
   return streaming_plan(p, plan, /*with_partials=*/true);
