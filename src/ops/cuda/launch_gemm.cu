@@ -135,11 +135,15 @@ int gemv_stages() {
   static const int n = env_int("DEEPINFER_GEMV_STAGES", 3, {2, 3, 4, 6});
   return n;
 }
-// Narrow warps (8 or 16 columns: small weights) keep 3 windows per warp: 9 (every window of a
-// sub-range in flight) was measured slower on the H200.
-inline constexpr int kGemvNarrowStages = 3;
+// Ring depth of narrow warps (8 or 16 columns: small and mid-size weights, most decode launches;
+// DEEPINFER_GEMV_NARROW_STAGES = 3 (default) or 6, tuning only): 9 (every window of a sub-range
+// in flight) was measured slower on the H200 in an earlier form of the kernel.
+int gemv_narrow_stages() {
+  static const int n = env_int("DEEPINFER_GEMV_NARROW_STAGES", 3, {3, 6});
+  return n;
+}
 // The largest ring (windows per warp) a streaming launch may take.
-int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
+int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, gemv_narrow_stages() * 2); }
 
 // Transposed tiles (weights as the mma's A operand, rows as B in n8 tiles) for launches with
 // paired n8 column tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
@@ -174,8 +178,10 @@ cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, cudaSt
   int nt = gemv_nt(p, sh.spc);
   if (gemv_transposed()) nt = std::max(nt, gemv_tr_min_nt());
   switch (nt) {
-    case 1: return launch_gemv_nt<F, 1, kGemvNarrowStages>(p, sh, mt, s);
-    case 2: return launch_gemv_nt<F, 2, kGemvNarrowStages>(p, sh, mt, s);
+    case 1:
+      return gemv_narrow_stages() == 6 ? launch_gemv_nt<F, 1, 6>(p, sh, mt, s) : launch_gemv_nt<F, 1, 3>(p, sh, mt, s);
+    case 2:
+      return gemv_narrow_stages() == 6 ? launch_gemv_nt<F, 2, 6>(p, sh, mt, s) : launch_gemv_nt<F, 2, 3>(p, sh, mt, s);
     default: break;
   }
   switch (gemv_stages()) {
