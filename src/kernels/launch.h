@@ -44,8 +44,14 @@ struct HcParamsDev {
   int64_t T, D; int hc; int n_split; int sinkhorn_iters; float hc_eps, norm_eps;
   void* u; ActType u_type;         // hc_pre: [T, D]; hc_head: y
   float* post; float* comb;        // hc_pre only
+  // hc_pre only: u = RMSNorm(u) with this weight (F32 or BF16; null = unweighted) folded in when
+  // fold_norm (hc_pre_folds_norm(D) must hold): rms_norm's bits, one launch fewer.
+  bool fold_norm = false; const void* norm = nullptr; ActType norm_type = ActType::kF32; float rms_eps = 0.0f;
 };
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);
+// Whether launch_hc_pre can fold the RMS norm of u for width D (the widths launch_rms_norm gives
+// to its one-block-per-row kernel, whose arithmetic the fold repeats).
+bool hc_pre_folds_norm(int64_t D);
 cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t stream);
 struct HcPostParams { const void* o; ActType o_type; const void* x; void* out; ActType x_type; const float* post; const float* comb; int64_t T, D; int hc; };
 cudaError_t launch_hc_post(const HcPostParams& p, cudaStream_t stream);

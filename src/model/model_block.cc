@@ -18,14 +18,12 @@ void Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& stat
   TensorView u = ops_->alloc(act_dtype(), {T, D});          // collapsed streams
   TensorView post = ops_->alloc(DType::kF32, {T, hc});
   TensorView comb = ops_->alloc(DType::kF32, {T, hc, hc});
-  ops_->hc_pre(x, w.hc_attn, hc_params_, u, post, comb);
-  ops_->rms_norm(u, w.attn_norm, eps, u);                    // a = RMSNorm(u)
+  ops_->hc_pre_norm(x, w.hc_attn, hc_params_, w.attn_norm, eps, u, post, comb);  // a = RMSNorm(u)
   const TensorView o = attention(w, layer, state, step, u);  // [T, D]
   const TensorView& x1 = scratch;                            // [T, hc, D] streams after attention
   ops_->hc_post(o, x, post, comb, x1);
 
-  ops_->hc_pre(x1, w.hc_ffn, hc_params_, u, post, comb);
-  ops_->rms_norm(u, w.ffn_norm, eps, u);                     // b = RMSNorm(u)
+  ops_->hc_pre_norm(x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u, post, comb);  // b = RMSNorm(u)
   const TensorView f = moe(w, step, u);                       // [T, D]
   ops_->hc_post(f, x1, post, comb, x);                        // back into x: the block runs in place
   ops_->workspace_release(mark);

@@ -174,6 +174,13 @@ class Ops {
   // (Sinkhorn-projected; comb[j][k]: source stream j -> destination stream k).
   virtual void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                       const TensorView& post, const TensorView& comb) = 0;
+  // hc_pre, then u = RMSNorm(u) with `norm` [D] (a block's sublayer input): one call so a backend
+  // can fold the norm into the collapse (same bits as the two ops).
+  virtual void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
+                           float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
+    hc_pre(x, w, params, u, post, comb);
+    rms_norm(u, norm, eps, u);
+  }
   // out[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * x[t, j]. o [T, D], x/out [T, hc, D].
   virtual void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                        const TensorView& out) = 0;

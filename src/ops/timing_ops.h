@@ -68,6 +68,10 @@ class TimingOps final : public Ops {
               const TensorView& comb) override {
     timed("hc_pre", [&] { inner_->hc_pre(x, w, p, u, post, comb); });
   }
+  void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& p, const TensorView& norm, float eps,
+                   const TensorView& u, const TensorView& post, const TensorView& comb) override {
+    timed("hc_pre_norm", [&] { inner_->hc_pre_norm(x, w, p, norm, eps, u, post, comb); });
+  }
   void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                const TensorView& out) override {
     timed("hc_post", [&] { inner_->hc_post(o, x, post, comb, out); });

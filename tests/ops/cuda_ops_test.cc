@@ -3,6 +3,7 @@
 // Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
 #include <numeric>
+#include <string>
 #include <tuple>
 
 #include "op_test_harness.h"
@@ -321,6 +322,36 @@ TEST_F(CudaOpsTest, HyperConnections) {
   cpu_.hc_head(x.host, {hfn.host, hbase.host, hscale.host}, hp, y.host);
   gpu_->hc_head(x.dev, {hfn.dev, hbase.dev, hscale.dev}, hp, y.dev);
   EXPECT_LE(rel_error(download(y.dev), values(y.host)), 1e-5f);
+}
+
+// hc_pre_norm (the block's collapse with its RMS norm folded into the same launch for the widths
+// of one-block rows) is bitwise hc_pre followed by rms_norm: decode-sized (1,024-thread blocks) and
+// prefill-sized (256-thread) launches, BF16 / F32 / no norm weight; D = 512 takes the two launches.
+TEST_F(CudaOpsTest, HcPreNormIsBitwiseHcPreThenRmsNorm) {
+  const int64_t hc = 4;
+  for (auto [T, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {3, 2048}, {70, 2048}, {2, 512}}) {
+    Pair x = random(DType::kBF16, {T, hc, D});
+    Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
+    Pair scale = random(DType::kF32, {3}, 0.1f);
+    for (int i = 0; i < 3; ++i) set(scale.host, i, 1.0f + get(scale.host, i));
+    upload(scale);
+    const tensor::HcWeights wd{fn.dev, base.dev, scale.dev};
+    ops::HcParams hp;
+    Pair nb = random(DType::kBF16, {D}, 0.5f), nf = random(DType::kF32, {D}, 0.5f);
+    for (const TensorView* norm : std::vector<const TensorView*>{&nb.dev, &nf.dev, nullptr}) {
+      const TensorView nw = norm != nullptr ? *norm : TensorView{};
+      Pair u = make(DType::kBF16, {T, D}), post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+      gpu_->hc_pre_norm(x.dev, wd, hp, nw, 1e-6f, u.dev, post.dev, comb.dev);
+      Pair u2 = make(DType::kBF16, {T, D}), post2 = make(DType::kF32, {T, hc}), comb2 = make(DType::kF32, {T, hc, hc});
+      gpu_->hc_pre(x.dev, wd, hp, u2.dev, post2.dev, comb2.dev);
+      gpu_->rms_norm(u2.dev, nw, 1e-6f, u2.dev);
+      const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) +
+                               (norm == nullptr ? " no weight" : (norm == &nb.dev ? " BF16 weight" : " F32 weight"));
+      EXPECT_EQ(download(u.dev), download(u2.dev)) << what;
+      EXPECT_EQ(download(post.dev), download(post2.dev)) << what;
+      EXPECT_EQ(download(comb.dev), download(comb2.dev)) << what;
+    }
+  }
 }
 
 // mHC mixing over 600 BF16 tokens is bitwise what each token gets alone (the split of the

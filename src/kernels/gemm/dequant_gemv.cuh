@@ -41,6 +41,7 @@ struct GemvShape {
   int spc = 1;      // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
   int a_rows = 16;  // staged A rows (<= MT * 16)
   int n_codes = 0;  // scale codes per column over spc sub-ranges
+  int l2_prefetch = 0;  // L2 prefetch hint of the weight copies: 0 (none), 128 or 256 bytes
 };
 
 // Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
@@ -228,7 +229,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const bool valid = wrow[nt] != nullptr;
-        cp_async16(&my_ring[(slot * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
+        uint4* dst = &my_ring[(slot * NT + nt) * 32 + lane];
+        const uint8_t* src = valid ? wrow[nt] + run_byte(wi) : w.w;
+        if (sh.l2_prefetch == 256) {  // launch-uniform
+          cp_async16_l2_256(dst, src, valid);
+        } else if (sh.l2_prefetch == 128) {
+          cp_async16_l2_128(dst, src, valid);
+        } else {
+          cp_async16(dst, src, valid);
+        }
       }
     }
     cp_async_commit();

@@ -8,6 +8,7 @@
 
 #include "kernels/common/device_utils.cuh"
 #include "kernels/common/mma_utils.cuh"
+#include "kernels/norm/elementwise.cuh"
 
 namespace deepinfer::kernels {
 
@@ -106,6 +107,11 @@ struct HcPreParams {
   float hc_eps = 1e-6f, norm_eps = 1e-6f;
   const float* base = nullptr;   // [n_mix]
   const float* scale = nullptr;  // [3]
+  // u = RMSNorm(u) folded in (HcParamsDev::fold_norm): weight (F32 or BF16, null = 1) and epsilon.
+  bool fold_norm = false;
+  const void* norm = nullptr;
+  bool norm_bf16 = false;
+  float rms_eps = 0.0f;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -179,6 +185,37 @@ __device__ inline void hc_sinkhorn_warp(const HcMix& m, const HcPreParams& p, fl
   if (lane < hc * hc) comb_out[lane] = v;
 }
 
+// The folded RMS norm of one token's u row (D <= kRmsRowMaxN; the block has >= 256 threads):
+// rms_norm_row_kernel's arithmetic exactly — thread i < 256 takes columns i + 256 j, squares
+// summed in j order, block_sum (threads >= 256 add exact zeros, so their warps change nothing),
+// then v * inv * w — so the fold gives the bits of hc_pre followed by rms_norm.
+template <typename Tu>
+__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p) {
+  __shared__ float scratch[32];
+  __syncthreads();  // the row's u elements are written (global writes are visible within the block)
+  const int i = threadIdx.x;
+  float v[kRmsRowPer], w[kRmsRowPer];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kRmsRowPer; ++j) {
+    const int64_t c = i + 256 * j;
+    const bool in = i < 256 && c < p.D;
+    v[j] = in ? to_f32(row[c]) : 0.0f;
+    w[j] = 1.0f;
+    if (in && p.norm != nullptr)
+      w[j] = p.norm_bf16 ? to_f32(static_cast<const __nv_bfloat16*>(p.norm)[c]) : static_cast<const float*>(p.norm)[c];
+  }
+#pragma unroll
+  for (int j = 0; j < kRmsRowPer; ++j)
+    if (i < 256 && i + 256 * j < p.D) ss += v[j] * v[j];
+  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
+#pragma unroll
+  for (int j = 0; j < kRmsRowPer; ++j) {
+    const int64_t c = i + 256 * j;
+    if (i < 256 && c < p.D) row[c] = from_f32<Tu>(v[j] * inv * w[j]);
+  }
+}
+
 template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out) {
@@ -187,6 +224,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 0 && blockDim.x > 32) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+    if (p.fold_norm) hc_fold_norm(u + t * p.D, p);
     return;
   }
   float pre[hc];
@@ -203,6 +241,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
     u[t * p.D + c] = from_f32<Tu>(acc);
   }
   if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+  if (p.fold_norm) hc_fold_norm(u + t * p.D, p);  // (launch_hc_pre folds only with >= 256 threads)
 }
 
 template <typename T, typename Tu>

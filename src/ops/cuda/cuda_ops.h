@@ -84,6 +84,8 @@ class CudaOps final : public Ops {
 
   void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
               const TensorView& post, const TensorView& comb) override;
+  void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm, float eps,
+                   const TensorView& u, const TensorView& post, const TensorView& comb) override;
   void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                const TensorView& out) override;
   void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) override;
@@ -119,8 +121,9 @@ class CudaOps final : public Ops {
   void linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
                    const LinearOptions& options, const LinearWeight* pair_w = nullptr,
                    const TensorView* pair_y = nullptr);
-  void launch_gemm(const TensorView& xq, int64_t M, int64_t N, int64_t K, int n_groups,
-                   const kernels::WeightDesc& w, const TensorView& y);
+  // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr.
+  void hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
+                     const TensorView& post, const TensorView& comb, const TensorView* norm, float eps);
   void* arena_alloc(size_t bytes);
 
   // ---- step graphs (cuda_graphs.cc) ----

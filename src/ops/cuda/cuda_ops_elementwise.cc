@@ -95,16 +95,37 @@ int hc_splits(int64_t K) { return static_cast<int>(std::clamp<int64_t>(K / 1024,
 
 void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                      const TensorView& post, const TensorView& comb) {
+  hc_pre_launch(x, w, params, u, post, comb, nullptr, 0.0f);
+}
+
+void CudaOps::hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
+                          float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
+  if (x.rank != 3 || !k::hc_pre_folds_norm(x.shape[2])) {
+    Ops::hc_pre_norm(x, w, params, norm, eps, u, post, comb);  // the two launches
+    return;
+  }
+  hc_pre_launch(x, w, params, u, post, comb, &norm, eps);
+}
+
+void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
+                            const TensorView& post, const TensorView& comb, const TensorView* norm, float eps) {
   const int64_t T = x.shape[0], hc = x.shape[1], D = x.shape[2];
   if (T == 0) return;
   DI_CHECK(hc <= 4, "hc_mult {} unsupported on CUDA (at most 4)", hc);
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, (2 + hc) * hc + 1});
-  DI_LAUNCH(k::launch_hc_pre({x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
-                              dptr<float>(partial), T, D, static_cast<int>(hc), splits, params.sinkhorn_iters,
-                              params.hc_eps, params.norm_eps, u.data, act_type(u), dptr<float>(post),
-                              dptr<float>(comb)},
-                             stream_));
+  k::HcParamsDev p{x.data, act_type(x), dptr<float>(w.fn), dptr<float>(w.base), dptr<float>(w.scale),
+                   dptr<float>(partial), T, D, static_cast<int>(hc), splits, params.sinkhorn_iters,
+                   params.hc_eps, params.norm_eps, u.data, act_type(u), dptr<float>(post),
+                   dptr<float>(comb)};
+  if (norm != nullptr) {
+    DI_CHECK(norm->empty() || norm->numel() == D, "hc_pre_norm: norm {} for width {}", norm->shape_string(), D);
+    p.fold_norm = true;
+    p.norm = norm->empty() ? nullptr : norm->data;
+    p.norm_type = norm->empty() ? k::ActType::kF32 : act_type(*norm);
+    p.rms_eps = eps;
+  }
+  DI_LAUNCH(k::launch_hc_pre(p, stream_));
 }
 
 void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,

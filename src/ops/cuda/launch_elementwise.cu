@@ -184,10 +184,17 @@ void launch_hc_mix(const X* x, const float* fn, float* partial, int64_t T, int64
   }
 }
 
+bool hc_pre_folds_norm(int64_t D) { return D > kRmsWarpMaxN && D <= kRmsRowMaxN; }
+
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
+  if (p.fold_norm && !hc_pre_folds_norm(p.D)) return cudaErrorInvalidValue;
   HcPreParams fp{p.D, p.hc, p.n_split, p.sinkhorn_iters, p.hc_eps, p.norm_eps, p.base, p.scale};
+  fp.fold_norm = p.fold_norm;
+  fp.norm = p.norm;
+  fp.norm_bf16 = p.norm_type == ActType::kBF16;
+  fp.rms_eps = p.rms_eps;
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);

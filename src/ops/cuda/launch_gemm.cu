@@ -89,6 +89,10 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   static const int expert_spc = env_int("DEEPINFER_GEMV_EXPERT_SPC", 2);
   sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
+  // L2 prefetch hint of the weight stream (DEEPINFER_GEMV_L2_PREFETCH = 0 (default), 128 or 256
+  // bytes; tuning only): a lane's copies take 16 of a row's 64 bytes per window.
+  static const int l2_prefetch = env_int("DEEPINFER_GEMV_L2_PREFETCH", 0, {0, 128, 256});
+  sh.l2_prefetch = l2_prefetch;
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
     if (gemv_smem_bytes(sh, p.K, ring_windows) <= kGemvMaxSmem || sh.spc == 1) break;
