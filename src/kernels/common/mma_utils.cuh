@@ -56,14 +56,10 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
-// The same with an L2 prefetch hint: the L2 fetches the whole naturally aligned 128-byte (256-byte)
-// span around the copy, so the next copies of a streamed row hit in L2 (a performance hint only).
+// The same with an L2 prefetch hint: the L2 fetches the whole naturally aligned 128-byte line
+// around the copy, so the next copies of a streamed row hit in L2 (a performance hint only).
 __device__ __forceinline__ void cp_async16_l2_128(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async16_l2_256(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {

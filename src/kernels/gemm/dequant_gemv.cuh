@@ -41,7 +41,6 @@ struct GemvShape {
   int spc = 1;      // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
   int a_rows = 16;  // staged A rows (<= MT * 16)
   int n_codes = 0;  // scale codes per column over spc sub-ranges
-  int l2_prefetch = 0;  // L2 prefetch hint of the weight copies: 0 (none), 128 or 256 bytes
 };
 
 // Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
@@ -229,15 +228,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const bool valid = wrow[nt] != nullptr;
-        uint4* dst = &my_ring[(slot * NT + nt) * 32 + lane];
-        const uint8_t* src = valid ? wrow[nt] + run_byte(wi) : w.w;
-        if (sh.l2_prefetch == 256) {  // launch-uniform
-          cp_async16_l2_256(dst, src, valid);
-        } else if (sh.l2_prefetch == 128) {
-          cp_async16_l2_128(dst, src, valid);
-        } else {
-          cp_async16(dst, src, valid);
-        }
+        // With the L2 prefetch hint: a window takes 64 of a row's bytes, so the L2 fetching the
+        // whole 128-byte line makes the next window's copies L2 hits (batch 1 +10% on the H200;
+        // 256-byte lines gained less).
+        cp_async16_l2_128(&my_ring[(slot * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
       }
     }
     cp_async_commit();

@@ -1,6 +1,7 @@
 // CudaOps launchers: elementwise, norms, RoPE, fake-quantisers and hyper-connections.
 #include <algorithm>
 
+#include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
@@ -100,7 +101,9 @@ void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& pa
 
 void CudaOps::hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
                           float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
-  if (x.rank != 3 || !k::hc_pre_folds_norm(x.shape[2])) {
+  // DEEPINFER_HC_FOLD_NORM=0: the two launches (an A/B switch; same bits).
+  static const bool fold = k::env_switch("DEEPINFER_HC_FOLD_NORM");
+  if (!fold || x.rank != 3 || !k::hc_pre_folds_norm(x.shape[2])) {
     Ops::hc_pre_norm(x, w, params, norm, eps, u, post, comb);  // the two launches
     return;
   }

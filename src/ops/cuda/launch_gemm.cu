@@ -89,10 +89,6 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   static const int expert_spc = env_int("DEEPINFER_GEMV_EXPERT_SPC", 2);
   sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
-  // L2 prefetch hint of the weight stream (DEEPINFER_GEMV_L2_PREFETCH = 0 (default), 128 or 256
-  // bytes; tuning only): a lane's copies take 16 of a row's 64 bytes per window.
-  static const int l2_prefetch = env_int("DEEPINFER_GEMV_L2_PREFETCH", 0, {0, 128, 256});
-  sh.l2_prefetch = l2_prefetch;
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
     if (gemv_smem_bytes(sh, p.K, ring_windows) <= kGemvMaxSmem || sh.spc == 1) break;
@@ -139,15 +135,11 @@ int gemv_stages() {
   static const int n = env_int("DEEPINFER_GEMV_STAGES", 3, {2, 3, 4, 6});
   return n;
 }
-// Ring depth of narrow warps (8 or 16 columns: small and mid-size weights, most decode launches;
-// DEEPINFER_GEMV_NARROW_STAGES = 3 (default) or 6, tuning only): 9 (every window of a sub-range
-// in flight) was measured slower on the H200 in an earlier form of the kernel.
-int gemv_narrow_stages() {
-  static const int n = env_int("DEEPINFER_GEMV_NARROW_STAGES", 3, {3, 6});
-  return n;
-}
+// Narrow warps (8 or 16 columns: small and mid-size weights, most decode launches) keep 3 windows
+// per warp: 6 measured the same on the H200 (batch 1-512), 9 slower in an earlier form of the kernel.
+inline constexpr int kGemvNarrowStages = 3;
 // The largest ring (windows per warp) a streaming launch may take.
-int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, gemv_narrow_stages() * 2); }
+int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
 
 // Transposed tiles (weights as the mma's A operand, rows as B in n8 tiles) for launches with
 // paired n8 column tiles: DEEPINFER_GEMV_TRANSPOSED=0 turns them off (an A/B switch; same bits).
@@ -182,10 +174,8 @@ cudaError_t launch_gemv(const GemmParams& p, const GemvShape& sh, int mt, cudaSt
   int nt = gemv_nt(p, sh.spc);
   if (gemv_transposed()) nt = std::max(nt, gemv_tr_min_nt());
   switch (nt) {
-    case 1:
-      return gemv_narrow_stages() == 6 ? launch_gemv_nt<F, 1, 6>(p, sh, mt, s) : launch_gemv_nt<F, 1, 3>(p, sh, mt, s);
-    case 2:
-      return gemv_narrow_stages() == 6 ? launch_gemv_nt<F, 2, 6>(p, sh, mt, s) : launch_gemv_nt<F, 2, 3>(p, sh, mt, s);
+    case 1: return launch_gemv_nt<F, 1, kGemvNarrowStages>(p, sh, mt, s);
+    case 2: return launch_gemv_nt<F, 2, kGemvNarrowStages>(p, sh, mt, s);
     default: break;
   }
   switch (gemv_stages()) {
@@ -331,7 +321,8 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
   // only while the rows per weight are few (DEEPINFER_GEMV_FUSE_QUANT = the most rows, 0 = off;
   // same bits either way). Measured on the H200 (decode, 4 full-width layers): folding every
   // streaming launch (<= 32 rows) won 5% at batch 1 but lost 25-50% at batch 8-512.
-  static const int max_rows = env_int("DEEPINFER_GEMV_FUSE_QUANT", 4, {0, 1, 2, 4, 8, 16, 32});
+  static const int max_rows =
+      env_switch("DEEPINFER_GEMV_FUSE_QUANT") ? env_int("DEEPINFER_GEMV_FUSE_QUANT", 4, {1, 2, 4, 8, 16, 32}) : 0;
   const int64_t rows = p.experts != nullptr ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   if (rows > max_rows) return false;
   // A block is 8-column chunks of a power-of-two count <= 32 (one shuffle group of a warp), and
