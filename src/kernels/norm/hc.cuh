@@ -185,35 +185,49 @@ __device__ inline void hc_sinkhorn_warp(const HcMix& m, const HcPreParams& p, fl
   if (lane < hc * hc) comb_out[lane] = v;
 }
 
-// The folded RMS norm of one token's u row (D <= kRmsRowMaxN; the block has >= 256 threads):
-// rms_norm_row_kernel's arithmetic exactly — thread i < 256 takes columns i + 256 j, squares
-// summed in j order, block_sum (threads >= 256 add exact zeros, so their warps change nothing),
-// then v * inv * w — so the fold gives the bits of hc_pre followed by rms_norm.
+// The collapsed row u of the token, staged in shared memory when the norm is folded (one array
+// per block: every call returns the same one).
+__device__ __forceinline__ float* hc_u_stage() {
+  __shared__ float s_u[kRmsRowMaxN];
+  return s_u;
+}
+
+// The folded RMS norm of one token's u row (D <= kRmsRowMaxN; the block has >= 256 threads) from
+// its staged values (u as rounded to Tu): rms_norm_row_kernel's arithmetic exactly — thread i < 256
+// sums the squares of columns i + 256 j in j order, block_sum (threads >= 256 add exact zeros, so
+// their warps change nothing), then v * inv * w per element — so the fold gives the bits of hc_pre
+// followed by rms_norm. Every thread writes columns tid + k blockDim with its weight loads issued
+// four at a time ahead of the stores (they could alias, so the compiler would not hoist them).
 template <typename Tu>
 __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p) {
   __shared__ float scratch[32];
-  __syncthreads();  // the row's u elements are written (global writes are visible within the block)
+  const float* su = hc_u_stage();
+  __syncthreads();  // the row is staged
   const int i = threadIdx.x;
   float ss = 0.0f;
+  if (i < 256) {
 #pragma unroll
-  for (int j = 0; j < kRmsRowPer; ++j) {
-    const int64_t c = i + 256 * j;
-    if (i < 256 && c < p.D) {
-      const float v = to_f32(row[c]);
-      ss += v * v;
+    for (int j = 0; j < kRmsRowPer; ++j) {
+      const int64_t c = i + 256 * j;
+      if (c < p.D) ss += su[c] * su[c];
     }
   }
   const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
-  // The row and the weight are read again here rather than held from the loads above as
-  // rms_norm_row does: the same values, and no spills in a 1,024-thread block (64 registers).
+  const int stride = blockDim.x;
+  for (int64_t c0 = i; c0 < p.D; c0 += 4 * static_cast<int64_t>(stride)) {
+    float w[4];
 #pragma unroll
-  for (int j = 0; j < kRmsRowPer; ++j) {
-    const int64_t c = i + 256 * j;
-    if (i >= 256 || c >= p.D) continue;
-    float w = 1.0f;
-    if (p.norm != nullptr)
-      w = p.norm_bf16 ? to_f32(static_cast<const __nv_bfloat16*>(p.norm)[c]) : static_cast<const float*>(p.norm)[c];
-    row[c] = from_f32<Tu>(to_f32(row[c]) * inv * w);
+    for (int k = 0; k < 4; ++k) {
+      const int64_t c = c0 + k * stride;
+      w[k] = 1.0f;
+      if (c < p.D && p.norm != nullptr)
+        w[k] = p.norm_bf16 ? to_f32(static_cast<const __nv_bfloat16*>(p.norm)[c]) : static_cast<const float*>(p.norm)[c];
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t c = c0 + k * stride;
+      if (c < p.D) row[c] = from_f32<Tu>(su[c] * inv * w[k]);
+    }
   }
 }
 
@@ -239,7 +253,11 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
     float acc = 0.0f;
 #pragma unroll
     for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
-    u[t * p.D + c] = from_f32<Tu>(acc);
+    if (p.fold_norm) {
+      hc_u_stage()[c] = to_f32(from_f32<Tu>(acc));  // u as rms_norm would read it; written normalised
+    } else {
+      u[t * p.D + c] = from_f32<Tu>(acc);
+    }
   }
   if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
   if (p.fold_norm) hc_fold_norm(u + t * p.D, p);  // (launch_hc_pre folds only with >= 256 threads)
