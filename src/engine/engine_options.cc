@@ -27,7 +27,7 @@ constexpr const char* kKnownVariables[] = {
     // sub-ranges per CTA (all launches / expert launches).
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC", "DEEPINFER_GEMV_EXPERT_SPC",
     "DEEPINFER_GEMV_TRANSPOSED", "DEEPINFER_GEMV_TR_MIN_NT", "DEEPINFER_MOE_GROUP_SMALL",
-    "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_HC_FOLD_NORM",
+    "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_HC_FOLD_NORM", "DEEPINFER_HC_MIX_TOKENS",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
     "DEEPINFER_CUDA_GRAPHS",
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits).

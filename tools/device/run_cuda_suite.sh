@@ -7,10 +7,11 @@
 # (DEEPINFER_GEMM_KERNEL=mma), with the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
 # instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
-# compare the fold with the separate kernel too); the MoE tests once more with the general (multi-kernel) pair
-# grouping (DEEPINFER_MOE_GROUP_SMALL=0); then both test binaries run again with every kernel
-# launched plainly instead of as a programmatic dependent (DEEPINFER_CUDA_PDL=0), so every kernel
-# and launch mode stays verified.
+# compare the fold with the separate kernel too); the mHC tests with one and four tokens per
+# prefill mixing block (DEEPINFER_HC_MIX_TOKENS=1, 4; default 2); the MoE tests once more with the
+# general (multi-kernel) pair grouping (DEEPINFER_MOE_GROUP_SMALL=0); then both test binaries run
+# again with every kernel launched plainly instead of as a programmatic dependent
+# (DEEPINFER_CUDA_PDL=0), so every kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +27,8 @@ DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*' || status=1
+DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*' || status=1
 DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 .carry/bin/cuda_model_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1

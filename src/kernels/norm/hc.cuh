@@ -21,81 +21,99 @@ namespace deepinfer::kernels {
 // before their FMAs (which still run in k order). The lane sums run from shared memory, one
 // thread per (warp, column) adding its 32 values with the butterfly's pairing (v_i + v_{i+o} for
 // o = 16 .. 1: lane 0's result, which every lane holds) — a fifth of the instructions of 5 shuffle
-// rounds per column per warp. (Blocks of several tokens sharing the mixing-matrix loads were
-// measured no faster on the H200.)
+// rounds per column per warp. TPB > 1 (prefill): a block takes TPB consecutive tokens, each
+// mixing-matrix value loaded once for all of them (the matrix reads from L2 bound the one-token
+// blocks: 96 KB per (token, split)); every token's FMA chain and reduction are the one-token
+// block's, so the bits do not change.
 inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
-template <typename T, int N, int CG>
+template <typename T, int N, int CG, int TPB = 1>
 __global__ void __launch_bounds__(kHcMixThreads)
-    hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk) {
+    hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk, int64_t n_tokens) {
   pdl_prologue();
   constexpr int C = CG + 1;  // this block's columns + the sum of squares (local column CG)
   __shared__ __align__(16) float lanes[C][kHcMixThreads + 4];  // the block's thread partials
   __shared__ float warp_sums[C][kHcMixWarps];
   const int tid = threadIdx.x;
-  const int64_t t = blockIdx.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * TPB;
+  const int n_here = static_cast<int>(min64(TPB, n_tokens - t0));  // tokens of this block
   const int split = blockIdx.y, n_split = gridDim.y;
   const int c0 = CG == N ? 0 : blockIdx.z * CG;  // first mix column of the block
   const bool squares = CG == N || blockIdx.z == 0;
   const int64_t k0 = split * chunk, k1 = min64(K, k0 + chunk);
-  const T* xt = x + t * K;
+  const T* xt = x + t0 * K;
   const float* fc = fn + c0 * K;
-  float acc[C];
+  float acc[TPB][C];
 #pragma unroll
-  for (int m = 0; m < C; ++m) acc[m] = 0.0f;
-  auto step = [&](float v, const float (&f)[CG]) {
-    acc[CG] += v * v;
+  for (int tt = 0; tt < TPB; ++tt)
 #pragma unroll
-    for (int m = 0; m < CG; ++m) acc[m] += v * f[m];
+    for (int m = 0; m < C; ++m) acc[tt][m] = 0.0f;
+  auto step = [&](float (&a)[C], float v, const float (&f)[CG]) {
+    a[CG] += v * v;
+#pragma unroll
+    for (int m = 0; m < CG; ++m) a[m] += v * f[m];
   };
   auto load = [&](int64_t k, float (&f)[CG]) {
 #pragma unroll
     for (int m = 0; m < CG; ++m) f[m] = c0 + m < N ? fc[m * K + k] : 0.0f;
   };
+  // Token tt's x at k (0 past the block's tokens: their sums are never stored).
+  auto xv = [&](int tt, int64_t k) { return tt < n_here ? to_f32(xt[tt * K + k]) : 0.0f; };
   int64_t k = k0 + tid;
   for (; k + kHcMixThreads < k1; k += 2 * kHcMixThreads) {
-    float f0[CG], f1[CG];
+    float f0[CG], f1[CG], v0[TPB], v1[TPB];
     load(k, f0);
     load(k + kHcMixThreads, f1);
-    const float v0 = to_f32(xt[k]), v1 = to_f32(xt[k + kHcMixThreads]);
-    step(v0, f0);
-    step(v1, f1);
+#pragma unroll
+    for (int tt = 0; tt < TPB; ++tt) v0[tt] = xv(tt, k), v1[tt] = xv(tt, k + kHcMixThreads);
+#pragma unroll
+    for (int tt = 0; tt < TPB; ++tt) {
+      step(acc[tt], v0[tt], f0);
+      step(acc[tt], v1[tt], f1);
+    }
   }
   if (k < k1) {
     float f0[CG];
     load(k, f0);
-    step(to_f32(xt[k]), f0);
+#pragma unroll
+    for (int tt = 0; tt < TPB; ++tt) step(acc[tt], xv(tt, k), f0);
   }
+  // Each token's reduction in turn through the same shared arrays (the final sums read
+  // warp_sums before the next token's first barrier, which precedes its warp_sums writes).
 #pragma unroll
-  for (int m = 0; m < C; ++m) lanes[m][tid] = acc[m];
-  __syncthreads();
-  for (int j = tid; j < C * kHcMixWarps; j += kHcMixThreads) {
-    const int m = j % C, w = j / C;
-    float v[32];
+  for (int tt = 0; tt < TPB; ++tt) {
+    if (tt >= n_here) break;  // block-uniform
 #pragma unroll
-    for (int i = 0; i < 32; i += 4) {
-      const float4 q = *reinterpret_cast<const float4*>(&lanes[m][32 * w + i]);
-      v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+    for (int m = 0; m < C; ++m) lanes[m][tid] = acc[tt][m];
+    __syncthreads();
+    for (int j = tid; j < C * kHcMixWarps; j += kHcMixThreads) {
+      const int m = j % C, w = j / C;
+      float v[32];
+#pragma unroll
+      for (int i = 0; i < 32; i += 4) {
+        const float4 q = *reinterpret_cast<const float4*>(&lanes[m][32 * w + i]);
+        v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+      }
+      // warp_sum's rounds (offsets 16, 8, 4, 2, 1), written out so every index is a constant.
+#pragma unroll
+      for (int i = 0; i < 16; ++i) v[i] += v[i + 16];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += v[i + 8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] += v[i + 4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) v[i] += v[i + 2];
+      v[0] += v[1];
+      warp_sums[m][w] = v[0];
     }
-    // warp_sum's rounds (offsets 16, 8, 4, 2, 1), written out so every index is a constant.
+    __syncthreads();
+    const bool mine = tid < CG ? c0 + tid < N : (tid == CG && squares);
+    if (mine) {
+      float s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) v[i] += v[i + 16];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] += v[i + 8];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] += v[i + 4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) v[i] += v[i + 2];
-    v[0] += v[1];
-    warp_sums[m][w] = v[0];
-  }
-  __syncthreads();
-  const bool mine = tid < CG ? c0 + tid < N : (tid == CG && squares);
-  if (mine) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kHcMixWarps; ++w) s += warp_sums[tid][w];
-    partial[(t * n_split + split) * (N + 1) + (tid < CG ? c0 + tid : N)] = s;
+      for (int w = 0; w < kHcMixWarps; ++w) s += warp_sums[tid][w];
+      partial[((t0 + tt) * n_split + split) * (N + 1) + (tid < CG ? c0 + tid : N)] = s;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Launch functions of the elementwise, norm, RoPE, fake-quant and hyper-connection kernels.
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/act_quant.cuh"
 #include "kernels/launch.h"
@@ -165,11 +166,21 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
   if (T < 64) {
     const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), (N + kNarrow - 1) / kNarrow);
     launch_pdl(hc_mix_partial_kernel<X, N, kNarrow>, grid, kHcMixThreads, 0, s, x, fn, partial, K,
-               chunk);
-  } else {
-    const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), 1);
-    launch_pdl(hc_mix_partial_kernel<X, N, N>, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk);
+               chunk, T);
+    return;
   }
+  // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2 (default) or 4, tuning
+  // only: the bits are the one-token block's).
+  static const int tpb = env_int("DEEPINFER_HC_MIX_TOKENS", 2, {1, 2, 4});
+  auto launch = [&](auto kernel, int per_block) {
+    const dim3 grid(static_cast<unsigned>((T + per_block - 1) / per_block), static_cast<unsigned>(n_split), 1);
+    launch_pdl(kernel, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk, T);
+  };
+  if constexpr (N == 24) {
+    if (tpb == 4) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
+    if (tpb == 2) return launch(hc_mix_partial_kernel<X, N, N, 2>, 2);
+  }
+  launch(hc_mix_partial_kernel<X, N, N, 1>, 1);
 }
 template <typename X>
 void launch_hc_mix(const X* x, const float* fn, float* partial, int64_t T, int64_t K, int n_mix, int n_split,
