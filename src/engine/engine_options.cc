@@ -23,8 +23,9 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_BATCH_INVARIANT",       "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE",
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
-    // CUDA GEMV tuning knobs, read by the backend (numerically neutral): ring depth, K
-    // sub-ranges per CTA (all launches / expert launches).
+    // CUDA tuning knobs and A/B switches, read by the backend (numerically neutral): GEMV ring
+    // depth, K sub-ranges per CTA (all launches / expert launches), tile forms, the activation
+    // quantisation and RMS-norm folds, tokens per mHC mixing block, MoE grouping.
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC", "DEEPINFER_GEMV_EXPERT_SPC",
     "DEEPINFER_GEMV_TRANSPOSED", "DEEPINFER_GEMV_TR_MIN_NT", "DEEPINFER_MOE_GROUP_SMALL",
     "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_HC_FOLD_NORM", "DEEPINFER_HC_MIX_TOKENS",

@@ -23,7 +23,7 @@ namespace deepinfer::kernels {
 // o = 16 .. 1: lane 0's result, which every lane holds) — a fifth of the instructions of 5 shuffle
 // rounds per column per warp. TPB > 1 (prefill): a block takes TPB consecutive tokens, each
 // mixing-matrix value loaded once for all of them (the matrix reads from L2 bound the one-token
-// blocks: 96 KB per (token, split)); every token's FMA chain and reduction are the one-token
+// blocks: 96 KB per (token, split); launch_hc_mix_n picks TPB); every token's FMA chain and reduction are the one-token
 // block's, so the bits do not change.
 inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
