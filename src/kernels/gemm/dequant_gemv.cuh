@@ -149,10 +149,8 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
 // element is the same 16-product sums in the same order either way (the suite checks the bits
 // against the tiled kernels). NT: n8 tiles per warp (even when MT < 0); S: ring windows per warp
 // (S - 1 in flight).
-// CPS: resident CTAs per SM the registers are budgeted for (kGemvCtasPerSm unless a launcher
-// picks another: an occupancy A/B).
-template <WeightFmt F, int MT, int NT, int S, int CPS = kGemvCtasPerSm<MT, NT>>
-__global__ void __launch_bounds__(kGemvWarps * 32, CPS)
+template <WeightFmt F, int MT, int NT, int S>
+__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
   constexpr bool kTr = MT < 0;

@@ -96,27 +96,12 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   return sh;
 }
 
-// CTAs per SM the one-row-tile transposed launches budget registers for (DEEPINFER_GEMV_TR1_CTAS
-// = 4 (default), 5, or 6 (5 for 32-column warps); tuning only): an occupancy A/B for the batch
-// 1-8 decode launches.
-int gemv_tr1_ctas() {
-  static const int n = env_int("DEEPINFER_GEMV_TR1_CTAS", 4, {4, 5, 6});
-  return n;
-}
-
 template <WeightFmt F, int MT, int NT, int S>
 cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_t s) {
-  auto kernel = dequant_gemv_kernel<F, MT, NT, S>;
-  if constexpr (MT == -1 && NT == 4) {
-    if (gemv_tr1_ctas() >= 5) kernel = dequant_gemv_kernel<F, MT, NT, S, 5>;
-  }
-  if constexpr (MT == -1 && NT == 2) {
-    if (gemv_tr1_ctas() == 5) kernel = dequant_gemv_kernel<F, MT, NT, S, 5>;
-    if (gemv_tr1_ctas() == 6) kernel = dequant_gemv_kernel<F, MT, NT, S, 6>;
-  }
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kGemvMaxSmem));
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, NT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
@@ -129,7 +114,7 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_
   if (!self_fold) q.tile_counters = nullptr;
   // A programmatic dependent launch like every kernel (pdl_launch.cuh), and the one that gains
   // most from it: its CTAs stream their first weight windows before griddep_wait().
-  const cudaError_t e = launch_pdl(kernel, grid, kGemvWarps * 32,
+  const cudaError_t e = launch_pdl(dequant_gemv_kernel<F, MT, NT, S>, grid, kGemvWarps * 32,
                                    gemv_smem_bytes(sh, p.K, S * NT), s, q, p.partial, sh);
   if (e != cudaSuccess) return e;
   if (split && !self_fold) {
