@@ -66,30 +66,19 @@ inline constexpr int kGemvCtasPerSm = MT >= -1 && MT <= 1 ? (NT == 1 ? 6 : 4) : 
 // Eight consecutive activations of row `row` from column `col` as F32 (A is F32 when p.a_f32,
 // else BF16); `vec`: 16-byte aligned rows and column.
 __device__ __forceinline__ void load_act8(const GemmParams& p, int64_t row, int64_t col, bool vec, float (&v)[8]) {
-  const int64_t off = row * p.lda + col;
-  if (p.a_f32) {
-    const float* src = static_cast<const float*>(p.A) + off;
+  auto load = [&](const auto* src) {
     if (vec) {
-      const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      load8_f32(src, v);
     } else {
 #pragma unroll
-      for (int q = 0; q < 8; ++q) v[q] = src[q];
+      for (int q = 0; q < 8; ++q) v[q] = to_f32(src[q]);
     }
-    return;
-  }
-  const __nv_bfloat16* src = static_cast<const __nv_bfloat16*>(p.A) + off;
-  if (vec) {
-    const uint4 a = *reinterpret_cast<const uint4*>(src);
-    const uint32_t words[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      v[2 * q] = __uint_as_float(words[q] << 16);
-      v[2 * q + 1] = __uint_as_float(words[q] & 0xffff0000u);
-    }
+  };
+  const int64_t off = row * p.lda + col;
+  if (p.a_f32) {
+    load(static_cast<const float*>(p.A) + off);
   } else {
-#pragma unroll
-    for (int q = 0; q < 8; ++q) v[q] = __bfloat162float(src[q]);
+    load(static_cast<const __nv_bfloat16*>(p.A) + off);
   }
 }
 
