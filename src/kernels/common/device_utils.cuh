@@ -155,6 +155,12 @@ __device__ __forceinline__ float round_e2m1(float x) {
 __device__ __forceinline__ float pow2_scale(float amax, float qmax) {
   return exp2f(ceilf(log2f(amax / qmax)));
 }
+// FP8 E4M3 block fake-quantisation with a power-of-two scale, the one form every user shares
+// (activation quantisation, the small-M GEMM's folded staging, the KV fake-quant), so they give
+// the same bits: the scale of a block whose largest |x| is amax — the reference's
+// 2^ceil(log2(max(amax, 1e-4) / 448)) — and one element quantised with it.
+__device__ __forceinline__ float act_quant_scale(float amax) { return pow2_scale(fmaxf(amax, 1e-4f), 448.0f); }
+__device__ __forceinline__ float act_quant_value(float x, float s) { return round_e4m3(x / s) * s; }
 
 __device__ __forceinline__ int div_up(int a, int b) { return (a + b - 1) / b; }
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }

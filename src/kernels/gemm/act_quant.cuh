@@ -8,12 +8,6 @@
 
 namespace deepinfer::kernels {
 
-// The FP8 block quantisation this kernel and the small-M GEMM (which folds it into its activation
-// staging) share, so both give the same bits: the scale of a block whose largest |x| is amax —
-// the reference's 2^ceil(log2(max(amax, 1e-4) / 448)) — and one element quantised with it.
-__device__ __forceinline__ float act_quant_scale(float amax) { return pow2_scale(fmaxf(amax, 1e-4f), 448.0f); }
-__device__ __forceinline__ float act_quant_value(float x, float s) { return round_e4m3(x / s) * s; }
-
 template <typename T>
 __global__ void act_quant_bf16_kernel(const T* x, __nv_bfloat16* out, int64_t width, int block) {
   pdl_prologue();  // a GEMM that follows may start streaming its weights

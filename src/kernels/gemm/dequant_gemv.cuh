@@ -17,7 +17,6 @@
 // canonical fold; with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
-#include "kernels/gemm/act_quant.cuh"
 #include "kernels/gemm/gemm_common.cuh"
 
 namespace deepinfer::kernels {

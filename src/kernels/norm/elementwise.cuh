@@ -227,13 +227,12 @@ __global__ void fp8_fake_quant_kernel(T* x, int64_t width, int64_t n_dims, int b
   const int64_t r = blockIdx.x;
   const int64_t b0 = static_cast<int64_t>(blockIdx.y) * block;
   const int lane = threadIdx.x;
-  float amax = 1e-4f;
+  float amax = 0.0f;
   for (int64_t c = b0 + lane; c < min64(b0 + block, n_dims); c += 32) amax = fmaxf(amax, fabsf(to_f32(x[r * width + c])));
-  amax = warp_max(amax);
-  const float s = pow2_scale(amax, 448.0f);
+  const float s = act_quant_scale(warp_max(amax));
   for (int64_t c = b0 + lane; c < min64(b0 + block, n_dims); c += 32) {
     T* p = x + r * width + c;
-    *p = from_f32<T>(round_e4m3(to_f32(*p) / s) * s);
+    *p = from_f32<T>(act_quant_value(to_f32(*p), s));
   }
 }
 

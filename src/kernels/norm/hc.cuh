@@ -21,10 +21,10 @@ namespace deepinfer::kernels {
 // before their FMAs (which still run in k order). The lane sums run from shared memory, one
 // thread per (warp, column) adding its 32 values with the butterfly's pairing (v_i + v_{i+o} for
 // o = 16 .. 1: lane 0's result, which every lane holds) — a fifth of the instructions of 5 shuffle
-// rounds per column per warp. TPB > 1 (prefill): a block takes TPB consecutive tokens, each
-// mixing-matrix value loaded once for all of them (the matrix reads from L2 bound the one-token
-// blocks: 96 KB per (token, split); launch_hc_mix_n picks TPB); every token's FMA chain and reduction are the one-token
-// block's, so the bits do not change.
+// rounds per column per warp. TPB > 1 (prefill; launch_hc_mix_n picks it): a block takes TPB
+// consecutive tokens, each mixing-matrix value loaded once for all of them (one-token blocks
+// re-read a 96 KB slice of it from L2 per (token, split)); every token's FMA chain and reduction
+// are the one-token block's, so the bits do not change.
 inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
 template <typename T, int N, int CG, int TPB = 1>
@@ -281,9 +281,13 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   if (p.fold_norm) hc_fold_norm(u + t * p.D, p);  // (launch_hc_pre folds only with >= 256 threads)
 }
 
+// Threads per token: decode-sized batches (< 64 tokens) take 1,024 so the collapse u = sum_i pre_i
+// X_i (31 warps) takes one or two memory latencies while warp 0 runs Sinkhorn; prefill 256. Both
+// >= 256, which the folded norm needs.
+inline constexpr int kHcFinalizeDecodeThreads = 1024, kHcFinalizePrefillThreads = 256;
 template <typename T, typename Tu>
-__global__ void __launch_bounds__(1024) hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out,
-                                       float* comb_out) {
+__global__ void __launch_bounds__(kHcFinalizeDecodeThreads)
+    hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out, float* comb_out) {
   pdl_prologue();
   const int64_t t = blockIdx.x;
   switch (p.hc) {

@@ -115,6 +115,10 @@ class CudaOps final : public Ops {
 
   // Activations as BF16 for the tensor-core GEMM, FP8-fake-quantised per `block` when > 0.
   TensorView activations_bf16(const TensorView& x, int block);
+  // p.A for the tensor-core GEMM p of activations x quantised in blocks of `block` (0: none): x
+  // itself when the small-M kernel folds the quantisation into its staging (gemm_fuses_act_quant),
+  // else activations_bf16(x, block). p as it will be launched but for A and its partials.
+  void set_gemm_activations(kernels::GemmParams& p, const TensorView& x, int block);
 
  private:
   // pair_w / pair_y: a second weight of w's shape and format and its output (linear_pair).

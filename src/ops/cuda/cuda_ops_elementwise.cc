@@ -89,6 +89,16 @@ TensorView CudaOps::activations_bf16(const TensorView& x, int block) {
   return out;
 }
 
+void CudaOps::set_gemm_activations(k::GemmParams& p, const TensorView& x, int block) {
+  if (k::gemm_fuses_act_quant(p, block)) {
+    p.A = x.data;
+    p.a_quant_block = block;
+    p.a_f32 = x.dtype == DType::kF32;
+  } else {
+    p.A = activations_bf16(x, block).data;
+  }
+}
+
 namespace {
 // Splits of the mHC mixing reduction: a function of K only (never of T), so batch invariant.
 int hc_splits(int64_t K) { return static_cast<int>(std::clamp<int64_t>(K / 1024, 1, 32)); }

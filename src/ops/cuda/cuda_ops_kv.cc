@@ -163,12 +163,8 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
     if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
     if (plain) {
       p.A = a.data;
-    } else if (k::gemm_fuses_act_quant(p, params.act_quant_block)) {  // quantised in the GEMM's staging
-      p.A = a.data;
-      p.a_quant_block = params.act_quant_block;
-      p.a_f32 = a.dtype == DType::kF32;
     } else {
-      p.A = activations_bf16(a, params.act_quant_block).data;
+      set_gemm_activations(p, a, params.act_quant_block);
     }
     if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
       p.partial = dptr<float>(alloc(DType::kF32, {n}));

@@ -71,13 +71,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   }
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
-  if (k::gemm_fuses_act_quant(p, options.act_quant_block)) {  // the small-M kernel quantises A itself
-    p.A = x.data;
-    p.a_quant_block = options.act_quant_block;
-    p.a_f32 = x.dtype == DType::kF32;
-  } else {
-    p.A = activations_bf16(x, options.act_quant_block).data;
-  }
+  set_gemm_activations(p, x, options.act_quant_block);
   if (const int64_t n = k::gemm_partial_floats(p); n > 0) {
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     attach_gemm_counters(p);

@@ -211,9 +211,8 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     using X = decltype(tx);
     using U = decltype(tu);
     launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
-    // Decode-sized batches: 1,024 threads per token so the collapse u = sum_i pre_i X_i (31 warps)
-    // takes one or two memory latencies while warp 0 runs Sinkhorn (numerically neutral).
-    launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? 1024 : 256, 0, s,
+    // Numerically neutral: the block size only spreads the collapse over more warps.
+    launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
                static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();
