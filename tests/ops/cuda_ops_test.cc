@@ -330,6 +330,9 @@ TEST_F(CudaOpsTest, HyperConnections) {
 TEST_F(CudaOpsTest, HcPreNormIsBitwiseHcPreThenRmsNorm) {
   const int64_t hc = 4;
   for (auto [T, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {3, 2048}, {70, 2048}, {2, 512}}) {
+    // The widths that must take the folded launch do (else this would compare the two ops with
+    // themselves).
+    EXPECT_EQ(kernels::hc_pre_folds_norm(D), D > 512) << D;
     Pair x = random(DType::kBF16, {T, hc, D});
     Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
     Pair scale = random(DType::kF32, {3}, 0.1f);
