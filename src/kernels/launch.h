@@ -30,6 +30,16 @@ struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* 
 cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);
+// rms_norm + rope + (quant_dims > 0) fp8_fake_quant of rows [N x heads, width] in place, one launch
+// (norm_rope_fusable says when).
+struct NormRopeParams {
+  void* x; ActType type; const void* weight; ActType w_type;  // weight [width] or null
+  int64_t N, heads, width; float eps;
+  const int32_t* positions; const float* inv_freq; int n_rope; float sign;
+  int64_t quant_dims; int quant_block;
+};
+bool norm_rope_fusable(const NormRopeParams& p);
+cudaError_t launch_norm_rope(const NormRopeParams& p, cudaStream_t stream);
 struct FakeQuantParams { void* x; ActType type; int64_t rows, width, n_dims; int block; };
 cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t stream);
 cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t stream);  // n_dims = width

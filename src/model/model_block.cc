@@ -47,13 +47,10 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), fp8_act());
-  ops_->rms_norm(q.reshape({T * H, d}), TensorView{}, eps, q.reshape({T * H, d}));
-  ops_->rope(q, step.batch.positions, rope);
+  ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
 
-  // The shared K = V latent row of each token.
-  ops_->rms_norm(kv, aw.kv_norm, eps, kv);
-  ops_->rope(kv, step.batch.positions, rope);
-  if (official) ops_->fp8_fake_quant(kv, config_.n_nope_dims(), 64);
+  // The shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached).
+  ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
 
   TensorView comp_idx;
   if (ratio > 0) {

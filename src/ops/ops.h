@@ -190,6 +190,18 @@ class Ops {
   // ---- positions and quantisation ----
   // In-place RoPE on x [N, n_heads, head_dim] at positions [N] I32 (tail dims only).
   virtual void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) = 0;
+  // The query / KV rows' preparation in place: x [N, heads, d] (or [N, d]) RMS-normalised per row
+  // (weight [d] or empty = unweighted), RoPE on the tail dims at positions [N], then with
+  // quant_dims > 0 fp8_fake_quant(x, quant_dims, quant_block). One call so a backend can fuse it
+  // (same bits as the three ops, which are the default).
+  virtual void norm_rope(const TensorView& x, const TensorView& weight, float eps, const TensorView& positions,
+                         const RopeParams& params, int64_t quant_dims = 0, int quant_block = 0) {
+    const int64_t d = x.shape[x.rank - 1];
+    const TensorView rows = x.reshape({x.numel() / d, d});
+    rms_norm(rows, weight, eps, rows);
+    rope(x, positions, params);
+    if (quant_dims > 0) fp8_fake_quant(x, quant_dims, quant_block);
+  }
   // In-place FP8 E4M3 quantise-dequantise of dims [0, n_dims) of each row of x [N, width] in
   // blocks of `block` with power-of-two scales (§3.3 points 1-2).
   virtual void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) = 0;

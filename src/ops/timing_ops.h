@@ -81,6 +81,10 @@ class TimingOps final : public Ops {
   }
   void rope(const TensorView& x, const TensorView& pos, const RopeParams& p) override { timed("rope", [&] { inner_->rope(x, pos, p); }); }
   void fp8_fake_quant(const TensorView& x, int64_t n, int b) override { timed("fp8_fake_quant", [&] { inner_->fp8_fake_quant(x, n, b); }); }
+  void norm_rope(const TensorView& x, const TensorView& w, float eps, const TensorView& pos, const RopeParams& p,
+                 int64_t quant_dims, int quant_block) override {
+    timed("norm_rope", [&] { inner_->norm_rope(x, w, eps, pos, p, quant_dims, quant_block); });
+  }
   void hadamard_fp4_fake_quant(const TensorView& x) override { timed("hadamard_fp4", [&] { inner_->hadamard_fp4_fake_quant(x); }); }
   void window_store(const TensorView& kv, const BatchView& b, const TensorView& w) override {
     timed("window_store", [&] { inner_->window_store(kv, b, w); });

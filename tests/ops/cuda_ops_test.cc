@@ -298,6 +298,38 @@ TEST_F(CudaOpsTest, RopeAndFakeQuantisers) {
   EXPECT_LE(rel_error(download(h.dev), values(h.host)), 1e-6f);
 }
 
+// norm_rope (the query and KV rows' preparation in one launch) is bitwise rms_norm + rope
+// (+ fp8_fake_quant): unweighted per-head norms of [T, H, 512] query rows, weighted [T, 512] KV
+// rows with their 448 non-RoPE dims quantised in blocks of 64, in BF16 and F32.
+TEST_F(CudaOpsTest, NormRopeIsBitwiseTheSeparateOps) {
+  const int64_t d = 512, n_rope = 64;
+  std::vector<float> freqs(n_rope / 2);
+  for (int64_t i = 0; i < n_rope / 2; ++i) freqs[i] = std::pow(10000.0f, -2.0f * i / n_rope);
+  Pair f = make(DType::kF32, {n_rope / 2});
+  std::copy(freqs.begin(), freqs.end(), f.host.as<float>());
+  upload(f);
+  const ops::RopeParams rp{f.dev, static_cast<int>(n_rope)};
+  Pair w = random(DType::kBF16, {d}, 0.5f);
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (auto [T, H, weighted, quant] : std::vector<std::tuple<int64_t, int64_t, bool, int64_t>>{
+             {5, 8, false, 0}, {1, 64, false, 0}, {3, 1, true, 448}, {2, 1, false, 448}}) {
+      Pair pos = make(DType::kI32, {T});
+      for (int64_t i = 0; i < T; ++i) set(pos.host, i, static_cast<float>(4093 + 977 * i));
+      upload(pos);
+      Pair a = random(dt, {T, H, d}, 2.0f), b = make(dt, {T, H, d});
+      for (int64_t i = 0; i < T * H * d; ++i) set(b.host, i, get(a.host, i));
+      upload(b);
+      const TensorView nw = weighted ? w.dev : TensorView{};
+      gpu_->norm_rope(a.dev, nw, 1e-6f, pos.dev, rp, quant, 64);
+      gpu_->rms_norm(b.dev.reshape({T * H, d}), nw, 1e-6f, b.dev.reshape({T * H, d}));
+      gpu_->rope(b.dev, pos.dev, rp);
+      if (quant > 0) gpu_->fp8_fake_quant(b.dev, quant, 64);
+      EXPECT_EQ(download(a.dev), download(b.dev))
+          << "dtype " << int(dt) << " T " << T << " heads " << H << (weighted ? " weighted" : "") << " quant " << quant;
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, HyperConnections) {
   const int64_t T = 5, hc = 4, D = 256;
   Pair x = random(DType::kF32, {T, hc, D});

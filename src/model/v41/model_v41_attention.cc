@@ -74,8 +74,7 @@ TensorView ModelV41::attention(const loader::BlockWeightsV41& w, int64_t layer, 
   // Window KV: FP8 with UE8M0 per 32 over all dims, RoPE included (§3.4).
   TensorView kv = alloc_act({T, d});
   ops_->linear(a, aw.wkv, kv, fp8_act());
-  ops_->rms_norm(kv, aw.kv_norm, eps, kv);
-  ops_->rope(kv, rows.batch.positions, rope);
+  ops_->norm_rope(kv, aw.kv_norm, eps, rows.batch.positions, rope);
   ops_->kv_fake_quant(kv, ops::KvQuantFormat::kFp8Pow2x32);
 
   ops::AttentionParams ap;

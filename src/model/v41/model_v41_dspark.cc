@@ -63,8 +63,7 @@ void ModelV41::seed_draft_rings(Step& step, KvState& state) {
     const loader::AttentionWeightsV41& aw = weights_.dspark[static_cast<size_t>(j)].block.attn;
     TensorView kv = alloc_act({T, config_.head_dim});
     ops_->linear(main_x, aw.wkv, kv, fp8_act());
-    ops_->rms_norm(kv, aw.kv_norm, static_cast<float>(config_.rms_norm_eps), kv);
-    ops_->rope(kv, rows.batch.positions, rope);
+    ops_->norm_rope(kv, aw.kv_norm, static_cast<float>(config_.rms_norm_eps), rows.batch.positions, rope);
     ops_->kv_fake_quant(kv, ops::KvQuantFormat::kFp8Pow2x32);
     ops_->window_store(kv, rows.batch, state.layer(config_.num_hidden_layers + j).window);
   }
@@ -85,8 +84,7 @@ TensorView ModelV41::draft_attention(const loader::BlockWeightsV41& w, int stage
   ops_->rope(q, rows.batch.positions, rope);
   TensorView kv = alloc_act({T, d});
   ops_->linear(a, aw.wkv, kv, fp8_act());
-  ops_->rms_norm(kv, aw.kv_norm, eps, kv);
-  ops_->rope(kv, rows.batch.positions, rope);
+  ops_->norm_rope(kv, aw.kv_norm, eps, rows.batch.positions, rope);
   ops_->kv_fake_quant(kv, ops::KvQuantFormat::kFp8Pow2x32);
   ops::AttentionParams ap;
   ap.window = config_.sliding_window;

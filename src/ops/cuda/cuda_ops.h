@@ -92,6 +92,8 @@ class CudaOps final : public Ops {
 
   void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) override;
   void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) override;
+  void norm_rope(const TensorView& x, const TensorView& weight, float eps, const TensorView& positions,
+                 const RopeParams& params, int64_t quant_dims, int quant_block) override;
   void hadamard_fp4_fake_quant(const TensorView& x) override;
 
   void window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) override;

@@ -74,6 +74,24 @@ void CudaOps::fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) {
   DI_LAUNCH(k::launch_fp8_fake_quant({x.data, act_type(x), rows, width, n_dims, block}, stream_));
 }
 
+void CudaOps::norm_rope(const TensorView& x, const TensorView& weight, float eps, const TensorView& positions,
+                        const RopeParams& params, int64_t quant_dims, int quant_block) {
+  const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
+  if (N == 0) return;
+  const k::NormRopeParams p{x.data, act_type(x), weight.empty() ? nullptr : weight.data,
+                            weight.empty() ? k::ActType::kF32 : act_type(weight), N, x.numel() / (N * width), width, eps,
+                            dptr<int32_t>(positions), dptr<float>(params.inv_freq), params.n_rope,
+                            params.inverse ? -1.0f : 1.0f, quant_dims, quant_block};
+  // DEEPINFER_NORM_ROPE_FUSED=0: the three launches (an A/B switch; same bits).
+  static const bool fused = k::env_switch("DEEPINFER_NORM_ROPE_FUSED");
+  if (!fused || !k::norm_rope_fusable(p)) {
+    Ops::norm_rope(x, weight, eps, positions, params, quant_dims, quant_block);
+    return;
+  }
+  DI_CHECK(weight.empty() || weight.numel() == width, "norm_rope: weight {} for width {}", weight.shape_string(), width);
+  DI_LAUNCH(k::launch_norm_rope(p, stream_));
+}
+
 void CudaOps::hadamard_fp4_fake_quant(const TensorView& x) {
   const int64_t n = x.shape[x.rank - 1], rows = x.numel() / n;
   if (rows == 0) return;

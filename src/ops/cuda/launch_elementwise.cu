@@ -127,6 +127,33 @@ cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+bool norm_rope_fusable(const NormRopeParams& p) {
+  const bool norm_ok = p.width <= kRmsWarpMaxN && p.width % 32 == 0;
+  const bool rope_ok = p.n_rope >= 0 && p.n_rope % 2 == 0 && p.n_rope <= p.width && (p.width - p.n_rope) % 32 == 0;
+  const bool quant_ok = p.quant_dims == 0 || (p.quant_block == 64 && p.quant_dims % 64 == 0 && p.quant_dims <= p.width);
+  return norm_ok && rope_ok && quant_ok && p.heads > 0;
+}
+
+cudaError_t launch_norm_rope(const NormRopeParams& p, cudaStream_t s) {
+  if (!norm_rope_fusable(p)) return cudaErrorInvalidValue;
+  const int64_t rows = p.N * p.heads;
+  const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);  // 8 rows (warps) per block
+  with_act2(p.type, p.w_type, [&](auto t, auto tw) {
+    using T = decltype(t);
+    using W = decltype(tw);
+    auto launch = [&](auto kernel) {
+      launch_pdl(kernel, blocks, 256, 0, s, static_cast<T*>(p.x), static_cast<const W*>(p.weight), rows, p.heads,
+                 p.width, p.eps, p.positions, p.inv_freq, p.n_rope, p.sign, p.quant_dims);
+    };
+    if (p.quant_dims > 0) {
+      launch(norm_rope_kernel<T, W, 2>);
+    } else {
+      launch(norm_rope_kernel<T, W, 0>);
+    }
+  });
+  return cudaGetLastError();
+}
+
 cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.rows), static_cast<unsigned>((p.n_dims + p.block - 1) / p.block));
   with_act(p.type, [&](auto t) {
