@@ -31,7 +31,7 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);
 // rms_norm + rope + (quant_dims > 0) fp8_fake_quant of rows [N x heads, width] in place, one launch
-// (norm_rope_fusable says when).
+// (norm_rope_fusable says when: the V4 head geometry, width 512 with 64 RoPE dims).
 struct NormRopeParams {
   void* x; ActType type; const void* weight; ActType w_type;  // weight [width] or null
   int64_t N, heads, width; float eps;

@@ -158,74 +158,73 @@ __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, 
   }
 }
 
-// Element `odd` of the pair (x0, x1) rotated by pos * inv_freq (sign -1: the inverse rotation),
-// the one expression both RoPE kernels use — products rounded before the sum (no FMA contraction
-// left to the compiler), so the fused kernel gives rope_kernel's bits.
-__device__ __forceinline__ float rope_rotate(float x0, float x1, float pos, float inv_freq, float sign, bool odd) {
-  float s, c;
+// RoPE of one pair: the angle's sine (times sign: -1 for the inverse rotation) and cosine, then
+// element `odd` of the rotated pair (x0, x1) — the expressions both RoPE kernels use, products
+// rounded before the sum (no FMA contraction left to the compiler), so they agree bit for bit.
+__device__ __forceinline__ void rope_sincos(float pos, float inv_freq, float sign, float& s, float& c) {
   sincosf(pos * inv_freq, &s, &c);
   s *= sign;
+}
+__device__ __forceinline__ float rope_pair(float x0, float x1, float s, float c, bool odd) {
   return odd ? __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c)) : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
 }
 
-// Query / KV row preparation in one launch: RMSNorm of each row (width n <= kRmsWarpMaxN, n % 32
-// == 0), RoPE of its last n_rope dims ((n - n_rope) % 32 == 0), then with QJ > 0 FP8 fake-quant of
-// dims [0, quant_dims) in blocks of 32 QJ. One warp per row (token = row / heads); lane-strided
-// elements as rms_norm_warp_kernel, so a RoPE pair is lanes l, l ^ 1 of one j and a quantisation
-// block is QJ consecutive j. Every step is its own kernel's arithmetic on the values that kernel
-// would read (rounded to T in between), so the result is bitwise rms_norm + rope + fp8_fake_quant.
+// Query / KV row preparation in one launch, for the V4 head geometry (rows of N = 512, the last
+// NR = 64 dims rotated; compile-time, so the unrolled loops hold only the rotated and quantised
+// slots): RMSNorm of each row, RoPE of its tail, then with QJ > 0 FP8 fake-quant of dims
+// [0, quant_dims) in blocks of 32 QJ. One warp per row (token = row / heads); lane-strided
+// elements as rms_norm_warp_kernel, so a RoPE pair is lanes l, l ^ 1 of one j (both compute its
+// angle) and a quantisation block is QJ consecutive j. Every step is its own kernel's arithmetic on
+// the values that kernel would read (rounded to T in between), so the result is bitwise rms_norm +
+// rope + fp8_fake_quant.
+inline constexpr int kNormRopeWidth = 512, kNormRopeDims = 64;
 template <typename T, typename Tw, int QJ>
-__global__ void norm_rope_kernel(T* x, const Tw* weight, int64_t rows, int64_t heads, int64_t n, float eps,
-                                 const int32_t* positions, const float* inv_freq, int n_rope, float sign,
-                                 int64_t quant_dims) {
+__global__ void norm_rope_kernel(T* x, const Tw* weight, int64_t rows, int64_t heads, float eps,
+                                 const int32_t* positions, const float* inv_freq, float sign, int64_t quant_dims) {
   pdl_prologue();
-  constexpr int kPer = kRmsWarpMaxN / 32;
+  constexpr int N = kNormRopeWidth, kPer = N / 32, kTail = (N - kNormRopeDims) / 32;
+  static_assert(N <= kRmsWarpMaxN && (N - kNormRopeDims) % 32 == 0, "one warp per row, j-aligned tail");
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
-  T* row = x + r * n;
+  T* row = x + r * N;
   float v[kPer], w[kPer];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int64_t c = lane + 32 * j;
-    v[j] = c < n ? to_f32(row[c]) : 0.0f;
-    w[j] = c < n && weight != nullptr ? to_f32(weight[c]) : 1.0f;
+    v[j] = to_f32(row[lane + 32 * j]);
+    w[j] = weight != nullptr ? to_f32(weight[lane + 32 * j]) : 1.0f;
   }
   float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) ss += v[j] * v[j];
-  const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(n) + eps);
+  const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(N) + eps);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) v[j] = to_f32(from_f32<T>(v[j] * inv * w[j]));  // as rms_norm stores it
-  const int64_t t0 = n - n_rope;  // first RoPE dim (a multiple of 32: j-uniform)
   const float pos = static_cast<float>(positions[r / heads]);
+  const bool odd = (lane & 1) != 0;
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int64_t c = lane + 32 * j;
-    if (32 * j < t0 || 32 * j >= n) continue;  // warp-uniform
+  for (int j = kTail; j < kPer; ++j) {
     const float other = __shfl_xor_sync(0xffffffffu, v[j], 1);
-    const bool odd = (lane & 1) != 0;
-    const float f = inv_freq[(c - t0) >> 1];
-    v[j] = to_f32(from_f32<T>(odd ? rope_rotate(other, v[j], pos, f, sign, true) : rope_rotate(v[j], other, pos, f, sign, false)));
+    float s, c;
+    rope_sincos(pos, inv_freq[(32 * (j - kTail) + lane) >> 1], sign, s, c);
+    v[j] = to_f32(from_f32<T>(rope_pair(odd ? other : v[j], odd ? v[j] : other, s, c, odd)));
   }
   if constexpr (QJ > 0) {
 #pragma unroll
     for (int j0 = 0; j0 < kPer; j0 += QJ) {
-      if (32 * j0 >= quant_dims) break;  // warp-uniform; quant_dims is a multiple of 32 QJ
-      float amax = 1e-4f;
+      if (32 * j0 < quant_dims) {  // warp-uniform; quant_dims is a multiple of 32 QJ
+        float amax = 1e-4f;
 #pragma unroll
-      for (int j = j0; j < j0 + QJ; ++j) amax = fmaxf(amax, fabsf(v[j]));
-      amax = warp_max(amax);
-      const float s = pow2_scale(amax, 448.0f);
+        for (int j = j0; j < j0 + QJ; ++j) amax = fmaxf(amax, fabsf(v[j]));
+        amax = warp_max(amax);
+        const float s = pow2_scale(amax, 448.0f);
 #pragma unroll
-      for (int j = j0; j < j0 + QJ; ++j) v[j] = round_e4m3(v[j] / s) * s;
+        for (int j = j0; j < j0 + QJ; ++j) v[j] = round_e4m3(v[j] / s) * s;
+      }
     }
   }
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int64_t c = lane + 32 * j;
-    if (c < n) row[c] = from_f32<T>(v[j]);
-  }
+  for (int j = 0; j < kPer; ++j) row[lane + 32 * j] = from_f32<T>(v[j]);
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -278,10 +277,12 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
   for (int64_t k = threadIdx.x; k < nh * half; k += blockDim.x) {
     const int64_t h = h0 + k / half;
     const int i = static_cast<int>(k % half);
+    float s, c;
+    rope_sincos(pos, inv_freq[i], sign, s, c);
     T* p = x + (n * heads + h) * width + (width - n_rope) + 2 * i;
     const float x0 = to_f32(p[0]), x1 = to_f32(p[1]);
-    p[0] = from_f32<T>(rope_rotate(x0, x1, pos, inv_freq[i], sign, false));
-    p[1] = from_f32<T>(rope_rotate(x0, x1, pos, inv_freq[i], sign, true));
+    p[0] = from_f32<T>(rope_pair(x0, x1, s, c, false));
+    p[1] = from_f32<T>(rope_pair(x0, x1, s, c, true));
   }
 }
 

@@ -128,10 +128,9 @@ cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
 }
 
 bool norm_rope_fusable(const NormRopeParams& p) {
-  const bool norm_ok = p.width <= kRmsWarpMaxN && p.width % 32 == 0;
-  const bool rope_ok = p.n_rope >= 0 && p.n_rope % 2 == 0 && p.n_rope <= p.width && (p.width - p.n_rope) % 32 == 0;
+  const bool shape_ok = p.width == kNormRopeWidth && p.n_rope == kNormRopeDims && p.heads > 0;
   const bool quant_ok = p.quant_dims == 0 || (p.quant_block == 64 && p.quant_dims % 64 == 0 && p.quant_dims <= p.width);
-  return norm_ok && rope_ok && quant_ok && p.heads > 0;
+  return shape_ok && quant_ok;
 }
 
 cudaError_t launch_norm_rope(const NormRopeParams& p, cudaStream_t s) {
@@ -143,7 +142,7 @@ cudaError_t launch_norm_rope(const NormRopeParams& p, cudaStream_t s) {
     using W = decltype(tw);
     auto launch = [&](auto kernel) {
       launch_pdl(kernel, blocks, 256, 0, s, static_cast<T*>(p.x), static_cast<const W*>(p.weight), rows, p.heads,
-                 p.width, p.eps, p.positions, p.inv_freq, p.n_rope, p.sign, p.quant_dims);
+                 p.eps, p.positions, p.inv_freq, p.sign, p.quant_dims);
     };
     if (p.quant_dims > 0) {
       launch(norm_rope_kernel<T, W, 2>);
