@@ -169,8 +169,14 @@ struct AttentionLaunchParams {
   const SeqSpanDev* seqs; const int32_t* block_tables; void* out;
   int64_t T, H, d, W; int ratio; bool all_compressed; int rows_per_block, max_blocks, K;
   float softmax_scale; bool round_probs;
+  // Output de-rotation folded into the kernel (rope_inv_freq non-null; only where
+  // attention_folds_rope says so): rope() of the output with these parameters.
+  const float* rope_inv_freq = nullptr; int rope_n = 0; float rope_sign = 1.0f;
 };
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t stream);
+// Whether launch_sparse_attention takes the tensor-core kernel for p, which can fold the output's
+// RoPE de-rotation (the scalar kernel cannot: the caller runs rope() after it).
+bool attention_folds_rope(const AttentionLaunchParams& p);
 
 // ---- MoE -------------------------------------------------------------------------------
 struct MoeRouteParams { const float* logits; const float* bias; const int64_t* tid2eid; const int32_t* ids; int64_t T; int E, k; float route_scale; int32_t* sel; float* weights; };
@@ -181,7 +187,11 @@ struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* cou
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts, cursor: workspace
 struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);
-struct MoeCombineParams { const float* y; const int32_t* sel; int k; int64_t T, D; bool bf16_round; float* out; };
+// out [T, D] (F32 or BF16) = the in-order sum (+ addend [T, D] in F32 when given), rounded once.
+struct MoeCombineParams {
+  const float* y; const int32_t* sel; int k; int64_t T, D; bool bf16_round;
+  const void* addend; ActType addend_type; void* out; ActType out_type;
+};
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
 
 }  // namespace deepinfer::kernels

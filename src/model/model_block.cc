@@ -77,13 +77,14 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ap.all_compressed = ratio > 0 && !aw.indexer;
   ap.rows_per_block = ratio > 0 ? step.batch.block_tokens / ratio : 0;
   ap.softmax_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // The output's RoPE part de-rotated at the query position (in the attention call).
+  ap.out_rope = rope;
+  ap.out_rope.inverse = true;
   TensorView o = ops_->alloc(act_dtype(), {T, H, d});
   ops_->sparse_attention(q, kv, state.window, state.comp_rows, comp_idx, aw.sink, step.batch, ap, o);
   ops_->window_store(kv, step.batch, state.window);
 
-  // De-rotate the value's RoPE part at the query position, then the grouped low-rank output.
-  rope.inverse = true;
-  ops_->rope(o, step.batch.positions, rope);
+  // The grouped low-rank output.
   TensorView z = ops_->alloc(act_dtype(), {T, G, R});
   ops_->linear_grouped(o.reshape({T, G, H / G * d}), aw.wo_a, z, {});  // reference: BF16 wo_a, no act quant
   TensorView out = ops_->alloc(act_dtype(), {T, D});
@@ -135,19 +136,19 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   TensorView sel = ops_->alloc(DType::kI32, {T, k});
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
   ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
-  TensorView acc = ops_->alloc(DType::kF32, {T, D});  // routed + shared, accumulated in F32
-  ops_->moe_experts(b, sel, weights, mw.experts, mp, acc);
+  // The shared expert first, so that the routed experts' combine can add it: out = routed (F32)
+  // + shared, rounded once.
+  TensorView y;
   if (mw.shared) {
     TensorView g = ops_->alloc(act_dtype(), {T, F});
     TensorView u = ops_->alloc(act_dtype(), {T, F});
     ops_->linear_pair(b, mw.shared->w1, mw.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
-    TensorView y = ops_->alloc(act_dtype(), {T, D});
+    y = ops_->alloc(act_dtype(), {T, D});
     ops_->linear(g, mw.shared->w2, y, fp8_act());
-    ops_->add(acc, y, acc);
   }
   TensorView out = ops_->alloc(act_dtype(), {T, D});
-  ops_->convert(acc, out);
+  ops_->moe_experts_out(b, sel, weights, mw.experts, mp, y, out);
   return out;
 }
 

@@ -61,6 +61,10 @@ struct AttentionParams {
   bool all_compressed = false;  // HCA: every visible compressed row; CSA: rows listed in comp_idx
   int32_t rows_per_block = 0;   // compressed rows per history block
   float softmax_scale = 0.0f;
+  // n_rope > 0: the output's RoPE dims are then rotated as rope(out, batch.positions, out_rope)
+  // does it (the model's de-rotation, inverse = true) — in the call, so a backend can fold it into
+  // the attention's epilogue (same bits as the two ops).
+  RopeParams out_rope = {};
 };
 
 struct MoeParams {
@@ -251,6 +255,20 @@ class Ops {
   virtual void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
                            std::span<const ExpertWeights> experts, const MoeParams& params,
                            const TensorView& out) = 0;
+  // The MoE sublayer's output: out [T, D] (activation dtype) = convert(routed + shared), routed as
+  // moe_experts computes it (F32) and shared [T, D] (the shared expert's output, or empty: none)
+  // added in F32. One call so a backend can fold the add and the rounding into its combine (same
+  // bits as moe_experts + add + convert, which is the default).
+  virtual void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                               std::span<const ExpertWeights> experts, const MoeParams& params,
+                               const TensorView& shared, const TensorView& out) {
+    const size_t mark = workspace_mark();
+    const TensorView acc = alloc(DType::kF32, {x.shape[0], out.shape[1]});
+    moe_experts(x, sel, weights, experts, params, acc);
+    if (!shared.empty()) add(acc, shared, acc);
+    convert(acc, out);
+    workspace_release(mark);
+  }
 
   // ---- rows ----
   // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].

@@ -113,6 +113,11 @@ class TimingOps final : public Ops {
                    const MoeParams& p, const TensorView& o) override {
     timed("moe_experts", [&] { inner_->moe_experts(x, sel, w, e, p, o); });
   }
+  void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& w,
+                       std::span<const ExpertWeights> e, const MoeParams& p, const TensorView& s,
+                       const TensorView& o) override {
+    timed("moe_experts", [&] { inner_->moe_experts_out(x, sel, w, e, p, s, o); });
+  }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });
   }

@@ -1,7 +1,9 @@
 // CUDA conformance of the KV-state ops (window store, streaming compressor, row stores), the
 // lightning indexer (integer-valued inputs: selection must match exactly, ties included),
 // sparse attention and MoE, on multi-sequence batches mixing prefill chunks and decode tokens.
+#include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "op_test_harness.h"
 
@@ -257,6 +259,41 @@ TEST_F(CudaKvOpsTest, SparseAttentionAtV4ShapesIsBatchInvariant) {
                              mode == 2 ? idx.dev.slice0(70, 71) : none, sinks.dev, dev_, ap, out1.dev);
       const std::vector<float> alone = download(out1.dev);
       EXPECT_TRUE(std::equal(alone.begin(), alone.end(), full.begin() + row)) << "H " << H << " mode " << mode;
+    }
+  }
+}
+
+// The output's RoPE de-rotation requested in the attention call (AttentionParams::out_rope: folded
+// into the tensor-core kernel's epilogue for BF16, a rope() launch after the scalar kernel for F32)
+// is bitwise the attention followed by rope(), at V4 shapes (64 heads x 512, 64 RoPE dims: the
+// last warp's columns) and at a head_dim whose RoPE dims span two warps' columns (128, 96 dims).
+TEST_F(CudaKvOpsTest, SparseAttentionOutputRopeIsBitwiseAttentionThenRope) {
+  for (auto [d, n_rope, H] : std::vector<std::tuple<int64_t, int, int64_t>>{{512, 64, 64}, {128, 96, 20}}) {
+    std::vector<float> freqs(static_cast<size_t>(n_rope / 2));
+    for (int i = 0; i < n_rope / 2; ++i) freqs[i] = std::pow(10000.0f, -2.0f * i / n_rope);
+    Pair f = make(DType::kF32, {n_rope / 2});
+    std::copy(freqs.begin(), freqs.end(), f.host.as<float>());
+    upload(f);
+    const ops::RopeParams rope{f.dev, n_rope, /*inverse=*/true};
+    const int64_t T = host_.n_tokens, W = 16;
+    for (DType dt : {DType::kBF16, DType::kF32}) {
+      Pair q = random(dt, {T, H, d}, 0.3f), kv = random(dt, {T, d}), window = random(dt, {3, W, d});
+      Pair comp = random(dt, {9 * 32, d}), sinks = random(DType::kF32, {H});
+      ops::AttentionParams ap{W, 4, true, 32, 1.0f / std::sqrt(static_cast<float>(d))};
+      Pair separate = make(dt, {T, H, d}), folded = make(dt, {T, H, d});
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, comp.dev, TensorView{}, sinks.dev, dev_, ap, separate.dev);
+      gpu_->rope(separate.dev, dev_.positions, rope);
+      ap.out_rope = rope;
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, comp.dev, TensorView{}, sinks.dev, dev_, ap, folded.dev);
+      const std::vector<float> a = download(folded.dev), b = download(separate.dev);
+      EXPECT_EQ(a, b) << "d " << d << " dtype " << int(dt);
+      int64_t rotated = 0;  // the de-rotation did something: the tail differs from no rotation
+      Pair plain = make(dt, {T, H, d});
+      ap.out_rope = {};
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, comp.dev, TensorView{}, sinks.dev, dev_, ap, plain.dev);
+      const std::vector<float> c = download(plain.dev);
+      for (size_t i = 0; i < c.size(); ++i) rotated += c[i] != a[i];
+      EXPECT_GT(rotated, T * H * n_rope / 4) << "d " << d << " dtype " << int(dt);
     }
   }
 }

@@ -451,6 +451,39 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
   }
 }
 
+// The MoE sublayer output in one call (the combine adds the shared expert's output and rounds)
+// is bitwise moe_experts + add + convert (the Ops default), with and without a shared output.
+TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
+  const int64_t E = 8, k = 3, D = 256, F = 128;
+  std::vector<Linear> keep;
+  std::vector<tensor::ExpertWeights> ed;
+  for (int64_t e = 0; e < E; ++e) {
+    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    keep.push_back(make_linear(WeightFormat::kFp4Block, D, F));
+    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+    ed.push_back({keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, keep.back().dev});
+  }
+  for (int64_t T : {1, 13}) {
+    Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
+    Pair ids = make(DType::kI32, {T});
+    upload(ids);
+    Pair sel = make(DType::kI32, {T, k}), wts = make(DType::kF32, {T, k});
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      ops::MoeParams mp{k, 1.5f, 10.0f, dt == DType::kBF16 ? 128 : 0};
+      gpu_->moe_route(logits.dev, bias.dev, TensorView{}, ids.dev, mp, sel.dev, wts.dev);
+      Pair x = random(dt, {T, D}, 1.0f), shared = random(dt, {T, D}, 0.5f);
+      for (bool with_shared : {true, false}) {
+        const TensorView s = with_shared ? shared.dev : TensorView{};
+        Pair fused = make(dt, {T, D}), separate = make(dt, {T, D});
+        gpu_->moe_experts_out(x.dev, sel.dev, wts.dev, ed, mp, s, fused.dev);
+        gpu_->ops::Ops::moe_experts_out(x.dev, sel.dev, wts.dev, ed, mp, s, separate.dev);
+        EXPECT_EQ(download(fused.dev), download(separate.dev))
+            << "T " << T << " dtype " << int(dt) << (with_shared ? " with shared" : "");
+      }
+    }
+  }
+}
+
 // The MoE experts of a token give bitwise the same output alone, among 100 tokens (streaming
 // kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (pipelined
 // tiled kernel: with 8 experts ~225 rows each, two 128-row tiles; with 40, the CTA's search for

@@ -28,6 +28,11 @@ struct AttentionParamsDev {
   int K = 0;                  // comp_idx columns (CSA)
   float softmax_scale = 0.0f;
   bool round_probs = false;
+  // Non-null: the tensor-core kernel de-rotates the output's last rope_n dims (rope_kernel with
+  // sign rope_sign at the token's position) in its epilogue.
+  const float* rope_inv_freq = nullptr;
+  int rope_n = 0;
+  float rope_sign = 1.0f;
 };
 
 template <typename T>

@@ -227,14 +227,29 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     __syncthreads();  // every warp is done with P and with buffer i & 1
   }
 
+  // A lane holds output columns col0 + 8 nt + 2c and + 1: a RoPE pair. With p.rope_inv_freq the
+  // pairs of the last rope_n dims are de-rotated as rope_kernel does it to the stored output
+  // (rounded to BF16, rotated, rounded again): the bits of this kernel followed by rope().
+  const float pos = static_cast<float>(positions[t]);
+  const int64_t rope0 = D - p.rope_n;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int64_t h = h0 + g + 8 * hh;
     if (h >= p.H) continue;
     bf16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_bf16(o[nt][2 * hh], o[nt][2 * hh + 1]);
+    for (int nt = 0; nt < NT; ++nt) {
+      float x0 = o[nt][2 * hh], x1 = o[nt][2 * hh + 1];
+      const int64_t col = col0 + nt * 8 + 2 * c;
+      if (p.rope_inv_freq != nullptr && col >= rope0) {
+        x0 = round_bf16(x0), x1 = round_bf16(x1);
+        float sn, cs;
+        rope_sincos(pos, p.rope_inv_freq[(col - rope0) >> 1], p.rope_sign, sn, cs);
+        const float r0 = rope_pair(x0, x1, sn, cs, false), r1 = rope_pair(x0, x1, sn, cs, true);
+        x0 = r0, x1 = r1;
+      }
+      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_bf16(x0, x1);
+    }
   }
 }
 

@@ -193,13 +193,16 @@ __global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const f
 }
 
 // out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16
-// first when the reference stores expert outputs in BF16). grid: (T, D chunks of kCombineChunk).
+// first when the reference stores expert outputs in BF16), then + addend[t] (the shared expert's
+// output, when given) and rounded to To: add_kernel's and convert_kernel's arithmetic, so one
+// launch gives the bits of combine + add + convert. grid: (T, D chunks of kCombineChunk).
 // The slot order is sorted once per block into shared memory, and a thread loads all k values of
 // a column before adding them (a per-thread sort in local memory and loads serialised behind the
 // stores took 7 us of a batch-1 step).
 inline constexpr int kCombineChunk = 1024, kCombineMaxK = 16;
+template <typename Ta, typename To>
 __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ sel, int k, int64_t D,
-                                   bool bf16_round, float* __restrict__ out) {
+                                   bool bf16_round, const Ta* __restrict__ addend, To* __restrict__ out) {
   pdl_prologue();
   __shared__ int32_t s_order[kCombineMaxK];
   const int64_t t = blockIdx.x;
@@ -226,7 +229,8 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* _
 #pragma unroll
     for (int i = 0; i < kCombineMaxK; ++i)
       if (i < k) acc += bf16_round ? round_bf16(v[i]) : v[i];
-    out[t * D + c] = acc;
+    if (addend != nullptr) acc = acc + to_f32(addend[t * D + c]);
+    out[t * D + c] = from_f32<To>(acc);
   }
 }
 

@@ -158,17 +158,6 @@ __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, 
   }
 }
 
-// RoPE of one pair: the angle's sine (times sign: -1 for the inverse rotation) and cosine, then
-// element `odd` of the rotated pair (x0, x1) — the expressions both RoPE kernels use, products
-// rounded before the sum (no FMA contraction left to the compiler), so they agree bit for bit.
-__device__ __forceinline__ void rope_sincos(float pos, float inv_freq, float sign, float& s, float& c) {
-  sincosf(pos * inv_freq, &s, &c);
-  s *= sign;
-}
-__device__ __forceinline__ float rope_pair(float x0, float x1, float s, float c, bool odd) {
-  return odd ? __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c)) : __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-}
-
 // Query / KV row preparation in one launch, for the V4 head geometry (rows of N = 512, the last
 // NR = 64 dims rotated; compile-time, so the unrolled loops hold only the rotated and quantised
 // slots): RMSNorm of each row, RoPE of its tail, then with QJ > 0 FP8 fake-quant of dims

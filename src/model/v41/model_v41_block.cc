@@ -101,19 +101,19 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
   // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
   ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
-  TensorView acc = ops_->alloc(DType::kF32, {T, D});  // routed + shared, accumulated in F32
-  ops_->moe_experts(b, sel, weights, w.experts, mp, acc);
+  // The shared expert first, so that the routed experts' combine can add it: out = routed (F32)
+  // + shared, rounded once.
+  TensorView y;
   if (w.shared) {
     TensorView g = alloc_act({T, F});
     TensorView u = alloc_act({T, F});
     ops_->linear_pair(b, w.shared->w1, w.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
-    TensorView y = alloc_act({T, D});
+    y = alloc_act({T, D});
     ops_->linear(g, w.shared->w2, y, fp8_act());
-    ops_->add(acc, y, acc);
   }
   TensorView out = alloc_act({T, D});
-  ops_->convert(acc, out);
+  ops_->moe_experts_out(b, sel, weights, w.experts, mp, y, out);
   return out;
 }
 

@@ -86,6 +86,7 @@ void CpuOps::sparse_attention(const TensorView& q, const TensorView& kv_new, con
       write_f32(out, (t * H + h) * d, d, o.data());
     }
   }
+  if (params.out_rope.n_rope > 0) rope(out, batch.positions, params.out_rope);
 }
 
 }  // namespace deepinfer::ops::cpu

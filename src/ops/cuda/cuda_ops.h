@@ -112,6 +112,9 @@ class CudaOps final : public Ops {
                  const TensorView& weights) override;
   void moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
                    std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
+  void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                       std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
+                       const TensorView& out) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
 
@@ -128,6 +131,11 @@ class CudaOps final : public Ops {
                    const LinearOptions& options, const LinearWeight* pair_w = nullptr,
                    const TensorView* pair_y = nullptr);
   // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr.
+  // moe_experts (shared and out empty: into routed [T, D] F32) or moe_experts_out (out: the
+  // sublayer output with shared added, rounded by the combine).
+  void moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                        std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
+                        const TensorView& out);
   void hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                      const TensorView& post, const TensorView& comb, const TensorView* norm, float eps);
   void* arena_alloc(size_t bytes);

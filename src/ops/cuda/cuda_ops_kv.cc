@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
@@ -86,7 +87,20 @@ void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, co
                              params.all_compressed, params.rows_per_block, batch.max_blocks,
                              comp_idx.empty() ? 0 : static_cast<int>(comp_idx.shape[1]), params.softmax_scale,
                              out.dtype == DType::kBF16};
+  const RopeParams& rope = params.out_rope;
+  // The output's de-rotation in the tensor-core kernel's epilogue (DEEPINFER_ATTN_FOLD_ROPE=0: a
+  // rope() launch after it, an A/B switch; same bits), else after the scalar kernel.
+  static const bool fold_on = k::env_switch("DEEPINFER_ATTN_FOLD_ROPE");
+  const bool fold = rope.n_rope > 0 && fold_on && k::attention_folds_rope(p);
+  if (fold) {
+    DI_CHECK(rope.n_rope % 2 == 0 && rope.n_rope <= d && rope.inv_freq.numel() * 2 >= rope.n_rope,
+             "attention: out_rope of {} dims for head_dim {}", rope.n_rope, d);
+    p.rope_inv_freq = dptr<float>(rope.inv_freq);
+    p.rope_n = rope.n_rope;
+    p.rope_sign = rope.inverse ? -1.0f : 1.0f;
+  }
   DI_LAUNCH(k::launch_sparse_attention(p, stream_));
+  if (rope.n_rope > 0 && !fold) this->rope(out, batch.positions, rope);
 }
 
 void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
@@ -126,6 +140,29 @@ const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> 
 
 void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
                           std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) {
+  DI_CHECK(out.dtype == DType::kF32, "moe_experts: out must be F32, not {}", dtype_name(out.dtype));
+  moe_experts_impl(x, sel, weights, experts, params, TensorView{}, out);
+}
+
+void CudaOps::moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                              std::span<const ExpertWeights> experts, const MoeParams& params,
+                              const TensorView& shared, const TensorView& out) {
+  DI_CHECK(out.numel() == x.shape[0] * x.shape[1], "moe_experts_out: out {} for x {}", out.shape_string(),
+           x.shape_string());
+  DI_CHECK(shared.empty() || shared.numel() == out.numel(), "moe_experts_out: shared {} for out {}",
+           shared.shape_string(), out.shape_string());
+  // DEEPINFER_MOE_FUSED_COMBINE=0: combine into F32, then add and convert (an A/B switch; same bits).
+  static const bool fused = k::env_switch("DEEPINFER_MOE_FUSED_COMBINE");
+  if (!fused) {
+    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out);
+    return;
+  }
+  moe_experts_impl(x, sel, weights, experts, params, shared, out);
+}
+
+void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                               std::span<const ExpertWeights> experts, const MoeParams& params,
+                               const TensorView& shared, const TensorView& out) {
   const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
   const int E = static_cast<int>(experts.size());
   if (T == 0) return;
@@ -179,8 +216,12 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
                                          params.swiglu_limit, bf16, dptr<float>(h)},
                                         stream_));
   expert_gemm(h, 1, w_all + 2 * E, D, F, y, TensorView{});
+  // The combine adds the shared expert's output and rounds to the output dtype (add + convert's
+  // arithmetic) when asked to.
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
-                                   dptr<float>(out)},
+                                   shared.empty() ? nullptr : shared.data,
+                                   shared.empty() ? k::ActType::kF32 : act_type(shared), out.data,
+                                   act_type(out)},
                                   stream_));
 }
 

@@ -81,6 +81,10 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+bool attention_folds_rope(const AttentionLaunchParams& p) {
+  return p.type == ActType::kBF16 && p.round_probs && mma_attention_supports(p.d);
+}
+
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t s) {
   AttentionParamsDev d;
   d.H = p.H;
@@ -93,9 +97,12 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   d.K = p.K;
   d.softmax_scale = p.softmax_scale;
   d.round_probs = p.round_probs;
+  d.rope_inv_freq = p.rope_inv_freq;
+  d.rope_n = p.rope_n;
+  d.rope_sign = p.rope_sign;
   // BF16 rows under the official contract take the tensor-core kernel; the choice depends on the
   // model (dtype, head_dim, numerics), never on the batch, so results stay batch invariant.
-  if (p.type == ActType::kBF16 && p.round_probs && mma_attention_supports(p.d)) {
+  if (attention_folds_rope(p)) {
     cudaError_t err = cudaSuccess;
     auto launch_mma = [&](auto d_tag) {
       constexpr int D = decltype(d_tag)::value;
@@ -122,6 +129,7 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
     }
     return err != cudaSuccess ? err : cudaGetLastError();
   }
+  if (p.rope_inv_freq != nullptr) return cudaErrorInvalidValue;  // the scalar kernel folds no RoPE
   // Heads per block: one for few tokens (parallelism), more for many (each row read once per
   // group). Numerically neutral: a head's arithmetic does not depend on its group.
   auto launch = [&](auto g_tag) {

@@ -43,10 +43,13 @@ cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
-  launch_pdl(moe_combine_kernel,
-             dim3(static_cast<unsigned>(p.T),
-                  static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk)),
-             256, 0, s, p.y, p.sel, p.k, p.D, p.bf16_round, p.out);
+  const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk));
+  with_act2(p.addend_type, p.out_type, [&](auto ta, auto to) {
+    using Ta = decltype(ta);
+    using To = decltype(to);
+    launch_pdl(moe_combine_kernel<Ta, To>, grid, 256, 0, s, p.y, p.sel, p.k, p.D, p.bf16_round,
+               static_cast<const Ta*>(p.addend), static_cast<To*>(p.out));
+  });
   return cudaGetLastError();
 }
 
