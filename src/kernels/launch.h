@@ -57,8 +57,15 @@ struct HcParamsDev {
   // hc_pre only: u = RMSNorm(u) with this weight (F32 or BF16; null = unweighted) folded in when
   // fold_norm (hc_pre_folds_norm(D) must hold): rms_norm's bits, one launch fewer.
   bool fold_norm = false; const void* norm = nullptr; ActType norm_type = ActType::kF32; float rms_eps = 0.0f;
+  // hc_pre only: x = hc_post(post_o, post_x, post_in, comb_in) first (the streams after the
+  // previous sublayer; x is then written, post_in / comb_in may alias post / comb), folded into the
+  // mixing pass where hc_pre_folds_post says so.
+  const void* post_o = nullptr; ActType post_o_type = ActType::kF32; const void* post_x = nullptr;
+  const float* post_in = nullptr; const float* comb_in = nullptr;
 };
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);
+// Whether launch_hc_pre computes hc_post inside its mixing pass for T tokens of hc streams.
+bool hc_pre_folds_post(int64_t T, int hc);
 // Whether launch_hc_pre can fold the RMS norm of u for width D (the widths launch_rms_norm gives
 // to its one-block-per-row kernel, whose arithmetic the fold repeats).
 bool hc_pre_folds_norm(int64_t D);

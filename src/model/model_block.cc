@@ -21,9 +21,8 @@ void Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& stat
   ops_->hc_pre_norm(x, w.hc_attn, hc_params_, w.attn_norm, eps, u, post, comb);  // a = RMSNorm(u)
   const TensorView o = attention(w, layer, state, step, u);  // [T, D]
   const TensorView& x1 = scratch;                            // [T, hc, D] streams after attention
-  ops_->hc_post(o, x, post, comb, x1);
-
-  ops_->hc_pre_norm(x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u, post, comb);  // b = RMSNorm(u)
+  // x1 = hc_post(o, x), then b = RMSNorm(u) of x1 (one call: a backend may fold the two).
+  ops_->hc_post_pre_norm(o, x, post, comb, x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u);
   const TensorView f = moe(w, step, u);                       // [T, D]
   ops_->hc_post(f, x1, post, comb, x);                        // back into x: the block runs in place
   ops_->workspace_release(mark);

@@ -188,6 +188,16 @@ class Ops {
   // out[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * x[t, j]. o [T, D], x/out [T, hc, D].
   virtual void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                        const TensorView& out) = 0;
+  // hc_post(o, x, post, comb, out), then hc_pre_norm(out, w, params, norm, eps, u, post, comb): the
+  // streams after one sublayer and the next sublayer's input in one call, so a backend can compute
+  // the new streams inside the next mixing pass (same bits as the two ops, the default). post and
+  // comb are read (this sublayer's) and then overwritten (the next one's).
+  virtual void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post,
+                                const TensorView& comb, const TensorView& out, const HcWeights& w,
+                                const HcParams& params, const TensorView& norm, float eps, const TensorView& u) {
+    hc_post(o, x, post, comb, out);
+    hc_pre_norm(out, w, params, norm, eps, u, post, comb);
+  }
   // Final collapse y [T, D] = sum_i (sigmoid(scale * mu_i + base_i) + eps) X_i.
   virtual void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) = 0;
 

@@ -76,6 +76,11 @@ class TimingOps final : public Ops {
                const TensorView& out) override {
     timed("hc_post", [&] { inner_->hc_post(o, x, post, comb, out); });
   }
+  void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+                        const TensorView& out, const HcWeights& w, const HcParams& p, const TensorView& norm,
+                        float eps, const TensorView& u) override {
+    timed("hc_post_pre_norm", [&] { inner_->hc_post_pre_norm(o, x, post, comb, out, w, p, norm, eps, u); });
+  }
   void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& p, const TensorView& y) override {
     timed("hc_head", [&] { inner_->hc_head(x, w, p, y); });
   }

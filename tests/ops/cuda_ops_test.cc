@@ -389,6 +389,42 @@ TEST_F(CudaOpsTest, HcPreNormIsBitwiseHcPreThenRmsNorm) {
   }
 }
 
+// hc_post followed by the next sublayer's hc_pre_norm in one call (the decode-sized mixing pass
+// computes the new streams itself; 70 tokens take hc_post first) is bitwise the two ops: the new
+// streams, u, post and comb.
+TEST_F(CudaOpsTest, HcPostPreNormIsBitwiseTheTwoOps) {
+  const int64_t hc = 4;
+  for (auto [T, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {5, 2048}, {70, 2048}}) {
+    EXPECT_EQ(kernels::hc_pre_folds_post(T, hc), T < 64) << T;
+    for (DType ot : {DType::kBF16, DType::kF32}) {
+      Pair x = random(DType::kBF16, {T, hc, D}), o = random(ot, {T, D});
+      Pair post0 = random(DType::kF32, {T, hc}, 1.0f), comb0 = random(DType::kF32, {T, hc, hc}, 0.5f);
+      Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
+      Pair scale = random(DType::kF32, {3}, 0.1f);
+      for (int i = 0; i < 3; ++i) set(scale.host, i, 1.0f + get(scale.host, i));
+      upload(scale);
+      const tensor::HcWeights wd{fn.dev, base.dev, scale.dev};
+      const ops::HcParams hp;
+      Pair nw = random(DType::kBF16, {D}, 0.5f);
+      // Fused: post / comb are read, then overwritten with the next sublayer's.
+      Pair x1 = make(DType::kBF16, {T, hc, D}), u = make(DType::kBF16, {T, D});
+      Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+      gpu_->copy(post0.dev, post.dev);
+      gpu_->copy(comb0.dev, comb.dev);
+      gpu_->hc_post_pre_norm(o.dev, x.dev, post.dev, comb.dev, x1.dev, wd, hp, nw.dev, 1e-6f, u.dev);
+      Pair x2 = make(DType::kBF16, {T, hc, D}), u2 = make(DType::kBF16, {T, D});
+      Pair post2 = make(DType::kF32, {T, hc}), comb2 = make(DType::kF32, {T, hc, hc});
+      gpu_->hc_post(o.dev, x.dev, post0.dev, comb0.dev, x2.dev);
+      gpu_->hc_pre_norm(x2.dev, wd, hp, nw.dev, 1e-6f, u2.dev, post2.dev, comb2.dev);
+      const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " o dtype " + std::to_string(int(ot));
+      EXPECT_EQ(download(x1.dev), download(x2.dev)) << what;
+      EXPECT_EQ(download(u.dev), download(u2.dev)) << what;
+      EXPECT_EQ(download(post.dev), download(post2.dev)) << what;
+      EXPECT_EQ(download(comb.dev), download(comb2.dev)) << what;
+    }
+  }
+}
+
 // mHC mixing over 601 BF16 tokens is bitwise what each token gets alone (the split of the
 // reduction is a function of the width only; prefill-sized launches give blocks several tokens,
 // the last one ragged), and matches the reference.

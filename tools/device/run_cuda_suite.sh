@@ -27,8 +27,8 @@ DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*' || status=1
-DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*' || status=1
+DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
+DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
 DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 .carry/bin/cuda_model_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1

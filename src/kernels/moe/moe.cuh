@@ -29,9 +29,11 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
       if (ov > best || (ov == best && oe < best_e)) best = ov, best_e = oe;
     }
   };
-  int32_t chosen[16];
+  // Lane i < k ends up holding slot i's expert (my_e): the slots' scores are then computed in
+  // parallel, not one after another by one lane (and no per-slot array in local memory).
+  int32_t my_e = 0;
   if (tid2eid != nullptr) {
-    for (int i = 0; i < k; ++i) chosen[i] = static_cast<int32_t>(tid2eid[static_cast<int64_t>(ids[t]) * k + i]);
+    if (lane < k) my_e = static_cast<int32_t>(tid2eid[static_cast<int64_t>(ids[t]) * k + lane]);
   } else if (E <= 32 * kRoutePerLane) {
     // k rounds of warp arg-max over score + bias, excluding chosen ones (ties: lower id). The
     // lane's candidates (e = lane + 32 j) are scored once, not once per round.
@@ -52,10 +54,11 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
         if (cand[j] > best || (cand[j] == best && e < best_e)) best = cand[j], best_e = e;
       }
       warp_argmax(best, best_e);
-      chosen[i] = best_e;
+      if (lane == i) my_e = best_e;
       if (best_e < E && best_e % 32 == lane) taken |= 1u << (best_e / 32);
     }
   } else {
+    int32_t chosen[16];
     // Any E: the same rounds, scores recomputed per round.
     for (int i = 0; i < k; ++i) {
       float best = -INFINITY;
@@ -69,14 +72,16 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
       }
       warp_argmax(best, best_e);
       chosen[i] = best_e;
+      if (lane == i) my_e = best_e;
     }
   }
-  if (lane != 0) return;
+  // weights = route_scale * score / (the slots' scores summed in slot order).
+  const float sc = lane < k ? score(my_e) : 0.0f;
   float sum = 0.0f;
-  for (int i = 0; i < k; ++i) sum += score(chosen[i]);
-  for (int i = 0; i < k; ++i) {
-    sel[t * k + i] = chosen[i];
-    weights[t * k + i] = route_scale * score(chosen[i]) / sum;
+  for (int i = 0; i < k; ++i) sum += __shfl_sync(0xffffffffu, sc, i);
+  if (lane < k) {
+    sel[t * k + lane] = my_e;
+    weights[t * k + lane] = route_scale * sc / sum;
   }
 }
 

@@ -27,9 +27,32 @@ namespace deepinfer::kernels {
 // are the one-token block's, so the bits do not change.
 inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
-template <typename T, int N, int CG, int TPB = 1>
+// One element of hc_post's output, post_k o + sum_j comb[j][k] X_j: the product, then the FMAs in
+// j order, each rounding explicit, so every kernel that computes it (hc_post, its vector form and
+// the mixing pass that folds it in) gets the same bits.
+__device__ __forceinline__ float hc_post_value(float pk, float o, const float* cj, const float* xj, int hc) {
+  float acc = __fmul_rn(pk, o);
+  for (int j = 0; j < hc; ++j) acc = __fmaf_rn(cj[j], xj[j], acc);
+  return acc;
+}
+
+// hc_post folded into the next mixing pass (hc_mix_partial_kernel with POST): the pass computes the
+// new streams out = hc_post(o, x, post, comb) element by element where it would load them, mixes
+// those values (as rounded to the stream dtype) and the blocks of column group 0 store them.
+template <typename T, typename To>
+struct HcPostFold {
+  const To* o;         // [T, D] the sublayer output
+  const T* x;          // [T, hc, D] the streams before the sublayer
+  const float* post;   // [T, hc]
+  const float* comb;   // [T, hc, hc]
+  T* out;              // [T, hc, D] the new streams (the mixing pass's input)
+  int64_t D;
+};
+
+template <typename T, int N, int CG, int TPB = 1, typename To = T, bool POST = false>
 __global__ void __launch_bounds__(kHcMixThreads)
-    hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk, int64_t n_tokens) {
+    hc_mix_partial_kernel(const T* x, const float* fn, float* partial, int64_t K, int64_t chunk, int64_t n_tokens,
+                          HcPostFold<T, To> fold) {
   pdl_prologue();
   constexpr int C = CG + 1;  // this block's columns + the sum of squares (local column CG)
   __shared__ __align__(16) float lanes[C][kHcMixThreads + 4];  // the block's thread partials
@@ -57,8 +80,29 @@ __global__ void __launch_bounds__(kHcMixThreads)
 #pragma unroll
     for (int m = 0; m < CG; ++m) f[m] = c0 + m < N ? fc[m * K + k] : 0.0f;
   };
-  // Token tt's x at k (0 past the block's tokens: their sums are never stored).
-  auto xv = [&](int tt, int64_t k) { return tt < n_here ? to_f32(xt[tt * K + k]) : 0.0f; };
+  // Token tt's x at k (0 past the block's tokens: their sums are never stored). With POST, x is
+  // hc_post's output computed here (stream k / D, column k % D), stored by column group 0.
+  auto xv = [&](int tt, int64_t k) -> float {
+    if (tt >= n_here) return 0.0f;
+    if constexpr (POST) {
+      constexpr int HC = N == 24 ? 4 : (N == 15 ? 3 : (N == 8 ? 2 : 1));  // N = (2 + hc) hc
+      static_assert((2 + HC) * HC == N, "POST folds hc_post into the hc_pre mix only");
+      const int64_t t = t0 + tt;
+      const int i = static_cast<int>(static_cast<uint32_t>(k) / static_cast<uint32_t>(fold.D));
+      const int64_t c = k - i * fold.D;
+      float cj[HC], xj[HC];
+#pragma unroll
+      for (int j = 0; j < HC; ++j) {
+        cj[j] = fold.comb[(t * HC + j) * HC + i];
+        xj[j] = to_f32(fold.x[(t * HC + j) * fold.D + c]);
+      }
+      const T v = from_f32<T>(hc_post_value(fold.post[t * HC + i], to_f32(fold.o[t * fold.D + c]), cj, xj, HC));
+      if (blockIdx.z == 0) fold.out[t * K + k] = v;
+      return to_f32(v);
+    } else {
+      return to_f32(xt[tt * K + k]);
+    }
+  };
   int64_t k = k0 + tid;
   for (; k + kHcMixThreads < k1; k += 2 * kHcMixThreads) {
     float f0[CG], f1[CG], v0[TPB], v1[TPB];
@@ -308,9 +352,9 @@ __global__ void hc_post_kernel(const To* o, const T* x, const float* post, const
   const float pk = post[t * hc + k];
   const int64_t c1 = min64(D, (static_cast<int64_t>(blockIdx.z) + 1) * kHcPostChunk);
   for (int64_t c = static_cast<int64_t>(blockIdx.z) * kHcPostChunk + threadIdx.x; c < c1; c += blockDim.x) {
-    float acc = pk * to_f32(o[t * D + c]);
-    for (int j = 0; j < hc; ++j) acc += comb[(t * hc + j) * hc + k] * to_f32(x[(t * hc + j) * D + c]);
-    out[(t * hc + k) * D + c] = from_f32<T>(acc);
+    float cj[4], xj[4];  // hc <= 4 (the launcher checks)
+    for (int j = 0; j < hc; ++j) cj[j] = comb[(t * hc + j) * hc + k], xj[j] = to_f32(x[(t * hc + j) * D + c]);
+    out[(t * hc + k) * D + c] = from_f32<T>(hc_post_value(pk, to_f32(o[t * D + c]), cj, xj, hc));
   }
 }
 
@@ -348,10 +392,10 @@ __global__ void __launch_bounds__(kHcPostVecThreads)
     float r[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      float acc = pk * ov[e];
+      float xj[HC];
 #pragma unroll
-      for (int j = 0; j < HC; ++j) acc += cj[j] * xv[j][e];
-      r[e] = acc;
+      for (int j = 0; j < HC; ++j) xj[j] = xv[j][e];
+      r[e] = hc_post_value(pk, ov[e], cj, xj, HC);
     }
     store8(out + (t * HC + k) * D + c, r);
   }

@@ -88,6 +88,9 @@ class CudaOps final : public Ops {
                    const TensorView& u, const TensorView& post, const TensorView& comb) override;
   void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                const TensorView& out) override;
+  void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
+                        const TensorView& out, const HcWeights& w, const HcParams& params, const TensorView& norm,
+                        float eps, const TensorView& u) override;
   void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) override;
 
   void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) override;
@@ -130,14 +133,19 @@ class CudaOps final : public Ops {
   void linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
                    const LinearOptions& options, const LinearWeight* pair_w = nullptr,
                    const TensorView* pair_y = nullptr);
-  // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr.
   // moe_experts (shared and out empty: into routed [T, D] F32) or moe_experts_out (out: the
   // sublayer output with shared added, rounded by the combine).
   void moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                         std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
                         const TensorView& out);
+  // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr; post_of: x is
+  // first computed as hc_post of these (o, x before, post, comb: hc_post_pre_norm), else nullptr.
+  struct HcPostInputs {
+    const TensorView *o, *x, *post, *comb;
+  };
   void hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
-                     const TensorView& post, const TensorView& comb, const TensorView* norm, float eps);
+                     const TensorView& post, const TensorView& comb, const TensorView* norm, float eps,
+                     const HcPostInputs* post_of = nullptr);
   void* arena_alloc(size_t bytes);
 
   // ---- step graphs (cuda_graphs.cc) ----

@@ -138,8 +138,26 @@ void CudaOps::hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParam
   hc_pre_launch(x, w, params, u, post, comb, &norm, eps);
 }
 
+void CudaOps::hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post,
+                               const TensorView& comb, const TensorView& out, const HcWeights& w,
+                               const HcParams& params, const TensorView& norm, float eps, const TensorView& u) {
+  // DEEPINFER_HC_POST_FUSED=0: hc_post, then hc_pre_norm (an A/B switch; same bits). The fold
+  // needs the folded norm's launch (hc_pre_norm's conditions).
+  static const bool fused = k::env_switch("DEEPINFER_HC_POST_FUSED");
+  static const bool fold_norm = k::env_switch("DEEPINFER_HC_FOLD_NORM");
+  if (!fused || !fold_norm || out.rank != 3 || !k::hc_pre_folds_norm(out.shape[2])) {
+    Ops::hc_post_pre_norm(o, x, post, comb, out, w, params, norm, eps, u);
+    return;
+  }
+  DI_CHECK(x.dtype == out.dtype && out.data != x.data && x.numel() == out.numel(),
+           "hc_post_pre_norm: out must be a distinct tensor of x's dtype and shape");
+  const HcPostInputs in{&o, &x, &post, &comb};
+  hc_pre_launch(out, w, params, u, post, comb, &norm, eps, &in);
+}
+
 void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
-                            const TensorView& post, const TensorView& comb, const TensorView* norm, float eps) {
+                            const TensorView& post, const TensorView& comb, const TensorView* norm, float eps,
+                            const HcPostInputs* post_of) {
   const int64_t T = x.shape[0], hc = x.shape[1], D = x.shape[2];
   if (T == 0) return;
   DI_CHECK(hc <= 4, "hc_mult {} unsupported on CUDA (at most 4)", hc);
@@ -156,6 +174,13 @@ void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcPar
     p.norm_type = norm->empty() ? k::ActType::kF32 : act_type(*norm);
     p.rms_eps = eps;
   }
+  if (post_of != nullptr) {
+    p.post_o = post_of->o->data;
+    p.post_o_type = act_type(*post_of->o);
+    p.post_x = post_of->x->data;
+    p.post_in = dptr<float>(*post_of->post);
+    p.comb_in = dptr<float>(*post_of->comb);
+  }
   DI_LAUNCH(k::launch_hc_pre(p, stream_));
 }
 
@@ -164,6 +189,7 @@ void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView
   const int64_t T = x.shape[0];
   if (T == 0) return;
   DI_CHECK(x.dtype == out.dtype && out.data != x.data, "hc_post: out must be a distinct tensor of x's dtype");
+  DI_CHECK(x.shape[1] <= 4, "hc_mult {} unsupported on CUDA (at most 4)", x.shape[1]);
   DI_LAUNCH(k::launch_hc_post({o.data, act_type(o), x.data, out.data, act_type(x), dptr<float>(post),
                                dptr<float>(comb), T, x.shape[2], static_cast<int>(x.shape[1])},
                               stream_));

@@ -192,7 +192,7 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
   if (T < 64) {
     const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(n_split), (N + kNarrow - 1) / kNarrow);
     launch_pdl(hc_mix_partial_kernel<X, N, kNarrow>, grid, kHcMixThreads, 0, s, x, fn, partial, K,
-               chunk, T);
+               chunk, T, HcPostFold<X, X>{});
     return;
   }
   // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2 or 4 (default), tuning
@@ -201,7 +201,7 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
   static const int tpb = env_int("DEEPINFER_HC_MIX_TOKENS", 4, {1, 2, 4});
   auto launch = [&](auto kernel, int per_block) {
     const dim3 grid(static_cast<unsigned>((T + per_block - 1) / per_block), static_cast<unsigned>(n_split), 1);
-    launch_pdl(kernel, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk, T);
+    launch_pdl(kernel, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk, T, HcPostFold<X, X>{});
   };
   if constexpr (N == 24) {
     if (tpb == 4) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
@@ -224,6 +224,30 @@ void launch_hc_mix(const X* x, const float* fn, float* partial, int64_t T, int64
 
 bool hc_pre_folds_norm(int64_t D) { return D > kRmsWarpMaxN && D <= kRmsRowMaxN; }
 
+bool hc_pre_folds_post(int64_t T, int hc) { return hc == 4 && T < 64; }
+
+namespace {
+// hc_post folded into the mixing pass before the finalize (HcParamsDev::post_o): the decode-sized
+// V4 launch (4 mix columns per block) computes the new streams itself; otherwise hc_post runs
+// first. Either way p.x holds the new streams afterwards.
+template <typename X, typename O>
+void launch_hc_post_then_mix(const HcParamsDev& p, int64_t K, int n_mix, int64_t chunk, cudaStream_t s) {
+  const HcPostFold<X, O> fold{static_cast<const O*>(p.post_o), static_cast<const X*>(p.post_x), p.post_in,
+                              p.comb_in, static_cast<X*>(const_cast<void*>(p.x)), p.D};
+  if (hc_pre_folds_post(p.T, p.hc)) {
+    constexpr int N = 24, kNarrow = 4;
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>(p.n_split), N / kNarrow);
+    launch_pdl(hc_mix_partial_kernel<X, N, kNarrow, 1, O, true>, grid, kHcMixThreads, 0, s,
+               static_cast<const X*>(nullptr), p.fn, p.partial, K, chunk, p.T, fold);
+    return;
+  }
+  launch_hc_post({p.post_o, p.post_o_type, p.post_x, const_cast<void*>(p.x), p.x_type, p.post_in, p.comb_in, p.T,
+                  p.D, p.hc},
+                 s);
+  launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
+}
+}  // namespace
+
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
@@ -236,7 +260,11 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
-    launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
+    if (p.post_o != nullptr) {
+      with_act(p.post_o_type, [&](auto to) { launch_hc_post_then_mix<X, decltype(to)>(p, K, n_mix, chunk, s); });
+    } else {
+      launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
+    }
     // Numerically neutral: the block size only spreads the collapse over more warps.
     launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
                static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
