@@ -40,6 +40,9 @@ struct GemvShape {
   int spc = 1;      // K sub-ranges per CTA (spc == P: the CTA folds all of K itself)
   int a_rows = 16;  // staged A rows (<= MT * 16)
   int n_codes = 0;  // scale codes per column over spc sub-ranges
+  // Consecutive column tiles per CTA (one K span and group, so A is staged once for all of them
+  // and the weight ring runs on from one tile into the next); 1 = a tile per CTA.
+  int tpc = 1;
 };
 
 // Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
@@ -49,11 +52,15 @@ __host__ __device__ inline int gemv_codes(WeightFmt f, int block_in, int64_t K, 
 }
 
 // Shared memory of one CTA: A span [a_rows][spc R + pad] BF16, weight rings [warps][S][NT][32]
-// x 16 bytes (ring_windows = S NT of them per warp), scale codes [warps][32][codes].
+// x 16 bytes (ring_windows = S NT of them per warp), scale codes [warps][tpc][32][codes].
 __host__ __device__ inline size_t gemv_smem_bytes(const GemvShape& sh, int64_t K, int ring_windows) {
   return static_cast<size_t>(sh.a_rows) * (sh.spc * gemm_subrange(K) + kGemvPad) * 2 +
          static_cast<size_t>(kGemvWarps) * ring_windows * 32 * 16 +
-         static_cast<size_t>(kGemvWarps) * 32 * sh.n_codes;
+         static_cast<size_t>(kGemvWarps) * sh.tpc * 32 * sh.n_codes;
+}
+// CTAs along x of a launch: per weight set, its column tiles in groups of tpc.
+__host__ __device__ inline int64_t gemv_x_ctas(int64_t N, int cta_cols, int tpc) {
+  return ((N + cta_cols - 1) / cta_cols + tpc - 1) / tpc;
 }
 
 // Resident CTAs per SM the register budget is set for: 4 with one m16 tile (<= 128 registers, no
@@ -136,8 +143,9 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
 // every row tile (a warp issues half the mma of the untransposed tiles at 8 rows). Each output
 // element is the same 16-product sums in the same order either way (the suite checks the bits
 // against the tiled kernels). NT: n8 tiles per warp (even when MT < 0); S: ring windows per warp
-// (S - 1 in flight).
-template <WeightFmt F, int MT, int NT, int S>
+// (S - 1 in flight). MULTI: the CTA takes GemvShape::tpc consecutive column tiles (else one; a
+// separate instantiation so that the one-tile kernels keep their registers).
+template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
@@ -158,16 +166,21 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   uint4* ring = reinterpret_cast<uint4*>(smem + static_cast<size_t>(sh.a_rows) * LDA *
                                                     2);  // [warp][S][NT][32]
   uint8_t* codes =
-      reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);  // [warp][32][n_codes]
+      reinterpret_cast<uint8_t*>(ring + kGemvWarps * S * NT * 32);  // [warp][tpc][32][n_codes]
   int64_t rows_begin = 0, m_count = 0;
   int group = blockIdx.z;
   WeightDesc w = p.w;
-  // Weight set (GemmParams::n_sets: set 0's column tiles first) and column tile within it; N and
-  // ldc are the set's.
-  const int x_tiles = static_cast<int>((p.N + kCtaCols - 1) / kCtaCols);
-  const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= x_tiles ? 1 : 0;
-  const int bx = static_cast<int>(blockIdx.x) - set * x_tiles;
+  // Weight set (GemmParams::n_sets: set 0's CTAs first) and the CTA's column tiles bx0 ..
+  // bx0 + n_tiles - 1 within it; N and ldc are the set's.
+  const int tpc = MULTI ? sh.tpc : 1;
+  const int x_ctas0 = static_cast<int>(gemv_x_ctas(p.N, kCtaCols, tpc));
+  const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= x_ctas0 ? 1 : 0;
   const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
+  const int x_tiles = static_cast<int>((N + kCtaCols - 1) / kCtaCols);
+  const int bx0 = (static_cast<int>(blockIdx.x) - set * x_ctas0) * tpc;
+  const int n_tiles = MULTI ? min(tpc, x_tiles - bx0) : 1;
+  // This CTA's tile i in the launch's tile numbering (set 0's tiles, then set 1's): its counter.
+  const int tile0 = (set == 0 ? 0 : static_cast<int>((p.N + kCtaCols - 1) / kCtaCols)) + bx0;
   void* const C = set == 0 ? p.C : p.C1;
   if (set != 0 && p.experts == nullptr) w = p.w1;
   if (partial != nullptr) partial += set * static_cast<int64_t>(sh.P) * p.M * p.ldc;  // after set 0's
@@ -188,51 +201,66 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t n_base = static_cast<int64_t>(bx) * kCtaCols + warp * NT * 8;
+  // The warp's first column in tile i of the CTA.
+  auto n_base_of = [&](int i) { return static_cast<int64_t>(bx0 + i) * kCtaCols + warp * NT * 8; };
   const int64_t w_row0 = p.experts ? 0 : static_cast<int64_t>(group) * p.N;
   const int n_windows = static_cast<int>(k_span / W);  // K % kGemmBK == 0 (launch_gemv checks)
   const int win_per_sub = static_cast<int>(R / W);
   const int in_shift =
       F == WeightFmt::kFp4Block ? 5 : (F == WeightFmt::kFp8Block ? __ffs(w.block_in) - 1 : 0);
 
-  // The lane's weight row per n8 tile (null past N); window wi's run is at byte offset
-  // run_byte(wi) of it.
+  // The lane's weight row per n8 tile in the tile being issued (null past N); window w_in's run is
+  // at byte offset run_byte(w_in) of it.
   const uint8_t* wrow[NT];
+  auto set_wrow = [&](int i) {
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int64_t n = n_base + nt * 8 + g;
-    wrow[nt] = n < N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
-  }
+    for (int nt = 0; nt < NT; ++nt) {
+      const int64_t n = n_base_of(i) + nt * 8 + g;
+      wrow[nt] = n < N ? w.w + (w_row0 + n) * w.row_bytes : nullptr;
+    }
+  };
   const int k_lane = static_cast<int>(k_begin) + c * L;
   auto run_byte = [&](int wi) {
     const int k = k_lane + wi * W;
     return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2);
   };
   uint4* my_ring = ring + warp * S * NT * 32;
-  // Window wi goes to ring slot wi % S; callers pass the slot (kept as a rolling index in the
-  // loop: a modulo per window was a visible share of the loop's instructions).
-  auto issue = [&](int wi, int slot) {  // one commit group per window, empty past the end
-    if (wi < n_windows) {
+  // The windows stream in order, tile after tile: the next to issue is window is_w of tile
+  // is_tile. It goes to the ring slot the caller passes (kept as a rolling index in the loop: a
+  // modulo per window was a visible share of the loop's instructions).
+  int is_tile = 0, is_w = 0;
+  auto restart_issue = [&] {
+    is_tile = 0, is_w = 0;
+    set_wrow(0);
+  };
+  auto issue = [&](int slot) {  // one commit group per window, empty past the end
+    if (is_tile < n_tiles) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const bool valid = wrow[nt] != nullptr;
         // With the L2 prefetch hint: a window takes 64 of a row's bytes, so the L2 fetching the
         // whole 128-byte line makes the next window's copies L2 hits (batch 1 +10% on the H200;
         // 256-byte lines gained less).
-        cp_async16_l2_128(&my_ring[(slot * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(wi) : w.w, valid);
+        cp_async16_l2_128(&my_ring[(slot * NT + nt) * 32 + lane], valid ? wrow[nt] + run_byte(is_w) : w.w, valid);
+      }
+      if (++is_w == n_windows) {
+        is_w = 0;
+        if (++is_tile < n_tiles) set_wrow(is_tile);
       }
     }
     cp_async_commit();
   };
   // The first chunk's leading windows go out before anything else is loaded: they are in flight
   // while the scale codes and A are staged.
+  restart_issue();
 #pragma unroll
-  for (int d = 0; d < S - 1; ++d) issue(d, d);
-  // Scale codes of the warp's 32 columns over the span (lane = column), once for all row chunks.
+  for (int d = 0; d < S - 1; ++d) issue(d);
+  // Scale codes of the warp's columns (lane = column) in each of the CTA's tiles over the span, once
+  // for all row chunks.
   const int n_codes = sh.n_codes;
-  uint8_t* my_codes = codes + warp * 32 * n_codes;
-  if (F != WeightFmt::kBF16) {
-    const int64_t n = n_base + lane;
+  uint8_t* my_codes = codes + warp * tpc * 32 * n_codes;
+  for (int i = 0; i < n_tiles && F != WeightFmt::kBF16; ++i) {
+    const int64_t n = n_base_of(i) + lane;
     if (lane < NT * 8 && n < N) {
       const uint8_t* srow = F == WeightFmt::kFp8Block
                                 ? w.scale + ((w_row0 + n) / w.block_out) * w.scale_cols
@@ -241,7 +269,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
       // aligned copies (they land with the first chunk's A span, in the same commit group).
       const int n_valid = static_cast<int>(k_span >> in_shift);
       const uint8_t* src = srow + (k_begin >> in_shift);
-      uint8_t* dst = my_codes + lane * n_codes;
+      uint8_t* dst = my_codes + (i * 32 + lane) * n_codes;
       const uintptr_t align =
           reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n_valid;
       if (align % 16 == 0) {
@@ -254,12 +282,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     }
   }
 
-  // Output element e of accumulator tile i of this lane: row in the chunk and column.
-  // (Transposed: tile i = column pair i / TT, row tile i % TT.)
+  // Output element e of accumulator tile i of this lane: row in the chunk and column (n_base: the
+  // warp's first column in the CTA tile). (Transposed: tile i = column pair i / TT, row tile i % TT.)
   auto out_row = [&](int i, int e) {
     return kTr ? (i % TT) * 8 + 2 * c + (e & 1) : (i / NT) * 16 + g + (e >= 2 ? 8 : 0);
   };
-  auto out_col = [&](int i, int e) -> int64_t {
+  auto out_col = [&](int64_t n_base, int i, int e) -> int64_t {
     return kTr ? n_base + (2 * (i / TT) + (e >= 2 ? 1 : 0)) * 8 + g : n_base + (i % NT) * 8 + 2 * c + (e & 1);
   };
   auto store_c = [&](int64_t row, int64_t col, float v) { store_out(C, p.c_bf16, row * ldc + col, v); };
@@ -272,8 +300,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     const int64_t chunk_rows = min64(kChunk, m_count - m0);
     if (m0 > 0) {
       __syncthreads();  // the previous chunk is done with a_row / c_row / sA
+      restart_issue();
 #pragma unroll
-      for (int d = 0; d < S - 1; ++d) issue(d, d);  // in flight while A is staged
+      for (int d = 0; d < S - 1; ++d) issue(d);  // in flight while A is staged
     }
     for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
       int32_t ar = -1, cr = -1;
@@ -335,19 +364,22 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
       lo_row[mt] = (kTr ? mt * 8 : mt * 16) + g < sh.a_rows;
       hi_row[mt] = !kTr && mt * 16 + g + 8 < sh.a_rows;
     }
-    // Ring slot of window wi (wi % S) and the windows left in its sub-range, kept as counters.
-    int slot = 0, sub_left = win_per_sub, sub = sub0;
-    for (int wi = 0; wi < n_windows; ++wi) {
+    // Ring slot of window wi (wi % S), the CTA tile and window within it (wt, w_in) and the
+    // windows left in its sub-range, kept as counters.
+    int slot = 0, sub_left = win_per_sub, sub = sub0, wt = 0, w_in = 0;
+    int64_t n_base = n_base_of(0);
+    const uint8_t* tile_codes = my_codes;
+    for (int wi = 0; wi < n_tiles * n_windows; ++wi) {
       cp_async_wait<S - 2>();  // this lane's copies of window wi have landed
       uint4 cur[NT];
       uint8_t code[NT];  // UE8M0 scale code of each tile's run (unused for BF16)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         cur[nt] = my_ring[(slot * NT + nt) * 32 + lane];
-        const int k_rel = c * L + wi * W;
-        code[nt] = F == WeightFmt::kBF16 ? 0 : my_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
+        const int k_rel = c * L + w_in * W;
+        code[nt] = F == WeightFmt::kBF16 ? 0 : tile_codes[(nt * 8 + g) * n_codes + (k_rel >> in_shift)];
       }
-      issue(wi + S - 1, slot == 0 ? S - 1 : slot - 1);  // refills the slot consumed last iteration
+      issue(slot == 0 ? S - 1 : slot - 1);  // window wi + S - 1 refills the slot consumed last iteration
       slot = slot + 1 == S ? 0 : slot + 1;
       // The window's mma steps, with weights decoded by `decode(nt, j, b0, b1)`. One 16-byte A
       // read per row serves two steps (logical k 2c, 2c+1 and 2c+8, 2c+9 of steps j and j + 1 are
@@ -356,7 +388,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         if constexpr (kTr) {
 #pragma unroll
           for (int j = 0; j < L / 4; j += 2) {
-            const int kk = wi * W + c * L + 4 * j;  // within the span
+            const int kk = w_in * W + c * L + 4 * j;  // within the span
             uint4 x[TT];                              // rows 8 tt + g, elements kk .. kk + 7
 #pragma unroll
             for (int tt = 0; tt < TT; ++tt) {
@@ -383,7 +415,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         } else {
 #pragma unroll
           for (int j = 0; j < L / 4; j += 2) {
-            const int kk = wi * W + c * L + 4 * j;  // within the span
+            const int kk = w_in * W + c * L + 4 * j;  // within the span
             uint4 lo[MT], hi[MT];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
@@ -424,7 +456,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         window([&](int nt, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[nt], code[nt], j, b0, b1); });
       }
       // End of a sub-range: fold it (whole K here) or hand it to the partials.
-      if (--sub_left == 0 || wi + 1 == n_windows) {
+      const bool tile_end = w_in + 1 == n_windows;
+      if (--sub_left == 0 || tile_end) {
 #pragma unroll
         for (int i = 0; i < kTiles; ++i)
 #pragma unroll
@@ -433,7 +466,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
               total[i][e] += acc[i][e];  // ((0 + s_0) + s_1) + ...: the canonical fold
             } else {
               const int r = out_row(i, e);
-              const int64_t n = out_col(i, e);
+              const int64_t n = out_col(n_base, i, e);
               if (r < chunk_rows && n < N)
                 partial[(static_cast<int64_t>(sub) * p.M + c_row[r]) * ldc + col_off + n] = acc[i][e];
             }
@@ -442,34 +475,49 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         sub_left = win_per_sub;
         ++sub;
       }
+      // End of a CTA tile: its outputs (all of K here), then the next tile from its first sub-range.
+      if (tile_end) {
+        if (nsub == P) {
+#pragma unroll
+          for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int r = out_row(i, e);
+              const int64_t n = out_col(n_base, i, e);
+              if (r < chunk_rows && n < N) store_c(c_row[r], col_off + n, total[i][e]);
+              total[i][e] = 0.0f;
+            }
+        }
+        w_in = 0;
+        ++wt;
+        n_base = n_base_of(wt);
+        tile_codes += 32 * n_codes;
+        sub = sub0;
+      } else {
+        ++w_in;
+      }
     }
     cp_async_wait<0>();
-    if (nsub == P) {
-#pragma unroll
-      for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = out_row(i, e);
-          const int64_t n = out_col(i, e);
-          if (r < chunk_rows && n < N) store_c(c_row[r], col_off + n, total[i][e]);
-        }
-    }
   }  // row chunks
   cp_async_wait<0>();  // no copy outlives the CTA (none pending unless there were no rows)
   if (nsub == P) return;
   if (p.tile_counters == nullptr) return;  // gemv_reduce_kernel folds the partials
-  // The last of the tile's CTAs to finish folds the partials in sub-range order, then re-arms the
-  // counter for the next launch.
-  int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
-  if (!last_to_arrive(counter, static_cast<int>(gridDim.y))) return;
-  const int64_t col0 = col_off + static_cast<int64_t>(bx) * kCtaCols;
-  const int64_t n_cols = min64(kCtaCols, N - static_cast<int64_t>(bx) * kCtaCols);
-  for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
-    const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
-                  col = col0 + i % n_cols;
-    store_c(row, col, sum_in_order(&partial[row * ldc + col], p.M * ldc, P));  // the canonical fold
+  // For each of its tiles, the last of the tile's CTAs to finish folds the partials in sub-range
+  // order, then re-arms the counter for the next launch.
+  const int64_t tiles_total = (p.N + kCtaCols - 1) / kCtaCols + (p.n_sets > 1 ? (p.N1 + kCtaCols - 1) / kCtaCols : 0);
+  for (int t = 0; t < n_tiles; ++t) {
+    int32_t* counter = p.tile_counters + static_cast<int64_t>(blockIdx.z) * tiles_total + tile0 + t;
+    if (!last_to_arrive(counter, static_cast<int>(gridDim.y))) continue;
+    const int64_t bx = bx0 + t;
+    const int64_t col0 = col_off + bx * kCtaCols;
+    const int64_t n_cols = min64(kCtaCols, N - bx * kCtaCols);
+    for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
+      const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
+                    col = col0 + i % n_cols;
+      store_c(row, col, sum_in_order(&partial[row * ldc + col], p.M * ldc, P));  // the canonical fold
+    }
+    if (threadIdx.x == 0) *counter = 0;
   }
-  if (threadIdx.x == 0) *counter = 0;
 }
 
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials

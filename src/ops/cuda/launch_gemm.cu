@@ -88,6 +88,10 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   // 8 lost 11% at batch 32.
   static const int expert_spc = env_int("DEEPINFER_GEMV_EXPERT_SPC", 2);
   sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
+  // Column tiles per CTA (DEEPINFER_GEMV_TILES_PER_CTA = 1 (default), 2 or 4; numerically neutral:
+  // each tile's arithmetic is the one-tile CTA's).
+  static const int tpc = env_int("DEEPINFER_GEMV_TILES_PER_CTA", 1, {1, 2, 4});
+  sh.tpc = tpc;
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
@@ -96,25 +100,39 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   return sh;
 }
 
-template <WeightFmt F, int MT, int NT, int S>
-cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& sh, cudaStream_t s) {
+// Narrow warps (8 or 16 columns: small and mid-size weights, most decode launches) keep 3 windows
+// per warp: 6 measured the same on the H200 (batch 1-512), 9 slower in an earlier form of the kernel.
+inline constexpr int kGemvNarrowStages = 3;
+
+template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
+cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStream_t s) {
+  // Several column tiles per CTA only in the transposed, default-depth kernels (the decode
+  // launches); the others take one.
+  if constexpr (!MULTI && MT < 0 && S == kGemvNarrowStages) {
+    if (shape.tpc > 1) return launch_gemv_mt<F, MT, NT, S, true>(p, shape, s);
+  }
+  GemvShape sh = shape;
+  if (!MULTI) sh.tpc = 1;
   static bool configured = false;  // opt in to large dynamic shared memory once per instantiation
   if (!configured) {
-    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, NT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(dequant_gemv_kernel<F, MT, NT, S, MULTI>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
   const int P = gemm_n_subranges(p.K);
-  const dim3 grid(static_cast<unsigned>(set_tiles(p, gemv_cta_cols(NT))),
-                  static_cast<unsigned>((P + sh.spc - 1) / sh.spc), static_cast<unsigned>(gemv_outer(p)));
+  const int cols = gemv_cta_cols(NT);
+  const int64_t x_ctas = gemv_x_ctas(p.N, cols, sh.tpc) + (p.n_sets > 1 ? gemv_x_ctas(p.N1, cols, sh.tpc) : 0);
+  const dim3 grid(static_cast<unsigned>(x_ctas), static_cast<unsigned>((P + sh.spc - 1) / sh.spc),
+                  static_cast<unsigned>(gemv_outer(p)));
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
   const bool split = grid.y > 1;
-  const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.z;
+  // One counter per (column tile, group): the CTAs of a tile fold its partials (dequant_gemv.cuh).
+  const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= set_tiles(p, cols) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
   // A programmatic dependent launch like every kernel (pdl_launch.cuh), and the one that gains
   // most from it: its CTAs stream their first weight windows before griddep_wait().
-  const cudaError_t e = launch_pdl(dequant_gemv_kernel<F, MT, NT, S>, grid, kGemvWarps * 32,
+  const cudaError_t e = launch_pdl(dequant_gemv_kernel<F, MT, NT, S, MULTI>, grid, kGemvWarps * 32,
                                    gemv_smem_bytes(sh, p.K, S * NT), s, q, p.partial, sh);
   if (e != cudaSuccess) return e;
   if (split && !self_fold) {
@@ -135,9 +153,6 @@ int gemv_stages() {
   static const int n = env_int("DEEPINFER_GEMV_STAGES", 3, {2, 3, 4, 6});
   return n;
 }
-// Narrow warps (8 or 16 columns: small and mid-size weights, most decode launches) keep 3 windows
-// per warp: 6 measured the same on the H200 (batch 1-512), 9 slower in an earlier form of the kernel.
-inline constexpr int kGemvNarrowStages = 3;
 // The largest ring (windows per warp) a streaming launch may take.
 int gemv_max_ring_windows() { return std::max(gemv_stages() * kGemvMaxNt, kGemvNarrowStages * 2); }
 
