@@ -33,6 +33,14 @@ int64_t set_tiles(const GemmParams& p, int64_t cols) {
 
 constexpr size_t kGemvMaxSmem = 200 << 10;
 
+// DEEPINFER_GEMV_TILES_PER_CTA = 1, 2 or 4: every launch that can takes that many column tiles per
+// CTA (an A/B knob); unset: chosen per launch (gemv_tiles_per_cta), returned as 0.
+constexpr int kGemvMaxTilesPerCta = 4;
+int gemv_tiles_knob() {
+  static const int n = env_int("DEEPINFER_GEMV_TILES_PER_CTA", 0, {1, 2, 4});
+  return n;
+}
+
 // Launch geometry: K sub-ranges per CTA (up to as many as keep >= 2 CTAs per SM of an H200 busy,
 // capped below; all of K needs no partials) and only the rows that can hold data staged.
 int64_t gemv_outer(const GemmParams& p) {
@@ -88,16 +96,32 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   // 8 lost 11% at batch 32.
   static const int expert_spc = env_int("DEEPINFER_GEMV_EXPERT_SPC", 2);
   sh.spc = std::min(sh.spc, p.experts != nullptr ? expert_spc : max_spc);
-  // Column tiles per CTA (DEEPINFER_GEMV_TILES_PER_CTA = 1 (default), 2 or 4; numerically neutral:
-  // each tile's arithmetic is the one-tile CTA's).
-  static const int tpc = env_int("DEEPINFER_GEMV_TILES_PER_CTA", 1, {1, 2, 4});
-  sh.tpc = tpc;
+  // Column tiles per CTA: 0 = chosen per launch (gemv_tiles_per_cta); shared memory is sized
+  // for the most the launch may take.
+  sh.tpc = gemv_tiles_knob();
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
-    if (gemv_smem_bytes(sh, p.K, ring_windows) <= kGemvMaxSmem || sh.spc == 1) break;
+    GemvShape most = sh;
+    most.tpc = sh.tpc > 0 ? sh.tpc : kGemvMaxTilesPerCta;
+    if (gemv_smem_bytes(most, p.K, ring_windows) <= kGemvMaxSmem || sh.spc == 1) break;
   }
   return sh;
+}
+
+// Column tiles per CTA of a launch that can take several (tpc == 0 in its shape): the most, of 4
+// and 2, that still leaves DEEPINFER_GEMV_MULTI_WAVES (default 4) waves of CTAs on an H200 (132
+// SMs x 4), else 1. Numerically neutral: each tile's arithmetic is the one-tile CTA's. Grouping
+// tiles saves a CTA's A staging, ramp and prologue per tile but takes CTAs from the scheduler, so
+// it pays only where there are many (MoE experts at batch >= 8); measured on the H200 (decode, 4
+// full-width layers) with every launch grouped: 2 tiles = -8% at batch 1, +5% at 128; 4 tiles
+// -27% at batch 1, +8% at 128.
+int gemv_tiles_per_cta(int64_t ctas) {
+  static const int waves = env_int("DEEPINFER_GEMV_MULTI_WAVES", 4);
+  const int64_t floor_ctas = static_cast<int64_t>(waves) * 132 * 4;
+  for (int t = kGemvMaxTilesPerCta; t > 1; t /= 2)
+    if (ctas / t >= floor_ctas) return t;
+  return 1;
 }
 
 // Narrow warps (8 or 16 columns: small and mid-size weights, most decode launches) keep 3 windows
@@ -108,8 +132,12 @@ template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
 cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStream_t s) {
   // Several column tiles per CTA only in the transposed, default-depth kernels (the decode
   // launches); the others take one.
+  const int P = gemm_n_subranges(p.K);
+  const int cols = gemv_cta_cols(NT);
   if constexpr (!MULTI && MT < 0 && S == kGemvNarrowStages) {
-    if (shape.tpc > 1) return launch_gemv_mt<F, MT, NT, S, true>(p, shape, s);
+    GemvShape multi = shape;
+    if (multi.tpc == 0) multi.tpc = gemv_tiles_per_cta(set_tiles(p, cols) * ((P + shape.spc - 1) / shape.spc) * gemv_outer(p));
+    if (multi.tpc > 1) return launch_gemv_mt<F, MT, NT, S, true>(p, multi, s);
   }
   GemvShape sh = shape;
   if (!MULTI) sh.tpc = 1;
@@ -119,8 +147,6 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStre
                          static_cast<int>(kGemvMaxSmem));
     configured = true;
   }
-  const int P = gemm_n_subranges(p.K);
-  const int cols = gemv_cta_cols(NT);
   const int64_t x_ctas = gemv_x_ctas(p.N, cols, sh.tpc) + (p.n_sets > 1 ? gemv_x_ctas(p.N1, cols, sh.tpc) : 0);
   const dim3 grid(static_cast<unsigned>(x_ctas), static_cast<unsigned>((P + sh.spc - 1) / sh.spc),
                   static_cast<unsigned>(gemv_outer(p)));
