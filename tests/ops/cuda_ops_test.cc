@@ -20,6 +20,17 @@ class CudaOpsTest : public OpHarness {
     LinearWeight host, dev;
   };
   void moe_batch_invariance(int64_t E, int act_block);
+  // E experts of random FP4 weights (w1, w3: [F, D], w2: [D, F]) on the device; `keep` owns them.
+  std::vector<tensor::ExpertWeights> make_fp4_experts(int64_t E, int64_t D, int64_t F, std::vector<Linear>& keep) {
+    std::vector<tensor::ExpertWeights> ed;
+    for (int64_t e = 0; e < E; ++e) {
+      keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+      keep.push_back(make_linear(WeightFormat::kFp4Block, D, F));
+      keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
+      ed.push_back({keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, keep.back().dev});
+    }
+    return ed;
+  }
   // A random weight stored in `format` (quantised with the checkpoint's recipe).
   Linear make_linear(WeightFormat format, int64_t out, int64_t in, int block = 128) {
     std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt(static_cast<float>(in)));
@@ -492,13 +503,7 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
 TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
   const int64_t E = 8, k = 3, D = 256, F = 128;
   std::vector<Linear> keep;
-  std::vector<tensor::ExpertWeights> ed;
-  for (int64_t e = 0; e < E; ++e) {
-    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
-    keep.push_back(make_linear(WeightFormat::kFp4Block, D, F));
-    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
-    ed.push_back({keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, keep.back().dev});
-  }
+  const std::vector<tensor::ExpertWeights> ed = make_fp4_experts(E, D, F, keep);
   for (int64_t T : {1, 13}) {
     Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
     Pair ids = make(DType::kI32, {T});
@@ -534,13 +539,7 @@ TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
 void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block) {
   const int64_t k = 3, D = 1024, F = 256, T = 600;
   std::vector<Linear> keep;
-  std::vector<tensor::ExpertWeights> ed;
-  for (int64_t e = 0; e < E; ++e) {
-    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
-    keep.push_back(make_linear(WeightFormat::kFp4Block, D, F));
-    keep.push_back(make_linear(WeightFormat::kFp4Block, F, D));
-    ed.push_back({keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, keep.back().dev});
-  }
+  const std::vector<tensor::ExpertWeights> ed = make_fp4_experts(E, D, F, keep);
   Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
   Pair ids = make(DType::kI32, {T});
   upload(ids);
