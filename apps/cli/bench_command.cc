@@ -18,7 +18,7 @@ void setup(CLI::App* app) {
   app->add_option("--numerics", o->numerics, "official | plain")->capture_default_str();
   app->add_option("--batch", o->batches, "decode batch sizes")->delimiter(',');
   app->add_option("--context", o->contexts, "decode context lengths")->delimiter(',');
-  app->add_option("--prefill", o->prefill_lengths, "prefill prompt lengths")->delimiter(',');
+  app->add_option("--prefill", o->prefill_lengths, "prefill prompt lengths (0: none)")->delimiter(',');
   app->add_option("--prefill-chunk", o->prefill_chunk, "prefill chunk tokens")->capture_default_str();
   app->add_option("--iters", o->iters, "timed iterations")->capture_default_str();
   app->add_option("--memory-budget-gib", o->memory_budget_gib, "skip rows whose KV exceeds this")->capture_default_str();

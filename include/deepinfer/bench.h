@@ -19,7 +19,7 @@ struct BenchOptions {
   std::string numerics = "official";
   std::vector<int32_t> batches = {1, 8, 32, 128, 512};
   std::vector<int32_t> contexts = {4096, 32768, 131072};
-  std::vector<int32_t> prefill_lengths = {8192, 131072};
+  std::vector<int32_t> prefill_lengths = {8192, 131072};  // lengths <= 0: no prefill row (decode only)
   int32_t prefill_chunk = 8192;
   int warmup = 2;
   int iters = 5;

@@ -232,6 +232,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
     }
   }
   for (int64_t n : o.prefill_lengths) {
+    if (n <= 0) continue;  // `--prefill 0`: decode rows only (the kernel profiles' last forward is then a decode step)
     json row = row_base("prefill", 1, n);
     if (static_cast<double>(engine::kv_bytes_estimate(b.config, 1, n / block_tokens + 1, block_tokens)) > budget) {
       row["skipped"] = "KV state does not fit the memory budget";

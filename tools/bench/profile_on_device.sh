@@ -19,7 +19,10 @@ export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DE
 NCU=/usr/local/cuda/bin/ncu
 LAYERS="${LAYERS:-4}"
 BATCH="${BATCH:-1}"  # decode batch of `launches` and `source` (the CSV names it)
-DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context 4096 --prefill 1 --iters 1 --no-breakdown)
+# Decode rows only (--prefill 0): the run ends on the measured decode step, which is what `launches`
+# prints (before, a trailing 1-token prefill at context 1 was the last forward: same GEMMs, but
+# attention, indexer and compressor over no history).
+DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context 4096 --prefill 0 --iters 1 --no-breakdown)
 PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 1 --prefill 8192 --iters 1 --no-breakdown)
 case "${1:-kernels}" in
   kernels)
@@ -36,7 +39,7 @@ case "${1:-kernels}" in
     timeout 200 "$NCU" --cache-control none --clock-control none --csv \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
       --kernel-name regex:'^(?!fill_random).*' "${DECODE[@]}" > "$OUT/ncu_launches_b$BATCH.csv" 2>&1
-    # bench runs a warm-up and a measured forward after its prefill: the last forward's launches.
+    # The last forward's launches: the measured decode step (warm-up steps before it).
     python3 tools/bench/ncu_launches.py "$OUT/ncu_launches_b$BATCH.csv" --last "${LAST:-200}"
     ;;
   source)
