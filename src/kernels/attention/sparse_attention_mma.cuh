@@ -35,6 +35,11 @@ __host__ __device__ constexpr bool mma_attention_supports(int64_t d) {
 }
 
 inline constexpr int kMmaAttnKeptRows = 1024, kMmaAttnKeptLd = kMmaAttnKeptRows + 8;
+// Row addresses resolved once per CTA into shared memory (rows beyond: resolved per tile), so the
+// tile loads of both passes skip the index and block-table lookups (two dependent global loads per
+// tile, on the critical path of a decode token's attention): window + top-k of CSA, or the window
+// and up to 1,024 compressed rows of HCA.
+inline constexpr int kMmaAttnAddrRows = 1152;
 
 // Dynamic shared memory: KV tiles [2][kMmaAttnRows][D + pad] and P [16][kMmaAttnRows + pad], BF16,
 // then S [16][kMmaAttnKeptLd] F32 (padded: the quad's float2 stores of 8 heads take two wavefronts).
@@ -73,12 +78,19 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
   const bool keep_s = static_cast<int64_t>(n_tiles) * kMmaAttnRows <= kMmaAttnKeptRows;
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
+  __shared__ const bf16* s_row_addr[kMmaAttnAddrRows];
+  const int n_addr = static_cast<int>(min64(n_rows, kMmaAttnAddrRows));
+  for (int r = threadIdx.x; r < n_addr; r += blockDim.x)
+    s_row_addr[r] = attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
+  __syncthreads();
 
-  // This warp's 8 rows of tile i into buffer i & 1: lane rr < 8 resolves row rr's address, the
-  // warp copies it in 16-byte chunks (rows past n_rows are zero-filled).
+  // This warp's 8 rows of tile i into buffer i & 1: lane rr < 8 takes row rr's address, the warp
+  // copies it in 16-byte chunks (rows past n_rows are zero-filled).
   auto load_rows = [&](int i) {
     const int64_t r = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + (lane & 7);
-    const bf16* src = r < n_rows ? attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p) : kv_new;
+    const bf16* src = r >= n_rows                 ? kv_new
+                      : r < kMmaAttnAddrRows      ? s_row_addr[r]
+                                                  : attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
     bf16* dst = s_kv + ((i & 1) * kMmaAttnRows + warp * 8) * LD;
 #pragma unroll
     for (int rr = 0; rr < 8; ++rr) {
