@@ -3,9 +3,10 @@
 # measurements behind the CUDA tuning records. Results in $OUT.
 #   bash tools/bench/profile_on_device.sh kernels            # GPU time per kernel: a batch-1 step
 #                                                            # (4K context) and an 8K prefill
-#   bash tools/bench/profile_on_device.sh launches           # every launch of one batch-1 forward
-#                                                            # (BATCH=n: batch n): GPU time, DRAM
-#                                                            # bytes read, grid size
+#   bash tools/bench/profile_on_device.sh launches           # every launch of one batch-1 decode
+#                                                            # step (BATCH=n: batch n; CONTEXT=n:
+#                                                            # context, default 4096): GPU time,
+#                                                            # DRAM bytes read, grid size
 #   bash tools/bench/profile_on_device.sh source NAME SKIP   # source-level profile of the (SKIP+1)-th
 #                                                            # launch of kernel NAME in a batch-1 step
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
@@ -22,7 +23,7 @@ BATCH="${BATCH:-1}"  # decode batch of `launches` and `source` (the CSV names it
 # Decode rows only (--prefill 0): the run ends on the measured decode step, which is what `launches`
 # prints (before, a trailing 1-token prefill at context 1 was the last forward: same GEMMs, but
 # attention, indexer and compressor over no history).
-DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context 4096 --prefill 0 --iters 1 --no-breakdown)
+DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context "${CONTEXT:-4096}" --prefill 0 --iters 1 --no-breakdown)
 PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 1 --prefill 8192 --iters 1 --no-breakdown)
 case "${1:-kernels}" in
   kernels)
