@@ -47,6 +47,11 @@ cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// Threads per token of the top-k selection: a decode step's few tokens (one block each, a long
+// context's 32K scores per token at 128K) take 1,024, prefill-sized launches 256. The selection
+// is exact and emitted in index order, so the block size changes no output.
+static unsigned topk_threads(int64_t T) { return T < 132 ? 1024u : 256u; }
+
 cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
   // BF16 queries and keys take the tensor-core scores (a model property: batch invariant).
   if (p.q_type == ActType::kBF16 && p.k_type == ActType::kBF16 && indexer_mma_supports(p.Hi, p.di)) {
@@ -59,7 +64,7 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                static_cast<const __nv_bfloat16*>(p.q), p.w,
                static_cast<const __nv_bfloat16*>(p.keys), p.positions, p.token_seq, p.block_tables,
                p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
-    launch_pdl(topk_select_kernel, p.T, 256, 0, s, p.scores, p.ld, p.positions, p.ratio, p.K,
+    launch_pdl(topk_select_kernel, p.T, topk_threads(p.T), 0, s, p.scores, p.ld, p.positions, p.ratio, p.K,
                p.idx);
     return cudaGetLastError();
   }
@@ -77,7 +82,7 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
   });
   if (err != cudaSuccess) return err;
-  launch_pdl(topk_select_kernel, p.T, 256, 0, s, p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
+  launch_pdl(topk_select_kernel, p.T, topk_threads(p.T), 0, s, p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
   return cudaGetLastError();
 }
 
