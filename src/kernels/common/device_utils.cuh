@@ -71,8 +71,9 @@ __device__ __forceinline__ void pdl_prologue() {
 __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
 // RoPE of one pair: the angle's sine (times sign: -1 for the inverse rotation) and cosine, then
-// element `odd` of the rotated pair (x0, x1) — the expressions the RoPE kernels and the attention output's de-rotation use, products
-// rounded before the sum (no FMA contraction left to the compiler), so they agree bit for bit.
+// element `odd` of the rotated pair (x0, x1) — the expressions the RoPE kernels and the attention
+// output's de-rotation use, products rounded before the sum (no FMA contraction left to the
+// compiler), so they agree bit for bit.
 __device__ __forceinline__ void rope_sincos(float pos, float inv_freq, float sign, float& s, float& c) {
   sincosf(pos * inv_freq, &s, &c);
   s *= sign;

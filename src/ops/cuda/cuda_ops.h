@@ -133,7 +133,7 @@ class CudaOps final : public Ops {
   void linear_impl(const TensorView& x, const LinearWeight& w, const TensorView& y, int n_groups,
                    const LinearOptions& options, const LinearWeight* pair_w = nullptr,
                    const TensorView* pair_y = nullptr);
-  // moe_experts (shared and out empty: into routed [T, D] F32) or moe_experts_out (out: the
+  // moe_experts (shared empty, out: the routed sum [T, D] F32) or moe_experts_out (out: the
   // sublayer output with shared added, rounded by the combine).
   void moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                         std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,

@@ -120,6 +120,12 @@ void CudaOps::set_gemm_activations(k::GemmParams& p, const TensorView& x, int bl
 namespace {
 // Splits of the mHC mixing reduction: a function of K only (never of T), so batch invariant.
 int hc_splits(int64_t K) { return static_cast<int>(std::clamp<int64_t>(K / 1024, 1, 32)); }
+// Whether hc_pre_norm (and hc_post_pre_norm) fold the RMS norm into the finalize launch for the
+// streams x [T, hc, D] (DEEPINFER_HC_FOLD_NORM=0: never, the two launches; an A/B switch, same bits).
+bool hc_norm_folds(const TensorView& x) {
+  static const bool on = k::env_switch("DEEPINFER_HC_FOLD_NORM");
+  return on && x.rank == 3 && k::hc_pre_folds_norm(x.shape[2]);
+}
 }  // namespace
 
 void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
@@ -129,9 +135,7 @@ void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& pa
 
 void CudaOps::hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
                           float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
-  // DEEPINFER_HC_FOLD_NORM=0: the two launches (an A/B switch; same bits).
-  static const bool fold = k::env_switch("DEEPINFER_HC_FOLD_NORM");
-  if (!fold || x.rank != 3 || !k::hc_pre_folds_norm(x.shape[2])) {
+  if (!hc_norm_folds(x)) {
     Ops::hc_pre_norm(x, w, params, norm, eps, u, post, comb);  // the two launches
     return;
   }
@@ -142,10 +146,9 @@ void CudaOps::hc_post_pre_norm(const TensorView& o, const TensorView& x, const T
                                const TensorView& comb, const TensorView& out, const HcWeights& w,
                                const HcParams& params, const TensorView& norm, float eps, const TensorView& u) {
   // DEEPINFER_HC_POST_FUSED=0: hc_post, then hc_pre_norm (an A/B switch; same bits). The fold
-  // needs the folded norm's launch (hc_pre_norm's conditions).
+  // rides on the folded norm's launch.
   static const bool fused = k::env_switch("DEEPINFER_HC_POST_FUSED");
-  static const bool fold_norm = k::env_switch("DEEPINFER_HC_FOLD_NORM");
-  if (!fused || !fold_norm || out.rank != 3 || !k::hc_pre_folds_norm(out.shape[2])) {
+  if (!fused || !hc_norm_folds(out)) {
     Ops::hc_post_pre_norm(o, x, post, comb, out, w, params, norm, eps, u);
     return;
   }
