@@ -202,13 +202,12 @@ __global__ void norm_rope_kernel(T* x, const Tw* weight, int64_t rows, int64_t h
 #pragma unroll
     for (int j0 = 0; j0 < kPer; j0 += QJ) {
       if (32 * j0 < quant_dims) {  // warp-uniform; quant_dims is a multiple of 32 QJ
-        float amax = 1e-4f;
+        float amax = 0.0f;
 #pragma unroll
         for (int j = j0; j < j0 + QJ; ++j) amax = fmaxf(amax, fabsf(v[j]));
-        amax = warp_max(amax);
-        const float s = pow2_scale(amax, 448.0f);
+        const float s = act_quant_scale(warp_max(amax));  // fp8_fake_quant_kernel's quantiser
 #pragma unroll
-        for (int j = j0; j < j0 + QJ; ++j) v[j] = round_e4m3(v[j] / s) * s;
+        for (int j = j0; j < j0 + QJ; ++j) v[j] = act_quant_value(v[j], s);
       }
     }
   }
