@@ -62,14 +62,6 @@ __device__ __forceinline__ void cp_async16_l2_128(void* smem, const void* gmem, 
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
-// Asks the L2 to fetch `bytes` (a multiple of 16) from a 16-byte aligned global address, with
-// no destination and nothing to wait for (sm_90 bulk prefetch; a no-op elsewhere): one
-// instruction puts a whole weight slice in flight, however shallow the consumer's ring.
-__device__ __forceinline__ void prefetch_l2_bulk(const void* gmem, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
-#endif
-}
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }

@@ -43,8 +43,6 @@ struct GemvShape {
   // Consecutive column tiles per CTA (one K span and group, so A is staged once for all of them
   // and the weight ring runs on from one tile into the next); 1 = a tile per CTA.
   int tpc = 1;
-  // Whether each CTA first asks the L2 for its whole weight slice (prefetch_l2_bulk).
-  bool l2_prefetch = true;
 };
 
 // Scale codes per column over `spc` sub-ranges: spc R / block_in (FP4: / 32; BF16: none).
@@ -257,24 +255,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   restart_issue();
 #pragma unroll
   for (int d = 0; d < S - 1; ++d) issue(d);
-  // Then the CTA's whole weight slice (its rows of the tiles, columns k_begin .. k_begin + k_span) is
-  // requested from the L2 at once: the ring keeps only S - 1 windows per warp in flight, which
-  // leaves short CTAs latency bound (a 2-8 MB projection at batch 1 ran at 0.2-0.9 TB/s), and a
-  // dense launch issues it before griddep_wait, so the bytes move while the previous kernel (often
-  // a one-CTA norm, mHC or attention kernel) still runs. Rows are contiguous when the span is the
-  // whole row: one request then.
-  if (sh.l2_prefetch) {
-    const int64_t n0 = static_cast<int64_t>(bx0) * kCtaCols, n1 = min64(N, n0 + static_cast<int64_t>(n_tiles) * kCtaCols);
-    auto bytes_of = [&](int64_t k) { return F == WeightFmt::kBF16 ? 2 * k : (F == WeightFmt::kFp8Block ? k : k / 2); };
-    const int64_t off = bytes_of(k_begin), len = bytes_of(k_span);
-    const uint8_t* base = w.w + (w_row0 + n0) * w.row_bytes + off;
-    if (len == w.row_bytes) {
-      if (threadIdx.x == 0 && n1 > n0) prefetch_l2_bulk(base, static_cast<uint32_t>((n1 - n0) * len));
-    } else {
-      for (int64_t r = threadIdx.x; r < n1 - n0; r += blockDim.x)
-        prefetch_l2_bulk(base + r * w.row_bytes, static_cast<uint32_t>(len));
-    }
-  }
   // Scale codes of the warp's columns (lane = column) in each of the CTA's tiles over the span, once
   // for all row chunks.
   const int n_codes = sh.n_codes;

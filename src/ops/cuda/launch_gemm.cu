@@ -99,10 +99,6 @@ GemvShape gemv_shape(const GemmParams& p, int64_t rows, int mt, int ring_windows
   // Column tiles per CTA: 0 = chosen per launch (gemv_tiles_per_cta); shared memory is sized
   // for the most the launch may take.
   sh.tpc = gemv_tiles_knob();
-  // Whole-slice L2 prefetch per CTA (DEEPINFER_GEMV_L2_PREFETCH=0 turns it off: an A/B switch,
-  // numerically neutral).
-  static const bool l2_prefetch = env_switch("DEEPINFER_GEMV_L2_PREFETCH");
-  sh.l2_prefetch = l2_prefetch;
   sh.a_rows = static_cast<int>(std::min<int64_t>(mt * 16, rows));
   for (;; sh.spc = (sh.spc + 1) / 2) {
     sh.n_codes = gemv_codes(p.w.fmt, p.w.block_in, p.K, sh.spc);
