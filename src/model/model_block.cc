@@ -38,6 +38,20 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   const int ratio = w.ratio;
   ops::RopeParams rope{ratio == 0 ? inv_freq_main_ : inv_freq_compress_, static_cast<int>(config_.qk_rope_head_dim)};
 
+  // The compressors read only `a` and write only their own state and pools, which nothing reads
+  // before the top-k and the attention: a side region, run beside the query path where the backend
+  // can (at batch 1 every kernel of both chains is latency bound).
+  const bool side = ratio > 0 || aw.indexer;
+  if (side) {
+    ops_->side_begin();
+    if (ratio > 0) compressor(*aw.compressor, state.comp, ratio, d, /*indexer=*/false, step, a, state.comp_rows);
+    if (aw.indexer) {
+      compressor(aw.indexer->compressor, state.idx_comp, ratio, config_.index_head_dim, /*indexer=*/true, step, a,
+                 state.idx_keys);
+    }
+    ops_->side_end();
+  }
+
   // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE. The KV latent below
   // is projected from the same input in the same pass.
   TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});
@@ -52,13 +66,9 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
 
   TensorView comp_idx;
-  if (ratio > 0) {
-    compressor(*aw.compressor, state.comp, ratio, d, /*indexer=*/false, step, a, state.comp_rows);
-  }
   if (aw.indexer) {
     const loader::IndexerWeights& iw = *aw.indexer;
     const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
-    compressor(iw.compressor, state.idx_comp, ratio, di, /*indexer=*/true, step, a, state.idx_keys);
     TensorView qi = ops_->alloc(act_dtype(), {T, Hi, di});
     ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), fp8_act());
     ops_->rope(qi, step.batch.positions, rope);
@@ -66,10 +76,12 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
     TensorView wi = ops_->alloc(act_dtype(), {T, Hi});  // head weights, scaled inside the top-k
     ops_->linear(a, iw.weights_proj, wi, {});
     comp_idx = ops_->alloc(DType::kI32, {T, config_.index_topk});
+    ops_->side_join();  // the index keys
     ops_->indexer_topk(qi, wi, state.idx_keys, step.batch, ratio, step.batch.block_tokens / ratio,
                        1.0f / std::sqrt(static_cast<float>(di * Hi)), comp_idx);
   }
 
+  if (side && !aw.indexer) ops_->side_join();  // the compressed rows
   ops::AttentionParams ap;
   ap.window = config_.sliding_window;
   ap.ratio = ratio;
@@ -125,27 +137,31 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   const loader::MoeWeights& mw = w.ffn;
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, E = config_.n_routed_experts;
   const int64_t k = config_.num_experts_per_tok, F = config_.moe_intermediate_size;
-  TensorView logits = ops_->alloc(DType::kF32, {T, E});
-  ops_->linear(b, mw.gate, logits, {});  // router in F32
   ops::MoeParams mp;
   mp.n_experts_per_tok = k;
   mp.route_scale = static_cast<float>(config_.routed_scaling_factor);
   mp.swiglu_limit = static_cast<float>(config_.swiglu_limit);
   mp.act_quant_block = fp8_act().act_quant_block;
-  TensorView sel = ops_->alloc(DType::kI32, {T, k});
-  TensorView weights = ops_->alloc(DType::kF32, {T, k});
-  ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
-  // The shared expert first, so that the routed experts' combine can add it: out = routed (F32)
-  // + shared, rounded once.
+  // The shared expert before the routed ones, so that their combine can add it (out = routed (F32)
+  // + shared, rounded once) — in a side region beside the router and the routing, which it does not
+  // depend on.
   TensorView y;
   if (mw.shared) {
+    ops_->side_begin();
     TensorView g = ops_->alloc(act_dtype(), {T, F});
     TensorView u = ops_->alloc(act_dtype(), {T, F});
     ops_->linear_pair(b, mw.shared->w1, mw.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
     y = ops_->alloc(act_dtype(), {T, D});
     ops_->linear(g, mw.shared->w2, y, fp8_act());
+    ops_->side_end();
   }
+  TensorView logits = ops_->alloc(DType::kF32, {T, E});
+  ops_->linear(b, mw.gate, logits, {});  // router in F32
+  TensorView sel = ops_->alloc(DType::kI32, {T, k});
+  TensorView weights = ops_->alloc(DType::kF32, {T, k});
+  ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
+  if (mw.shared) ops_->side_join();
   TensorView out = ops_->alloc(act_dtype(), {T, D});
   ops_->moe_experts_out(b, sel, weights, mw.experts, mp, y, out);
   return out;

@@ -141,6 +141,19 @@ class Ops {
   virtual void graph_capture_begin() {}
   virtual bool graph_capture_end() { return false; }
 
+  // ---- concurrency (optional) ----
+  // A side region: the ops issued between side_begin() and side_end() read only data that exists
+  // at side_begin() or that they write themselves; the ops issued on the main path until
+  // side_join() neither read nor write what the side region writes, nor write what it reads.
+  // side_join() orders every later op after the region. A backend may run the region concurrently
+  // with the main path (CUDA: a second stream, a fork and join in the step graph); the default runs
+  // everything in program order — and the results must be the same either way (so a region may
+  // only hold ops whose outputs do not depend on scheduling). One region at a time; it must be
+  // joined before the workspace is released.
+  virtual void side_begin() {}
+  virtual void side_end() {}
+  virtual void side_join() {}
+
   // ---- elementwise / norms ----
   // out[t] = table[ids[t]]: table [vocab, D] BF16/F32 -> out [T, D].
   virtual void embed(const TensorView& ids, const TensorView& table, const TensorView& out) = 0;

@@ -57,14 +57,14 @@ void CudaOps::start_pass(Mode mode) {
 
 void CudaOps::keep_graph(uint64_t sig, cudaGraphExec_t exec) {
   if (void* evicted = graph_cache_->store(sig, exec)) {
-    DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // it may still be running
+    DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));  // it may still be running
     cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(evicted));
   }
 }
 
 void CudaOps::drop_graphs() {
   if (graph_cache_ == nullptr || graph_cache_->size() == 0) return;
-  cudaStreamSynchronize(stream_);  // none may be running when destroyed
+  cudaStreamSynchronize(main_stream_);  // none may be running when destroyed
   for (void* g : graph_cache_->clear()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
 }
 
@@ -89,8 +89,8 @@ Ops::GraphStep CudaOps::graph_replay() {
   void* graph = nullptr;
   switch (replayable_ ? graph_cache_->decide(sig_, &graph) : GraphCache::Decision::kEager) {
     case GraphCache::Decision::kReplay:
-      DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_));
-      DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
+      DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), main_stream_));
+      DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
       ++graph_stats_.replayed;
       return GraphStep::kReplayed;
     case GraphCache::Decision::kRecord:
@@ -106,14 +106,14 @@ void CudaOps::graph_capture_begin() {
   DI_CHECK(mode_ == Mode::kEager, "graph_capture_begin inside another graph pass");
   start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
-  DI_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  DI_CUDA_CHECK(cudaStreamBeginCapture(main_stream_, cudaStreamCaptureModeRelaxed));
 }
 
 bool CudaOps::graph_capture_end() {
   DI_CHECK(mode_ == Mode::kCapture, "graph_capture_end without graph_capture_begin");
   mode_ = Mode::kEager;
   cudaGraph_t graph = nullptr;
-  const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+  const cudaError_t err = cudaStreamEndCapture(main_stream_, &graph);
   cudaGraphExec_t exec = nullptr;
   bool ok = err == cudaSuccess && graph != nullptr && replayable_ && sig_ == prepared_sig_;
   if (ok) ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
@@ -129,8 +129,8 @@ bool CudaOps::graph_capture_end() {
     return false;
   }
   keep_graph(prepared_sig_, exec);
-  DI_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-  DI_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
+  DI_CUDA_CHECK(cudaGraphLaunch(exec, main_stream_));
+  DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
   ++graph_stats_.captured;
   return true;
 }

@@ -26,6 +26,7 @@ kernels::ActType act_type(const TensorView& v) {
 CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   DI_CUDA_CHECK(cudaSetDevice(device_));
   DI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  main_stream_ = stream_;
   arena_size_ = options.workspace_bytes;
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
   const char* env = std::getenv("DEEPINFER_CUDA_GRAPHS");
@@ -36,17 +37,26 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
 }
 
 CudaOps::~CudaOps() {
-  cudaStreamSynchronize(stream_);
+  if (side_stream_ != nullptr) cudaStreamSynchronize(side_stream_);
+  cudaStreamSynchronize(main_stream_);
   drop_graphs();
   cudaEventDestroy(graph_done_);
   if (staging_ != nullptr) cudaFreeHost(staging_);
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   cudaFree(arena_);
-  cudaStreamDestroy(stream_);
+  if (side_stream_ != nullptr) {
+    cudaStreamDestroy(side_stream_);
+    cudaEventDestroy(fork_event_);
+    cudaEventDestroy(join_event_);
+  }
+  cudaStreamDestroy(main_stream_);
 }
 
 void CudaOps::begin_step() {
+  // A pass abandoned inside a side region (an error mid-forward) leaves it open: start clean.
+  side_ = SideState::kNone;
+  stream_ = main_stream_;
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));
@@ -58,6 +68,8 @@ void CudaOps::begin_step() {
 size_t CudaOps::workspace_mark() { return static_cast<size_t>(arena_epoch_ << 44) | arena_used_; }
 
 void CudaOps::workspace_release(size_t mark) {
+  // A side region's kernels may still use its memory until the main stream has joined them.
+  DI_CHECK(side_ == SideState::kNone, "workspace released inside a side region (side_join first)");
   // Kernels queued on the stream may still read released memory: they run before any later
   // kernel writes it (one stream), so reuse is safe without a sync.
   if ((mark >> 44) == arena_epoch_) arena_used_ = std::min(arena_used_, mark & ((size_t{1} << 44) - 1));
@@ -148,7 +160,8 @@ void CudaOps::fill(const TensorView& dst, float value) {
 
 void CudaOps::synchronize() {
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
-  DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (side_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(side_stream_));
+  DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));
 }
 
 }  // namespace deepinfer::ops::cuda

@@ -67,6 +67,10 @@ class CudaOps final : public Ops {
   GraphStep graph_replay() override;
   void graph_capture_begin() override;
   bool graph_capture_end() override;
+
+  void side_begin() override;  // cuda_side_stream.cc
+  void side_end() override;
+  void side_join() override;
   const GraphStats& graph_stats() const { return graph_stats_; }
 
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
@@ -175,7 +179,16 @@ class CudaOps final : public Ops {
   // zeroed; allocated once).
   void attach_gemm_counters(kernels::GemmParams& p);
   int device_ = 0;
+  // The stream launches go to: main_stream_, or side_stream_ inside a side region.
   cudaStream_t stream_ = nullptr;
+  cudaStream_t main_stream_ = nullptr;
+  // ---- side regions (cuda_side_stream.cc) ----
+  static bool side_stream_enabled();  // DEEPINFER_CUDA_SIDE_STREAM != 0
+  enum class SideState { kNone, kOpen, kEnded };
+  SideState side_ = SideState::kNone;
+  cudaStream_t side_stream_ = nullptr;  // created with the first region
+  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
+  TensorView side_counters_;  // the side stream's small-M GEMM tile counters
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;

@@ -81,12 +81,14 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
 
 void CudaOps::attach_gemm_counters(k::GemmParams& p) {
   constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
-  if (gemm_counters_.data == nullptr) {
-    gemm_counters_ = alloc_persistent(DType::kI32, {kCounters});
-    DI_CUDA_CHECK(cudaMemsetAsync(gemm_counters_.data, 0, gemm_counters_.nbytes(), stream_));
+  // Concurrent launches must not count on the same counters: a side region has its own set.
+  TensorView& counters = stream_ == main_stream_ ? gemm_counters_ : side_counters_;
+  if (counters.data == nullptr) {
+    counters = alloc_persistent(DType::kI32, {kCounters});
+    DI_CUDA_CHECK(cudaMemsetAsync(counters.data, 0, counters.nbytes(), stream_));
   }
   if (k::gemm_counter_slots(p) <= kCounters) {
-    p.tile_counters = dptr<int32_t>(gemm_counters_);
+    p.tile_counters = dptr<int32_t>(counters);
     p.n_tile_counters = kCounters;
   }
 }

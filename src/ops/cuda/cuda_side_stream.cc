@@ -1,0 +1,62 @@
+// CudaOps side regions (ops.h, "concurrency"): a second stream that the region's ops are launched
+// on, forked from the main stream at side_begin() and joined back at side_join(). Under stream
+// capture the event record / wait pairs become a fork and a join in the step graph, so a replayed
+// decode step runs, e.g., the shared expert beside the routing chain. Why it pays: most batch-1
+// kernels are latency bound (one-CTA norms and mHC, short GEMVs), leaving SMs and HBM idle that an
+// independent chain can use.
+//
+// What must not be shared between the two streams: the small-M GEMM's tile counters (kernels
+// count arrivals on them), so side-region GEMMs get their own set. Workspace memory is not an
+// issue: a region's allocations are distinct from the main path's until the workspace is released,
+// which side_join() must precede (checked).
+// DEEPINFER_CUDA_SIDE_STREAM=0 runs regions in program order on the main stream (an A/B switch;
+// results are bit-identical either way).
+#include <cstdlib>
+#include <string>
+
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/cuda_ops.h"
+
+namespace deepinfer::ops::cuda {
+
+bool CudaOps::side_stream_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_SIDE_STREAM");
+    return !(v != nullptr && std::string(v) == "0");
+  }();
+  return on;
+}
+
+void CudaOps::side_begin() {
+  DI_CHECK(side_ == SideState::kNone, "side_begin: a side region is already open or not joined");
+  side_ = SideState::kOpen;
+  if (!side_stream_enabled()) return;
+  if (side_stream_ == nullptr) {
+    DI_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+    DI_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
+    DI_CUDA_CHECK(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming));
+  }
+  // The fork is part of the step's launch sequence: it enters the graph signature.
+  if (launch_site(__FILE__, __LINE__)) {
+    DI_CUDA_CHECK(cudaEventRecord(fork_event_, main_stream_));
+    DI_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_event_, 0));
+  }
+  stream_ = side_stream_;
+}
+
+void CudaOps::side_end() {
+  DI_CHECK(side_ == SideState::kOpen, "side_end without side_begin");
+  side_ = SideState::kEnded;
+  if (!side_stream_enabled()) return;
+  if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaEventRecord(join_event_, side_stream_));
+  stream_ = main_stream_;
+}
+
+void CudaOps::side_join() {
+  DI_CHECK(side_ == SideState::kEnded, "side_join without a side region ended by side_end");
+  side_ = SideState::kNone;
+  if (!side_stream_enabled()) return;
+  if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaStreamWaitEvent(main_stream_, join_event_, 0));
+}
+
+}  // namespace deepinfer::ops::cuda
