@@ -133,19 +133,24 @@ __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const T
 inline constexpr int64_t kRmsWarpMaxN = 1024;
 template <typename Tin, typename Tout, typename Tw>
 __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t rows, int64_t n, float eps) {
-  pdl_prologue();  // a GEMM that follows may start streaming its weights
   constexpr int kPer = kRmsWarpMaxN / 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
-  if (r >= rows) return;
-  // Every load of the row and of the weight issued at once (a decode step's norms are single
-  // rows: one round of memory latency), then the squares summed in j order.
+  // The weight's loads go out before the wait for the previous kernel (no kernel writes weights),
+  // then every load of the row at once (a decode step's norms are single rows: one round of
+  // memory latency), then the squares summed in j order.
   float v[kPer], w[kPer];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t c = lane + 32 * j;
-    v[j] = c < n ? to_f32(x[r * n + c]) : 0.0f;
     w[j] = c < n && weight != nullptr ? to_f32(weight[c]) : 1.0f;
+  }
+  pdl_prologue();  // a GEMM that follows may start streaming its weights
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t c = lane + 32 * j;
+    v[j] = c < n ? to_f32(x[r * n + c]) : 0.0f;
   }
   float ss = 0.0f;
 #pragma unroll
@@ -170,19 +175,18 @@ inline constexpr int kNormRopeWidth = 512, kNormRopeDims = 64;
 template <typename T, typename Tw, int QJ>
 __global__ void norm_rope_kernel(T* x, const Tw* weight, int64_t rows, int64_t heads, float eps,
                                  const int32_t* positions, const float* inv_freq, float sign, int64_t quant_dims) {
-  pdl_prologue();
   constexpr int N = kNormRopeWidth, kPer = N / 32, kTail = (N - kNormRopeDims) / 32;
   static_assert(N <= kRmsWarpMaxN && (N - kNormRopeDims) % 32 == 0, "one warp per row, j-aligned tail");
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
-  if (r >= rows) return;
-  T* row = x + r * N;
   float v[kPer], w[kPer];
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    v[j] = to_f32(row[lane + 32 * j]);
-    w[j] = weight != nullptr ? to_f32(weight[lane + 32 * j]) : 1.0f;
-  }
+  for (int j = 0; j < kPer; ++j) w[j] = weight != nullptr ? to_f32(weight[lane + 32 * j]) : 1.0f;  // before the wait
+  pdl_prologue();
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  T* row = x + r * N;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) v[j] = to_f32(row[lane + 32 * j]);
   float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) ss += v[j] * v[j];

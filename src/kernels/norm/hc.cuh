@@ -254,14 +254,36 @@ __device__ __forceinline__ float* hc_u_stage() {
   return s_u;
 }
 
+// The first kHcNormPre norm weights a thread of the folded norm applies (columns tid + k blockDim),
+// loaded before the kernel waits for its predecessor (weights: no kernel writes them), so the
+// norm's tail does not wait on a memory latency.
+inline constexpr int kHcNormPre = 4;
+struct HcNormWeights {
+  float w[kHcNormPre];
+};
+__device__ __forceinline__ float hc_norm_weight(const HcPreParams& p, int64_t c) {
+  if (p.norm == nullptr) return 1.0f;
+  return p.norm_bf16 ? to_f32(static_cast<const __nv_bfloat16*>(p.norm)[c]) : static_cast<const float*>(p.norm)[c];
+}
+__device__ __forceinline__ HcNormWeights hc_norm_preload(const HcPreParams& p) {
+  HcNormWeights nw;
+#pragma unroll
+  for (int k = 0; k < kHcNormPre; ++k) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    nw.w[k] = p.fold_norm && c < p.D ? hc_norm_weight(p, c) : 1.0f;
+  }
+  return nw;
+}
+
 // The folded RMS norm of one token's u row (D <= kRmsRowMaxN; the block has >= 256 threads) from
 // its staged values (u as rounded to Tu): rms_norm_row_kernel's arithmetic exactly — thread i < 256
 // sums the squares of columns i + 256 j in j order, block_sum (threads >= 256 add exact zeros, so
 // their warps change nothing), then v * inv * w per element — so the fold gives the bits of hc_pre
-// followed by rms_norm. Every thread writes columns tid + k blockDim with its weight loads issued
-// four at a time ahead of the stores (they could alias, so the compiler would not hoist them).
+// followed by rms_norm. Every thread writes columns tid + k blockDim: the first kHcNormPre with the
+// preloaded weights, any further ones with their weight loads issued four at a time ahead of the
+// stores (they could alias, so the compiler would not hoist them).
 template <typename Tu>
-__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p) {
+__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormWeights& nw) {
   __shared__ float scratch[32];
   const float* su = hc_u_stage();
   __syncthreads();  // the row is staged
@@ -276,14 +298,17 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p) {
   }
   const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
   const int stride = blockDim.x;
-  for (int64_t c0 = i; c0 < p.D; c0 += 4 * static_cast<int64_t>(stride)) {
+#pragma unroll
+  for (int k = 0; k < kHcNormPre; ++k) {
+    const int64_t c = i + static_cast<int64_t>(k) * stride;
+    if (c < p.D) row[c] = from_f32<Tu>(su[c] * inv * nw.w[k]);
+  }
+  for (int64_t c0 = i + static_cast<int64_t>(kHcNormPre) * stride; c0 < p.D; c0 += 4 * static_cast<int64_t>(stride)) {
     float w[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const int64_t c = c0 + k * stride;
-      w[k] = 1.0f;
-      if (c < p.D && p.norm != nullptr)
-        w[k] = p.norm_bf16 ? to_f32(static_cast<const __nv_bfloat16*>(p.norm)[c]) : static_cast<const float*>(p.norm)[c];
+      w[k] = c < p.D ? hc_norm_weight(p, c) : 1.0f;
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -293,15 +318,25 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p) {
   }
 }
 
+// Block layouts: with gridDim.y == 2 (decode-sized launches) block y = 1 is the token's Sinkhorn
+// (warp 0) and block y = 0 its collapse and norm with every warp, so the two run side by side on two
+// SMs and the kernel takes the longer of them, not their sum (the norm's block-wide barriers would
+// otherwise wait for Sinkhorn's 20 serial iterations); with one block, warp 0 runs Sinkhorn while
+// the other warps collapse (a 32-thread block: one warp does both).
 template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
-                                       float* post_out, float* comb_out) {
+                                       float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (warp == 0 && blockDim.x > 32) {
+  const bool split = gridDim.y == 2;
+  if (split && blockIdx.y == 1) {
+    if (warp == 0) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+    return;
+  }
+  if (!split && warp == 0 && blockDim.x > 32) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-    if (p.fold_norm) hc_fold_norm(u + t * p.D, p);
+    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);
     return;
   }
   float pre[hc];
@@ -309,7 +344,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
 #pragma unroll
   for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-  const int first = blockDim.x > 32 ? 32 : 0;
+  const int first = !split && blockDim.x > 32 ? 32 : 0;  // warps collapsing: from `first`
 #pragma unroll 4
   for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
     float acc = 0.0f;
@@ -321,8 +356,8 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
       u[t * p.D + c] = from_f32<Tu>(acc);
     }
   }
-  if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-  if (p.fold_norm) hc_fold_norm(u + t * p.D, p);  // (launch_hc_pre folds only with >= 256 threads)
+  if (!split && blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);  // (launch_hc_pre folds only with >= 256 threads)
 }
 
 // Threads per token: decode-sized batches (< 64 tokens) take 1,024 so the collapse u = sum_i pre_i
@@ -332,13 +367,14 @@ inline constexpr int kHcFinalizeDecodeThreads = 1024, kHcFinalizePrefillThreads 
 template <typename T, typename Tu>
 __global__ void __launch_bounds__(kHcFinalizeDecodeThreads)
     hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out, float* comb_out) {
+  const HcNormWeights nw = hc_norm_preload(p);  // before the wait: weights only
   pdl_prologue();
   const int64_t t = blockIdx.x;
   switch (p.hc) {
-    case 1: hc_pre_finalize<1>(x, partial, p, t, u, post_out, comb_out); break;
-    case 2: hc_pre_finalize<2>(x, partial, p, t, u, post_out, comb_out); break;
-    case 3: hc_pre_finalize<3>(x, partial, p, t, u, post_out, comb_out); break;
-    default: hc_pre_finalize<4>(x, partial, p, t, u, post_out, comb_out); break;
+    case 1: hc_pre_finalize<1>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    case 2: hc_pre_finalize<2>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    case 3: hc_pre_finalize<3>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    default: hc_pre_finalize<4>(x, partial, p, t, u, post_out, comb_out, nw); break;
   }
 }
 
