@@ -168,8 +168,8 @@ void CudaOps::fill(const TensorView& dst, float value) {
 }
 
 void CudaOps::synchronize() {
-  join_hc_aux();  // (in every mode: the join is part of the pass's signature)
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
+  join_hc_aux();
   if (hc_aux_.stream != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(hc_aux_.stream));
   if (side_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(side_stream_));
   DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));

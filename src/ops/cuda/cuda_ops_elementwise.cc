@@ -185,9 +185,7 @@ void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcPar
     p.comb_in = dptr<float>(*post_of->comb);
   }
   join_hc_aux();  // a previous Sinkhorn (its post / comb are read or overwritten here)
-  // Outside DI_LAUNCH, whose call a prepare pass skips: the pending join is part of every pass.
-  const k::HcAuxStream* aux = hc_aux(T);
-  DI_LAUNCH(k::launch_hc_pre(p, stream_, aux));
+  DI_LAUNCH(k::launch_hc_pre(p, stream_, hc_aux(T)));
 }
 
 void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
