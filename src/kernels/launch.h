@@ -63,15 +63,7 @@ struct HcParamsDev {
   const void* post_o = nullptr; ActType post_o_type = ActType::kF32; const void* post_x = nullptr;
   const float* post_in = nullptr; const float* comb_in = nullptr;
 };
-// An auxiliary stream for launch_hc_pre: decode-sized launches (hc_pre_uses_aux) record `fork` on
-// the launch stream after the mixing pass, run each token's Sinkhorn (post, comb) on `stream`, and
-// record `done` there; the caller makes whoever reads post / comb wait for `done`.
-struct HcAuxStream {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t fork = nullptr, done = nullptr;
-};
-bool hc_pre_uses_aux(int64_t T);
-cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream, const HcAuxStream* aux = nullptr);
+cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);
 // Whether launch_hc_pre computes hc_post inside its mixing pass for T tokens of hc streams.
 bool hc_pre_folds_post(int64_t T, int hc);
 // Whether launch_hc_pre can fold the RMS norm of u for width D (the widths launch_rms_norm gives

@@ -174,10 +174,6 @@ struct HcPreParams {
   const void* norm = nullptr;
   bool norm_bf16 = false;
   float rms_eps = 0.0f;
-  // What a finalize block computes: 0 everything (warp 0 Sinkhorn, the others the collapse), 1 the
-  // collapse (and norm) with every warp, 2 only Sinkhorn (post, comb) — the split lets a
-  // decode-sized launch run Sinkhorn's serial chain beside the collapse, on another stream.
-  int part = 0;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -322,17 +318,19 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
-// HcPreParams::part: 0 — warp 0 runs Sinkhorn while the other warps collapse (a 32-thread block:
-// one warp does both); 1 — every warp collapses (the norm's block-wide barriers then do not wait
-// for Sinkhorn's 20 serial iterations); 2 — warp 0 runs Sinkhorn alone.
+// Block layouts: with gridDim.y == 2 (decode-sized launches) block y = 1 is the token's Sinkhorn
+// (warp 0) and block y = 0 its collapse and norm with every warp, so the two run side by side on two
+// SMs and the kernel takes the longer of them, not their sum (the norm's block-wide barriers would
+// otherwise wait for Sinkhorn's 20 serial iterations); with one block, warp 0 runs Sinkhorn while
+// the other warps collapse (a 32-thread block: one warp does both).
 template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const bool split = p.part != 0;
-  if (p.part == 2) {
+  const bool split = gridDim.y == 2;
+  if (split && blockIdx.y == 1) {
     if (warp == 0) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
     return;
   }

@@ -111,7 +111,6 @@ void CudaOps::graph_capture_begin() {
 
 bool CudaOps::graph_capture_end() {
   DI_CHECK(mode_ == Mode::kCapture, "graph_capture_end without graph_capture_begin");
-  join_hc_aux();  // every forked branch must rejoin the capturing stream
   mode_ = Mode::kEager;
   cudaGraph_t graph = nullptr;
   const cudaError_t err = cudaStreamEndCapture(main_stream_, &graph);

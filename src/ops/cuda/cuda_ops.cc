@@ -37,7 +37,6 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
 }
 
 CudaOps::~CudaOps() {
-  if (hc_aux_.stream != nullptr) cudaStreamSynchronize(hc_aux_.stream);
   if (side_stream_ != nullptr) cudaStreamSynchronize(side_stream_);
   cudaStreamSynchronize(main_stream_);
   drop_graphs();
@@ -46,11 +45,6 @@ CudaOps::~CudaOps() {
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   cudaFree(arena_);
-  if (hc_aux_.stream != nullptr) {
-    cudaStreamDestroy(hc_aux_.stream);
-    cudaEventDestroy(hc_aux_.fork);
-    cudaEventDestroy(hc_aux_.done);
-  }
   if (side_stream_ != nullptr) {
     cudaStreamDestroy(side_stream_);
     cudaEventDestroy(fork_event_);
@@ -63,7 +57,6 @@ void CudaOps::begin_step() {
   // A pass abandoned inside a side region (an error mid-forward) leaves it open: start clean.
   side_ = SideState::kNone;
   stream_ = main_stream_;
-  hc_pending_ = false;  // joined (or, after an error, completed before the synchronisations below)
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));
@@ -77,7 +70,6 @@ size_t CudaOps::workspace_mark() { return static_cast<size_t>(arena_epoch_ << 44
 void CudaOps::workspace_release(size_t mark) {
   // A side region's kernels may still use its memory until the main stream has joined them.
   DI_CHECK(side_ == SideState::kNone, "workspace released inside a side region (side_join first)");
-  join_hc_aux();  // the auxiliary Sinkhorn writes workspace memory too
   // Kernels queued on the stream may still read released memory: they run before any later
   // kernel writes it (one stream), so reuse is safe without a sync.
   if ((mark >> 44) == arena_epoch_) arena_used_ = std::min(arena_used_, mark & ((size_t{1} << 44) - 1));
@@ -149,7 +141,6 @@ void CudaOps::copy(const TensorView& src, const TensorView& dst) {
     replayable_ = false;  // host memory outside staging: the step runs eagerly instead
     return;
   }
-  join_hc_aux();  // src may be an mHC post / comb still being written
   if (!launch_site(__FILE__, __LINE__)) return;
   DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, stream_));
   if (host) DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
@@ -169,8 +160,6 @@ void CudaOps::fill(const TensorView& dst, float value) {
 
 void CudaOps::synchronize() {
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
-  join_hc_aux();
-  if (hc_aux_.stream != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(hc_aux_.stream));
   if (side_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(side_stream_));
   DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));
 }

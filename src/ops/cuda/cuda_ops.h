@@ -189,12 +189,6 @@ class CudaOps final : public Ops {
   cudaStream_t side_stream_ = nullptr;  // created with the first region
   cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
   TensorView side_counters_;  // the side stream's small-M GEMM tile counters
-  // The mHC Sinkhorn's auxiliary stream: the launch's handles for T tokens (nullptr: none; else a
-  // join is pending from now on) and the join, made before post / comb are read.
-  const kernels::HcAuxStream* hc_aux(int64_t T);
-  void join_hc_aux();
-  kernels::HcAuxStream hc_aux_;
-  bool hc_pending_ = false;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;

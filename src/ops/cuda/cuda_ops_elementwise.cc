@@ -184,8 +184,7 @@ void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcPar
     p.post_in = dptr<float>(*post_of->post);
     p.comb_in = dptr<float>(*post_of->comb);
   }
-  join_hc_aux();  // a previous Sinkhorn (its post / comb are read or overwritten here)
-  DI_LAUNCH(k::launch_hc_pre(p, stream_, hc_aux(T)));
+  DI_LAUNCH(k::launch_hc_pre(p, stream_));
 }
 
 void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
@@ -194,7 +193,6 @@ void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView
   if (T == 0) return;
   DI_CHECK(x.dtype == out.dtype && out.data != x.data, "hc_post: out must be a distinct tensor of x's dtype");
   DI_CHECK(x.shape[1] <= 4, "hc_mult {} unsupported on CUDA (at most 4)", x.shape[1]);
-  join_hc_aux();  // post / comb
   DI_LAUNCH(k::launch_hc_post({o.data, act_type(o), x.data, out.data, act_type(x), dptr<float>(post),
                                dptr<float>(comb), T, x.shape[2], static_cast<int>(x.shape[1])},
                               stream_));

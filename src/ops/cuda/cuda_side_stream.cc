@@ -9,12 +9,8 @@
 // count arrivals on them), so side-region GEMMs get their own set. Workspace memory is not an
 // issue: a region's allocations are distinct from the main path's until the workspace is released,
 // which side_join() must precede (checked).
-// The same switch governs the mHC Sinkhorn's auxiliary stream (hc_aux): a decode-sized hc_pre runs
-// each token's Sinkhorn (post, comb) beside the collapse — its 20 serial iterations were the
-// longest part of a finalize kernel that every sublayer waits for — and whoever reads post / comb
-// through this backend (hc_post, hc_post_pre_norm, copy, synchronize) first joins it.
-// DEEPINFER_CUDA_SIDE_STREAM=0 runs regions in program order on the main stream and Sinkhorn inside
-// the finalize kernel (an A/B switch; results are bit-identical either way).
+// DEEPINFER_CUDA_SIDE_STREAM=0 runs regions in program order on the main stream (an A/B switch;
+// results are bit-identical either way).
 #include <cstdlib>
 #include <string>
 
@@ -61,23 +57,6 @@ void CudaOps::side_join() {
   side_ = SideState::kNone;
   if (!side_stream_enabled()) return;
   if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaStreamWaitEvent(main_stream_, join_event_, 0));
-}
-
-const kernels::HcAuxStream* CudaOps::hc_aux(int64_t T) {
-  if (!side_stream_enabled() || !kernels::hc_pre_uses_aux(T)) return nullptr;
-  if (hc_aux_.stream == nullptr) {
-    DI_CUDA_CHECK(cudaStreamCreateWithFlags(&hc_aux_.stream, cudaStreamNonBlocking));
-    DI_CUDA_CHECK(cudaEventCreateWithFlags(&hc_aux_.fork, cudaEventDisableTiming));
-    DI_CUDA_CHECK(cudaEventCreateWithFlags(&hc_aux_.done, cudaEventDisableTiming));
-  }
-  hc_pending_ = true;
-  return &hc_aux_;
-}
-
-void CudaOps::join_hc_aux() {
-  if (!hc_pending_) return;
-  hc_pending_ = false;
-  if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaStreamWaitEvent(stream_, hc_aux_.done, 0));
 }
 
 }  // namespace deepinfer::ops::cuda

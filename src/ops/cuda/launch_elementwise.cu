@@ -248,9 +248,7 @@ void launch_hc_post_then_mix(const HcParamsDev& p, int64_t K, int n_mix, int64_t
 }
 }  // namespace
 
-bool hc_pre_uses_aux(int64_t T) { return T < 64; }
-
-cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s, const HcAuxStream* aux) {
+cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
   if (p.fold_norm && !hc_pre_folds_norm(p.D)) return cudaErrorInvalidValue;
@@ -259,7 +257,6 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s, const HcAuxStrea
   fp.norm = p.norm;
   fp.norm_bf16 = p.norm_type == ActType::kBF16;
   fp.rms_eps = p.rms_eps;
-  cudaError_t status = cudaSuccess;  // of the auxiliary stream's event calls
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
@@ -268,30 +265,13 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s, const HcAuxStrea
     } else {
       launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     }
-    // Numerically neutral: the block size only spreads the collapse over more warps, and the
-    // auxiliary stream only moves Sinkhorn beside it (each output is computed once, the same way).
+    // Numerically neutral: the block size only spreads the collapse over more warps, and a second
+    // block per token (decode-sized launches, hc_pre_finalize) only moves Sinkhorn to another SM.
     const bool decode = p.T < 64;
-    if (aux != nullptr && hc_pre_uses_aux(p.T)) {
-      // Sinkhorn needs only the mixing partials: forked after them, it runs on `aux` while the
-      // collapse, the norm and whatever follows them run here; the caller joins aux->done before
-      // post / comb are read.
-      status = cudaEventRecord(aux->fork, s);
-      if (status == cudaSuccess) status = cudaStreamWaitEvent(aux->stream, aux->fork, 0);
-      if (status != cudaSuccess) return;
-      HcPreParams sp = fp;
-      sp.part = 2;
-      sp.fold_norm = false;
-      launch_pdl(hc_pre_finalize_kernel<X, U>, static_cast<unsigned>(p.T), 32, 0, aux->stream,
-                 static_cast<const X*>(p.x), p.partial, sp, static_cast<U*>(p.u), p.post, p.comb);
-      status = cudaEventRecord(aux->done, aux->stream);
-      if (status != cudaSuccess) return;
-      fp.part = 1;
-    }
-    launch_pdl(hc_pre_finalize_kernel<X, U>, static_cast<unsigned>(p.T),
-               decode ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s, static_cast<const X*>(p.x),
-               p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
+    launch_pdl(hc_pre_finalize_kernel<X, U>, dim3(static_cast<unsigned>(p.T), decode ? 2u : 1u),
+               decode ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
+               static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
-  if (status != cudaSuccess) return status;
   return cudaGetLastError();
 }
 
