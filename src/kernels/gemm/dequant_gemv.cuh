@@ -64,13 +64,10 @@ __host__ __device__ inline int64_t gemv_x_ctas(int64_t N, int cta_cols, int tpc)
 }
 
 // Resident CTAs per SM the register budget is set for: 4 with one m16 tile (<= 128 registers, no
-// spills), 6 for 8-column warps (~70-80 registers: small weights need the warps) and for the
-// one-tile-per-CTA transposed 16-column warps of batch-1 to 8 launches (72-80 registers without
-// spills; more warps hide the decode chains' latency), 3 with two m16 tiles (more would spill the
-// second tile's accumulators). The multi-tile kernels keep 4 (at 80 registers they spill).
-template <int MT, int NT, bool MULTI = false>
-inline constexpr int kGemvCtasPerSm =
-    MT >= -1 && MT <= 1 ? (NT == 1 || (MT == -1 && NT == 2 && !MULTI) ? 6 : 4) : 3;
+// spills), 6 for 8-column warps (~70-80 registers: small weights need the warps), 3 with two m16
+// tiles (more would spill the second tile's accumulators).
+template <int MT, int NT>
+inline constexpr int kGemvCtasPerSm = MT >= -1 && MT <= 1 ? (NT == 1 ? 6 : 4) : 3;
 
 // Eight consecutive activations of row `row` from column `col` as F32 (A is F32 when p.a_f32,
 // else BF16); `vec`: 16-byte aligned rows and column.
@@ -149,7 +146,7 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
 // (S - 1 in flight). MULTI: the CTA takes GemvShape::tpc consecutive column tiles (else one; a
 // separate instantiation so that the one-tile kernels keep their registers).
 template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
-__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT, MULTI>)
+__global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     dequant_gemv_kernel(GemmParams p, float* partial, GemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L, kCtaCols = gemv_cta_cols(NT);
   constexpr bool kTr = MT < 0;
