@@ -42,12 +42,15 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   // before the top-k and the attention: a side region, run beside the query path where the backend
   // can (at batch 1 every kernel of both chains is latency bound).
   const bool side = ratio > 0 || aw.indexer;
+  TensorView idx_weights;  // [T, index heads]: the indexer's head weights (from `a` too)
   if (side) {
     ops_->side_begin();
     if (ratio > 0) compressor(*aw.compressor, state.comp, ratio, d, /*indexer=*/false, step, a, state.comp_rows);
     if (aw.indexer) {
       compressor(aw.indexer->compressor, state.idx_comp, ratio, config_.index_head_dim, /*indexer=*/true, step, a,
                  state.idx_keys);
+      idx_weights = ops_->alloc(act_dtype(), {T, config_.index_n_heads});  // head weights, scaled inside the top-k
+      ops_->linear(a, aw.indexer->weights_proj, idx_weights, {});
     }
     ops_->side_end();
   }
@@ -73,11 +76,9 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
     ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), fp8_act());
     ops_->rope(qi, step.batch.positions, rope);
     if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
-    TensorView wi = ops_->alloc(act_dtype(), {T, Hi});  // head weights, scaled inside the top-k
-    ops_->linear(a, iw.weights_proj, wi, {});
     comp_idx = ops_->alloc(DType::kI32, {T, config_.index_topk});
     ops_->side_join();  // the index keys
-    ops_->indexer_topk(qi, wi, state.idx_keys, step.batch, ratio, step.batch.block_tokens / ratio,
+    ops_->indexer_topk(qi, idx_weights, state.idx_keys, step.batch, ratio, step.batch.block_tokens / ratio,
                        1.0f / std::sqrt(static_cast<float>(di * Hi)), comp_idx);
   }
 

@@ -90,28 +90,32 @@ TensorView ModelV41::block_tail(const loader::BlockWeightsV41& w, int64_t layer,
 TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& rows, const TensorView& b) {
   const int64_t T = rows.n(), D = config_.hidden_size, F = config_.moe_intermediate_size;
   const int64_t E = static_cast<int64_t>(w.experts.size());
-  TensorView logits = ops_->alloc(DType::kF32, {T, E});
-  ops_->linear(b, w.gate, logits, {});  // router in F32 (gate_temp is validated to be 1)
   ops::MoeParams mp;
   mp.n_experts_per_tok = k;
   mp.route_scale = static_cast<float>(config_.routed_scaling_factor);
   mp.swiglu_limit = static_cast<float>(config_.swiglu_limit);
   mp.act_quant_block = fp8_act().act_quant_block;
-  TensorView sel = ops_->alloc(DType::kI32, {T, k});
-  TensorView weights = ops_->alloc(DType::kF32, {T, k});
-  // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
-  ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
-  // The shared expert first, so that the routed experts' combine can add it: out = routed (F32)
-  // + shared, rounded once.
+  // The shared expert before the routed ones, so that their combine can add it (out = routed (F32)
+  // + shared, rounded once) — in a side region beside the router and the routing (V4's block does
+  // the same).
   TensorView y;
   if (w.shared) {
+    ops_->side_begin();
     TensorView g = alloc_act({T, F});
     TensorView u = alloc_act({T, F});
     ops_->linear_pair(b, w.shared->w1, w.shared->w3, g, u, fp8_act());
     ops_->swiglu(g, u, mp.swiglu_limit, g);
     y = alloc_act({T, D});
     ops_->linear(g, w.shared->w2, y, fp8_act());
+    ops_->side_end();
   }
+  TensorView logits = ops_->alloc(DType::kF32, {T, E});
+  ops_->linear(b, w.gate, logits, {});  // router in F32 (gate_temp is validated to be 1)
+  TensorView sel = ops_->alloc(DType::kI32, {T, k});
+  TensorView weights = ops_->alloc(DType::kF32, {T, k});
+  // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
+  ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
+  if (w.shared) ops_->side_join();
   TensorView out = alloc_act({T, D});
   ops_->moe_experts_out(b, sel, weights, w.experts, mp, y, out);
   return out;
