@@ -205,6 +205,39 @@ TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
   EXPECT_GE(graph_stats(*graphed).replayed, 100);
 }
 
+// Side regions (Ops::side_begin .. side_join: the compressors and the indexer's head weights beside
+// the query path, the shared expert beside the router) on a second stream compute exactly what
+// program order computes: a 200 + 150-token prefill and 80 decode steps of two sequences (CSA and
+// HCA emissions, graphs recorded and replayed), logits compared bit for bit with a model whose
+// backend runs the regions in order. A missing join or a shared scratch buffer shows up here.
+TEST_P(CudaModelTest, SideStreamsEqualProgramOrder) {
+  setenv("DEEPINFER_CUDA_SIDE_STREAM", "0", 1);
+  auto ordered = load_on("cuda", GetParam());
+  unsetenv("DEEPINFER_CUDA_SIDE_STREAM");
+  auto side = load_on("cuda", GetParam());
+  ASSERT_TRUE(ordered && side);
+  const auto a = testing::random_ids(300, 41, 128000), b = testing::random_ids(250, 42, 128000);
+  model::KvState ordered_state(ordered->config, {2, 4, 256, ordered->model->act_dtype()}, ordered->ops.get());
+  model::KvState side_state(side->config, {2, 4, 256, side->model->act_dtype()}, side->ops.get());
+  for (model::KvState* st : {&ordered_state, &side_state}) st->reset_slot(0), st->reset_slot(1);
+  int32_t pa = 200, pb = 150;
+  const auto prefill = testing::make_batch({{0, {a.begin(), a.begin() + pa}, 0, {0, 1}, 0, 0, {pa - 1}},
+                                            {1, {b.begin(), b.begin() + pb}, 0, {2, 3}, 0, 0, {pb - 1}}});
+  auto ro = ordered->model->forward(prefill, ordered_state);
+  auto rs = side->model->forward(prefill, side_state);
+  ASSERT_TRUE(ro.is_ok() && rs.is_ok());
+  ASSERT_EQ(host_logits(*side, *rs), host_logits(*ordered, *ro)) << "prefill";
+  for (int step = 0; step < 80; ++step, ++pa, ++pb) {
+    const auto batch = testing::make_batch({{0, {a[pa]}, pa, {0, 1}, 0, 0, {0}}, {1, {b[pb]}, pb, {2, 3}, 0, 0, {0}}});
+    ro = ordered->model->forward(batch, ordered_state);
+    rs = side->model->forward(batch, side_state);
+    ASSERT_TRUE(ro.is_ok() && rs.is_ok());
+    ASSERT_EQ(host_logits(*side, *rs), host_logits(*ordered, *ro)) << "decode step " << step;
+  }
+  EXPECT_EQ(graph_stats(*side).failed, 0);
+  EXPECT_GE(graph_stats(*side).replayed, 60);
+}
+
 INSTANTIATE_TEST_SUITE_P(Numerics, CudaModelTest, ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
                          [](const auto& info) { return info.param == model::Numerics::kOfficial ? "Official" : "Plain"; });
 

@@ -31,6 +31,8 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
   const char* env = std::getenv("DEEPINFER_CUDA_GRAPHS");
   graphs_on_ = options.graphs && !(env != nullptr && std::string(env) == "0");
+  const char* side_env = std::getenv("DEEPINFER_CUDA_SIDE_STREAM");
+  side_on_ = options.side_streams && !(side_env != nullptr && std::string(side_env) == "0");
   graph_cache_ = std::make_unique<GraphCache>(options.graph_cache);
   staging_wanted_ = options.staging_bytes;
   DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));

@@ -30,6 +30,8 @@ struct CudaOpsOptions {
   // Step graphs (DEEPINFER_CUDA_GRAPHS=0 turns them off): the cache policy (ops/graph_cache.h)
   // and the pinned staging memory their uploads are read from.
   bool graphs = true;
+  // Side regions on a second stream (DEEPINFER_CUDA_SIDE_STREAM=0 turns them off: program order).
+  bool side_streams = true;
   GraphCache::Options graph_cache;
   size_t staging_bytes = size_t{4} << 20;
 };
@@ -183,7 +185,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   cudaStream_t main_stream_ = nullptr;
   // ---- side regions (cuda_side_stream.cc) ----
-  static bool side_stream_enabled();  // DEEPINFER_CUDA_SIDE_STREAM != 0
+  bool side_on_ = true;  // CudaOpsOptions::side_streams and DEEPINFER_CUDA_SIDE_STREAM != 0
   enum class SideState { kNone, kOpen, kEnded };
   SideState side_ = SideState::kNone;
   cudaStream_t side_stream_ = nullptr;  // created with the first region

@@ -11,26 +11,15 @@
 // which side_join() must precede (checked).
 // DEEPINFER_CUDA_SIDE_STREAM=0 runs regions in program order on the main stream (an A/B switch;
 // results are bit-identical either way).
-#include <cstdlib>
-#include <string>
-
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
 namespace deepinfer::ops::cuda {
 
-bool CudaOps::side_stream_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DEEPINFER_CUDA_SIDE_STREAM");
-    return !(v != nullptr && std::string(v) == "0");
-  }();
-  return on;
-}
-
 void CudaOps::side_begin() {
   DI_CHECK(side_ == SideState::kNone, "side_begin: a side region is already open or not joined");
   side_ = SideState::kOpen;
-  if (!side_stream_enabled()) return;
+  if (!side_on_) return;
   if (side_stream_ == nullptr) {
     DI_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
     DI_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
@@ -47,7 +36,7 @@ void CudaOps::side_begin() {
 void CudaOps::side_end() {
   DI_CHECK(side_ == SideState::kOpen, "side_end without side_begin");
   side_ = SideState::kEnded;
-  if (!side_stream_enabled()) return;
+  if (!side_on_) return;
   if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaEventRecord(join_event_, side_stream_));
   stream_ = main_stream_;
 }
@@ -55,7 +44,7 @@ void CudaOps::side_end() {
 void CudaOps::side_join() {
   DI_CHECK(side_ == SideState::kEnded, "side_join without a side region ended by side_end");
   side_ = SideState::kNone;
-  if (!side_stream_enabled()) return;
+  if (!side_on_) return;
   if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaStreamWaitEvent(main_stream_, join_event_, 0));
 }
 
