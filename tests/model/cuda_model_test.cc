@@ -150,28 +150,37 @@ const ops::cuda::GraphStats& graph_stats(engine::LoadedModel& lm) {
   return dynamic_cast<ops::cuda::CudaOps&>(*lm.ops).graph_stats();
 }
 
-// Decode steps replayed from recorded CUDA graphs compute exactly what eager launches compute:
-// two sequences decoded together for 120 steps (CSA and HCA emissions, indexer growth), logits
-// compared bit for bit with a model whose backend has graphs off; most steps must be replays.
-TEST_P(CudaModelTest, GraphReplayEqualsEagerDecode) {
-  auto [eager, graphed] = load_eager_and_graphed(GetParam());
-  ASSERT_TRUE(eager && graphed);
-  const auto a = testing::random_ids(330, 21, 128000), b = testing::random_ids(280, 22, 128000);
-  model::KvState eager_state(eager->config, {2, 4, 256, eager->model->act_dtype()}, eager->ops.get());
-  model::KvState graphed_state(graphed->config, {2, 4, 256, graphed->model->act_dtype()}, graphed->ops.get());
-  for (model::KvState* st : {&eager_state, &graphed_state}) st->reset_slot(0), st->reset_slot(1);
+// Two sequences (prompts of 200 and 150 tokens, ids from `seed`) prefilled together on two models,
+// then decoded together for `steps` steps (CSA and HCA emissions, indexer growth); every forward's
+// logits are compared bit for bit between the models.
+void expect_same_two_sequence_decode(engine::LoadedModel& x, engine::LoadedModel& y, uint64_t seed, int steps) {
+  const auto a = testing::random_ids(200 + steps, seed, 128000), b = testing::random_ids(150 + steps, seed + 1, 128000);
+  model::KvState x_state(x.config, {2, 4, 256, x.model->act_dtype()}, x.ops.get());
+  model::KvState y_state(y.config, {2, 4, 256, y.model->act_dtype()}, y.ops.get());
+  for (model::KvState* st : {&x_state, &y_state}) st->reset_slot(0), st->reset_slot(1);
   int32_t pa = 200, pb = 150;
   const auto prefill = testing::make_batch({{0, {a.begin(), a.begin() + pa}, 0, {0, 1}, 0, 0, {pa - 1}},
                                             {1, {b.begin(), b.begin() + pb}, 0, {2, 3}, 0, 0, {pb - 1}}});
-  ASSERT_TRUE(eager->model->forward(prefill, eager_state).is_ok());
-  ASSERT_TRUE(graphed->model->forward(prefill, graphed_state).is_ok());
-  for (int step = 0; step < 120; ++step, ++pa, ++pb) {
+  auto rx = x.model->forward(prefill, x_state);
+  auto ry = y.model->forward(prefill, y_state);
+  ASSERT_TRUE(rx.is_ok() && ry.is_ok());
+  ASSERT_EQ(host_logits(y, *ry), host_logits(x, *rx)) << "prefill";
+  for (int step = 0; step < steps; ++step, ++pa, ++pb) {
     const auto batch = testing::make_batch({{0, {a[pa]}, pa, {0, 1}, 0, 0, {0}}, {1, {b[pb]}, pb, {2, 3}, 0, 0, {0}}});
-    auto re = eager->model->forward(batch, eager_state);
-    auto rg = graphed->model->forward(batch, graphed_state);
-    ASSERT_TRUE(re.is_ok() && rg.is_ok());
-    ASSERT_EQ(host_logits(*graphed, *rg), host_logits(*eager, *re)) << "decode step " << step;
+    rx = x.model->forward(batch, x_state);
+    ry = y.model->forward(batch, y_state);
+    ASSERT_TRUE(rx.is_ok() && ry.is_ok());
+    ASSERT_EQ(host_logits(y, *ry), host_logits(x, *rx)) << "decode step " << step;
   }
+}
+
+// Decode steps replayed from recorded CUDA graphs compute exactly what eager launches compute:
+// two sequences decoded together for 120 steps, logits compared bit for bit with a model whose
+// backend has graphs off; most steps must be replays.
+TEST_P(CudaModelTest, GraphReplayEqualsEagerDecode) {
+  auto [eager, graphed] = load_eager_and_graphed(GetParam());
+  ASSERT_TRUE(eager && graphed);
+  expect_same_two_sequence_decode(*eager, *graphed, 21, 120);
   const ops::cuda::GraphStats& st = graph_stats(*graphed);
   std::printf("step graphs: %lld replayed, %lld recorded, %lld eager, %lld failed\n",
               static_cast<long long>(st.replayed), static_cast<long long>(st.captured),
@@ -207,33 +216,16 @@ TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
 
 // Side regions (Ops::side_begin .. side_join: the compressors and the indexer's head weights beside
 // the query path, the shared expert beside the router) on a second stream compute exactly what
-// program order computes: a 200 + 150-token prefill and 80 decode steps of two sequences (CSA and
-// HCA emissions, graphs recorded and replayed), logits compared bit for bit with a model whose
-// backend runs the regions in order. A missing join or a shared scratch buffer shows up here.
+// program order computes: a two-sequence prefill and 80 decode steps (graphs recorded and
+// replayed), logits compared bit for bit with a model whose backend runs the regions in order. A
+// missing join or a shared scratch buffer shows up here.
 TEST_P(CudaModelTest, SideStreamsEqualProgramOrder) {
   setenv("DEEPINFER_CUDA_SIDE_STREAM", "0", 1);
   auto ordered = load_on("cuda", GetParam());
   unsetenv("DEEPINFER_CUDA_SIDE_STREAM");
   auto side = load_on("cuda", GetParam());
   ASSERT_TRUE(ordered && side);
-  const auto a = testing::random_ids(300, 41, 128000), b = testing::random_ids(250, 42, 128000);
-  model::KvState ordered_state(ordered->config, {2, 4, 256, ordered->model->act_dtype()}, ordered->ops.get());
-  model::KvState side_state(side->config, {2, 4, 256, side->model->act_dtype()}, side->ops.get());
-  for (model::KvState* st : {&ordered_state, &side_state}) st->reset_slot(0), st->reset_slot(1);
-  int32_t pa = 200, pb = 150;
-  const auto prefill = testing::make_batch({{0, {a.begin(), a.begin() + pa}, 0, {0, 1}, 0, 0, {pa - 1}},
-                                            {1, {b.begin(), b.begin() + pb}, 0, {2, 3}, 0, 0, {pb - 1}}});
-  auto ro = ordered->model->forward(prefill, ordered_state);
-  auto rs = side->model->forward(prefill, side_state);
-  ASSERT_TRUE(ro.is_ok() && rs.is_ok());
-  ASSERT_EQ(host_logits(*side, *rs), host_logits(*ordered, *ro)) << "prefill";
-  for (int step = 0; step < 80; ++step, ++pa, ++pb) {
-    const auto batch = testing::make_batch({{0, {a[pa]}, pa, {0, 1}, 0, 0, {0}}, {1, {b[pb]}, pb, {2, 3}, 0, 0, {0}}});
-    ro = ordered->model->forward(batch, ordered_state);
-    rs = side->model->forward(batch, side_state);
-    ASSERT_TRUE(ro.is_ok() && rs.is_ok());
-    ASSERT_EQ(host_logits(*side, *rs), host_logits(*ordered, *ro)) << "decode step " << step;
-  }
+  expect_same_two_sequence_decode(*ordered, *side, 41, 80);
   EXPECT_EQ(graph_stats(*side).failed, 0);
   EXPECT_GE(graph_stats(*side).replayed, 60);
 }
