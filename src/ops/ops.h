@@ -149,10 +149,24 @@ class Ops {
   // with the main path (CUDA: a second stream, a fork and join in the step graph); the default runs
   // everything in program order — and the results must be the same either way (so a region may
   // only hold ops whose outputs do not depend on scheduling). One region at a time; it must be
-  // joined before the workspace is released.
-  virtual void side_begin() {}
-  virtual void side_end() {}
-  virtual void side_join() {}
+  // joined before the workspace is released. The order of the three calls is checked here, for
+  // every backend (so the CPU tests catch an unbalanced region); backends override the hooks.
+  void side_begin() {
+    DI_CHECK(side_ == SideState::kNone, "side_begin: a side region is already open or not joined");
+    side_ = SideState::kOpen;
+    on_side_begin();
+  }
+  void side_end() {
+    DI_CHECK(side_ == SideState::kOpen, "side_end without side_begin");
+    side_ = SideState::kEnded;
+    on_side_end();
+  }
+  void side_join() {
+    DI_CHECK(side_ == SideState::kEnded, "side_join without a side region ended by side_end");
+    side_ = SideState::kNone;
+    on_side_join();
+  }
+  bool side_idle() const { return side_ == SideState::kNone; }
 
   // ---- elementwise / norms ----
   // out[t] = table[ids[t]]: table [vocab, D] BF16/F32 -> out [T, D].
@@ -347,6 +361,18 @@ class Ops {
     (void)q, (void)kv_block, (void)window, (void)sinks, (void)batch, (void)params, (void)out;
     DI_CHECK(false, "block_attention is not implemented on this backend");
   }
+
+ protected:
+  // Side-region hooks (default: program order) and, for begin_step() implementations, the reset
+  // of a region a failed pass left open.
+  virtual void on_side_begin() {}
+  virtual void on_side_end() {}
+  virtual void on_side_join() {}
+  void reset_side() { side_ = SideState::kNone; }
+
+ private:
+  enum class SideState : uint8_t { kNone, kOpen, kEnded };
+  SideState side_ = SideState::kNone;
 };
 
 }  // namespace deepinfer::ops

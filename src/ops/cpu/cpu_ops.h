@@ -16,9 +16,13 @@ class CpuOps : public Ops {
  public:
   tensor::Device device() const override { return tensor::Device::kCpu; }
 
-  void begin_step() override { workspace_.clear(); }
+  void begin_step() override {
+    reset_side();
+    workspace_.clear();
+  }
   size_t workspace_mark() override { return workspace_.size(); }
   void workspace_release(size_t mark) override {
+    DI_CHECK(side_idle(), "workspace released inside a side region (side_join first)");
     if (mark < workspace_.size()) workspace_.erase(workspace_.begin() + static_cast<std::ptrdiff_t>(mark), workspace_.end());
   }
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;

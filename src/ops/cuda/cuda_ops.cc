@@ -57,7 +57,7 @@ CudaOps::~CudaOps() {
 
 void CudaOps::begin_step() {
   // A pass abandoned inside a side region (an error mid-forward) leaves it open: start clean.
-  side_ = SideState::kNone;
+  reset_side();
   stream_ = main_stream_;
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -71,7 +71,7 @@ size_t CudaOps::workspace_mark() { return static_cast<size_t>(arena_epoch_ << 44
 
 void CudaOps::workspace_release(size_t mark) {
   // A side region's kernels may still use its memory until the main stream has joined them.
-  DI_CHECK(side_ == SideState::kNone, "workspace released inside a side region (side_join first)");
+  DI_CHECK(side_idle(), "workspace released inside a side region (side_join first)");
   // Kernels queued on the stream may still read released memory: they run before any later
   // kernel writes it (one stream), so reuse is safe without a sync.
   if ((mark >> 44) == arena_epoch_) arena_used_ = std::min(arena_used_, mark & ((size_t{1} << 44) - 1));

@@ -70,9 +70,6 @@ class CudaOps final : public Ops {
   void graph_capture_begin() override;
   bool graph_capture_end() override;
 
-  void side_begin() override;  // cuda_side_stream.cc
-  void side_end() override;
-  void side_join() override;
   const GraphStats& graph_stats() const { return graph_stats_; }
 
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
@@ -184,10 +181,11 @@ class CudaOps final : public Ops {
   // The stream launches go to: main_stream_, or side_stream_ inside a side region.
   cudaStream_t stream_ = nullptr;
   cudaStream_t main_stream_ = nullptr;
-  // ---- side regions (cuda_side_stream.cc) ----
+  // ---- side regions (cuda_side_stream.cc; Ops checks the call order) ----
+  void on_side_begin() override;
+  void on_side_end() override;
+  void on_side_join() override;
   bool side_on_ = true;  // CudaOpsOptions::side_streams and DEEPINFER_CUDA_SIDE_STREAM != 0
-  enum class SideState { kNone, kOpen, kEnded };
-  SideState side_ = SideState::kNone;
   cudaStream_t side_stream_ = nullptr;  // created with the first region
   cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
   TensorView side_counters_;  // the side stream's small-M GEMM tile counters

@@ -16,9 +16,7 @@
 
 namespace deepinfer::ops::cuda {
 
-void CudaOps::side_begin() {
-  DI_CHECK(side_ == SideState::kNone, "side_begin: a side region is already open or not joined");
-  side_ = SideState::kOpen;
+void CudaOps::on_side_begin() {
   if (!side_on_) return;
   if (side_stream_ == nullptr) {
     DI_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
@@ -33,17 +31,13 @@ void CudaOps::side_begin() {
   stream_ = side_stream_;
 }
 
-void CudaOps::side_end() {
-  DI_CHECK(side_ == SideState::kOpen, "side_end without side_begin");
-  side_ = SideState::kEnded;
+void CudaOps::on_side_end() {
   if (!side_on_) return;
   if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaEventRecord(join_event_, side_stream_));
   stream_ = main_stream_;
 }
 
-void CudaOps::side_join() {
-  DI_CHECK(side_ == SideState::kEnded, "side_join without a side region ended by side_end");
-  side_ = SideState::kNone;
+void CudaOps::on_side_join() {
   if (!side_on_) return;
   if (launch_site(__FILE__, __LINE__)) DI_CUDA_CHECK(cudaStreamWaitEvent(main_stream_, join_event_, 0));
 }
