@@ -318,23 +318,13 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
-// Block layouts: with gridDim.y == 2 (decode-sized launches) block y = 1 is the token's Sinkhorn
-// (warp 0) and block y = 0 its collapse and norm with every warp, so the two run side by side on two
-// SMs and the kernel takes the longer of them, not their sum (the norm's block-wide barriers would
-// otherwise wait for Sinkhorn's 20 serial iterations); with one block, warp 0 runs Sinkhorn while
-// the other warps collapse (a 32-thread block: one warp does both).
 template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const bool split = gridDim.y == 2;
-  if (split && blockIdx.y == 1) {
-    if (warp == 0) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-    return;
-  }
-  if (!split && warp == 0 && blockDim.x > 32) {
+  if (warp == 0 && blockDim.x > 32) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
     if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);
     return;
@@ -344,7 +334,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
 #pragma unroll
   for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-  const int first = !split && blockDim.x > 32 ? 32 : 0;  // warps collapsing: from `first`
+  const int first = blockDim.x > 32 ? 32 : 0;
 #pragma unroll 4
   for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
     float acc = 0.0f;
@@ -356,7 +346,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
       u[t * p.D + c] = from_f32<Tu>(acc);
     }
   }
-  if (!split && blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+  if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
   if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);  // (launch_hc_pre folds only with >= 256 threads)
 }
 

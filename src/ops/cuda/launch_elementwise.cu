@@ -265,11 +265,8 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     } else {
       launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     }
-    // Numerically neutral: the block size only spreads the collapse over more warps, and a second
-    // block per token (decode-sized launches, hc_pre_finalize) only moves Sinkhorn to another SM.
-    const bool decode = p.T < 64;
-    launch_pdl(hc_pre_finalize_kernel<X, U>, dim3(static_cast<unsigned>(p.T), decode ? 2u : 1u),
-               decode ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
+    // Numerically neutral: the block size only spreads the collapse over more warps.
+    launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
                static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();
