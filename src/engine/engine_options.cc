@@ -25,12 +25,13 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
     // CUDA tuning knobs and A/B switches, read by the backend (numerically neutral): GEMV ring
     // depth, K sub-ranges per CTA (all launches / expert launches), tile forms, the activation
-    // quantisation and RMS-norm folds, column tiles per CTA, tokens per mHC mixing block, the fused
+    // quantisation and RMS-norm folds, column tiles per CTA, the lean decode kernel, tokens per mHC mixing block, the fused
     // norm + RoPE kernel, MoE grouping, the MoE combine with the shared expert's add, the attention
     // output's RoPE fold, hc_post in the next mixing pass.
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC", "DEEPINFER_GEMV_EXPERT_SPC",
     "DEEPINFER_GEMV_TRANSPOSED", "DEEPINFER_GEMV_TR_MIN_NT", "DEEPINFER_MOE_GROUP_SMALL",
     "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_GEMV_TILES_PER_CTA", "DEEPINFER_GEMV_MULTI_WAVES",
+    "DEEPINFER_GEMV_LEAN", "DEEPINFER_GEMV_LEAN_STAGES",
     "DEEPINFER_HC_FOLD_NORM", "DEEPINFER_HC_MIX_TOKENS", "DEEPINFER_HC_POST_FUSED",
     "DEEPINFER_NORM_ROPE_FUSED", "DEEPINFER_MOE_FUSED_COMBINE", "DEEPINFER_ATTN_FOLD_ROPE",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.

@@ -96,10 +96,11 @@ __device__ __forceinline__ void load_act8(const GemmParams& p, int64_t row, int6
 // chunks before it quantises any (the loads are the latency). Rows present .. a_rows - 1 are
 // zeroed without loads or arithmetic: every CTA of the launch repeats this staging for its
 // columns, so the launcher folds the quantisation only for a few rows (gemm_fuses_act_quant).
+// kUnroll: chunks loaded per thread before any is quantised (registers the caller can spare).
+template <int kUnroll = 4>
 __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int32_t* a_row, int64_t a_col0, bool vec,
                                                   int a_rows, int present, int chunks, __nv_bfloat16* sA,
                                                   int64_t LDA) {
-  constexpr int kUnroll = 4;
   const int group = p.a_quant_block / 8;  // lanes per block: a power of two <= 32 (the launcher checks)
   const int total = present * chunks, lane = threadIdx.x & 31, stride = blockDim.x;
   // Warp-uniform bounds (the shuffles need every lane); blocks never straddle the end, since
@@ -133,6 +134,33 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
   for (int i = total + threadIdx.x; i < a_rows * chunks; i += stride) {
     const int r = i / chunks;
     *reinterpret_cast<uint4*>(&sA[r * LDA + static_cast<int64_t>(i - r * chunks) * 8]) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// The A span staged as given (BF16 rows): `chunks` 8-column chunks of each of the first a_rows
+// rows from column a_col0, absent rows (a_row < 0) zeroed; asynchronous (cp.async, to be committed
+// and waited for by the caller) when `vec` (16-byte aligned rows and column).
+__device__ __forceinline__ void stage_plain_a(const GemmParams& p, const int32_t* a_row, int64_t a_col0, bool vec,
+                                              int a_rows, int chunks, __nv_bfloat16* sA, int64_t LDA) {
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
+  for (int i = threadIdx.x; i < a_rows * chunks; i += blockDim.x) {
+    const int r = i / chunks;
+    const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
+    if (vec) {  // asynchronous, zero-filled for absent rows
+      const bool present = a_row[r] >= 0;
+      cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A, present);
+      continue;
+    }
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (a_row[r] >= 0) {
+      const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
+      uint16_t e[8];
+#pragma unroll
+      for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
+      v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16), e[4] | (uint32_t{e[5]} << 16),
+                     e[6] | (uint32_t{e[7]} << 16));
+    }
+    *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
   }
 }
 
@@ -327,28 +355,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
       const int present = static_cast<int>(min64(chunk_rows, sh.a_rows));
       stage_quantised_a(p, a_row, a_col0, a_vec, sh.a_rows, present, chunks, sA, LDA);
     } else {
-      for (int i = threadIdx.x; i < sh.a_rows * chunks; i += blockDim.x) {
-        const int r = i / chunks;
-        const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
-        if (a_vec) {  // asynchronous, zero-filled for absent rows
-          const bool present = a_row[r] >= 0;
-          cp_async16(&sA[r * LDA + kk], present ? A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk : A,
-                     present);
-          continue;
-        }
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (a_row[r] >= 0) {
-          const __nv_bfloat16* src = A + static_cast<int64_t>(a_row[r]) * p.lda + a_col0 + kk;
-          {
-            uint16_t e[8];
-#pragma unroll
-            for (int q = 0; q < 8; ++q) e[q] = __bfloat16_as_ushort(src[q]);
-            v = make_uint4(e[0] | (uint32_t{e[1]} << 16), e[2] | (uint32_t{e[3]} << 16),
-                           e[4] | (uint32_t{e[5]} << 16), e[6] | (uint32_t{e[7]} << 16));
-          }
-        }
-        *reinterpret_cast<uint4*>(&sA[r * LDA + kk]) = v;
-      }
+      stage_plain_a(p, a_row, a_col0, a_vec, sh.a_rows, chunks, sA, LDA);
     }
     // The scale codes (first chunk) and the A span arrive in one group, after the leading weight
     // windows issued before them: one memory latency for all three.

@@ -12,6 +12,7 @@
 #include "kernels/gemm/dequant_gemm_pipelined.cuh"
 #include "kernels/gemm/dequant_gemm_wgmma.cuh"
 #include "kernels/gemm/dequant_gemv.cuh"
+#include "kernels/gemm/lean_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
 
@@ -339,6 +340,78 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
   return gemv_smem_bytes(plan.shape, p.K, ring) <= kGemvMaxSmem;
 }
 
+// The lean decode kernel (lean_gemv.cuh): most rows per launch it takes (DEEPINFER_GEMV_LEAN = 1,
+// 2, 4 or 8 (default), 0 = never: an A/B switch, same bits) and its registers' weight windows in
+// flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3, 4 (default) or 6; tuning only).
+int lean_max_rows() {
+  static const int n = env_switch("DEEPINFER_GEMV_LEAN") ? env_int("DEEPINFER_GEMV_LEAN", 8, {1, 2, 4, 8}) : 0;
+  return n;
+}
+int lean_stages() {
+  static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4, 6});
+  return n;
+}
+// Staged activations (all of K for every row) a lean CTA may hold: 8 rows of K = 4096, one of
+// K <= 40960; more stays with the general kernel (fewer CTAs per SM would starve the stream).
+constexpr size_t kLeanMaxSmem = 80 << 10;
+
+bool pow2_at_least(int v, int least) { return v >= least && (v & (v - 1)) == 0; }
+
+// A weight the lean kernel decodes: BF16, or FP8 with UE8M0 scales in power-of-two blocks of
+// >= 64 inputs (a window's) and >= 16 outputs (a warp's columns), 16-byte aligned rows.
+bool lean_weight_ok(const WeightDesc& w, WeightFmt f) {
+  if (w.fmt != f || w.row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w.w) % 16 != 0) return false;
+  if (f == WeightFmt::kBF16) return true;
+  return f == WeightFmt::kFp8Block && !w.scale_f32 && pow2_at_least(w.block_in, 4 * run_elems(f)) &&
+         pow2_at_least(w.block_out, kLeanCols);
+}
+
+// The lean kernel's launch plan when p takes it: dense, <= lean_max_rows() rows, a lean weight
+// format, <= 32 windows per sub-range and the staged rows within kLeanMaxSmem.
+bool lean_gemv_plan(const GemmParams& p, LeanGemvShape& sh, dim3& grid) {
+  if (p.experts != nullptr || p.M < 1 || p.M > std::min(lean_max_rows(), kLeanMaxRows)) return false;
+  if (gemm_path(p) != GemmPath::kStreaming || p.K > (1 << 24)) return false;
+  const WeightFmt f = p.w.fmt;
+  if (f == WeightFmt::kFp4Block || !lean_weight_ok(p.w, f) || (p.n_sets > 1 && !lean_weight_ok(p.w1, f))) return false;
+  if (p.n_groups > 1 && p.N % kLeanCols != 0) return false;  // a warp's columns in one scale block
+  sh.R = static_cast<int>(gemm_subrange(p.K));
+  sh.P = gemm_n_subranges(p.K);
+  if (sh.R / (4 * run_elems(f)) > kLeanMaxWindows || sh.P > kLeanMaxWarps) return false;
+  sh.groups = std::max(1, kLeanMaxWarps / sh.P);
+  sh.a_rows = static_cast<int>(p.M);
+  sh.lda_s = static_cast<int>(p.K) + kGemvPad;
+  if (static_cast<size_t>(sh.a_rows) * sh.lda_s * 2 > kLeanMaxSmem) return false;
+  sh.in_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_in)) : 0;
+  sh.out_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_out)) : 0;
+  if (p.n_sets > 1 && f == WeightFmt::kFp8Block && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out))
+    return false;
+  const int64_t per_cta = static_cast<int64_t>(sh.groups) * kLeanCols;
+  sh.x_ctas0 = static_cast<int>((p.N + per_cta - 1) / per_cta);
+  const int64_t x1 = p.n_sets > 1 ? (p.N1 + per_cta - 1) / per_cta : 0;
+  grid = dim3(static_cast<unsigned>(sh.x_ctas0 + x1), 1, static_cast<unsigned>(p.n_groups));
+  return true;
+}
+
+template <WeightFmt F, int S>
+cudaError_t launch_lean_s(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      lean_gemv_kernel<F, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kLeanMaxSmem));
+  if (configured != cudaSuccess) return configured;
+  if (grid.x == 0 || grid.z == 0) return cudaSuccess;
+  const size_t smem = static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
+  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S>, grid, sh.groups * sh.P * 32, smem, s, p, sh);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+template <WeightFmt F>
+cudaError_t launch_lean(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+  switch (lean_stages()) {
+    case 3: return launch_lean_s<F, 3>(p, sh, grid, s);
+    case 6: return launch_lean_s<F, 6>(p, sh, grid, s);
+    default: return launch_lean_s<F, 4>(p, sh, grid, s);
+  }
+}
+
 }  // namespace
 
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
@@ -378,6 +451,11 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
+  LeanGemvShape lean;
+  if (dim3 grid; lean_gemv_plan(p, lean, grid)) {
+    return p.w.fmt == WeightFmt::kBF16 ? launch_lean<WeightFmt::kBF16>(p, lean, grid, s)
+                                       : launch_lean<WeightFmt::kFp8Block>(p, lean, grid, s);
+  }
   if (StreamingPlan plan; streaming_plan(p, plan)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_gemv<WeightFmt::kBF16>(p, plan.shape, plan.mt, s);
