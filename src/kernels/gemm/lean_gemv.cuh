@@ -1,4 +1,5 @@
-// Lean small-M GEMM for decode: dense FP8 (UE8M0 block scales) or BF16 weights, at most 8 rows.
+// Lean small-M GEMM for decode: FP8 (UE8M0 block scales), BF16 or FP4 weights, dense launches of at
+// most 8 rows and MoE expert launches (any rows per expert, in chunks of 8).
 // The general streaming kernel (dequant_gemv.cuh) handles experts, up to 32 rows, several tiles and
 // sub-ranges per CTA and a global split-K fold; on the H200 its batch-1 projections were
 // instruction-issue bound (~0.21 warp-instructions per weight byte: per-window tile / sub-range
@@ -6,12 +7,16 @@
 // and a split-K fold through global partials with a fence and a counter). This kernel keeps only
 // what a decode launch needs:
 //   * CTA = kLeanCols (16) columns of one weight set and group x every K sub-range, one warp per
-//     sub-range (x G column groups when there are fewer than 8 sub-ranges), so the canonical fold
+//     sub-range (x G column groups when there are fewer than 8 sub-ranges; x TILES column groups
+//     each warp streams in turn, sharing the CTA's activation staging), so the canonical fold
 //     ((0 + s_0) + s_1) + ... of gemm_common.cuh happens in shared memory, without partials;
 //   * the weight windows stream straight into registers (S in flight per lane), issued before the
 //     wait for the previous kernel, with the L2 fetching whole 128-byte lines;
-//   * one scale code per window for the whole warp (its 16 columns lie in one FP8 block of >= 16
-//     rows and a window in one block of >= 64 inputs): lane i holds window i's, shuffled out;
+//   * FP8: one scale code per window for the whole warp (its 16 columns lie in one FP8 block of
+//     >= 16 rows and a window in one block of >= 64 inputs): lane i holds window i's, shuffled
+//     out; FP4 (per column and 32 inputs): each lane streams its runs' codes with the runs;
+//   * experts: a CTA per (column group, active expert) as in the general kernel, rows through the
+//     routing's permutation;
 //   * the same mma.m16n8k16 steps as the transposed one-row-tile streaming kernel (weights as the A
 //     operand, the rows as B), in the same order: the same bits, whatever kernel takes a launch.
 // The launcher (launch_gemm.cu) takes it when the shape allows (lean_gemv_plan) and falls back to
@@ -27,13 +32,16 @@ namespace deepinfer::kernels {
 inline constexpr int kLeanCols = 16;         // columns per warp: two n8 tiles
 inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B operand)
 inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
-inline constexpr int kLeanMaxWindows = 32;   // windows per warp: one scale code per lane
+inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
+inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
 inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
 
 // Launch geometry, computed on the host once per launch.
 struct LeanGemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one warp each
-  int groups = 1;      // column groups of kLeanCols per CTA (warps = groups P)
+  int groups = 1;      // column groups of kLeanCols side by side per CTA (warps = groups P)
+  int tiles = 1;       // column groups each warp streams in turn (1, 2 or 4): the CTA's columns are
+                       // tiles x groups x kLeanCols, its staged activations shared by all of them
   int x_ctas0 = 0;     // CTAs along x of weight set 0 (set 1's follow)
   int a_rows = 0;      // staged activation rows (= M <= 8)
   int lda_s = 0;       // staged row stride in elements: K + kGemvPad
@@ -51,137 +59,207 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p) {
   return v;
 }
 
-template <WeightFmt F, int S>
-__global__ void __launch_bounds__(kLeanMaxWarps * 32, S <= 4 ? 3 : 2) lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
-  static_assert(F != WeightFmt::kFp4Block, "FP4 weights (experts) take the general kernel");
+// TILES: column groups per warp (LeanGemvShape::tiles), a template parameter so that one-tile
+// launches (dense batch 1) keep the registers of 3 resident CTAs per SM.
+template <WeightFmt F, int S, bool EXPERTS, int TILES>
+__global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES == 1 ? 3 : 2)
+    lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L;  // elements per lane run and per window
+  // FP4 scales differ per column and 32 inputs: each lane streams its runs' codes with the runs.
+  constexpr bool kLaneCodes = F == WeightFmt::kFp4Block;
   extern __shared__ __align__(16) uint8_t smem[];
-  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);  // [a_rows][lda_s]: all of K
-  __shared__ float red[kLeanMaxWarps][kLeanMaxRows][kLeanCols];  // each warp's sub-range sums
-  __shared__ int32_t a_row[kLeanMaxRows];
+  __nv_bfloat16* sA = reinterpret_cast<__nv_bfloat16*>(smem);  // [<= 8 rows][lda_s]: all of K
+  // Each warp's sub-range sums per tile: [tile][warp][row][column].
+  __shared__ float red[TILES][kLeanMaxWarps][kLeanMaxRows][kLeanCols];
+  __shared__ int32_t a_row[kLeanMaxRows], c_row[kLeanMaxRows];
 
   griddep_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int P = sh.P, sub = warp % P, cg = warp / P;
   const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= sh.x_ctas0 ? 1 : 0;
-  const WeightDesc& w = set == 0 ? p.w : p.w1;
   const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
-  const int64_t cta_n0 = (static_cast<int64_t>(blockIdx.x) - set * sh.x_ctas0) * sh.groups * kLeanCols;
-  const int64_t n0 = cta_n0 + cg * kLeanCols;   // the warp's first column
-  const int64_t w_row0 = blockIdx.z * p.N;      // group offset (rows and output columns)
-  const int k0 = sub * sh.R;                    // the warp's sub-range
-  const int nw = n0 < N ? min(sh.R, static_cast<int>(p.K) - k0) / W : 0;  // windows (0: no columns)
-
-  // The lane's two weight rows (columns n0 + g, n0 + 8 + g; past N: row N - 1, outputs dropped) at
-  // its run of the sub-range's first window.
-  const uint8_t* wp[2];
-#pragma unroll
-  for (int t = 0; t < 2; ++t) {
-    const int64_t n = min64(n0 + t * 8 + g, N - 1);
-    wp[t] = w.w + (w_row0 + n) * w.row_bytes + static_cast<int64_t>(k0 + c * L) * (F == WeightFmt::kBF16 ? 2 : 1);
+  const int64_t cta_n0 = (static_cast<int64_t>(blockIdx.x) - set * sh.x_ctas0) * TILES * sh.groups * kLeanCols;
+  const int64_t tile_cols = static_cast<int64_t>(sh.groups) * kLeanCols;  // column step between a warp's tiles
+  const int64_t n0 = cta_n0 + cg * kLeanCols;                             // the warp's first column
+  const int k0 = sub * sh.R;                                              // the warp's sub-range
+  const int nw = min(sh.R, static_cast<int>(p.K) - k0) / W;               // windows per tile
+  // Tiles with columns (warp-uniform), and the windows of all of them.
+  const int n_tiles = n0 >= N ? 0 : min(TILES, static_cast<int>((N - n0 + tile_cols - 1) / tile_cols));
+  const int n_win = n_tiles * nw;
+  // Dense: the group's weight rows and output columns start at blockIdx.z N. Experts: the CTA's
+  // active expert (known once the routing kernel is done, so its weights are not streamed early).
+  WeightDesc w;
+  int64_t w_row0 = 0, rows_begin = 0, m_count = p.M;
+  if constexpr (EXPERTS) {
+    griddep_wait();
+    if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
+    const int e = p.active[blockIdx.z];
+    w = p.experts[set * p.n_experts + e];
+    rows_begin = p.offsets[e];
+    m_count = p.offsets[e + 1] - rows_begin;
+  } else {
+    w = set == 0 ? p.w : p.w1;
+    w_row0 = static_cast<int64_t>(blockIdx.z) * p.N;
   }
-  uint4 buf[S][2];
+
+  // The next window to load: window ld_win of tile ld_tile, whose lane rows (columns n + g and
+  // n + 8 + g; past N: row N - 1, outputs dropped) start at wb (weights, at the lane's run of the
+  // sub-range) and sb (FP4 scale codes).
+  const int k_lane = k0 + c * L;
+  const int64_t k_byte = F == WeightFmt::kBF16 ? 2 * k_lane : (F == WeightFmt::kFp8Block ? k_lane : k_lane / 2);
+  const uint8_t* wb[2];
+  const uint8_t* sb[2];
+  int ld_tile = 0, ld_win = 0;
+  auto set_tile = [&](int t) {
 #pragma unroll
-  for (int d = 0; d < S; ++d)
-    if (d < nw) {
-      buf[d][0] = ldg_weight16(wp[0] + d * kLeanWindowBytes);
-      buf[d][1] = ldg_weight16(wp[1] + d * kLeanWindowBytes);
+    for (int r = 0; r < 2; ++r) {
+      const int64_t n = w_row0 + min64(n0 + t * tile_cols + r * 8 + g, N - 1);
+      wb[r] = w.w + n * w.row_bytes + k_byte;
+      if constexpr (kLaneCodes) sb[r] = w.scale + n * w.scale_cols + (k_lane >> 5);
     }
-  // Window i's scale code in lane i (FP8); the warp takes the fast decoder unless a code is beyond it.
+  };
+  uint4 buf[S][2];
+  uint8_t cbuf[S][2];  // FP4: the runs' scale codes
+  auto load = [&](int slot) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      buf[slot][r] = ldg_weight16(wb[r] + ld_win * kLeanWindowBytes);
+      if constexpr (kLaneCodes) cbuf[slot][r] = sb[r][ld_win * (W / 32)];
+    }
+    if (++ld_win == nw) {  // on to the next tile
+      ld_win = 0;
+      if (TILES > 1 && ++ld_tile < n_tiles) set_tile(ld_tile);
+    }
+  };
+  auto prime = [&] {  // the first S windows
+    ld_tile = 0, ld_win = 0;
+    set_tile(0);
+#pragma unroll
+    for (int d = 0; d < S; ++d)
+      if (d < n_win) load(d);
+  };
+  prime();
+  // FP8: window i's scale code in lane i (tile i / nw; a warp's 16 columns share an FP8 block);
+  // the warp takes the fast decoder unless a code is beyond it.
   uint8_t my_code = 0;
   if constexpr (F == WeightFmt::kFp8Block) {
-    if (lane < nw)
-      my_code = w.scale[((w_row0 + n0) >> sh.out_shift) * w.scale_cols + ((k0 + lane * W) >> sh.in_shift)];
+    if (lane < n_win) {
+      const int t = lane / nw, wi = lane - t * nw;
+      my_code = w.scale[((w_row0 + n0 + t * tile_cols) >> sh.out_shift) * w.scale_cols + ((k0 + wi * W) >> sh.in_shift)];
+    }
   }
   const uint32_t my_scale = quad_scale<F>(my_code);
-  const bool exact = F == WeightFmt::kBF16 || __all_sync(0xffffffffu, quad_scale_exact<F>(my_code));
+  const bool exact = F != WeightFmt::kFp8Block || __all_sync(0xffffffffu, quad_scale_exact<F>(my_code));
+  if constexpr (!EXPERTS) griddep_wait();  // the activations come from the previous kernel
 
-  griddep_wait();  // the activations come from the previous kernel
-  if (threadIdx.x < kLeanMaxRows) {
-    const int r = static_cast<int>(threadIdx.x);
-    a_row[r] = r < sh.a_rows ? r : -1;
-  }
-  __syncthreads();
-  const int64_t a_col0 = static_cast<int64_t>(blockIdx.z) * p.K;
+  const int64_t a_col0 = EXPERTS ? 0 : static_cast<int64_t>(blockIdx.z) * p.K;
   const bool a_vec = p.lda % 8 == 0 && a_col0 % 8 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0;
   const int chunks = static_cast<int>(p.K / 8);
-  if (p.a_quant_block > 0) {
-    stage_quantised_a<1>(p, a_row, a_col0, a_vec, sh.a_rows, sh.a_rows, chunks, sA, sh.lda_s);
-  } else {
-    stage_plain_a(p, a_row, a_col0, a_vec, sh.a_rows, chunks, sA, sh.lda_s);
-  }
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-
-  // acc element e: row 2c + (e & 1), column n0 + (e >= 2 ? 8 : 0) + g (the transposed tile).
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const bool has_row = g < sh.a_rows;  // row g of the B operand holds data
   const __nv_bfloat16* a_lane = sA + g * sh.lda_s + k0 + c * L;
-  // One window's mma steps with the weights decoded by `decode(run, j, b0, b1)`: one 16-byte A read
-  // per row serves two steps (as in dequant_gemv_kernel's transposed tiles).
-  auto window = [&](const uint4 (&cur)[2], int wi, auto decode) {
-#pragma unroll
-    for (int j = 0; j < L / 4; j += 2) {
-      uint4 x = make_uint4(0, 0, 0, 0);
-      if (has_row) x = *reinterpret_cast<const uint4*>(a_lane + wi * W + 4 * j);
-#pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {
-        uint32_t w0[2], w1[2];
-        decode(cur[0], j + jj, w0[0], w0[1]);
-        decode(cur[1], j + jj, w1[0], w1[1]);
-        const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
-        const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
-        mma_bf16_16816(acc, af, bx);
-      }
-    }
-  };
-  // The stream: window wi decoded from buf[wi % S], which then takes window wi + S.
-  auto stream = [&](auto fast) {
-    for (int w0 = 0; w0 < nw; w0 += S) {
-#pragma unroll
-      for (int u = 0; u < S; ++u) {
-        const int wi = w0 + u;
-        if (wi >= nw) break;  // warp-uniform
-        if constexpr (decltype(fast)::value) {
-          const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, wi);
-          window(buf[u], wi, [&](const uint4& r, int j, uint32_t& b0, uint32_t& b1) {
-            decode_quad_scaled<F>(r, sc, j, b0, b1);
-          });
-        } else {
-          const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, wi));
-          window(buf[u], wi, [&](const uint4& r, int j, uint32_t& b0, uint32_t& b1) {
-            decode_quad<F>(r, code, j, b0, b1);
-          });
-        }
-        if (wi + S < nw) {
-          buf[u][0] = ldg_weight16(wp[0] + (wi + S) * kLeanWindowBytes);
-          buf[u][1] = ldg_weight16(wp[1] + (wi + S) * kLeanWindowBytes);
-        }
-      }
-    }
-  };
-  if constexpr (F == WeightFmt::kBF16) {
-    stream(std::true_type{});
-  } else if (exact) {  // warp-uniform
-    stream(std::true_type{});
-  } else {
-    stream(std::false_type{});
-  }
-
-  // The fold: each output is ((0 + s_0) + s_1) + ... over the sub-range warps of its column group.
-#pragma unroll
-  for (int e = 0; e < 4; ++e) red[warp][2 * c + (e & 1)][(e >= 2 ? 8 : 0) + g] = acc[e];
-  __syncthreads();
-  const int M = sh.a_rows;
   void* const C = set == 0 ? p.C : p.C1;
-  for (int i = threadIdx.x; i < sh.groups * M * kLeanCols; i += blockDim.x) {
-    const int gi = i / (M * kLeanCols), r = i / kLeanCols % M, col = i % kLeanCols;
-    const int64_t n = cta_n0 + gi * kLeanCols + col;
-    if (n >= N) continue;
-    float total = 0.0f;
-    for (int q = 0; q < P; ++q) total += red[gi * P + q][r][col];
-    store_out(C, p.c_bf16, r * ldc + w_row0 + n, total);
+  // Rows in chunks of 8 (an expert may hold more at larger batch: its weights stream again, from L2).
+  for (int64_t m0 = 0; m0 < m_count; m0 += kLeanMaxRows) {
+    const int rows = static_cast<int>(min64(kLeanMaxRows, m_count - m0));
+    if (m0 > 0) {
+      __syncthreads();  // the previous chunk is done with a_row / c_row / sA / red
+      prime();
+    }
+    if (threadIdx.x < kLeanMaxRows) {
+      const int r = static_cast<int>(threadIdx.x);
+      int32_t cr = -1;
+      if (r < rows) cr = EXPERTS ? p.perm[rows_begin + m0 + r] : static_cast<int32_t>(m0 + r);
+      c_row[r] = cr;
+      a_row[r] = cr < 0 ? -1 : (EXPERTS ? cr / p.a_div : cr);
+    }
+    __syncthreads();
+    if (p.a_quant_block > 0) {
+      stage_quantised_a<1>(p, a_row, a_col0, a_vec, rows, rows, chunks, sA, sh.lda_s);
+    } else {
+      stage_plain_a(p, a_row, a_col0, a_vec, rows, chunks, sA, sh.lda_s);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // acc element e: row 2c + (e & 1), column (e >= 2 ? 8 : 0) + g of the tile (transposed mma).
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const bool has_row = g < rows;  // row g of the B operand holds data
+    int w_in = 0, tile = 0;          // the window being computed: its index in the tile, the tile
+    // One window's mma steps with the weights decoded by `decode(t, j, b0, b1)` (run of n8 tile t):
+    // one 16-byte A read per row serves two steps (as in dequant_gemv_kernel's transposed tiles).
+    auto window = [&](auto decode) {
+#pragma unroll
+      for (int j = 0; j < L / 4; j += 2) {
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (has_row) x = *reinterpret_cast<const uint4*>(a_lane + w_in * W + 4 * j);
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          uint32_t w0[2], w1[2];
+          decode(0, j + jj, w0[0], w0[1]);
+          decode(1, j + jj, w1[0], w1[1]);
+          const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
+          const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
+          mma_bf16_16816(acc, af, bx);
+        }
+      }
+    };
+    // The stream: window fi (of all tiles) decoded from buf[fi % S], which then takes window fi + S.
+    auto stream = [&](auto fast) {
+      for (int f0 = 0; f0 < n_win; f0 += S) {
+#pragma unroll
+        for (int u = 0; u < S; ++u) {
+          const int fi = f0 + u;
+          if (fi >= n_win) break;  // warp-uniform
+          const uint4(&cur)[2] = buf[u];
+          if constexpr (kLaneCodes) {
+            const uint8_t c0 = cbuf[u][0], c1 = cbuf[u][1];
+            // Warp-uniform (the lanes of an mma.sync run the same instruction).
+            if (__all_sync(0xffffffffu, quad_scale_exact<F>(c0) && quad_scale_exact<F>(c1))) {
+              const uint32_t s0 = quad_scale<F>(c0), s1 = quad_scale<F>(c1);
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], t ? s1 : s0, j, b0, b1); });
+            } else {
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], t ? c1 : c0, j, b0, b1); });
+            }
+          } else if constexpr (decltype(fast)::value) {
+            const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, fi);
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], sc, j, b0, b1); });
+          } else {
+            const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], code, j, b0, b1); });
+          }
+          if (fi + S < n_win) load(u);
+          if (++w_in == nw) {  // the tile's sub-range sum is complete
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              red[tile][warp][2 * c + (e & 1)][(e >= 2 ? 8 : 0) + g] = acc[e];
+              acc[e] = 0.0f;
+            }
+            w_in = 0;
+            if (TILES > 1) ++tile;
+          }
+        }
+      }
+    };
+    if constexpr (F != WeightFmt::kFp8Block) {
+      stream(std::true_type{});
+    } else if (exact) {  // warp-uniform
+      stream(std::true_type{});
+    } else {
+      stream(std::false_type{});
+    }
+
+    // The fold: each output is ((0 + s_0) + s_1) + ... over the sub-range warps of its column group.
+    __syncthreads();
+    const int per_tile = sh.groups * rows * kLeanCols;
+    for (int i = threadIdx.x; i < TILES * per_tile; i += blockDim.x) {
+      const int t = i / per_tile, rem = i - t * per_tile;
+      const int gi = rem / (rows * kLeanCols), r = rem / kLeanCols % rows, col = rem % kLeanCols;
+      const int64_t n = cta_n0 + t * tile_cols + gi * kLeanCols + col;
+      if (n >= N) continue;
+      float total = 0.0f;
+      for (int q = 0; q < P; ++q) total += red[t][gi * P + q][r][col];
+      store_out(C, p.c_bf16, c_row[r] * ldc + (EXPERTS ? 0 : static_cast<int64_t>(blockIdx.z) * p.N) + n, total);
+    }
   }
 }
 

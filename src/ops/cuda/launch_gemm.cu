@@ -340,74 +340,109 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
   return gemv_smem_bytes(plan.shape, p.K, ring) <= kGemvMaxSmem;
 }
 
-// The lean decode kernel (lean_gemv.cuh): most rows per launch it takes (DEEPINFER_GEMV_LEAN = 1,
-// 2, 4 or 8 (default), 0 = never: an A/B switch, same bits) and its registers' weight windows in
-// flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3, 4 (default) or 6; tuning only).
+// The lean decode kernel (lean_gemv.cuh): most rows of a dense launch it takes (DEEPINFER_GEMV_LEAN
+// = 1, 2, 4 or 8 (default), 0 = never: an A/B switch, same bits) and most tokens of an expert
+// launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 1; 0 = never). Measured on the H200 (decode, 4
+// full-width layers, one-tile warps): dense +9% at batch 1, unchanged at 8 and 32; experts +2-4% at
+// batch 1 but -12% at 8, -6% at 32 and -26% at 512 with every small-M expert launch taken (each
+// 16-column CTA stages all of K of its rows: more staging than weights per CTA at 1-2 rows per
+// expert), hence one token by default until the four-tile warps are measured.
 int lean_max_rows() {
   static const int n = env_switch("DEEPINFER_GEMV_LEAN") ? env_int("DEEPINFER_GEMV_LEAN", 8, {1, 2, 4, 8}) : 0;
   return n;
 }
-int lean_stages() {
-  static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4, 6});
+int lean_max_expert_tokens() {
+  static const int n = env_switch("DEEPINFER_GEMV_LEAN_EXPERTS") ? env_int("DEEPINFER_GEMV_LEAN_EXPERTS", 1) : 0;
   return n;
 }
-// Staged activations (all of K for every row) a lean CTA may hold: 8 rows of K = 4096, one of
+// Weight windows in flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3 or 4 (default); tuning): 6
+// measured like 4 at batch 1 and spills at 3 CTAs per SM.
+int lean_stages() {
+  static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4});
+  return n;
+}
+// Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1 (default) or 4): four
+// share one CTA's activation staging among 4x the columns (for expert launches at batch 8-512 and
+// the LM head); not yet measured on the H200, so off by default. Same bits either way.
+int lean_tiles() {
+  static const int n = env_int("DEEPINFER_GEMV_LEAN_TILES", 1, {1, 4});
+  return n;
+}
+// Staged activations (all of K for up to 8 rows) a lean CTA may hold: 8 rows of K = 4096, one of
 // K <= 40960; more stays with the general kernel (fewer CTAs per SM would starve the stream).
 constexpr size_t kLeanMaxSmem = 80 << 10;
 
 bool pow2_at_least(int v, int least) { return v >= least && (v & (v - 1)) == 0; }
 
-// A weight the lean kernel decodes: BF16, or FP8 with UE8M0 scales in power-of-two blocks of
-// >= 64 inputs (a window's) and >= 16 outputs (a warp's columns), 16-byte aligned rows.
+// A weight the lean kernel decodes: BF16; FP8 with UE8M0 scales in power-of-two blocks of >= 64
+// inputs (a window's) and >= 16 outputs (a warp's columns); FP4 (UE8M0 per 32 inputs); 16-byte
+// aligned rows.
 bool lean_weight_ok(const WeightDesc& w, WeightFmt f) {
   if (w.fmt != f || w.row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w.w) % 16 != 0) return false;
-  if (f == WeightFmt::kBF16) return true;
-  return f == WeightFmt::kFp8Block && !w.scale_f32 && pow2_at_least(w.block_in, 4 * run_elems(f)) &&
-         pow2_at_least(w.block_out, kLeanCols);
+  if (f != WeightFmt::kFp8Block) return !w.scale_f32;
+  return !w.scale_f32 && pow2_at_least(w.block_in, 4 * run_elems(f)) && pow2_at_least(w.block_out, kLeanCols);
 }
 
-// The lean kernel's launch plan when p takes it: dense, <= lean_max_rows() rows, a lean weight
-// format, <= 32 windows per sub-range and the staged rows within kLeanMaxSmem.
+// The lean kernel's launch plan when p takes it: a dense launch of <= lean_max_rows() rows or an
+// expert launch of <= lean_max_expert_tokens() tokens (experts' weights are checked by format:
+// p.w names the one they share), a lean weight format, <= 32 windows per sub-range and the staged
+// rows within kLeanMaxSmem.
 bool lean_gemv_plan(const GemmParams& p, LeanGemvShape& sh, dim3& grid) {
-  if (p.experts != nullptr || p.M < 1 || p.M > std::min(lean_max_rows(), kLeanMaxRows)) return false;
-  if (gemm_path(p) != GemmPath::kStreaming || p.K > (1 << 24)) return false;
+  const bool experts = p.experts != nullptr;
+  if (gemm_path(p) != GemmPath::kStreaming || p.M < 1 || p.K > (1 << 24)) return false;
+  if (experts ? p.active == nullptr || p.max_rows_per_expert > lean_max_expert_tokens()
+              : p.M > std::min(lean_max_rows(), kLeanMaxRows))
+    return false;
   const WeightFmt f = p.w.fmt;
-  if (f == WeightFmt::kFp4Block || !lean_weight_ok(p.w, f) || (p.n_sets > 1 && !lean_weight_ok(p.w1, f))) return false;
+  if (!experts && (!lean_weight_ok(p.w, f) || (p.n_sets > 1 && !lean_weight_ok(p.w1, f)))) return false;
+  if (experts && (p.w.scale_f32 || (f == WeightFmt::kFp8Block && !lean_weight_ok(p.w, f)))) return false;
   if (p.n_groups > 1 && p.N % kLeanCols != 0) return false;  // a warp's columns in one scale block
+  if (!experts && p.n_sets > 1 && f == WeightFmt::kFp8Block &&
+      (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out))
+    return false;
   sh.R = static_cast<int>(gemm_subrange(p.K));
   sh.P = gemm_n_subranges(p.K);
   if (sh.R / (4 * run_elems(f)) > kLeanMaxWindows || sh.P > kLeanMaxWarps) return false;
   sh.groups = std::max(1, kLeanMaxWarps / sh.P);
-  sh.a_rows = static_cast<int>(p.M);
+  sh.a_rows = static_cast<int>(std::min<int64_t>(experts ? p.max_rows_per_expert : p.M, kLeanMaxRows));
   sh.lda_s = static_cast<int>(p.K) + kGemvPad;
   if (static_cast<size_t>(sh.a_rows) * sh.lda_s * 2 > kLeanMaxSmem) return false;
   sh.in_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_in)) : 0;
   sh.out_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_out)) : 0;
-  if (p.n_sets > 1 && f == WeightFmt::kFp8Block && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out))
-    return false;
-  const int64_t per_cta = static_cast<int64_t>(sh.groups) * kLeanCols;
+  // FP8 also needs a scale code per window of a warp in one lane (<= 32 windows over its tiles).
+  sh.tiles = lean_tiles();
+  if (f == WeightFmt::kFp8Block && sh.tiles * (sh.R / (4 * run_elems(f))) > kLeanMaxWindows) sh.tiles = 1;
+  const int64_t per_cta = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
   sh.x_ctas0 = static_cast<int>((p.N + per_cta - 1) / per_cta);
   const int64_t x1 = p.n_sets > 1 ? (p.N1 + per_cta - 1) / per_cta : 0;
-  grid = dim3(static_cast<unsigned>(sh.x_ctas0 + x1), 1, static_cast<unsigned>(p.n_groups));
+  grid = dim3(static_cast<unsigned>(sh.x_ctas0 + x1), 1, static_cast<unsigned>(gemv_outer(p)));
   return true;
+}
+
+template <WeightFmt F, int S, bool EXPERTS, int TILES>
+cudaError_t launch_lean_kernel(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      lean_gemv_kernel<F, S, EXPERTS, TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kLeanMaxSmem));
+  if (configured != cudaSuccess) return configured;
+  if (grid.x == 0 || grid.z == 0) return cudaSuccess;
+  const size_t smem = static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
+  const cudaError_t e =
+      launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, sh.groups * sh.P * 32, smem, s, p, sh);
+  return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 template <WeightFmt F, int S>
 cudaError_t launch_lean_s(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      lean_gemv_kernel<F, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kLeanMaxSmem));
-  if (configured != cudaSuccess) return configured;
-  if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  const size_t smem = static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
-  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S>, grid, sh.groups * sh.P * 32, smem, s, p, sh);
-  return e != cudaSuccess ? e : cudaGetLastError();
+  const bool experts = p.experts != nullptr;
+  if (sh.tiles == 4)
+    return experts ? launch_lean_kernel<F, S, true, 4>(p, sh, grid, s) : launch_lean_kernel<F, S, false, 4>(p, sh, grid, s);
+  return experts ? launch_lean_kernel<F, S, true, 1>(p, sh, grid, s) : launch_lean_kernel<F, S, false, 1>(p, sh, grid, s);
 }
 
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
   switch (lean_stages()) {
     case 3: return launch_lean_s<F, 3>(p, sh, grid, s);
-    case 6: return launch_lean_s<F, 6>(p, sh, grid, s);
     default: return launch_lean_s<F, 4>(p, sh, grid, s);
   }
 }
@@ -453,8 +488,11 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
   LeanGemvShape lean;
   if (dim3 grid; lean_gemv_plan(p, lean, grid)) {
-    return p.w.fmt == WeightFmt::kBF16 ? launch_lean<WeightFmt::kBF16>(p, lean, grid, s)
-                                       : launch_lean<WeightFmt::kFp8Block>(p, lean, grid, s);
+    switch (p.w.fmt) {
+      case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, grid, s);
+      case WeightFmt::kFp8Block: return launch_lean<WeightFmt::kFp8Block>(p, lean, grid, s);
+      case WeightFmt::kFp4Block: return launch_lean<WeightFmt::kFp4Block>(p, lean, grid, s);
+    }
   }
   if (StreamingPlan plan; streaming_plan(p, plan)) {
     switch (p.w.fmt) {
