@@ -361,11 +361,16 @@ int lean_stages() {
   static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4});
   return n;
 }
-// Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1 (default) or 4): four
-// share one CTA's activation staging among 4x the columns (for expert launches at batch 8-512 and
-// the LM head); not yet measured on the H200, so off by default. Same bits either way.
+// Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1 (default), 4, or "auto":
+// 4 where that still leaves 4 waves of CTAs at 2 per SM, else 1): four share one CTA's activation
+// staging among 4x the columns (for expert launches at batch 8-512 and the LM head); not yet
+// measured on the H200, so one by default. Returns 0 for "auto". Same bits either way.
 int lean_tiles() {
-  static const int n = env_int("DEEPINFER_GEMV_LEAN_TILES", 1, {1, 4});
+  static const int n = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_LEAN_TILES");
+    if (v != nullptr && std::string(v) == "auto") return 0;
+    return env_int("DEEPINFER_GEMV_LEAN_TILES", 1, {1, 4});
+  }();
   return n;
 }
 // Staged activations (all of K for up to 8 rows) a lean CTA may hold: 8 rows of K = 4096, one of
@@ -409,8 +414,13 @@ bool lean_gemv_plan(const GemmParams& p, LeanGemvShape& sh, dim3& grid) {
   if (static_cast<size_t>(sh.a_rows) * sh.lda_s * 2 > kLeanMaxSmem) return false;
   sh.in_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_in)) : 0;
   sh.out_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_out)) : 0;
-  // FP8 also needs a scale code per window of a warp in one lane (<= 32 windows over its tiles).
   sh.tiles = lean_tiles();
+  if (sh.tiles == 0) {  // auto: 4 tiles where 4 waves of 2 CTAs per SM remain
+    const int64_t cols = static_cast<int64_t>(sh.groups) * kLeanCols;
+    const int64_t ctas = ((p.N + cols - 1) / cols + (p.n_sets > 1 ? (p.N1 + cols - 1) / cols : 0)) * gemv_outer(p);
+    sh.tiles = ctas / 4 >= 4 * 132 * 2 ? 4 : 1;
+  }
+  // FP8 also needs a scale code per window of a warp in one lane (<= 32 windows over its tiles).
   if (f == WeightFmt::kFp8Block && sh.tiles * (sh.R / (4 * run_elems(f))) > kLeanMaxWindows) sh.tiles = 1;
   const int64_t per_cta = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
   sh.x_ctas0 = static_cast<int>((p.N + per_cta - 1) / per_cta);
