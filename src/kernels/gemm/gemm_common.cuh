@@ -24,23 +24,10 @@
 
 #include "kernels/common/device_utils.cuh"
 #include "kernels/common/mma_utils.cuh"
+#include "kernels/gemm/canonical_k.h"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
-
-inline constexpr int kGemmBK = 128;
-
-// Sub-range length of the canonical order (see above): a function of K only.
-__host__ __device__ inline int64_t gemm_subrange(int64_t K) {
-  int64_t P = (K + 511) / 512;
-  P = P < 1 ? 1 : (P > 8 ? 8 : P);
-  const int64_t per = (K + P - 1) / P;
-  return (per + kGemmBK - 1) / kGemmBK * kGemmBK;
-}
-__host__ __device__ inline int gemm_n_subranges(int64_t K) {
-  const int64_t R = gemm_subrange(K);
-  return static_cast<int>((K + R - 1) / R);
-}
 
 // Elements per 16 stored bytes (the run one lane holds) for each weight format.
 __host__ __device__ constexpr int run_elems(WeightFmt f) {

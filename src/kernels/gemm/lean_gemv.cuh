@@ -19,35 +19,16 @@
 //     routing's permutation;
 //   * the same mma.m16n8k16 steps as the transposed one-row-tile streaming kernel (weights as the A
 //     operand, the rows as B), in the same order: the same bits, whatever kernel takes a launch.
-// The launcher (launch_gemm.cu) takes it when the shape allows (lean_gemv_plan) and falls back to
-// the general kernel otherwise.
+// The launcher (launch_gemm.cu) takes it when the shape allows (plan_lean_gemv, lean_plan.h: the
+// geometry, tested on the CPU) and falls back to the general kernel otherwise.
 #pragma once
 
 #include <type_traits>
 
 #include "kernels/gemm/dequant_gemv.cuh"
+#include "kernels/gemm/lean_plan.h"
 
 namespace deepinfer::kernels {
-
-inline constexpr int kLeanCols = 16;         // columns per warp: two n8 tiles
-inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B operand)
-inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
-inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
-inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
-inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
-
-// Launch geometry, computed on the host once per launch.
-struct LeanGemvShape {
-  int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one warp each
-  int groups = 1;      // column groups of kLeanCols side by side per CTA (warps = groups P)
-  int tiles = 1;       // column groups each warp streams in turn (1, 2 or 4): the CTA's columns are
-                       // tiles x groups x kLeanCols, its staged activations shared by all of them
-  int x_ctas0 = 0;     // CTAs along x of weight set 0 (set 1's follow)
-  int a_rows = 0;      // staged activation rows (= M <= 8)
-  int lda_s = 0;       // staged row stride in elements: K + kGemvPad
-  int in_shift = 0;    // log2 of the FP8 scale block (inputs, outputs)
-  int out_shift = 0;
-};
 
 // 16 weight bytes a lane streams: read once (no L1 allocation), the L2 fetching the whole 128-byte
 // line so the next window of the row is an L2 hit. Volatile: the issue order is the prefetch.

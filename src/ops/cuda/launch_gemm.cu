@@ -373,87 +373,68 @@ int lean_tiles() {
   }();
   return n;
 }
-// Staged activations (all of K for up to 8 rows) a lean CTA may hold: 8 rows of K = 4096, one of
-// K <= 40960; more stays with the general kernel (fewer CTAs per SM would starve the stream).
-constexpr size_t kLeanMaxSmem = 80 << 10;
-
-bool pow2_at_least(int v, int least) { return v >= least && (v & (v - 1)) == 0; }
-
-// A weight the lean kernel decodes: BF16; FP8 with UE8M0 scales in power-of-two blocks of >= 64
-// inputs (a window's) and >= 16 outputs (a warp's columns); FP4 (UE8M0 per 32 inputs); 16-byte
-// aligned rows.
+// A weight the lean kernel decodes (the FP8 scale blocks are the plan's): BF16, FP8 or FP4 with
+// UE8M0 scales, 16-byte aligned rows.
 bool lean_weight_ok(const WeightDesc& w, WeightFmt f) {
-  if (w.fmt != f || w.row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w.w) % 16 != 0) return false;
-  if (f != WeightFmt::kFp8Block) return !w.scale_f32;
-  return !w.scale_f32 && pow2_at_least(w.block_in, 4 * run_elems(f)) && pow2_at_least(w.block_out, kLeanCols);
+  return w.fmt == f && !w.scale_f32 && w.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
 }
 
-// The lean kernel's launch plan when p takes it: a dense launch of <= lean_max_rows() rows or an
-// expert launch of <= lean_max_expert_tokens() tokens (experts' weights are checked by format:
-// p.w names the one they share), a lean weight format, <= 32 windows per sub-range and the staged
-// rows within kLeanMaxSmem.
-bool lean_gemv_plan(const GemmParams& p, LeanGemvShape& sh, dim3& grid) {
+// The lean kernel's launch plan when p takes it (lean_plan.h): a streaming small-M launch whose
+// weights it decodes (experts are checked by format: p.w names the one they share) and whose shape
+// fits.
+bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   const bool experts = p.experts != nullptr;
-  if (gemm_path(p) != GemmPath::kStreaming || p.M < 1 || p.K > (1 << 24)) return false;
-  if (experts ? p.active == nullptr || p.max_rows_per_expert > lean_max_expert_tokens()
-              : p.M > std::min(lean_max_rows(), kLeanMaxRows))
-    return false;
+  if (gemm_path(p) != GemmPath::kStreaming || (experts && p.active == nullptr)) return false;
   const WeightFmt f = p.w.fmt;
-  if (!experts && (!lean_weight_ok(p.w, f) || (p.n_sets > 1 && !lean_weight_ok(p.w1, f)))) return false;
-  if (experts && (p.w.scale_f32 || (f == WeightFmt::kFp8Block && !lean_weight_ok(p.w, f)))) return false;
-  if (p.n_groups > 1 && p.N % kLeanCols != 0) return false;  // a warp's columns in one scale block
+  if (experts ? p.w.scale_f32 : !lean_weight_ok(p.w, f) || (p.n_sets > 1 && !lean_weight_ok(p.w1, f))) return false;
   if (!experts && p.n_sets > 1 && f == WeightFmt::kFp8Block &&
       (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out))
     return false;
-  sh.R = static_cast<int>(gemm_subrange(p.K));
-  sh.P = gemm_n_subranges(p.K);
-  if (sh.R / (4 * run_elems(f)) > kLeanMaxWindows || sh.P > kLeanMaxWarps) return false;
-  sh.groups = std::max(1, kLeanMaxWarps / sh.P);
-  sh.a_rows = static_cast<int>(std::min<int64_t>(experts ? p.max_rows_per_expert : p.M, kLeanMaxRows));
-  sh.lda_s = static_cast<int>(p.K) + kGemvPad;
-  if (static_cast<size_t>(sh.a_rows) * sh.lda_s * 2 > kLeanMaxSmem) return false;
-  sh.in_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_in)) : 0;
-  sh.out_shift = f == WeightFmt::kFp8Block ? __builtin_ctz(static_cast<unsigned>(p.w.block_out)) : 0;
-  sh.tiles = lean_tiles();
-  if (sh.tiles == 0) {  // auto: 4 tiles where 4 waves of 2 CTAs per SM remain
-    const int64_t cols = static_cast<int64_t>(sh.groups) * kLeanCols;
-    const int64_t ctas = ((p.N + cols - 1) / cols + (p.n_sets > 1 ? (p.N1 + cols - 1) / cols : 0)) * gemv_outer(p);
-    sh.tiles = ctas / 4 >= 4 * 132 * 2 ? 4 : 1;
-  }
-  // FP8 also needs a scale code per window of a warp in one lane (<= 32 windows over its tiles).
-  if (f == WeightFmt::kFp8Block && sh.tiles * (sh.R / (4 * run_elems(f))) > kLeanMaxWindows) sh.tiles = 1;
-  const int64_t per_cta = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
-  sh.x_ctas0 = static_cast<int>((p.N + per_cta - 1) / per_cta);
-  const int64_t x1 = p.n_sets > 1 ? (p.N1 + per_cta - 1) / per_cta : 0;
-  grid = dim3(static_cast<unsigned>(sh.x_ctas0 + x1), 1, static_cast<unsigned>(gemv_outer(p)));
-  return true;
+  LeanGemmDims d;
+  d.rows = experts ? p.max_rows_per_expert : p.M;
+  d.N = p.N;
+  d.N1 = p.n_sets > 1 ? p.N1 : 0;
+  d.K = p.K;
+  d.outer = gemv_outer(p);
+  d.experts = experts;
+  d.grouped = !experts && p.n_groups > 1;
+  d.run_elems = run_elems(f);
+  d.fp8 = f == WeightFmt::kFp8Block;
+  d.block_in = p.w.block_in;
+  d.block_out = p.w.block_out;
+  LeanKnobs knobs;
+  knobs.max_rows = lean_max_rows();
+  knobs.max_expert_tokens = lean_max_expert_tokens();
+  knobs.tiles = lean_tiles();
+  return plan_lean_gemv(d, knobs, plan);
 }
 
 template <WeightFmt F, int S, bool EXPERTS, int TILES>
-cudaError_t launch_lean_kernel(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+cudaError_t launch_lean_kernel(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   static const cudaError_t configured = cudaFuncSetAttribute(
-      lean_gemv_kernel<F, S, EXPERTS, TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kLeanMaxSmem));
+      lean_gemv_kernel<F, S, EXPERTS, TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(LeanKnobs{}.max_smem));
   if (configured != cudaSuccess) return configured;
-  if (grid.x == 0 || grid.z == 0) return cudaSuccess;
-  const size_t smem = static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
-  const cudaError_t e =
-      launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, sh.groups * sh.P * 32, smem, s, p, sh);
+  if (plan.grid_x == 0 || plan.grid_z == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(plan.grid_x), 1, static_cast<unsigned>(plan.grid_z));
+  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, plan.threads, plan.smem, s, p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 template <WeightFmt F, int S>
-cudaError_t launch_lean_s(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
-  if (sh.tiles == 4)
-    return experts ? launch_lean_kernel<F, S, true, 4>(p, sh, grid, s) : launch_lean_kernel<F, S, false, 4>(p, sh, grid, s);
-  return experts ? launch_lean_kernel<F, S, true, 1>(p, sh, grid, s) : launch_lean_kernel<F, S, false, 1>(p, sh, grid, s);
+  if (plan.shape.tiles == kLeanMaxTiles)
+    return experts ? launch_lean_kernel<F, S, true, kLeanMaxTiles>(p, plan, s)
+                   : launch_lean_kernel<F, S, false, kLeanMaxTiles>(p, plan, s);
+  return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
 template <WeightFmt F>
-cudaError_t launch_lean(const GemmParams& p, const LeanGemvShape& sh, dim3 grid, cudaStream_t s) {
+cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   switch (lean_stages()) {
-    case 3: return launch_lean_s<F, 3>(p, sh, grid, s);
-    default: return launch_lean_s<F, 4>(p, sh, grid, s);
+    case 3: return launch_lean_s<F, 3>(p, plan, s);
+    default: return launch_lean_s<F, 4>(p, plan, s);
   }
 }
 
@@ -496,12 +477,11 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
-  LeanGemvShape lean;
-  if (dim3 grid; lean_gemv_plan(p, lean, grid)) {
+  if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
-      case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, grid, s);
-      case WeightFmt::kFp8Block: return launch_lean<WeightFmt::kFp8Block>(p, lean, grid, s);
-      case WeightFmt::kFp4Block: return launch_lean<WeightFmt::kFp4Block>(p, lean, grid, s);
+      case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, s);
+      case WeightFmt::kFp8Block: return launch_lean<WeightFmt::kFp8Block>(p, lean, s);
+      case WeightFmt::kFp4Block: return launch_lean<WeightFmt::kFp4Block>(p, lean, s);
     }
   }
   if (StreamingPlan plan; streaming_plan(p, plan)) {

@@ -1,0 +1,150 @@
+// The lean decode GEMM's launch geometry (src/kernels/gemm/lean_plan.h) without a GPU: which
+// launches it takes, the CTA shape for V4-Flash's decode projections, and the invariants every
+// accepted plan must keep (every column covered once, the staged rows within shared memory, a
+// warp per canonical K sub-range, at most 32 FP8 windows per warp).
+#include "kernels/gemm/lean_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace deepinfer::kernels {
+namespace {
+
+LeanGemmDims dense(int64_t rows, int64_t N, int64_t K, bool fp8 = true) {
+  LeanGemmDims d;
+  d.rows = rows, d.N = N, d.K = K;
+  d.run_elems = fp8 ? 16 : 8;
+  d.fp8 = fp8;
+  d.block_in = d.block_out = fp8 ? 128 : 0;
+  return d;
+}
+
+TEST(LeanPlanTest, DecodeProjectionsOfV4Flash) {
+  LeanLaunchPlan plan;
+  // wo_b (8192 -> 4096, FP8): eight 1,024-element sub-ranges, a warp each, 16 columns per CTA.
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 4096, 8192), LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.R, 1024);
+  EXPECT_EQ(plan.shape.P, 8);
+  EXPECT_EQ(plan.shape.groups, 1);
+  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.grid_x, 256);
+  EXPECT_EQ(plan.grid_z, 1);
+  EXPECT_EQ(plan.smem, size_t{8200 * 2});
+  EXPECT_EQ(plan.shape.in_shift, 7);
+  EXPECT_EQ(plan.shape.out_shift, 7);
+  // wq_b (1024 -> 32768): two sub-ranges, so four column groups side by side per CTA.
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 32768, 1024), LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.P, 2);
+  EXPECT_EQ(plan.shape.groups, 4);
+  EXPECT_EQ(plan.threads, 256);
+  EXPECT_EQ(plan.grid_x, 512);
+  // The BF16 LM head: one tile per warp by default, four with `auto` (8,080 CTAs would remain).
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.tiles, 1);
+  EXPECT_EQ(plan.grid_x, 8080);
+  LeanKnobs autot;
+  autot.tiles = 0;
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), autot, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.grid_x, 2020);
+  // ... but not for wo_b's 256 CTAs.
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 4096, 8192), autot, plan));
+  EXPECT_EQ(plan.shape.tiles, 1);
+}
+
+TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
+  LeanGemmDims d;  // FP4 gate/up of 6 routed experts (two weight sets)
+  d.experts = true, d.N = d.N1 = 2048, d.K = 4096, d.outer = 6, d.run_elems = 32;
+  d.rows = 1;
+  LeanLaunchPlan plan;
+  ASSERT_TRUE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.x_ctas0, 128);
+  EXPECT_EQ(plan.grid_x, 256);
+  EXPECT_EQ(plan.grid_z, 6);
+  EXPECT_EQ(plan.shape.a_rows, 1);
+  d.rows = 8;  // batch 8: not by default
+  EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  LeanKnobs all;
+  all.max_expert_tokens = 512;
+  d.rows = 100, d.outer = 256;  // rows per expert in chunks of 8: eight staged
+  ASSERT_TRUE(plan_lean_gemv(d, all, plan));
+  EXPECT_EQ(plan.shape.a_rows, 8);
+  EXPECT_EQ(plan.smem, size_t{8 * 4104 * 2});
+  all.tiles = 0;  // 256 x 256 CTAs: four tiles per warp
+  ASSERT_TRUE(plan_lean_gemv(d, all, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.grid_x, 64);
+}
+
+TEST(LeanPlanTest, RejectsWhatTheKernelCannotTake) {
+  LeanLaunchPlan plan;
+  EXPECT_FALSE(plan_lean_gemv(dense(9, 4096, 4096), LeanKnobs{}, plan));   // > 8 dense rows
+  EXPECT_FALSE(plan_lean_gemv(dense(1, 4096, 4100), LeanKnobs{}, plan));   // K not whole 128 tiles
+  EXPECT_FALSE(plan_lean_gemv(dense(8, 4096, 8192), LeanKnobs{}, plan));   // 8 x 16 KB staged rows
+  EXPECT_FALSE(plan_lean_gemv(dense(1, 4096, 16384, false), LeanKnobs{}, plan));  // 64 BF16 windows per warp
+  LeanGemmDims d = dense(1, 4096, 4096);
+  d.block_in = 32;  // a window spans two scale blocks
+  EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  d = dense(1, 4096, 4096);
+  d.block_out = 8;  // a warp's columns span two
+  EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  d = dense(1, 200, 256);
+  d.grouped = true, d.outer = 2;  // group 1's rows would start mid column group
+  EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  LeanKnobs off;
+  off.max_rows = 0;
+  EXPECT_FALSE(plan_lean_gemv(dense(1, 4096, 4096), off, plan));
+  off.tiles = 2;  // not a kernel instantiation
+  off.max_rows = 8;
+  EXPECT_FALSE(plan_lean_gemv(dense(1, 4096, 4096), off, plan));
+  // FP8 with four tiles needs <= 32 windows per warp: K = 4224 (10 per sub-range) keeps one.
+  LeanKnobs four;
+  four.tiles = 4;
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 4096, 4096), four, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 4096, 4224), four, plan));
+  EXPECT_EQ(plan.shape.tiles, 1);
+}
+
+TEST(LeanPlanTest, EveryAcceptedPlanCoversItsColumnsAndFits) {
+  for (int run : {8, 16, 32})
+    for (int tiles : {0, 1, 4})
+      for (int64_t K = 128; K <= 20480; K += 128)
+        for (int64_t N : {16, 200, 4096, 129280})
+          for (int64_t N1 : {0, 264})
+            for (int64_t rows : {1, 5, 8}) {
+              LeanGemmDims d;
+              d.rows = rows, d.N = N, d.N1 = N1, d.K = K, d.run_elems = run;
+              d.fp8 = run == 16;
+              d.block_in = d.block_out = d.fp8 ? 128 : 0;
+              LeanKnobs knobs;
+              knobs.tiles = tiles;
+              LeanLaunchPlan plan;
+              if (!plan_lean_gemv(d, knobs, plan)) continue;
+              const LeanGemvShape& sh = plan.shape;
+              const int64_t cols = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
+              ASSERT_EQ(static_cast<int64_t>(sh.R) * (sh.P - 1) < K && static_cast<int64_t>(sh.R) * sh.P >= K, true);
+              ASSERT_LE(sh.groups * sh.P, kLeanMaxWarps);
+              ASSERT_EQ(plan.threads, sh.groups * sh.P * 32);
+              ASSERT_LE(sh.R / (4 * run), kLeanMaxWindows);
+              if (d.fp8) {
+                ASSERT_LE(sh.tiles * (sh.R / (4 * run)), kLeanMaxWindows);
+              }
+              ASSERT_TRUE(sh.tiles == 1 || sh.tiles == kLeanMaxTiles);
+              ASSERT_EQ(sh.a_rows, rows);
+              ASSERT_EQ(plan.smem, static_cast<size_t>(rows) * (K + kLeanStagePad) * 2);
+              ASSERT_LE(plan.smem, knobs.max_smem);
+              // Set 0's CTAs cover its columns with none wholly past them; set 1's likewise.
+              ASSERT_GE(sh.x_ctas0 * cols, N);
+              ASSERT_LT((sh.x_ctas0 - 1) * cols, N);
+              const int64_t x1 = plan.grid_x - sh.x_ctas0;
+              if (N1 == 0) {
+                ASSERT_EQ(x1, 0);
+              } else {
+                ASSERT_GE(x1 * cols, N1);
+                ASSERT_LT((x1 - 1) * cols, N1);
+              }
+            }
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels
