@@ -356,7 +356,8 @@ int lean_max_expert_tokens() {
   return n;
 }
 // Weight windows in flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3 or 4 (default); tuning): 6
-// measured like 4 at batch 1 and spills at 3 CTAs per SM.
+// measured like 4 at batch 1 and spills at 3 CTAs per SM; 3 measured -2% at batch 1 with 3 CTAs
+// per SM and now runs 4 (FP8 / BF16: one wave for the 512-CTA projections; not yet measured).
 int lean_stages() {
   static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4});
   return n;
