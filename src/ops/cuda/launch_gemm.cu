@@ -345,8 +345,9 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
 // launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 1; 0 = never). Measured on the H200 (decode, 4
 // full-width layers, one-tile warps): dense +9% at batch 1, unchanged at 8 and 32; experts +2-4% at
 // batch 1 but -12% at 8, -6% at 32 and -26% at 512 with every small-M expert launch taken (each
-// 16-column CTA stages all of K of its rows: more staging than weights per CTA at 1-2 rows per
-// expert), hence one token by default until the four-tile warps are measured.
+// 16-column CTA stages all of K of its rows, 8 KB per row against 32 KB of FP4 weights, and streams
+// only 4 windows per warp after the routing wait: short CTAs), hence one token by default until the
+// four-tile warps are measured.
 int lean_max_rows() {
   static const int n = env_switch("DEEPINFER_GEMV_LEAN") ? env_int("DEEPINFER_GEMV_LEAN", 8, {1, 2, 4, 8}) : 0;
   return n;
