@@ -7,11 +7,10 @@ Usage: ncu_launches.py LOG.csv [--last N]"""
 import argparse
 import collections
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ncu_summary import read_ncu_rows  # noqa: E402
+from ncu_summary import kernel_name, read_ncu_rows  # noqa: E402
 
 SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6, "ns": 1e-3, "us": 1.0, "ms": 1e3,
          "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9, "": 1.0}
@@ -24,7 +23,7 @@ def main():
     a = ap.parse_args()
     launches = collections.OrderedDict()
     for r in read_ncu_rows(a.log):
-        rec = launches.setdefault(r["ID"], {"name": re.sub(r"\(.*", "", r["Kernel Name"]).strip()})
+        rec = launches.setdefault(r["ID"], {"name": kernel_name(r["Kernel Name"])})
         v = float(r["Metric Value"].replace(",", "")) * SCALE.get(r.get("Metric Unit", ""), 1.0)
         rec[r["Metric Name"]] = v
     rows = list(launches.values())[-a.last:] if a.last else list(launches.values())
@@ -35,7 +34,7 @@ def main():
         tot_us += us
         tot_b += b
         gbs = b / (us * 1e3) if us > 0 else 0.0
-        print(f"{us:9.2f} us {b / 1e6:9.2f} MB {gbs:7.0f} GB/s grid {int(rec.get('launch__grid_size', 0)):6d}  {rec['name'][:90]}")
+        print(f"{us:9.2f} us {b / 1e6:9.2f} MB {gbs:7.0f} GB/s grid {int(rec.get('launch__grid_size', 0)):6d}  {rec['name'][:110]}")
     print(f"total {tot_us:.1f} us, {tot_b / 1e9:.3f} GB read, {tot_b / (tot_us * 1e3) if tot_us else 0:.0f} GB/s over {len(rows)} launches")
 
 

@@ -6,7 +6,6 @@ import argparse
 import collections
 import csv
 import io
-import re
 import sys
 
 
@@ -17,6 +16,20 @@ def read_ncu_rows(path):
     if start < 0:
         sys.exit("no ncu CSV table in " + path)
     return csv.DictReader(io.StringIO(text[start:]))
+
+
+def kernel_name(full):
+    """A kernel's name without its parameter list: the last top-level "(...)" is cut, so template
+    arguments such as "(int)-1" stay ("void k<2, (int)-1>(GemmParams)" -> "void k<2, (int)-1>")."""
+    full = full.strip()
+    if not full.endswith(")"):
+        return full
+    depth = 0
+    for i in range(len(full) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(full[i], 0)
+        if depth == 0:
+            return full[:i].strip()
+    return full
 
 
 def main():
@@ -31,7 +44,7 @@ def main():
     for r in rows:
         if r.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        name = re.sub(r"\(.*", "", r["Kernel Name"]).strip()
+        name = kernel_name(r["Kernel Name"])
         if any(s in name for s in a.skip_name):
             continue
         v = float(r["Metric Value"].replace(",", ""))
