@@ -451,6 +451,7 @@ int64_t gemm_counter_slots(const GemmParams& p) {
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
+  if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
   switch (gemm_path(p)) {
     case GemmPath::kStreaming: return P * p.M * (p.ldc + (p.n_sets > 1 ? p.ldc1 : 0));
     case GemmPath::kPipelined: return pipe_splits(p) > 1 ? P * p.M * p.ldc : 0;
