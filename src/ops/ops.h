@@ -105,8 +105,12 @@ class Ops {
   virtual tensor::Device device() const = 0;
 
   // ---- memory ----
-  // Per-step workspace, valid until the next begin_step().
-  virtual void begin_step() = 0;
+  // Per-step workspace, valid until the next begin_step(), which also closes a side region a failed
+  // pass left open (every backend: the call-order check below is the base class's).
+  void begin_step() {
+    side_ = SideState::kNone;
+    on_begin_step();
+  }
   virtual TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) = 0;
   // Workspace scopes: everything allocated after a mark is released (reused) by
   // workspace_release(mark). The model releases each layer's temporaries at the layer's end, so a
@@ -363,12 +367,12 @@ class Ops {
   }
 
  protected:
-  // Side-region hooks (default: program order) and, for begin_step() implementations, the reset
-  // of a region a failed pass left open.
+  // The backend's part of begin_step(): reset the per-step workspace.
+  virtual void on_begin_step() = 0;
+  // Side-region hooks (default: program order).
   virtual void on_side_begin() {}
   virtual void on_side_end() {}
   virtual void on_side_join() {}
-  void reset_side() { side_ = SideState::kNone; }
 
  private:
   enum class SideState : uint8_t { kNone, kOpen, kEnded };

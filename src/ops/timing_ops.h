@@ -25,10 +25,8 @@ class TimingOps final : public Ops {
   }
 
   tensor::Device device() const override { return inner_->device(); }
-  void begin_step() override {
-    reset_side();  // regions run in program order here (the inner backend's are not used)
-    inner_->begin_step();
-  }
+  // Regions run in program order here (the inner backend's hooks are not used).
+  void on_begin_step() override { inner_->begin_step(); }
   size_t workspace_mark() override { return inner_->workspace_mark(); }
   void workspace_release(size_t mark) override { inner_->workspace_release(mark); }
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override { return inner_->alloc(dtype, shape); }

@@ -16,10 +16,7 @@ class CpuOps : public Ops {
  public:
   tensor::Device device() const override { return tensor::Device::kCpu; }
 
-  void begin_step() override {
-    reset_side();
-    workspace_.clear();
-  }
+  void on_begin_step() override { workspace_.clear(); }
   size_t workspace_mark() override { return workspace_.size(); }
   void workspace_release(size_t mark) override {
     DI_CHECK(side_idle(), "workspace released inside a side region (side_join first)");

@@ -55,10 +55,8 @@ CudaOps::~CudaOps() {
   cudaStreamDestroy(main_stream_);
 }
 
-void CudaOps::begin_step() {
-  // A pass abandoned inside a side region (an error mid-forward) leaves it open: start clean.
-  reset_side();
-  stream_ = main_stream_;
+void CudaOps::on_begin_step() {
+  stream_ = main_stream_;  // a pass abandoned inside a side region (an error mid-forward) left it set
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));

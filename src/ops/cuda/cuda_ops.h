@@ -54,7 +54,7 @@ class CudaOps final : public Ops {
   tensor::Device device() const override { return tensor::Device::kCuda; }
   cudaStream_t stream() const { return stream_; }
 
-  void begin_step() override;
+  void on_begin_step() override;
   size_t workspace_mark() override;
   void workspace_release(size_t mark) override;
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
