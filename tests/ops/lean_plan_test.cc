@@ -37,15 +37,18 @@ TEST(LeanPlanTest, DecodeProjectionsOfV4Flash) {
   EXPECT_EQ(plan.shape.groups, 4);
   EXPECT_EQ(plan.threads, 256);
   EXPECT_EQ(plan.grid_x, 512);
-  // The BF16 LM head: one tile per warp by default, four with `auto` (8,080 CTAs would remain).
+  // The BF16 LM head: four tiles per warp by default (`auto`: 8,080 one-tile CTAs would remain),
+  // one when asked.
   ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.grid_x, 2020);
+  LeanKnobs one;
+  one.tiles = 1;
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), one, plan));
   EXPECT_EQ(plan.shape.tiles, 1);
   EXPECT_EQ(plan.grid_x, 8080);
   LeanKnobs autot;
   autot.tiles = 0;
-  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), autot, plan));
-  EXPECT_EQ(plan.shape.tiles, 4);
-  EXPECT_EQ(plan.grid_x, 2020);
   // ... but not for wo_b's 256 CTAs.
   ASSERT_TRUE(plan_lean_gemv(dense(1, 4096, 8192), autot, plan));
   EXPECT_EQ(plan.shape.tiles, 1);
@@ -61,18 +64,21 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   EXPECT_EQ(plan.grid_x, 256);
   EXPECT_EQ(plan.grid_z, 6);
   EXPECT_EQ(plan.shape.a_rows, 1);
-  d.rows = 8;  // batch 8: not by default
+  d.rows = 129;  // batch 129 and above: the general kernel by default
   EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
-  LeanKnobs all;
-  all.max_expert_tokens = 512;
   d.rows = 100, d.outer = 256;  // rows per expert in chunks of 8: eight staged
-  ASSERT_TRUE(plan_lean_gemv(d, all, plan));
+  LeanKnobs one;
+  one.tiles = 1;
+  ASSERT_TRUE(plan_lean_gemv(d, one, plan));
   EXPECT_EQ(plan.shape.a_rows, 8);
   EXPECT_EQ(plan.smem, size_t{8 * 4104 * 2});
-  all.tiles = 0;  // 256 x 256 CTAs: four tiles per warp
-  ASSERT_TRUE(plan_lean_gemv(d, all, plan));
+  EXPECT_EQ(plan.grid_x, 256);
+  ASSERT_TRUE(plan_lean_gemv(d, LeanKnobs{}, plan));  // 256 x 256 CTAs: four tiles per warp
   EXPECT_EQ(plan.shape.tiles, 4);
   EXPECT_EQ(plan.grid_x, 64);
+  LeanKnobs none;
+  none.max_expert_tokens = 0;
+  EXPECT_FALSE(plan_lean_gemv(d, none, plan));
 }
 
 TEST(LeanPlanTest, RejectsWhatTheKernelCannotTake) {

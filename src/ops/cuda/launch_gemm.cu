@@ -342,36 +342,39 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
 
 // The lean decode kernel (lean_gemv.cuh): most rows of a dense launch it takes (DEEPINFER_GEMV_LEAN
 // = 1, 2, 4 or 8 (default), 0 = never: an A/B switch, same bits) and most tokens of an expert
-// launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 1; 0 = never). Measured on the H200 (decode, 4
-// full-width layers, one-tile warps): dense +9% at batch 1, unchanged at 8 and 32; experts +2-4% at
-// batch 1 but -12% at 8, -6% at 32 and -26% at 512 with every small-M expert launch taken (each
-// 16-column CTA stages all of K of its rows, 8 KB per row against 32 KB of FP4 weights, and streams
-// only 4 windows per warp after the routing wait: short CTAs), hence one token by default until the
-// four-tile warps are measured.
+// launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 128; 0 = never). Measured on the H200 (decode, 4
+// full-width layers, ABAB, session 12): with four-tile warps where 4 waves of CTAs remain
+// (DEEPINFER_GEMV_LEAN_TILES=auto) expert launches gain 6% at batch 8, 14% at 32 and 13% at 128
+// but lose 7% at 512 (the 8-row chunks stream each expert's weights once per chunk: at 512 tokens
+// an expert has ~12 rows, so two passes), hence 128 tokens. One-tile warps lost 6-26% at 8-512
+// (short 16-column CTAs, each staging all of K of its rows).
 int lean_max_rows() {
   static const int n = env_switch("DEEPINFER_GEMV_LEAN") ? env_int("DEEPINFER_GEMV_LEAN", 8, {1, 2, 4, 8}) : 0;
   return n;
 }
 int lean_max_expert_tokens() {
-  static const int n = env_switch("DEEPINFER_GEMV_LEAN_EXPERTS") ? env_int("DEEPINFER_GEMV_LEAN_EXPERTS", 1) : 0;
+  static const int n = env_switch("DEEPINFER_GEMV_LEAN_EXPERTS") ? env_int("DEEPINFER_GEMV_LEAN_EXPERTS", 128) : 0;
   return n;
 }
 // Weight windows in flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3 or 4 (default); tuning): 6
-// measured like 4 at batch 1 and spills at 3 CTAs per SM; 3 measured -2% at batch 1 with 3 CTAs
-// per SM and now runs 4 (FP8 / BF16: one wave for the 512-CTA projections; not yet measured).
+// measured like 4 at batch 1 and spills at 3 CTAs per SM; 3 (4 CTAs per SM for FP8 / BF16: the
+// 512-CTA projections in one wave) measured -2..-4% at batch 1 and unchanged at 8-512 (session 12):
+// fewer loads in flight per lane cost more than the partial second wave.
 int lean_stages() {
   static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4});
   return n;
 }
-// Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1 (default), 4, or "auto":
+// Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1, 4, or "auto" (default):
 // 4 where that still leaves 4 waves of CTAs at 2 per SM, else 1): four share one CTA's activation
-// staging among 4x the columns (for expert launches at batch 8-512 and the LM head); not yet
-// measured on the H200, so one by default. Returns 0 for "auto". Same bits either way.
+// staging among 4x the columns. Measured on the H200 (session 12): auto +5% at batch 8 for the
+// dense launches alone and +1% at 1 (the LM head), the expert gains above; a fixed 4 was 3% slower
+// than auto at batches 1 and 8 (too few CTAs for the smaller launches). Returns 0 for "auto".
+// Same bits either way.
 int lean_tiles() {
   static const int n = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_LEAN_TILES");
-    if (v != nullptr && std::string(v) == "auto") return 0;
-    return env_int("DEEPINFER_GEMV_LEAN_TILES", 1, {1, 4});
+    if (v == nullptr || std::string(v) == "auto") return 0;
+    return env_int("DEEPINFER_GEMV_LEAN_TILES", 0, {1, 4});
   }();
   return n;
 }
