@@ -64,7 +64,7 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   EXPECT_EQ(plan.grid_x, 256);
   EXPECT_EQ(plan.grid_z, 6);
   EXPECT_EQ(plan.shape.a_rows, 1);
-  d.rows = 129;  // batch 129 and above: the general kernel by default
+  d.rows = 257;  // batch 257 and above: the general kernel by default
   EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
   d.rows = 100, d.outer = 256;  // rows per expert in chunks of 8: eight staged
   LeanKnobs one;

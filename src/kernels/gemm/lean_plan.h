@@ -52,7 +52,7 @@ struct LeanGemmDims {
 // The tuning knobs (launch_gemm.cu reads them from the environment).
 struct LeanKnobs {
   int max_rows = 8;            // dense launches of at most this many rows (0: none)
-  int max_expert_tokens = 128; // expert launches of at most this many tokens (0: none)
+  int max_expert_tokens = 256; // expert launches of at most this many tokens (0: none)
   int tiles = 0;               // 1, 4, or 0 = auto: 4 where >= 4 waves of CTAs remain, else 1
   size_t max_smem = 80 << 10;  // staged activation bytes a CTA may hold
   int64_t sms = 132;           // for `auto`: CTA waves at 2 CTAs per SM

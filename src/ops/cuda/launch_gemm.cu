@@ -342,18 +342,18 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
 
 // The lean decode kernel (lean_gemv.cuh): most rows of a dense launch it takes (DEEPINFER_GEMV_LEAN
 // = 1, 2, 4 or 8 (default), 0 = never: an A/B switch, same bits) and most tokens of an expert
-// launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 128; 0 = never). Measured on the H200 (decode, 4
+// launch (DEEPINFER_GEMV_LEAN_EXPERTS, default 256; 0 = never). Measured on the H200 (decode, 4
 // full-width layers, ABAB, session 12): with four-tile warps where 4 waves of CTAs remain
-// (DEEPINFER_GEMV_LEAN_TILES=auto) expert launches gain 6% at batch 8, 14% at 32 and 13% at 128
-// but lose 7% at 512 (the 8-row chunks stream each expert's weights once per chunk: at 512 tokens
-// an expert has ~12 rows, so two passes), hence 128 tokens. One-tile warps lost 6-26% at 8-512
+// (DEEPINFER_GEMV_LEAN_TILES=auto) expert launches gain 6% at batch 8, 14% at 16-32, 13% at 64-128
+// and 6% at 256, but lose 7% at 512 (rows per expert in chunks of 8: at 512 tokens an expert has
+// ~12 rows, two passes over its weights), hence 256 tokens. One-tile warps lost 6-26% at 8-512
 // (short 16-column CTAs, each staging all of K of its rows).
 int lean_max_rows() {
   static const int n = env_switch("DEEPINFER_GEMV_LEAN") ? env_int("DEEPINFER_GEMV_LEAN", 8, {1, 2, 4, 8}) : 0;
   return n;
 }
 int lean_max_expert_tokens() {
-  static const int n = env_switch("DEEPINFER_GEMV_LEAN_EXPERTS") ? env_int("DEEPINFER_GEMV_LEAN_EXPERTS", 128) : 0;
+  static const int n = env_switch("DEEPINFER_GEMV_LEAN_EXPERTS") ? env_int("DEEPINFER_GEMV_LEAN_EXPERTS", 256) : 0;
   return n;
 }
 // Weight windows in flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3 or 4 (default); tuning): 6
