@@ -36,8 +36,9 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_NORM_ROPE_FUSED", "DEEPINFER_MOE_FUSED_COMBINE", "DEEPINFER_ATTN_FOLD_ROPE",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
     "DEEPINFER_CUDA_GRAPHS", "DEEPINFER_CUDA_SIDE_STREAM",
-    // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits).
-    "DEEPINFER_GEMM_KERNEL",
+    // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits)
+    // and the packed path's thresholds (rows; output tiles).
+    "DEEPINFER_GEMM_KERNEL", "DEEPINFER_GEMM_PACKED_ROWS", "DEEPINFER_GEMM_PACKED_MIN_TILES",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

@@ -127,6 +127,11 @@ struct GemmParams {
   // (gemm_counter_slots); with them the last CTA of a tile folds its partials.
   int32_t* tile_counters = nullptr;
   int64_t n_tile_counters = 0;
+  // Workspace of the packed large-M path (gemm_staging_bytes): the activations and dequantised
+  // weights rewritten into wgmma's shared-memory layout. Without it (or with fewer bytes) the
+  // launch takes the dequantising kernel (same bits, slower for large M).
+  uint8_t* staging = nullptr;
+  int64_t staging_bytes = 0;
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
@@ -140,6 +145,10 @@ int64_t gemm_expert_rows(int64_t T);
 // small-M launches of at most DEEPINFER_GEMV_FUSE_QUANT rows per weight (default 4; 0 = never)
 // whose K sub-ranges the blocks tile. Same bits either way.
 bool gemm_fuses_act_quant(const GemmParams& p, int block);
+// Bytes of GemmParams::staging the launch of p (every field but the workspaces set) packs its
+// operands into; 0: it does not take the packed path (kernels/gemm/packed_plan.h; dense launches
+// of at least DEEPINFER_GEMM_PACKED_ROWS rows, default 512, with a wave of output tiles).
+int64_t gemm_staging_bytes(const GemmParams& p);
 // Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
 // splits K into; 0: none needed.
 int64_t gemm_partial_floats(const GemmParams& p);

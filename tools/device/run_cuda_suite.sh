@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The CUDA test suite on the device machine, one command (after tools/device/pack.sh, with
 # .carry/ carried): every op against the CPU reference, the bitwise batch-invariance checks, the
-# whole model against the golden fixtures and the CPU engine. The GEMM/MoE tests run four more
-# times: with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's
+# whole model against the golden fixtures and the CPU engine. The GEMM/MoE tests run again
+# under other settings: with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's
 # non-default path), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
 # with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
 # auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
+# every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
+# tests too), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
 # instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
@@ -33,6 +35,8 @@ DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --g
 DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

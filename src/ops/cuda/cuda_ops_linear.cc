@@ -76,6 +76,10 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     attach_gemm_counters(p);
   }
+  if (const int64_t n = k::gemm_staging_bytes(p); n > 0) {
+    p.staging = dptr<uint8_t>(alloc(DType::kU8, {n}));
+    p.staging_bytes = n;
+  }
   DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/gemm/lean_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
+#include "ops/cuda/launch_packed_gemm.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -319,6 +320,36 @@ GemmPath gemm_path(const GemmParams& p) {
   return pipelined_ok(p) ? GemmPath::kPipelined : GemmPath::kTiled;
 }
 
+// The packed large-M path (packed_plan.h) for dense launches of at least DEEPINFER_GEMM_PACKED_ROWS
+// rows (default 512; 0 = never: an A/B switch, same bits) that the wgmma kernel would take, every
+// weight set on the pipelined path, with at least a wave of output tiles.
+int packed_min_rows() {
+  static const int n = env_switch("DEEPINFER_GEMM_PACKED_ROWS") ? env_int("DEEPINFER_GEMM_PACKED_ROWS", 512) : 0;
+  return n;
+}
+// Output tiles a packed launch needs per weight set (DEEPINFER_GEMM_PACKED_MIN_TILES, default 132 =
+// one wave on the H200; the tests lower it to run the path on small shapes).
+int packed_min_tiles() {
+  static const int n = env_int("DEEPINFER_GEMM_PACKED_MIN_TILES", 132);
+  return n;
+}
+bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {
+  if (!use_wgmma() || p.experts != nullptr || p.a_quant_block > 0 || !sets_valid(p)) return false;
+  if (gemm_path(p) != GemmPath::kPipelined) return false;
+  if (p.n_sets > 1) {
+    GemmParams q = p;
+    q.n_sets = 1, q.w = p.w1, q.N = p.N1, q.ldc = p.ldc1;
+    if (p.w1.fmt != p.w.fmt || gemm_path(q) != GemmPath::kPipelined) return false;
+  }
+  PackedGemmDims d;
+  d.M = p.M;
+  d.N = p.N;
+  d.N1 = p.n_sets > 1 ? p.N1 : 0;
+  d.K = p.K;
+  d.groups = p.n_groups;
+  return plan_packed_gemm(d, packed_min_rows(), packed_min_tiles(), plan);
+}
+
 // The streaming kernel's launch plan, when p takes it: one m16 tile when every weight's rows fit
 // it, and for experts when they average <= 16 rows (T k / E: 3 at batch 128, 12 at 512) — larger
 // experts take several 16-row chunks rather than every expert paying for two tiles. Numerically
@@ -451,6 +482,11 @@ int64_t gemm_counter_slots(const GemmParams& p) {
   return set_tiles(p, kGemvMinCtaCols) * gemv_outer(p);  // the narrowest CTAs
 }
 
+int64_t gemm_staging_bytes(const GemmParams& p) {
+  PackedGemmPlan plan;
+  return packed_plan(p, plan) ? plan.staging_bytes() : 0;
+}
+
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
@@ -498,6 +534,8 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
     }
   }
   if (p.a_quant_block > 0) return cudaErrorInvalidValue;  // only the streaming kernel quantises A
+  if (PackedGemmPlan plan; p.staging != nullptr && packed_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
+    return launch_packed_gemm(p, plan, s);
   const GemmPath path = gemm_path(p);
   if (p.n_sets > 1) return per_set(p, s, launch_dequant_gemm);  // the other kernels take one set
   if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {

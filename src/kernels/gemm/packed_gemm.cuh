@@ -1,0 +1,192 @@
+// The packed large-M GEMM (layout and plan: packed_plan.h). Three kernels per weight set:
+//   * pack_a_kernel: BF16 activations -> 32 KB blocks [group][m tile][k tile] in the wgmma
+//     shared-memory layout and the canonical k permutation of the weight format;
+//   * pack_w_kernel: the weights dequantised to BF16 (decode_quad: the decoder every GEMM kernel
+//     shares, so the same bits) -> blocks [group][n tile][k tile] in the same layout;
+//   * packed_gemm_kernel: 128 x 128 output tiles; a producer warp moves the A and W blocks of each
+//     K tile with two bulk copies into a ring of shared-memory stages (transaction barriers), two
+//     consumer warpgroups (64 rows each) issue the tile's 8 wgmma.m64n128k16 from shared memory.
+// Summation: the canonical order of gemm_common.cuh — the same k16 steps in the same order, each
+// K sub-range accumulated from zero and folded in order — so the results are bitwise those of
+// the dequantising kernels (a wgmma step with A from shared memory rounds like the mma.sync step:
+// tools/device/probes/wgmma_probe.cu).
+#pragma once
+
+#include "kernels/common/bulk_copy.cuh"
+#include "kernels/common/wgmma_utils.cuh"
+#include "kernels/gemm/gemm_common.cuh"
+#include "kernels/gemm/packed_plan.h"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kPackThreads = 256;
+inline constexpr int kPackedStages = 3;                          // 64 KB per stage
+inline constexpr int kPackedThreads = 9 * 32;                    // 2 consumer warpgroups + producer warp
+inline constexpr int kPackedGroupM = 8;                          // m tiles per raster group (L2 reuse)
+inline constexpr size_t kPackedSmem = size_t{kPackedStages} * 2 * kPackBlockBytes;
+
+struct PackedOperand {
+  const void* src = nullptr;  // A: BF16 rows (lda elements apart); W: the weight
+  int64_t rows = 0;           // M (A) or N (W) per group: rows past it pack as zeros
+  int64_t tiles = 0;          // 128-row tiles per group
+  int64_t k_tiles = 0;
+  uint8_t* out = nullptr;     // [groups][tiles][k_tiles] blocks
+};
+
+// One block per CTA: blockIdx.x = (group x tiles + tile) x k_tiles + k tile. Each thread reads
+// 16 coalesced bytes of a row (4 pairs of consecutive k, which stay together in the layout) and
+// puts the pairs in their packed places (packed_offset) in a block staged in shared memory, which
+// is then written out whole.
+template <WeightFmt F>
+__global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, int64_t lda, int64_t K) {
+  pdl_prologue();
+  __shared__ __align__(16) unsigned char block[kPackBlockBytes];
+  const int64_t blk = blockIdx.x, kt = blk % op.k_tiles, gt = blk / op.k_tiles;
+  const int64_t group = gt / op.tiles, row0 = (gt % op.tiles) * kPackRows;
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(op.src) + group * K + kt * kGemmBK;
+  for (int i = threadIdx.x; i < kPackRows * 16; i += kPackThreads) {
+    const int r = i / 16, ch = i % 16;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (row0 + r < op.rows) v = *reinterpret_cast<const uint4*>(A + (row0 + r) * lda + ch * 8);
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      *reinterpret_cast<uint32_t*>(block + packed_offset(r, ch * 8 + 2 * q, run_elems(F))) = words[q];
+  }
+  __syncthreads();
+  uint4* out = reinterpret_cast<uint4*>(op.out + blk * kPackBlockBytes);
+  for (int o = threadIdx.x; o < kPackBlockBytes / 16; o += kPackThreads) out[o] = reinterpret_cast<const uint4*>(block)[o];
+}
+
+// One block per CTA, as pack_a_kernel: weight rows group x N + tile x 128 .. of K tile kt. Each
+// thread decodes whole 16-byte runs (every step of its window's pairs) into the block staged in
+// shared memory, which is then copied out whole.
+template <WeightFmt F>
+__global__ void __launch_bounds__(kPackThreads) pack_w_kernel(PackedOperand op, WeightDesc w) {
+  pdl_prologue();
+  __shared__ __align__(16) unsigned char block[kPackBlockBytes];
+  constexpr int L = run_elems(F), SPW = L / 4, RUNS = kGemmBK / L;  // runs per tile row
+  const int64_t blk = blockIdx.x, kt = blk % op.k_tiles, gt = blk / op.k_tiles;
+  const int64_t group = gt / op.tiles, row0 = (gt % op.tiles) * kPackRows;
+  const int64_t k0 = kt * kGemmBK;
+  for (int i = threadIdx.x; i < kPackRows * RUNS; i += kPackThreads) {
+    const int r = i / RUNS, u = i % RUNS;  // run u covers tile-local k u L .. u L + L - 1
+    // Elements 4q .. 4q + 3 of the run: pairs (4q, 4q + 1) and (4q + 2, 4q + 3), one step apart
+    // in q (packed_offset: step stride kPackStepBytes, the second pair 128 bytes on).
+    unsigned char* dst = block + packed_offset(r, u * L, L);
+    if (row0 + r >= op.rows) {
+#pragma unroll
+      for (int q = 0; q < SPW; ++q) {
+        *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = 0;
+        *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = 0;
+      }
+      continue;
+    }
+    const int64_t n = group * op.rows + row0 + r;
+    const uint4 raw = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + (k0 + u * L) * 16 / L);
+    const uint8_t code = F == WeightFmt::kFp8Block   ? fp8_scale_code(w, n, k0 + u * L)
+                         : F == WeightFmt::kFp4Block ? fp4_scale_code(w, n, k0 + u * L)
+                                                     : 0;
+#pragma unroll
+    for (int q = 0; q < SPW; ++q) {
+      uint32_t b0, b1;
+      decode_quad<F>(raw, code, q, b0, b1);
+      *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = b0;
+      *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = b1;
+    }
+  }
+  __syncthreads();
+  uint4* out = reinterpret_cast<uint4*>(op.out + blk * kPackBlockBytes);
+  for (int o = threadIdx.x; o < kPackBlockBytes / 16; o += kPackThreads) out[o] = reinterpret_cast<const uint4*>(block)[o];
+}
+
+struct PackedGemmArgs {
+  const uint8_t* a = nullptr;  // pack_a_kernel's blocks
+  const uint8_t* w = nullptr;  // pack_w_kernel's blocks
+  int64_t M = 0, N = 0, K = 0;
+  int64_t m_tiles = 0, n_tiles = 0, k_tiles = 0;
+  void* C = nullptr;           // row m, group g, column n at m ldc + g N + n
+  int64_t ldc = 0;
+  bool c_bf16 = false;
+};
+
+// grid.x = m_tiles x n_tiles (rastered in groups of kPackedGroupM m tiles, so a wave's CTAs share
+// A and W blocks in L2), grid.y = groups.
+__global__ void __launch_bounds__(kPackedThreads, 1) packed_gemm_kernel(PackedGemmArgs p) {
+  pdl_prologue();
+  extern __shared__ __align__(1024) unsigned char pk_smem[];  // [stage][A block, W block]
+  __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t per_group = kPackedGroupM * p.n_tiles, id = blockIdx.x;
+  const int64_t first_m = (id / per_group) * kPackedGroupM;
+  const int64_t gm = min64(p.m_tiles - first_m, kPackedGroupM);
+  const int64_t mt = first_m + (id % per_group) % gm, nt = (id % per_group) / gm;
+  const int64_t group = blockIdx.y;
+  const int KT = static_cast<int>(p.k_tiles);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kPackedStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp == 8) {  // producer: one thread issues the bulk copies of every K tile
+    if (lane == 0) {
+      const uint8_t* a = p.a + ((group * p.m_tiles + mt) * p.k_tiles) * kPackBlockBytes;
+      const uint8_t* w = p.w + ((group * p.n_tiles + nt) * p.k_tiles) * kPackBlockBytes;
+      for (int i = 0; i < KT; ++i) {
+        const int s = i % kPackedStages;
+        if (i >= kPackedStages) mbar_wait(&empty[s], ((i / kPackedStages) - 1) & 1);
+        unsigned char* dst = pk_smem + s * 2 * kPackBlockBytes;
+        mbar_arrive_expect_tx(&full[s], 2 * kPackBlockBytes);
+        bulk_copy_g2s(dst, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+        bulk_copy_g2s(dst + kPackBlockBytes, w + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup wg takes rows 64 wg .. 64 wg + 63 of the tile (row groups 8 wg ..).
+  const int wg = warp / 4, g = lane >> 2, c = lane & 3;
+  const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
+  float acc[64], total[64];
+#pragma unroll
+  for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+  for (int i = 0; i < KT; ++i) {
+    const int s = i % kPackedStages;
+    if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc);
+#pragma unroll
+      for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+    }
+    mbar_wait(&full[s], (i / kPackedStages) & 1);
+    const unsigned char* stage = pk_smem + s * 2 * kPackBlockBytes;
+    const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
+    const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < kGemmBK / 16; ++step) {
+      const uint64_t off = (step * kPackStepBytes) >> 4;
+      wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // K tile i - 1's MMAs are done: its stage may be refilled
+    if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % kPackedStages]);
+  }
+  wgmma_wait<0>();
+  wgmma_fence_operands(acc);
+
+  const int wm = wg * 64 + (warp % 4) * 16;
+#pragma unroll
+  for (int e = 0; e < 64; ++e) {
+    const int64_t m = mt * kPackRows + wm + g + ((e & 2) ? 8 : 0);
+    const int64_t n = nt * kPackRows + (e >> 2) * 8 + 2 * c + (e & 1);
+    if (m < p.M && n < p.N) store_out(p.C, p.c_bf16, m * p.ldc + group * p.N + n, total[e] + acc[e]);
+  }
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,70 @@
+// The packed large-M GEMM path (packed_gemm.cuh) as plain C++: its operand layout and when a
+// launch takes it. Shared by the kernels and the launcher, tested on the CPU (packed_plan_test).
+//
+// Packed operands: the activations and the dequantised BF16 weights are rewritten, once per
+// launch, into 32 KB blocks of 128 rows x one 128-element K tile, each block already in the
+// layout wgmma reads from shared memory (K-major core matrices of 8 rows x 16 bytes, no swizzle)
+// and already in the canonical k permutation of the weight format (gemm_common.cuh). The GEMM
+// kernel then only moves whole blocks (one bulk copy each) and issues wgmma: no per-element work
+// in its main loop, which is what limits the dequantising kernel (dequant_gemm_wgmma.cuh).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/gemm/canonical_k.h"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kPackRows = 128;                          // rows (A) or columns (W) per block
+inline constexpr int kPackStepBytes = kPackRows * 32;          // one k16 step: 128 rows x 32 bytes
+inline constexpr int kPackBlockBytes = kPackRows * kGemmBK * 2;  // 32 KB: 8 steps
+static_assert(kPackBlockBytes == 8 * kPackStepBytes);
+
+// Byte offset inside a block of element (row r, tile-local physical k) for a weight format whose
+// 16-byte runs hold `run_elems` elements (BF16 8, FP8 16, FP4 32). The canonical step j of the
+// window at kw takes k = kw + c L + 4 j + e (c, e = 0..3) as logical k 2c + (e & 1) + 8 (e >> 1);
+// a step's operand is 16 row groups of two 128-byte core matrices (logical k 0-7, 8-15), each
+// 8 rows x 16 bytes.
+DI_HOST_DEVICE inline int packed_offset(int r, int k, int run_elems) {
+  const int L = run_elems, spw = L / 4;                 // steps per window of 4 L elements
+  const int window = k / (4 * L), t = k % (4 * L);
+  const int c = t / L, u = t % L, j = u / 4, e = u % 4;
+  const int step = window * spw + j;
+  return step * kPackStepBytes + (r / 8) * 256 + (e >> 1) * 128 + (r % 8) * 16 + c * 4 + (e & 1) * 2;
+}
+
+struct PackedGemmDims {
+  int64_t M = 0, N = 0, K = 0;  // one weight set: N columns per group
+  int64_t N1 = 0;               // a second weight set's columns (0: none)
+  int groups = 1;               // block-diagonal groups
+  bool experts = false;
+};
+
+struct PackedGemmPlan {
+  int64_t m_tiles = 0, n_tiles = 0, n1_tiles = 0, k_tiles = 0;
+  int64_t a_bytes = 0;        // packed activations: [groups][m_tiles][k_tiles] blocks
+  int64_t b_bytes = 0;        // packed weights of set 0: [groups][n_tiles][k_tiles] blocks
+  int64_t b1_bytes = 0;       // ... of set 1
+  int64_t staging_bytes() const { return a_bytes + b_bytes + b1_bytes; }
+};
+
+// Whether a dense launch takes the packed path: at least `min_rows` rows (0: never), whole K
+// tiles, no experts, and at least one wave of output tiles per set on `sms` SMs (the packed
+// kernel does not split K; smaller launches keep the dequantising kernel's split-K).
+inline bool plan_packed_gemm(const PackedGemmDims& d, int64_t min_rows, int64_t sms, PackedGemmPlan& plan) {
+  if (min_rows <= 0 || d.experts || d.M < min_rows || d.K <= 0 || d.K % kGemmBK != 0 || d.N <= 0) return false;
+  plan.m_tiles = (d.M + kPackRows - 1) / kPackRows;
+  plan.n_tiles = (d.N + kPackRows - 1) / kPackRows;
+  plan.n1_tiles = d.N1 > 0 ? (d.N1 + kPackRows - 1) / kPackRows : 0;
+  plan.k_tiles = d.K / kGemmBK;
+  const int64_t tiles = plan.m_tiles * d.groups * std::min(plan.n_tiles, d.N1 > 0 ? plan.n1_tiles : plan.n_tiles);
+  if (tiles < sms) return false;
+  const int64_t per_k = plan.k_tiles * kPackBlockBytes * d.groups;
+  plan.a_bytes = plan.m_tiles * per_k;
+  plan.b_bytes = plan.n_tiles * per_k;
+  plan.b1_bytes = plan.n1_tiles * per_k;
+  return true;
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,70 @@
+// Launches of the packed large-M GEMM (kernels/gemm/packed_gemm.cuh): pack A, then per weight set
+// pack W and multiply. Every kernel goes through launch_pdl and waits for its predecessor before
+// touching memory, so the staging buffer is reused in stream order.
+#include "ops/cuda/launch_packed_gemm.h"
+
+#include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/packed_gemm.cuh"
+
+namespace deepinfer::kernels {
+namespace {
+
+template <WeightFmt F>
+cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      packed_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kPackedSmem));
+  if (configured != cudaSuccess) return configured;
+  const int64_t groups = p.n_groups;
+  PackedOperand a;
+  a.src = p.A;
+  a.rows = p.M;
+  a.tiles = plan.m_tiles;
+  a.k_tiles = plan.k_tiles;
+  a.out = p.staging;
+  cudaError_t e = launch_pdl(pack_a_kernel<F>, dim3(static_cast<unsigned>(groups * plan.m_tiles * plan.k_tiles)),
+                             kPackThreads, 0, s, a, p.lda, p.K);
+  if (e != cudaSuccess) return e;
+  uint8_t* w_out = p.staging + plan.a_bytes;
+  for (int set = 0; set < p.n_sets; ++set) {
+    const WeightDesc& w = set == 0 ? p.w : p.w1;
+    const int64_t N = set == 0 ? p.N : p.N1, tiles = set == 0 ? plan.n_tiles : plan.n1_tiles;
+    PackedOperand b;
+    b.rows = N;
+    b.tiles = tiles;
+    b.k_tiles = plan.k_tiles;
+    b.out = w_out;
+    e = launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(groups * tiles * plan.k_tiles)), kPackThreads, 0, s, b,
+                   w);
+    if (e != cudaSuccess) return e;
+    PackedGemmArgs g;
+    g.a = p.staging;
+    g.w = w_out;
+    g.M = p.M;
+    g.N = N;
+    g.K = p.K;
+    g.m_tiles = plan.m_tiles;
+    g.n_tiles = tiles;
+    g.k_tiles = plan.k_tiles;
+    g.C = set == 0 ? p.C : p.C1;
+    g.ldc = set == 0 ? p.ldc : p.ldc1;
+    g.c_bf16 = p.c_bf16;
+    e = launch_pdl(packed_gemm_kernel, dim3(static_cast<unsigned>(plan.m_tiles * tiles), static_cast<unsigned>(groups)),
+                   kPackedThreads, kPackedSmem, s, g);
+    if (e != cudaSuccess) return e;
+    w_out += set == 0 ? plan.b_bytes : plan.b1_bytes;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
+  switch (p.w.fmt) {
+    case WeightFmt::kBF16: return launch_packed_fmt<WeightFmt::kBF16>(p, plan, s);
+    case WeightFmt::kFp8Block: return launch_packed_fmt<WeightFmt::kFp8Block>(p, plan, s);
+    case WeightFmt::kFp4Block: return launch_packed_fmt<WeightFmt::kFp4Block>(p, plan, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace deepinfer::kernels

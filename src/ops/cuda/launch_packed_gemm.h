@@ -1,0 +1,17 @@
+// The packed large-M GEMM's launcher (launch_packed_gemm.cu), for launch_gemm.cu: which
+// launches take the path is decided there (gemm_staging_bytes), how they run here.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemm/packed_plan.h"
+#include "kernels/launch.h"
+
+namespace deepinfer::kernels {
+
+// Packs p's activations once and each weight set's dequantised weights into p.staging (at least
+// plan.staging_bytes()), then runs the packed GEMM per set. p: a dense launch of one or two sets
+// on whole K tiles whose A rows are 16-byte aligned.
+cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s);
+
+}  // namespace deepinfer::kernels
