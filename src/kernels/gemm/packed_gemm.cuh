@@ -105,23 +105,35 @@ struct PackedGemmArgs {
   const uint8_t* w = nullptr;  // pack_w_kernel's blocks
   int64_t M = 0, N = 0, K = 0;
   int64_t m_tiles = 0, n_tiles = 0, k_tiles = 0;
+  int groups = 1;
   void* C = nullptr;           // row m, group g, column n at m ldc + g N + n
   int64_t ldc = 0;
   bool c_bf16 = false;
+  bool c_pairs = false;        // ldc and N even: two adjacent outputs in one store
 };
 
-// grid.x = m_tiles x n_tiles (rastered in groups of kPackedGroupM m tiles, so a wave's CTAs share
-// A and W blocks in L2), grid.y = groups.
+// Output tile t of a launch (groups x m_tiles x n_tiles of them): m tiles rastered in groups of
+// kPackedGroupM, so the CTAs working at one time share A and W blocks in L2.
+struct PackedTile {
+  int64_t group, mt, nt;
+};
+__device__ __forceinline__ PackedTile packed_tile(const PackedGemmArgs& p, int64_t t) {
+  const int64_t per_weight = p.m_tiles * p.n_tiles, id = t % per_weight;
+  const int64_t per_group = kPackedGroupM * p.n_tiles;
+  const int64_t first_m = (id / per_group) * kPackedGroupM;
+  const int64_t gm = min64(p.m_tiles - first_m, kPackedGroupM);
+  return {t / per_weight, first_m + (id % per_group) % gm, (id % per_group) / gm};
+}
+
+// Persistent: each CTA walks output tiles t = blockIdx.x, + gridDim.x, ... The producer's ring of
+// stages runs on across tiles, so the next tile's first blocks load while the consumers store the
+// previous one (short-K launches are mostly prologue and epilogue otherwise).
 __global__ void __launch_bounds__(kPackedThreads, 1) packed_gemm_kernel(PackedGemmArgs p) {
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char pk_smem[];  // [stage][A block, W block]
   __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t per_group = kPackedGroupM * p.n_tiles, id = blockIdx.x;
-  const int64_t first_m = (id / per_group) * kPackedGroupM;
-  const int64_t gm = min64(p.m_tiles - first_m, kPackedGroupM);
-  const int64_t mt = first_m + (id % per_group) % gm, nt = (id % per_group) / gm;
-  const int64_t group = blockIdx.y;
+  const int64_t tiles = p.groups * p.m_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kPackedStages; ++s) {
@@ -134,15 +146,20 @@ __global__ void __launch_bounds__(kPackedThreads, 1) packed_gemm_kernel(PackedGe
 
   if (warp == 8) {  // producer: one thread issues the bulk copies of every K tile
     if (lane == 0) {
-      const uint8_t* a = p.a + ((group * p.m_tiles + mt) * p.k_tiles) * kPackBlockBytes;
-      const uint8_t* w = p.w + ((group * p.n_tiles + nt) * p.k_tiles) * kPackBlockBytes;
-      for (int i = 0; i < KT; ++i) {
-        const int s = i % kPackedStages;
-        if (i >= kPackedStages) mbar_wait(&empty[s], ((i / kPackedStages) - 1) & 1);
-        unsigned char* dst = pk_smem + s * 2 * kPackBlockBytes;
-        mbar_arrive_expect_tx(&full[s], 2 * kPackBlockBytes);
-        bulk_copy_g2s(dst, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
-        bulk_copy_g2s(dst + kPackBlockBytes, w + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+      int it = 0;  // stage uses so far (stage it % kPackedStages, phase it / kPackedStages)
+      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const PackedTile tile = packed_tile(p, t);
+        const uint8_t* a = p.a + ((tile.group * p.m_tiles + tile.mt) * p.k_tiles) * kPackBlockBytes;
+        const uint8_t* w = p.w + ((tile.group * p.n_tiles + tile.nt) * p.k_tiles) * kPackBlockBytes;
+        for (int i = 0; i < KT; ++i, ++it) {
+          const int s = it % kPackedStages;
+          if (it >= kPackedStages) mbar_wait(&empty[s], ((it / kPackedStages) - 1) & 1);
+          unsigned char* dst = pk_smem + s * 2 * kPackBlockBytes;
+          mbar_arrive_expect_tx(&full[s], 2 * kPackBlockBytes);
+          bulk_copy_g2s(dst, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+          bulk_copy_g2s(dst + kPackBlockBytes, w + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes,
+                        &full[s]);
+        }
       }
     }
     return;
@@ -151,41 +168,59 @@ __global__ void __launch_bounds__(kPackedThreads, 1) packed_gemm_kernel(PackedGe
   // Consumers: warpgroup wg takes rows 64 wg .. 64 wg + 63 of the tile (row groups 8 wg ..).
   const int wg = warp / 4, g = lane >> 2, c = lane & 3;
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
-  float acc[64], total[64];
+  int it = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const PackedTile tile = packed_tile(p, t);
+    float acc[64], total[64];
 #pragma unroll
-  for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
-  for (int i = 0; i < KT; ++i) {
-    const int s = i % kPackedStages;
-    if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
-      wgmma_wait<0>();
+    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+    for (int i = 0; i < KT; ++i, ++it) {
+      const int s = it % kPackedStages;
+      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc);
+#pragma unroll
+        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+      }
+      mbar_wait(&full[s], (it / kPackedStages) & 1);
+      const unsigned char* stage = pk_smem + s * 2 * kPackBlockBytes;
+      const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
+      const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
       wgmma_fence_operands(acc);
+      wgmma_fence();
 #pragma unroll
-      for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+      for (int step = 0; step < kGemmBK / 16; ++step) {
+        const uint64_t off = (step * kPackStepBytes) >> 4;
+        wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous K tile's MMAs are done: its stage may be refilled
+      if (i > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
     }
-    mbar_wait(&full[s], (i / kPackedStages) & 1);
-    const unsigned char* stage = pk_smem + s * 2 * kPackBlockBytes;
-    const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
-    const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
+    wgmma_wait<0>();
     wgmma_fence_operands(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int step = 0; step < kGemmBK / 16; ++step) {
-      const uint64_t off = (step * kPackStepBytes) >> 4;
-      wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
-    }
-    wgmma_commit();
-    wgmma_wait<1>();  // K tile i - 1's MMAs are done: its stage may be refilled
-    if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % kPackedStages]);
-  }
-  wgmma_wait<0>();
-  wgmma_fence_operands(acc);
+    if (lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);  // the tile's last stage
 
-  const int wm = wg * 64 + (warp % 4) * 16;
+    const int wm = wg * 64 + (warp % 4) * 16;
+    const int64_t col0 = tile.group * p.N;
 #pragma unroll
-  for (int e = 0; e < 64; ++e) {
-    const int64_t m = mt * kPackRows + wm + g + ((e & 2) ? 8 : 0);
-    const int64_t n = nt * kPackRows + (e >> 2) * 8 + 2 * c + (e & 1);
-    if (m < p.M && n < p.N) store_out(p.C, p.c_bf16, m * p.ldc + group * p.N + n, total[e] + acc[e]);
+    for (int e = 0; e < 64; e += 2) {  // (e, e + 1): columns n, n + 1 of one row
+      const int64_t m = tile.mt * kPackRows + wm + g + ((e & 2) ? 8 : 0);
+      const int64_t n = tile.nt * kPackRows + (e >> 2) * 8 + 2 * c;
+      if (m >= p.M || n >= p.N) continue;
+      const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
+      const int64_t idx = m * p.ldc + col0 + n;
+      if (p.c_pairs && n + 1 < p.N) {
+        if (p.c_bf16) {
+          *reinterpret_cast<uint32_t*>(static_cast<__nv_bfloat16*>(p.C) + idx) = pack_bf16(v0, v1);
+        } else {
+          *reinterpret_cast<float2*>(static_cast<float*>(p.C) + idx) = make_float2(v0, v1);
+        }
+      } else {
+        store_out(p.C, p.c_bf16, idx, v0);
+        if (n + 1 < p.N) store_out(p.C, p.c_bf16, idx + 1, v1);
+      }
+    }
   }
 }
 

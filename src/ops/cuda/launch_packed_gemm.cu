@@ -3,11 +3,23 @@
 // touching memory, so the staging buffer is reused in stream order.
 #include "ops/cuda/launch_packed_gemm.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
 
 namespace deepinfer::kernels {
 namespace {
+
+int sm_count() {
+  static const int n = [] {
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms;
+  }();
+  return n;
+}
 
 template <WeightFmt F>
 cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
@@ -45,10 +57,13 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
     g.m_tiles = plan.m_tiles;
     g.n_tiles = tiles;
     g.k_tiles = plan.k_tiles;
+    g.groups = static_cast<int>(groups);
     g.C = set == 0 ? p.C : p.C1;
     g.ldc = set == 0 ? p.ldc : p.ldc1;
     g.c_bf16 = p.c_bf16;
-    e = launch_pdl(packed_gemm_kernel, dim3(static_cast<unsigned>(plan.m_tiles * tiles), static_cast<unsigned>(groups)),
+    g.c_pairs = g.ldc % 2 == 0 && N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
+    const int64_t out_tiles = groups * plan.m_tiles * tiles;  // persistent CTAs: one per SM at most
+    e = launch_pdl(packed_gemm_kernel, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
                    kPackedThreads, kPackedSmem, s, g);
     if (e != cudaSuccess) return e;
     w_out += set == 0 ? plan.b_bytes : plan.b1_bytes;
