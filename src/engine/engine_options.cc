@@ -37,8 +37,9 @@ constexpr const char* kKnownVariables[] = {
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
     "DEEPINFER_CUDA_GRAPHS", "DEEPINFER_CUDA_SIDE_STREAM",
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits)
-    // and the packed path's thresholds (rows; output tiles).
+    // and the packed paths' thresholds (rows; output tiles; expert tokens).
     "DEEPINFER_GEMM_KERNEL", "DEEPINFER_GEMM_PACKED_ROWS", "DEEPINFER_GEMM_PACKED_MIN_TILES",
+    "DEEPINFER_GEMM_PACKED_EXPERTS",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

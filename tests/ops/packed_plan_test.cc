@@ -102,5 +102,26 @@ TEST(PackedPlanTest, OtherLaunchesKeepTheDequantisingKernel) {
   EXPECT_FALSE(plan_packed_gemm(small, 512, 32, plan));
 }
 
+TEST(PackedPlanTest, ExpertLaunchesStageTheTableAndTheActivations) {
+  PackedExpertPlan plan;
+  // An 8K prefill chunk's gate/up launch: 49,152 (token, slot) pairs over 256 experts of 2048
+  // columns, K = 4096. At most ceil(M / 128) + E tiles hold rows: every expert's last tile may be
+  // partial.
+  ASSERT_TRUE(plan_packed_experts(8192, 49152, 256, 2048, 4096, 1, plan));
+  EXPECT_EQ(plan.y_tiles, 384 + 256);
+  EXPECT_EQ(plan.n_tiles, 16);
+  EXPECT_EQ(plan.k_tiles, 32);
+  EXPECT_EQ(plan.table_bytes, 7680);  // 3 x 640 int32
+  EXPECT_EQ(plan.a_bytes, int64_t{640} * 32 * kPackBlockBytes);
+  EXPECT_EQ(plan.staging_bytes(), plan.table_bytes + plan.a_bytes);
+  // Fewer pairs than experts: at most one tile per pair.
+  ASSERT_TRUE(plan_packed_experts(600, 10, 256, 2048, 4096, 1, plan));
+  EXPECT_EQ(plan.y_tiles, 1 + 10);
+  EXPECT_EQ(plan.table_bytes, 256);
+  EXPECT_FALSE(plan_packed_experts(8192, 49152, 256, 2048, 4096, 0, plan));     // switched off
+  EXPECT_FALSE(plan_packed_experts(600, 3600, 256, 2048, 4096, 1024, plan));    // under the threshold
+  EXPECT_FALSE(plan_packed_experts(8192, 49152, 256, 2048, 4000, 1, plan));     // not whole K tiles
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

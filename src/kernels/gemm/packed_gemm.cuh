@@ -33,21 +33,43 @@ struct PackedOperand {
   uint8_t* out = nullptr;     // [groups][tiles][k_tiles] blocks
 };
 
-// One block per CTA: blockIdx.x = (group x tiles + tile) x k_tiles + k tile. Each thread reads
-// 16 coalesced bytes of a row (4 pairs of consecutive k, which stay together in the layout) and
-// puts the pairs in their packed places (packed_offset) in a block staged in shared memory, which
-// is then written out whole.
-template <WeightFmt F>
-__global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, int64_t lda, int64_t K) {
+// Expert mode of pack_a_kernel: tile y of the (expert, 128-row tile) table (packed_plan.h) holds
+// pairs begin .. begin + rows - 1 of the routing's permutation, A row perm[pair] / a_div.
+struct PackedRows {
+  const int32_t* table = nullptr;  // int32 [3][y_tiles]: expert (-1: no tile), first pair, rows
+  int64_t y_tiles = 0;
+  const int32_t* perm = nullptr;
+  int a_div = 1;
+};
+
+// One block per CTA: blockIdx.x = (group x tiles + tile) x k_tiles + k tile (experts: tile y x
+// k_tiles + k tile). Each thread reads 16 coalesced bytes of a row (4 pairs of consecutive k,
+// which stay together in the layout) and puts the pairs in their packed places (packed_offset)
+// in a block staged in shared memory, which is then written out whole.
+template <WeightFmt F, bool EXPERTS>
+__global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, int64_t lda, int64_t K,
+                                                                PackedRows rows) {
   pdl_prologue();
   __shared__ __align__(16) unsigned char block[kPackBlockBytes];
+  __shared__ int32_t src_row[kPackRows];  // A row of each tile row, -1: none (zeros)
   const int64_t blk = blockIdx.x, kt = blk % op.k_tiles, gt = blk / op.k_tiles;
-  const int64_t group = gt / op.tiles, row0 = (gt % op.tiles) * kPackRows;
+  int64_t group = 0;
+  if constexpr (EXPERTS) {
+    if (rows.table[gt] < 0) return;  // past the routed tiles (uniform)
+    const int32_t begin = rows.table[rows.y_tiles + gt], count = rows.table[2 * rows.y_tiles + gt];
+    for (int r = threadIdx.x; r < kPackRows; r += kPackThreads) src_row[r] = r < count ? rows.perm[begin + r] / rows.a_div : -1;
+  } else {
+    group = gt / op.tiles;
+    const int64_t row0 = (gt % op.tiles) * kPackRows;
+    for (int r = threadIdx.x; r < kPackRows; r += kPackThreads)
+      src_row[r] = row0 + r < op.rows ? static_cast<int32_t>(row0 + r) : -1;
+  }
+  __syncthreads();
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(op.src) + group * K + kt * kGemmBK;
   for (int i = threadIdx.x; i < kPackRows * 16; i += kPackThreads) {
     const int r = i / 16, ch = i % 16;
     uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < op.rows) v = *reinterpret_cast<const uint4*>(A + (row0 + r) * lda + ch * 8);
+    if (src_row[r] >= 0) v = *reinterpret_cast<const uint4*>(A + static_cast<int64_t>(src_row[r]) * lda + ch * 8);
     const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int q = 0; q < 4; ++q)

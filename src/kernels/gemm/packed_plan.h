@@ -67,4 +67,30 @@ inline bool plan_packed_gemm(const PackedGemmDims& d, int64_t min_rows, int64_t 
   return true;
 }
 
+// MoE expert launches (packed_expert_gemm.cuh): M (token, slot) pairs routed to E experts of N
+// (and a second set's N1 = N) output columns over K. A is packed per (expert, 128-row tile) in
+// the tile enumeration of gemm_tile_rows.cuh, bounded by ceil(M / 128) + min(E, M) tiles; the
+// weights are dequantised inside the GEMM kernel, so only A and the tile table are staged.
+struct PackedExpertPlan {
+  int64_t y_tiles = 0;     // bound on the (expert, m tile) pairs
+  int64_t n_tiles = 0, k_tiles = 0;
+  int64_t table_bytes = 0;  // int32 [3][y_tiles] (expert, first pair, rows), 256-byte rounded
+  int64_t a_bytes = 0;      // [y_tiles][k_tiles] blocks
+  int64_t staging_bytes() const { return table_bytes + a_bytes; }
+};
+
+// Whether an expert launch takes the packed path: at least `min_tokens` tokens (0: never; the
+// launcher only asks for launches the large-M kernels take), whole K tiles.
+inline bool plan_packed_experts(int64_t tokens, int64_t M, int64_t E, int64_t N, int64_t K, int64_t min_tokens,
+                                PackedExpertPlan& plan) {
+  if (min_tokens <= 0 || tokens < min_tokens || M <= 0 || E <= 0 || N <= 0 || K <= 0 || K % kGemmBK != 0)
+    return false;
+  plan.y_tiles = (M + kPackRows - 1) / kPackRows + std::min(E, M);
+  plan.n_tiles = (N + kPackRows - 1) / kPackRows;
+  plan.k_tiles = K / kGemmBK;
+  plan.table_bytes = (3 * plan.y_tiles * 4 + 255) / 256 * 256;
+  plan.a_bytes = plan.y_tiles * plan.k_tiles * kPackBlockBytes;
+  return true;
+}
+
 }  // namespace deepinfer::kernels

@@ -207,6 +207,10 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
       p.partial = dptr<float>(alloc(DType::kF32, {n}));
       attach_gemm_counters(p);
     }
+    if (const int64_t n = plain ? 0 : k::gemm_staging_bytes(p); n > 0) {
+      p.staging = dptr<uint8_t>(alloc(DType::kU8, {n}));
+      p.staging_bytes = n;
+    }
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.

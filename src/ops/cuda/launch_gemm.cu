@@ -350,6 +350,20 @@ bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {
   return plan_packed_gemm(d, packed_min_rows(), packed_min_tiles(), plan);
 }
 
+// MoE expert launches on the large-M path (prefill) with FP4 experts (V4's) take the packed expert
+// kernel (packed_expert_gemm.cuh) from DEEPINFER_GEMM_PACKED_EXPERTS tokens (default 1: all of
+// them; 0 = never: an A/B switch, same bits). The kernel decodes FP8 experts too, but no test
+// covers that form yet, so they keep the dequantising kernel.
+int packed_expert_min_tokens() {
+  static const int n = env_switch("DEEPINFER_GEMM_PACKED_EXPERTS") ? env_int("DEEPINFER_GEMM_PACKED_EXPERTS", 1) : 0;
+  return n;
+}
+bool packed_expert_plan(const GemmParams& p, PackedExpertPlan& plan) {
+  if (!use_wgmma() || p.experts == nullptr || p.a_quant_block > 0 || !sets_valid(p)) return false;
+  if (p.w.fmt != WeightFmt::kFp4Block || gemm_path(p) != GemmPath::kPipelined) return false;
+  return plan_packed_experts(p.max_rows_per_expert, p.M, p.n_experts, p.N, p.K, packed_expert_min_tokens(), plan);
+}
+
 // The streaming kernel's launch plan, when p takes it: one m16 tile when every weight's rows fit
 // it, and for experts when they average <= 16 rows (T k / E: 3 at batch 128, 12 at 512) — larger
 // experts take several 16-row chunks rather than every expert paying for two tiles. Numerically
@@ -483,6 +497,7 @@ int64_t gemm_counter_slots(const GemmParams& p) {
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {
+  if (PackedExpertPlan plan; packed_expert_plan(p, plan)) return plan.staging_bytes();
   PackedGemmPlan plan;
   return packed_plan(p, plan) ? plan.staging_bytes() : 0;
 }
@@ -536,6 +551,9 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (p.a_quant_block > 0) return cudaErrorInvalidValue;  // only the streaming kernel quantises A
   if (PackedGemmPlan plan; p.staging != nullptr && packed_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_gemm(p, plan, s);
+  if (PackedExpertPlan plan;
+      p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
+    return launch_packed_experts(p, plan, s);
   const GemmPath path = gemm_path(p);
   if (p.n_sets > 1) return per_set(p, s, launch_dequant_gemm);  // the other kernels take one set
   if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
 
 namespace deepinfer::kernels {
@@ -33,8 +34,8 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
   a.tiles = plan.m_tiles;
   a.k_tiles = plan.k_tiles;
   a.out = p.staging;
-  cudaError_t e = launch_pdl(pack_a_kernel<F>, dim3(static_cast<unsigned>(groups * plan.m_tiles * plan.k_tiles)),
-                             kPackThreads, 0, s, a, p.lda, p.K);
+  cudaError_t e = launch_pdl(pack_a_kernel<F, false>, dim3(static_cast<unsigned>(groups * plan.m_tiles * plan.k_tiles)),
+                             kPackThreads, 0, s, a, p.lda, p.K, PackedRows{});
   if (e != cudaSuccess) return e;
   uint8_t* w_out = p.staging + plan.a_bytes;
   for (int set = 0; set < p.n_sets; ++set) {
@@ -71,7 +72,61 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
   return cudaGetLastError();
 }
 
+template <WeightFmt F>
+cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(packed_expert_gemm_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(kPackedSmem));
+  if (configured != cudaSuccess) return configured;
+  auto* table = reinterpret_cast<int32_t*>(p.staging);
+  uint8_t* a_out = p.staging + plan.table_bytes;
+  cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles, table);
+  if (e != cudaSuccess) return e;
+  PackedOperand a;
+  a.src = p.A;
+  a.rows = p.M;
+  a.tiles = plan.y_tiles;
+  a.k_tiles = plan.k_tiles;
+  a.out = a_out;
+  PackedRows rows;
+  rows.table = table;
+  rows.y_tiles = plan.y_tiles;
+  rows.perm = p.perm;
+  rows.a_div = p.a_div;
+  e = launch_pdl(pack_a_kernel<F, true>, dim3(static_cast<unsigned>(plan.y_tiles * plan.k_tiles)), kPackThreads, 0, s,
+                 a, p.lda, p.K, rows);
+  if (e != cudaSuccess) return e;
+  for (int set = 0; set < p.n_sets; ++set) {
+    PackedExpertArgs g;
+    g.a = a_out;
+    g.table = table;
+    g.experts = p.experts + set * p.n_experts;
+    g.perm = p.perm;
+    g.y_tiles = plan.y_tiles;
+    g.n_tiles = plan.n_tiles;
+    g.k_tiles = plan.k_tiles;
+    g.N = p.N;  // set 1 of an expert launch has N1 = N
+    g.K = p.K;
+    g.C = set == 0 ? p.C : p.C1;
+    g.ldc = set == 0 ? p.ldc : p.ldc1;
+    g.c_bf16 = p.c_bf16;
+    g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
+    const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
+    e = launch_pdl(packed_expert_gemm_kernel<F>, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
+                   kPackedExpertThreads, kPackedSmem, s, g);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
+  switch (p.w.fmt) {
+    case WeightFmt::kFp4Block: return launch_packed_experts_fmt<WeightFmt::kFp4Block>(p, plan, s);
+    default: return cudaErrorInvalidValue;  // (FP8 experts: packed_expert_plan keeps them off this path)
+  }
+}
 
 cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
   switch (p.w.fmt) {

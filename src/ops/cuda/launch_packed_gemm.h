@@ -1,4 +1,4 @@
-// The packed large-M GEMM's launcher (launch_packed_gemm.cu), for launch_gemm.cu: which
+// The packed large-M GEMMs' launchers (launch_packed_gemm.cu), for launch_gemm.cu: which
 // launches take the path is decided there (gemm_staging_bytes), how they run here.
 #pragma once
 
@@ -13,5 +13,9 @@ namespace deepinfer::kernels {
 // plan.staging_bytes()), then runs the packed GEMM per set. p: a dense launch of one or two sets
 // on whole K tiles whose A rows are 16-byte aligned.
 cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s);
+// The expert form: the (expert, tile) table and the packed activations into p.staging (at least
+// plan.staging_bytes()), then per weight set the expert GEMM dequantising its weights in-kernel.
+// p: an expert launch of FP4 experts on whole K tiles, 16-byte aligned A rows, E <= 1024.
+cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s);
 
 }  // namespace deepinfer::kernels

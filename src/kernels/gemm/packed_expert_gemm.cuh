@@ -1,0 +1,203 @@
+// The packed large-M GEMM for MoE expert launches (prefill): the activations are packed per
+// (expert, 128-row tile) through the routing permutation (pack_a_kernel<F, true>, tile table from
+// expert_tile_table_kernel), but the weights — all experts, too many to dequantise up front — are
+// dequantised inside the GEMM: a producer warpgroup turns each K tile of an expert's raw FP4 / FP8
+// rows into the packed BF16 block in shared memory (decode_quad, the decoder of every GEMM kernel:
+// the same bits) while the two consumer warpgroups run the previous tiles' wgmma. Same canonical
+// summation as every GEMM kernel (packed_gemm.cuh), so batch invariance holds.
+#pragma once
+
+#include "kernels/gemm/packed_gemm.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kPackedExpertThreads = 12 * 32;  // 2 consumer warpgroups + a producer warpgroup
+
+// One block: the (expert, 128-row tile) table of an expert launch, in expert order (as
+// gemm_tile_rows enumerates them), -1 past the last tile. E <= 1024.
+__global__ void __launch_bounds__(1024) expert_tile_table_kernel(const int32_t* offsets, int E, int64_t y_tiles,
+                                                                 int32_t* table) {
+  pdl_prologue();
+  __shared__ int32_t scan[1024];
+  const int e = threadIdx.x;
+  const int32_t rows = e < E ? offsets[e + 1] - offsets[e] : 0;
+  const int32_t n = (rows + kPackRows - 1) / kPackRows;
+  scan[e] = n;
+  __syncthreads();
+  for (int off = 1; off < 1024; off <<= 1) {  // inclusive scan of the tile counts
+    const int32_t v = e >= off ? scan[e - off] : 0;
+    __syncthreads();
+    scan[e] += v;
+    __syncthreads();
+  }
+  const int32_t first = scan[e] - n, total = scan[1023];
+  int32_t* t_expert = table;
+  int32_t* t_begin = table + y_tiles;
+  int32_t* t_rows = table + 2 * y_tiles;
+  for (int32_t j = 0; j < n; ++j) {
+    t_expert[first + j] = e;
+    t_begin[first + j] = offsets[e] + j * kPackRows;
+    t_rows[first + j] = min(kPackRows, rows - j * kPackRows);
+  }
+  for (int64_t y = total + e; y < y_tiles; y += 1024) t_expert[y] = -1, t_begin[y] = 0, t_rows[y] = 0;
+}
+
+struct PackedExpertArgs {
+  const uint8_t* a = nullptr;        // pack_a_kernel<F, true>'s blocks [y][k tile]
+  const int32_t* table = nullptr;    // expert_tile_table_kernel's
+  const WeightDesc* experts = nullptr;  // this set's E weights
+  const int32_t* perm = nullptr;     // C row of pair i = perm[i]
+  int64_t y_tiles = 0, n_tiles = 0, k_tiles = 0;
+  int64_t N = 0, K = 0;
+  void* C = nullptr;
+  int64_t ldc = 0;
+  bool c_bf16 = false;
+  bool c_pairs = false;  // ldc and N even, C aligned: two adjacent outputs in one store
+};
+
+// Persistent CTAs over tiles t = (y, n tile), n tiles fastest (CTAs working at one time share A
+// blocks, and an expert's m tiles are neighbours in y, so its weights are read about once).
+template <WeightFmt F>
+__global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_kernel(PackedExpertArgs p) {
+  pdl_prologue();
+  extern __shared__ __align__(1024) unsigned char pe_smem[];  // [stage][A block, W block]
+  __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
+  constexpr int L = run_elems(F), SPW = L / 4, WIN = kGemmBK / (4 * L);  // windows per K tile
+  constexpr int TASKS = 16 * WIN / 4;  // (8-row group, window) tasks per producer warp per K tile
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int64_t tiles = p.y_tiles * p.n_tiles;
+  const int KT = static_cast<int>(p.k_tiles);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kPackedStages; ++s) {
+      mbar_init(&full[s], 1 + 128);  // the A copy's arrival + every producer thread's W part
+      mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp >= 8) {  // producer warpgroup
+    const int pw = warp - 8;
+    int it = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
+      const int32_t expert = p.table[y];
+      if (expert < 0) continue;
+      const WeightDesc w = p.experts[expert];
+      const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
+      // Task ti: rows 8 (pw + 4 (ti / WIN)) + g, run c of window ti % WIN (lane (g, c): the 32
+      // lanes' stores of a step cover 32 distinct banks). Rows past N decode zero runs.
+      auto load = [&](int i, uint4 (&raw)[TASKS], uint8_t (&code)[TASKS]) {
+#pragma unroll
+        for (int ti = 0; ti < TASKS; ++ti) {
+          const int r = 8 * (pw + 4 * (ti / WIN)) + g, u = (ti % WIN) * 4 + c;
+          const int64_t n = nt * kPackRows + r, k = static_cast<int64_t>(i) * kGemmBK + u * L;
+          const bool ok = n < p.N;
+          raw[ti] = ok ? *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k * 16 / L) : make_uint4(0, 0, 0, 0);
+          code[ti] = !ok ? 127 : F == WeightFmt::kFp8Block ? fp8_scale_code(w, n, k) : fp4_scale_code(w, n, k);
+        }
+      };
+      // K tile i's decode into the stage ring (its raw runs and scale codes already loaded).
+      auto produce = [&](int i, const uint4 (&raw)[TASKS], const uint8_t (&code)[TASKS]) {
+        const int s = it % kPackedStages;
+        if (it >= kPackedStages) mbar_wait(&empty[s], ((it / kPackedStages) - 1) & 1);
+        unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
+        if (pw == 0 && lane == 0) {
+          mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
+          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+        }
+        unsigned char* wb = stage + kPackBlockBytes;
+#pragma unroll
+        for (int ti = 0; ti < TASKS; ++ti) {
+          const int r = 8 * (pw + 4 * (ti / WIN)) + g, u = (ti % WIN) * 4 + c;
+          unsigned char* dst = wb + packed_offset(r, u * L, L);
+#pragma unroll
+          for (int q = 0; q < SPW; ++q) {
+            uint32_t b0, b1;
+            decode_quad<F>(raw[ti], code[ti], q, b0, b1);
+            *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = b0;
+            *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = b1;
+          }
+        }
+        fence_proxy_async();  // the W block is read by wgmma (async proxy)
+        mbar_arrive(&full[s]);
+        ++it;
+      };
+      // Two register sets in turn (no moves between them, which would wait for the loads): the
+      // next K tile's loads are in flight while this one is decoded.
+      uint4 raw0[TASKS], raw1[TASKS];
+      uint8_t code0[TASKS], code1[TASKS];
+      load(0, raw0, code0);
+      for (int i = 0; i < KT; i += 2) {
+        if (i + 1 < KT) load(i + 1, raw1, code1);
+        produce(i, raw0, code0);
+        if (i + 1 < KT) {
+          if (i + 2 < KT) load(i + 2, raw0, code0);
+          produce(i + 1, raw1, code1);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers: as packed_gemm_kernel.
+  const int wg = warp / 4;
+  const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
+  int it = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
+    if (p.table[y] < 0) continue;
+    float acc[64], total[64];
+#pragma unroll
+    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+    for (int i = 0; i < KT; ++i, ++it) {
+      const int s = it % kPackedStages;
+      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc);
+#pragma unroll
+        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+      }
+      mbar_wait(&full[s], (it / kPackedStages) & 1);
+      const unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
+      const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
+      const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
+      wgmma_fence_operands(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int step = 0; step < kGemmBK / 16; ++step) {
+        const uint64_t off = (step * kPackStepBytes) >> 4;
+        wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (i > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc);
+    if (lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
+
+    const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
+    const int wm = wg * 64 + (warp % 4) * 16;
+#pragma unroll
+    for (int e = 0; e < 64; e += 2) {  // (e, e + 1): columns n, n + 1 of one row
+      const int r = wm + g + ((e & 2) ? 8 : 0);
+      const int64_t n = nt * kPackRows + (e >> 2) * 8 + 2 * c;
+      if (r >= count || n >= p.N) continue;
+      const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
+      const int64_t idx = static_cast<int64_t>(p.perm[begin + r]) * p.ldc + n;
+      if (p.c_pairs && n + 1 < p.N) {
+        if (p.c_bf16) {
+          *reinterpret_cast<uint32_t*>(static_cast<__nv_bfloat16*>(p.C) + idx) = pack_bf16(v0, v1);
+        } else {
+          *reinterpret_cast<float2*>(static_cast<float*>(p.C) + idx) = make_float2(v0, v1);
+        }
+      } else {
+        store_out(p.C, p.c_bf16, idx, v0);
+        if (n + 1 < p.N) store_out(p.C, p.c_bf16, idx + 1, v1);
+      }
+    }
+  }
+}
+
+}  // namespace deepinfer::kernels
