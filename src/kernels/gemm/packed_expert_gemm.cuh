@@ -97,8 +97,14 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
           code[ti] = !ok ? 127 : F == WeightFmt::kFp8Block ? fp8_scale_code(w, n, k) : fp4_scale_code(w, n, k);
         }
       };
-      // K tile i's decode into the stage ring (its raw runs and scale codes already loaded).
-      auto produce = [&](int i, const uint4 (&raw)[TASKS], const uint8_t (&code)[TASKS]) {
+      // One register set for this K tile, one for the next (loaded while this one is decoded).
+      // Measured on the H200: this form +2% at an 8K prefill against the dequantising kernel; a
+      // two-tile ping-pong of the sets (no register moves) was 10% slower.
+      uint4 raw[TASKS], next_raw[TASKS];
+      uint8_t code[TASKS], next_code[TASKS];
+      load(0, raw, code);
+      for (int i = 0; i < KT; ++i, ++it) {
+        if (i + 1 < KT) load(i + 1, next_raw, next_code);
         const int s = it % kPackedStages;
         if (it >= kPackedStages) mbar_wait(&empty[s], ((it / kPackedStages) - 1) & 1);
         unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
@@ -121,20 +127,8 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
         }
         fence_proxy_async();  // the W block is read by wgmma (async proxy)
         mbar_arrive(&full[s]);
-        ++it;
-      };
-      // Two register sets in turn (no moves between them, which would wait for the loads): the
-      // next K tile's loads are in flight while this one is decoded.
-      uint4 raw0[TASKS], raw1[TASKS];
-      uint8_t code0[TASKS], code1[TASKS];
-      load(0, raw0, code0);
-      for (int i = 0; i < KT; i += 2) {
-        if (i + 1 < KT) load(i + 1, raw1, code1);
-        produce(i, raw0, code0);
-        if (i + 1 < KT) {
-          if (i + 2 < KT) load(i + 2, raw0, code0);
-          produce(i + 1, raw1, code1);
-        }
+#pragma unroll
+        for (int ti = 0; ti < TASKS; ++ti) raw[ti] = next_raw[ti], code[ti] = next_code[ti];
       }
     }
     return;
