@@ -1,11 +1,13 @@
 // The packed large-M GEMM (layout and plan: packed_plan.h). Three kernels per weight set:
-//   * pack_a_kernel: BF16 activations -> 32 KB blocks [group][m tile][k tile] in the wgmma
-//     shared-memory layout and the canonical k permutation of the weight format;
+//   * pack_a_kernel: BF16 activations -> 32 KB blocks [group][m tile][k tile] (experts: [tile of
+//     the expert table][k tile], packed_expert_gemm.cuh) in the wgmma shared-memory layout and the
+//     canonical k permutation of the weight format;
 //   * pack_w_kernel: the weights dequantised to BF16 (decode_quad: the decoder every GEMM kernel
 //     shares, so the same bits) -> blocks [group][n tile][k tile] in the same layout;
 //   * packed_gemm_kernel: 128 x 128 output tiles; a producer warp moves the A and W blocks of each
 //     K tile with two bulk copies into a ring of shared-memory stages (transaction barriers), two
-//     consumer warpgroups (64 rows each) issue the tile's 8 wgmma.m64n128k16 from shared memory.
+//     consumer warpgroups (64 rows each) issue the tile's 8 wgmma.m64n128k16 from shared memory;
+//     persistent CTAs walk the output tiles.
 // Summation: the canonical order of gemm_common.cuh — the same k16 steps in the same order, each
 // K sub-range accumulated from zero and folded in order — so the results are bitwise those of
 // the dequantising kernels (a wgmma step with A from shared memory rounds like the mma.sync step:
