@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
     return;
   }
 
-  // Consumers: as packed_gemm_kernel.
+  // Consumers: as packed_gemm_kernel, the rows through the routing permutation.
   const int wg = warp / 4;
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
   int it = 0;
@@ -142,35 +142,7 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
     if (p.table[y] < 0) continue;
     float acc[64], total[64];
-#pragma unroll
-    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
-    for (int i = 0; i < KT; ++i, ++it) {
-      const int s = it % kPackedStages;
-      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc);
-#pragma unroll
-        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
-      }
-      mbar_wait(&full[s], (it / kPackedStages) & 1);
-      const unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
-      const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
-      const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
-      wgmma_fence_operands(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int step = 0; step < kGemmBK / 16; ++step) {
-        const uint64_t off = (step * kPackStepBytes) >> 4;
-        wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
-      }
-      wgmma_commit();
-      wgmma_wait<1>();
-      if (i > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
-    }
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc);
-    if (lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
-
+    packed_consume_tile(pe_smem, full, empty, KT, tiles_per_sub, wg, lane, it, acc, total);
     const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
     const int wm = wg * 64 + (warp % 4) * 16;
 #pragma unroll
@@ -178,18 +150,8 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
       const int r = wm + g + ((e & 2) ? 8 : 0);
       const int64_t n = nt * kPackRows + (e >> 2) * 8 + 2 * c;
       if (r >= count || n >= p.N) continue;
-      const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
-      const int64_t idx = static_cast<int64_t>(p.perm[begin + r]) * p.ldc + n;
-      if (p.c_pairs && n + 1 < p.N) {
-        if (p.c_bf16) {
-          *reinterpret_cast<uint32_t*>(static_cast<__nv_bfloat16*>(p.C) + idx) = pack_bf16(v0, v1);
-        } else {
-          *reinterpret_cast<float2*>(static_cast<float*>(p.C) + idx) = make_float2(v0, v1);
-        }
-      } else {
-        store_out(p.C, p.c_bf16, idx, v0);
-        if (n + 1 < p.N) store_out(p.C, p.c_bf16, idx + 1, v1);
-      }
+      packed_store_pair(p.C, p.c_bf16, p.c_pairs, static_cast<int64_t>(p.perm[begin + r]) * p.ldc + n,
+                        total[e] + acc[e], total[e + 1] + acc[e + 1], n + 1 < p.N);
     }
   }
 }

@@ -149,6 +149,60 @@ __device__ __forceinline__ PackedTile packed_tile(const PackedGemmArgs& p, int64
   return {t / per_weight, first_m + (id % per_group) % gm, (id % per_group) / gm};
 }
 
+// The consumers' part of one output tile (both packed kernels): its KT K tiles from stage use `it`
+// on — wait for the stage, issue its 8 wgmma (A rows 64 wg .. 64 wg + 63, row groups 8 wg ..),
+// release the previous stage once its MMAs are done — folding each canonical K sub-range into
+// `total`. Returns with the MMAs settled and the tile's last stage released; the tile's sums are
+// total + acc (that F32 add is the last fold).
+__device__ __forceinline__ void packed_consume_tile(const unsigned char* smem, uint64_t* full, uint64_t* empty,
+                                                    int KT, int tiles_per_sub, int wg, int lane, int& it,
+                                                    float (&acc)[64], float (&total)[64]) {
+#pragma unroll
+  for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+  for (int i = 0; i < KT; ++i, ++it) {
+    const int s = it % kPackedStages;
+    if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc);
+#pragma unroll
+      for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+    }
+    mbar_wait(&full[s], (it / kPackedStages) & 1);
+    const unsigned char* stage = smem + s * 2 * kPackBlockBytes;
+    const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
+    const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < kGemmBK / 16; ++step) {
+      const uint64_t off = (step * kPackStepBytes) >> 4;
+      wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous K tile's MMAs are done: its stage may be refilled
+    if (i > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
+  }
+  wgmma_wait<0>();
+  wgmma_fence_operands(acc);
+  if (lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);  // the tile's last stage
+}
+
+// Outputs v0, v1 of columns n, n + 1 of one row at C[idx] (both: n + 1 is inside the matrix), in
+// one store when pairs are aligned (c_pairs).
+__device__ __forceinline__ void packed_store_pair(void* C, bool c_bf16, bool c_pairs, int64_t idx, float v0, float v1,
+                                                  bool both) {
+  if (c_pairs && both) {
+    if (c_bf16) {
+      *reinterpret_cast<uint32_t*>(static_cast<__nv_bfloat16*>(C) + idx) = pack_bf16(v0, v1);
+    } else {
+      *reinterpret_cast<float2*>(static_cast<float*>(C) + idx) = make_float2(v0, v1);
+    }
+  } else {
+    store_out(C, c_bf16, idx, v0);
+    if (both) store_out(C, c_bf16, idx + 1, v1);
+  }
+}
+
 // Persistent: each CTA walks output tiles t = blockIdx.x, + gridDim.x, ... The producer's ring of
 // stages runs on across tiles, so the next tile's first blocks load while the consumers store the
 // previous one (short-K launches are mostly prologue and epilogue otherwise).
@@ -189,61 +243,22 @@ __global__ void __launch_bounds__(kPackedThreads, 1) packed_gemm_kernel(PackedGe
     return;
   }
 
-  // Consumers: warpgroup wg takes rows 64 wg .. 64 wg + 63 of the tile (row groups 8 wg ..).
+  // Consumers: warpgroup wg takes rows 64 wg .. 64 wg + 63 of the tile.
   const int wg = warp / 4, g = lane >> 2, c = lane & 3;
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
   int it = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const PackedTile tile = packed_tile(p, t);
     float acc[64], total[64];
-#pragma unroll
-    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
-    for (int i = 0; i < KT; ++i, ++it) {
-      const int s = it % kPackedStages;
-      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc);
-#pragma unroll
-        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
-      }
-      mbar_wait(&full[s], (it / kPackedStages) & 1);
-      const unsigned char* stage = pk_smem + s * 2 * kPackBlockBytes;
-      const uint64_t a_desc = wgmma_desc(stage + wg * 8 * 256, 128, 256);
-      const uint64_t w_desc = wgmma_desc(stage + kPackBlockBytes, 128, 256);
-      wgmma_fence_operands(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int step = 0; step < kGemmBK / 16; ++step) {
-        const uint64_t off = (step * kPackStepBytes) >> 4;
-        wgmma_m64n128k16_ss(acc, a_desc + off, w_desc + off);
-      }
-      wgmma_commit();
-      wgmma_wait<1>();  // the previous K tile's MMAs are done: its stage may be refilled
-      if (i > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);
-    }
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc);
-    if (lane == 0) mbar_arrive(&empty[(it - 1) % kPackedStages]);  // the tile's last stage
-
+    packed_consume_tile(pk_smem, full, empty, KT, tiles_per_sub, wg, lane, it, acc, total);
     const int wm = wg * 64 + (warp % 4) * 16;
-    const int64_t col0 = tile.group * p.N;
 #pragma unroll
     for (int e = 0; e < 64; e += 2) {  // (e, e + 1): columns n, n + 1 of one row
       const int64_t m = tile.mt * kPackRows + wm + g + ((e & 2) ? 8 : 0);
       const int64_t n = tile.nt * kPackRows + (e >> 2) * 8 + 2 * c;
       if (m >= p.M || n >= p.N) continue;
-      const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
-      const int64_t idx = m * p.ldc + col0 + n;
-      if (p.c_pairs && n + 1 < p.N) {
-        if (p.c_bf16) {
-          *reinterpret_cast<uint32_t*>(static_cast<__nv_bfloat16*>(p.C) + idx) = pack_bf16(v0, v1);
-        } else {
-          *reinterpret_cast<float2*>(static_cast<float*>(p.C) + idx) = make_float2(v0, v1);
-        }
-      } else {
-        store_out(p.C, p.c_bf16, idx, v0);
-        if (n + 1 < p.N) store_out(p.C, p.c_bf16, idx + 1, v1);
-      }
+      packed_store_pair(p.C, p.c_bf16, p.c_pairs, m * p.ldc + tile.group * p.N + n, total[e] + acc[e],
+                        total[e + 1] + acc[e + 1], n + 1 < p.N);
     }
   }
 }
