@@ -55,6 +55,22 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Moves registers between the warpgroups of a warp-specialised kernel (setmaxnreg): every warp
+// of a warpgroup executes it; N per thread, a multiple of 8 in [24, 256]. Producers release
+// registers (dec), consumers take them (inc), within the CTA's launch-time allocation.
+template <int N>
+__device__ __forceinline__ void warpgroup_regs_dec() {
+#ifndef DEEPINFER_NO_WGMMA
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void warpgroup_regs_inc() {
+#ifndef DEEPINFER_NO_WGMMA
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 // The 64 F32 accumulators of an m64n128 wgmma as asm operands %0 .. %63 ("+f": read and written).
 #define DI_WGMMA_D64_REGS                                                                                         \
   "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29," \

@@ -11,7 +11,8 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kPackedExpertThreads = 12 * 32;  // 2 consumer warpgroups + a producer warpgroup
+// Threads of the expert kernel: 2 consumer warpgroups and 1 or 2 producer warpgroups.
+__host__ __device__ constexpr int packed_expert_threads(int producers) { return (2 + producers) * 128; }
 
 // One block: the (expert, 128-row tile) table of an expert launch, in expert order (as
 // gemm_tile_rows enumerates them), -1 past the last tile. E <= 1024.
@@ -57,8 +58,12 @@ struct PackedExpertArgs {
 
 // Persistent CTAs over tiles t = (y, n tile), n tiles fastest (CTAs working at one time share A
 // blocks, and an expert's m tiles are neighbours in y, so its weights are read about once).
-template <WeightFmt F>
-__global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_kernel(PackedExpertArgs p) {
+// PRODUCERS = 2: two producer warpgroups fill alternate stage uses (twice the decode issue slots
+// and loads in flight), with registers moved to the consumers (setmaxnreg: 512 threads launch at
+// 128 each; producers keep 112, consumers take 144: ptxas fits both regions without spills).
+template <WeightFmt F, int PRODUCERS>
+__global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_expert_gemm_kernel(PackedExpertArgs p) {
+  static_assert(PRODUCERS == 1 || PRODUCERS == 2);
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char pe_smem[];  // [stage][A block, W block]
   __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
@@ -76,9 +81,10 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
   }
   __syncthreads();
 
-  if (warp >= 8) {  // producer warpgroup
-    const int pw = warp - 8;
-    int it = 0;
+  if (warp >= 8) {  // producer warpgroup(s)
+    if constexpr (PRODUCERS == 2) warpgroup_regs_dec<112>();
+    const int pwg = (warp - 8) / 4, pw = (warp - 8) % 4;
+    int it = 0;  // stage uses of all producers so far; this warpgroup fills those = pwg mod PRODUCERS
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
       const int32_t expert = p.table[y];
@@ -102,11 +108,14 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
       // two-tile ping-pong of the sets (no register moves) was 10% slower.
       uint4 raw[TASKS], next_raw[TASKS];
       uint8_t code[TASKS], next_code[TASKS];
-      load(0, raw, code);
-      for (int i = 0; i < KT; ++i, ++it) {
-        if (i + 1 < KT) load(i + 1, next_raw, next_code);
-        const int s = it % kPackedStages;
-        if (it >= kPackedStages) mbar_wait(&empty[s], ((it / kPackedStages) - 1) & 1);
+      const int first = ((pwg - it) % PRODUCERS + PRODUCERS) % PRODUCERS;  // this warpgroup's first K tile
+      const int it0 = it;
+      it += KT;
+      if (first < KT) load(first, raw, code);
+      for (int i = first; i < KT; i += PRODUCERS) {
+        if (i + PRODUCERS < KT) load(i + PRODUCERS, next_raw, next_code);
+        const int use = it0 + i, s = use % kPackedStages;
+        if (use >= kPackedStages) mbar_wait(&empty[s], ((use / kPackedStages) - 1) & 1);
         unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
         if (pw == 0 && lane == 0) {
           mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
@@ -135,6 +144,7 @@ __global__ void __launch_bounds__(kPackedExpertThreads, 1) packed_expert_gemm_ke
   }
 
   // Consumers: as packed_gemm_kernel, the rows through the routing permutation.
+  if constexpr (PRODUCERS == 2) warpgroup_regs_inc<144>();
   const int wg = warp / 4;
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
   int it = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
@@ -72,12 +73,26 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
   return cudaGetLastError();
 }
 
-template <WeightFmt F>
-cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
+// Producer warpgroups of the expert kernel (DEEPINFER_GEMM_EXPERT_PRODUCERS = 1 (default) or 2;
+// tuning, same bits): two fill alternate stages with registers moved to the consumers.
+int expert_producers() {
+  static const int n = env_int("DEEPINFER_GEMM_EXPERT_PRODUCERS", 1, {1, 2});
+  return n;
+}
+
+template <WeightFmt F, int PRODUCERS>
+cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
   static const cudaError_t configured =
-      cudaFuncSetAttribute(packed_expert_gemm_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(packed_expert_gemm_kernel<F, PRODUCERS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(kPackedSmem));
   if (configured != cudaSuccess) return configured;
+  return launch_pdl(packed_expert_gemm_kernel<F, PRODUCERS>,
+                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
+                    packed_expert_threads(PRODUCERS), kPackedSmem, s, g);
+}
+
+template <WeightFmt F>
+cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   auto* table = reinterpret_cast<int32_t*>(p.staging);
   uint8_t* a_out = p.staging + plan.table_bytes;
   cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles, table);
@@ -112,8 +127,7 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
-    e = launch_pdl(packed_expert_gemm_kernel<F>, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
-                   kPackedExpertThreads, kPackedSmem, s, g);
+    e = expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s) : launch_expert_gemm<F, 1>(g, out_tiles, s);
     if (e != cudaSuccess) return e;
   }
   return cudaGetLastError();
