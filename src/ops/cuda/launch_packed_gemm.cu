@@ -1,5 +1,6 @@
-// Launches of the packed large-M GEMM (kernels/gemm/packed_gemm.cuh): pack A, then per weight set
-// pack W and multiply. Every kernel goes through launch_pdl and waits for its predecessor before
+// Launches of the packed large-M GEMMs (kernels/gemm/packed_gemm.cuh: pack A, then per weight set
+// pack W and multiply; packed_expert_gemm.cuh: the expert tile table, pack A through the routing,
+// then per set the GEMM that dequantises the experts itself). Every kernel goes through launch_pdl and waits for its predecessor before
 // touching memory, so the staging buffer is reused in stream order.
 #include "ops/cuda/launch_packed_gemm.h"
 
