@@ -28,6 +28,17 @@ inline int device_cc_major() {
   return major;
 }
 
+// SMs of the current device (132, an H200's, if it cannot be read), read once.
+inline int device_sm_count() {
+  static const int n = [] {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 132;
+    return sms;
+  }();
+  return n;
+}
+
 // PDL on Hopper and newer unless DEEPINFER_CUDA_PDL=0.
 inline bool pdl_enabled() {
   static const bool on = env_switch("DEEPINFER_CUDA_PDL") && device_cc_major() >= 9;

@@ -63,18 +63,23 @@ int gemv_nt(const GemmParams& p, int spc) {
 
 // One launch per weight set, for the kernels that take one (all but the streaming kernel). The
 // partials and counters are reused in stream order; counters are left zeroed by every launch.
+// Weight set `set` of p as a launch of its own.
+GemmParams one_set(const GemmParams& p, int set) {
+  GemmParams q = p;
+  q.n_sets = 1;
+  if (p.experts != nullptr) {
+    q.experts = p.experts + set * p.n_experts;
+  } else if (set == 1) {
+    q.w = p.w1;
+  }
+  if (set == 1) q.N = p.N1, q.ldc = p.ldc1;
+  q.C = set_c(p, set);
+  return q;
+}
+
 cudaError_t per_set(const GemmParams& p, cudaStream_t s, cudaError_t (*launch)(const GemmParams&, cudaStream_t)) {
   for (int set = 0; set < p.n_sets; ++set) {
-    GemmParams q = p;
-    q.n_sets = 1;
-    if (p.experts != nullptr) {
-      q.experts = p.experts + set * p.n_experts;
-    } else if (set == 1) {
-      q.w = p.w1;
-    }
-    if (set == 1) q.N = p.N1, q.ldc = p.ldc1;
-    q.C = set_c(p, set);
-    if (const cudaError_t e = launch(q, s); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch(one_set(p, set), s); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
@@ -336,11 +341,7 @@ int packed_min_tiles() {
 bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {
   if (!use_wgmma() || p.experts != nullptr || p.a_quant_block > 0 || !sets_valid(p)) return false;
   if (gemm_path(p) != GemmPath::kPipelined) return false;
-  if (p.n_sets > 1) {
-    GemmParams q = p;
-    q.n_sets = 1, q.w = p.w1, q.N = p.N1, q.ldc = p.ldc1;
-    if (p.w1.fmt != p.w.fmt || gemm_path(q) != GemmPath::kPipelined) return false;
-  }
+  if (p.n_sets > 1 && (p.w1.fmt != p.w.fmt || gemm_path(one_set(p, 1)) != GemmPath::kPipelined)) return false;
   PackedGemmDims d;
   d.M = p.M;
   d.N = p.N;

@@ -15,15 +15,6 @@
 namespace deepinfer::kernels {
 namespace {
 
-int sm_count() {
-  static const int n = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return n;
-}
-
 template <WeightFmt F>
 cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
   static const cudaError_t configured = cudaFuncSetAttribute(
@@ -66,7 +57,7 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = groups * plan.m_tiles * tiles;  // persistent CTAs: one per SM at most
-    e = launch_pdl(packed_gemm_kernel, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
+    e = launch_pdl(packed_gemm_kernel, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))),
                    kPackedThreads, kPackedSmem, s, g);
     if (e != cudaSuccess) return e;
     w_out += set == 0 ? plan.b_bytes : plan.b1_bytes;
@@ -88,7 +79,7 @@ cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cud
                            static_cast<int>(kPackedSmem));
   if (configured != cudaSuccess) return configured;
   return launch_pdl(packed_expert_gemm_kernel<F, PRODUCERS>,
-                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, sm_count()))),
+                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))),
                     packed_expert_threads(PRODUCERS), kPackedSmem, s, g);
 }
 
