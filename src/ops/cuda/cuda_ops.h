@@ -174,9 +174,10 @@ class CudaOps final : public Ops {
   std::unique_ptr<GraphCache> graph_cache_;  // which steps replay / record (handles: cudaGraphExec_t)
   GraphStats graph_stats_;
   const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
-  // Gives a small-M GEMM the zeroed tile counters it folds its partials with (kernels keep them
-  // zeroed; allocated once).
-  void attach_gemm_counters(kernels::GemmParams& p);
+  // Gives a tensor-core GEMM launch the workspaces its kernel asks for: split-K partials with the
+  // zeroed tile counters it folds them with (kernels keep them zeroed; allocated once), and the
+  // packed path's staging. p: the launch as it will run, but for those fields.
+  void attach_gemm_workspace(kernels::GemmParams& p);
   int device_ = 0;
   // The stream launches go to: main_stream_, or side_stream_ inside a side region.
   cudaStream_t stream_ = nullptr;

@@ -203,14 +203,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     } else {
       set_gemm_activations(p, a, params.act_quant_block);
     }
-    if (const int64_t n = plain ? 0 : k::gemm_partial_floats(p); n > 0) {
-      p.partial = dptr<float>(alloc(DType::kF32, {n}));
-      attach_gemm_counters(p);
-    }
-    if (const int64_t n = plain ? 0 : k::gemm_staging_bytes(p); n > 0) {
-      p.staging = dptr<uint8_t>(alloc(DType::kU8, {n}));
-      p.staging_bytes = n;
-    }
+    if (!plain) attach_gemm_workspace(p);
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.

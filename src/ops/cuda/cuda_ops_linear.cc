@@ -72,28 +72,28 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
   set_gemm_activations(p, x, options.act_quant_block);
+  attach_gemm_workspace(p);
+  DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
+}
+
+void CudaOps::attach_gemm_workspace(k::GemmParams& p) {
   if (const int64_t n = k::gemm_partial_floats(p); n > 0) {
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
-    attach_gemm_counters(p);
+    constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
+    // Concurrent launches must not count on the same counters: a side region has its own set.
+    TensorView& counters = stream_ == main_stream_ ? gemm_counters_ : side_counters_;
+    if (counters.data == nullptr) {
+      counters = alloc_persistent(DType::kI32, {kCounters});
+      DI_CUDA_CHECK(cudaMemsetAsync(counters.data, 0, counters.nbytes(), stream_));
+    }
+    if (k::gemm_counter_slots(p) <= kCounters) {
+      p.tile_counters = dptr<int32_t>(counters);
+      p.n_tile_counters = kCounters;
+    }
   }
   if (const int64_t n = k::gemm_staging_bytes(p); n > 0) {
     p.staging = dptr<uint8_t>(alloc(DType::kU8, {n}));
     p.staging_bytes = n;
-  }
-  DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
-}
-
-void CudaOps::attach_gemm_counters(k::GemmParams& p) {
-  constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
-  // Concurrent launches must not count on the same counters: a side region has its own set.
-  TensorView& counters = stream_ == main_stream_ ? gemm_counters_ : side_counters_;
-  if (counters.data == nullptr) {
-    counters = alloc_persistent(DType::kI32, {kCounters});
-    DI_CUDA_CHECK(cudaMemsetAsync(counters.data, 0, counters.nbytes(), stream_));
-  }
-  if (k::gemm_counter_slots(p) <= kCounters) {
-    p.tile_counters = dptr<int32_t>(counters);
-    p.n_tile_counters = kCounters;
   }
 }
 
