@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char pe_smem[];  // [stage][A block, W block]
   __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
-  constexpr int L = run_elems(F), SPW = L / 4, WIN = kGemmBK / (4 * L);  // windows per K tile
+  constexpr int L = run_elems(F), WIN = kGemmBK / (4 * L);  // windows per K tile
   constexpr int TASKS = 16 * WIN / 4;  // (8-row group, window) tasks per producer warp per K tile
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
@@ -125,14 +125,7 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
 #pragma unroll
         for (int ti = 0; ti < TASKS; ++ti) {
           const int r = 8 * (pw + 4 * (ti / WIN)) + g, u = (ti % WIN) * 4 + c;
-          unsigned char* dst = wb + packed_offset(r, u * L, L);
-#pragma unroll
-          for (int q = 0; q < SPW; ++q) {
-            uint32_t b0, b1;
-            decode_quad<F>(raw[ti], code[ti], q, b0, b1);
-            *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = b0;
-            *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = b1;
-          }
+          store_packed_run<F>(wb + packed_offset(r, u * L, L), raw[ti], code[ti]);
         }
         fence_proxy_async();  // the W block is read by wgmma (async proxy)
         mbar_arrive(&full[s]);

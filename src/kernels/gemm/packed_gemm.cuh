@@ -82,6 +82,19 @@ __global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, 
   for (int o = threadIdx.x; o < kPackBlockBytes / 16; o += kPackThreads) out[o] = reinterpret_cast<const uint4*>(block)[o];
 }
 
+// A 16-byte weight run (scale code `code`) decoded into a packed block: dst = packed_offset of its
+// first element; its quads are a step apart, each quad's second pair 128 bytes on (packed_plan.h).
+template <WeightFmt F>
+__device__ __forceinline__ void store_packed_run(unsigned char* dst, const uint4& raw, uint8_t code) {
+#pragma unroll
+  for (int q = 0; q < run_elems(F) / 4; ++q) {
+    uint32_t b0, b1;
+    decode_quad<F>(raw, code, q, b0, b1);
+    *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = b0;
+    *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = b1;
+  }
+}
+
 // One block per CTA, as pack_a_kernel: weight rows group x N + tile x 128 .. of K tile kt. Each
 // thread decodes whole 16-byte runs (every step of its window's pairs) into the block staged in
 // shared memory, which is then copied out whole.
@@ -111,13 +124,7 @@ __global__ void __launch_bounds__(kPackThreads) pack_w_kernel(PackedOperand op, 
     const uint8_t code = F == WeightFmt::kFp8Block   ? fp8_scale_code(w, n, k0 + u * L)
                          : F == WeightFmt::kFp4Block ? fp4_scale_code(w, n, k0 + u * L)
                                                      : 0;
-#pragma unroll
-    for (int q = 0; q < SPW; ++q) {
-      uint32_t b0, b1;
-      decode_quad<F>(raw, code, q, b0, b1);
-      *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes) = b0;
-      *reinterpret_cast<uint32_t*>(dst + q * kPackStepBytes + 128) = b1;
-    }
+    store_packed_run<F>(dst, raw, code);
   }
   __syncthreads();
   uint4* out = reinterpret_cast<uint4*>(op.out + blk * kPackBlockBytes);
