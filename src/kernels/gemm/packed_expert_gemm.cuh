@@ -56,19 +56,86 @@ struct PackedExpertArgs {
   bool c_pairs = false;  // ldc and N even, C aligned: two adjacent outputs in one store
 };
 
+// The raw side of the producers: each producer warpgroup streams the FP4 runs and UE8M0 code
+// words of its coming K tiles into a ring of kExpertRawSlots / PRODUCERS slots with cp.async, so
+// the loads are in flight several K tiles ahead without holding registers (a register look-ahead
+// of one tile left the producers waiting on global memory: tuning record, session 13). A slot:
+// [task][producer thread] 16-byte runs (thread-private), then [tile row] the row's four code
+// bytes of the K tile (one 4-byte word; each lane copies the word of one of its group's rows, so
+// the group's lanes read one another's words: __syncwarp orders them).
+inline constexpr int kExpertRawRunBytes = 4 * 128 * 16;                        // 4 tasks x 128 threads
+inline constexpr int kExpertRawSlotBytes = kExpertRawRunBytes + kPackRows * 4;  // + 128 code words
+inline constexpr int kExpertRawSlots = 4;
+inline constexpr size_t kPackedExpertSmem = kPackedSmem + size_t{kExpertRawSlots} * kExpertRawSlotBytes;
+// + 1 KB: the static barriers, padded to the dynamic array's 1024-byte alignment.
+static_assert(kPackedExpertSmem + 1024 <= 227 * 1024, "the expert kernel's shared memory exceeds an H100/H200 block's");
+
+// One producer warpgroup's walk over its stage uses: use u (0, 1, ... over the CTA's valid output
+// tiles x K tiles, in the consumers' order) goes to warpgroup u % PRODUCERS. The valid tiles are a
+// prefix of the CTA's tiles (the expert table ends in -1 entries).
+struct ExpertUseCursor {
+  int64_t t = 0;  // output tile
+  int i = 0;      // K tile
+  int u = 0;      // stage use
+  __device__ void advance(int step, int KT) {
+    u += step, i += step;
+    while (i >= KT) i -= KT, t += gridDim.x;
+  }
+};
+
+// Issues the cp.async copies of use `c` into `slot` (lane (g, c) of producer warp pw, thread ptid
+// of its warpgroup) and commits them as one group — an empty group past the last use, so every
+// thread's group count stays in step with its uses. Rows past N copy zeros (code word 0, runs 0:
+// they decode to +0, as the direct decode of zero runs with any code).
+__device__ __forceinline__ void expert_raw_issue(const PackedExpertArgs& p, const ExpertUseCursor& c, unsigned char* slot,
+                                                 int pw, int ptid, int g, int lane_c, int64_t& desc_t, WeightDesc& w) {
+  const int64_t tiles = p.y_tiles * p.n_tiles;
+  if (c.t < tiles) {
+    if (c.t != desc_t) {  // a new output tile: its expert's weight (cached for the tile's K tiles)
+      desc_t = c.t;
+      const int32_t expert = p.table[c.t / p.n_tiles];
+      w = expert >= 0 ? p.experts[expert] : WeightDesc{};
+    }
+    if (w.w != nullptr) {
+      const int64_t n0 = (c.t % p.n_tiles) * kPackRows, k = static_cast<int64_t>(c.i) * kGemmBK;
+#pragma unroll
+      for (int ti = 0; ti < 4; ++ti) {  // task ti: row 8 (pw + 4 ti) + g, run lane_c of the K tile
+        const int64_t n = n0 + 8 * (pw + 4 * ti) + g;
+        const bool ok = n < p.N;
+        cp_async16(slot + (ti * 128 + ptid) * 16, w.w + (ok ? n : 0) * w.row_bytes + (k + lane_c * 32) / 2, ok);
+      }
+      // This lane's code word: row 8 (pw + 4 lane_c) + g, codes k / 32 .. k / 32 + 3.
+      const int r = 8 * (pw + 4 * lane_c) + g;
+      const int64_t n = n0 + r;
+      const uint8_t* src = w.scale + (n < p.N ? n : 0) * w.scale_cols + k / 32;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(slot + kExpertRawRunBytes + r * 4);
+      if (n >= p.N) {
+        *dst = 0;
+      } else if ((reinterpret_cast<uintptr_t>(src) & 3) == 0) {
+        cp_async4(dst, src);
+      } else {  // an unaligned scale tensor: a plain (waiting) load, same bytes
+        *dst = src[0] | (uint32_t{src[1]} << 8) | (uint32_t{src[2]} << 16) | (uint32_t{src[3]} << 24);
+      }
+    }
+  }
+  cp_async_commit();
+}
+
 // Persistent CTAs over tiles t = (y, n tile), n tiles fastest (CTAs working at one time share A
 // blocks, and an expert's m tiles are neighbours in y, so its weights are read about once).
-// PRODUCERS = 2: two producer warpgroups fill alternate stage uses (twice the decode issue slots
-// and loads in flight), with registers moved to the consumers (setmaxnreg: 512 threads launch at
-// 128 each; producers keep 112, consumers take 144: ptxas fits both regions without spills).
+// PRODUCERS = 2: two producer warpgroups fill alternate stage uses (twice the decode issue slots),
+// with registers moved to the consumers (setmaxnreg: 512 threads launch at 128 each; producers
+// keep 112, consumers take 144: ptxas fits both regions without spills).
 template <WeightFmt F, int PRODUCERS>
 __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_expert_gemm_kernel(PackedExpertArgs p) {
   static_assert(PRODUCERS == 1 || PRODUCERS == 2);
+  static_assert(F == WeightFmt::kFp4Block, "the raw ring's slots hold FP4 K tiles (4 runs per thread)");
+  static_assert(kGemmBK == 4 * run_elems(F) && kPackRows == 128);
   pdl_prologue();
-  extern __shared__ __align__(1024) unsigned char pe_smem[];  // [stage][A block, W block]
+  extern __shared__ __align__(1024) unsigned char pe_smem[];  // [stage][A block, W block], raw slots
   __shared__ __align__(8) uint64_t full[kPackedStages], empty[kPackedStages];
-  constexpr int L = run_elems(F), WIN = kGemmBK / (4 * L);  // windows per K tile
-  constexpr int TASKS = 16 * WIN / 4;  // (8-row group, window) tasks per producer warp per K tile
+  constexpr int L = run_elems(F);
+  constexpr int SLOTS = kExpertRawSlots / PRODUCERS;  // raw slots per producer warpgroup
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
@@ -83,56 +150,53 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
 
   if (warp >= 8) {  // producer warpgroup(s)
     if constexpr (PRODUCERS == 2) warpgroup_regs_dec<112>();
-    const int pwg = (warp - 8) / 4, pw = (warp - 8) % 4;
-    int it = 0;  // stage uses of all producers so far; this warpgroup fills those = pwg mod PRODUCERS
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
-      const int32_t expert = p.table[y];
-      if (expert < 0) continue;
-      const WeightDesc w = p.experts[expert];
-      const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
-      // Task ti: rows 8 (pw + 4 (ti / WIN)) + g, run c of window ti % WIN (lane (g, c): the 32
-      // lanes' stores of a step cover 32 distinct banks). Rows past N decode zero runs.
-      auto load = [&](int i, uint4 (&raw)[TASKS], uint8_t (&code)[TASKS]) {
-#pragma unroll
-        for (int ti = 0; ti < TASKS; ++ti) {
-          const int r = 8 * (pw + 4 * (ti / WIN)) + g, u = (ti % WIN) * 4 + c;
-          const int64_t n = nt * kPackRows + r, k = static_cast<int64_t>(i) * kGemmBK + u * L;
-          const bool ok = n < p.N;
-          raw[ti] = ok ? *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + k * 16 / L) : make_uint4(0, 0, 0, 0);
-          code[ti] = !ok ? 127 : F == WeightFmt::kFp8Block ? fp8_scale_code(w, n, k) : fp4_scale_code(w, n, k);
-        }
-      };
-      // One register set for this K tile, one for the next (loaded while this one is decoded).
-      // Measured on the H200: this form +2% at an 8K prefill against the dequantising kernel; a
-      // two-tile ping-pong of the sets (no register moves) was 10% slower.
-      uint4 raw[TASKS], next_raw[TASKS];
-      uint8_t code[TASKS], next_code[TASKS];
-      const int first = ((pwg - it) % PRODUCERS + PRODUCERS) % PRODUCERS;  // this warpgroup's first K tile
-      const int it0 = it;
-      it += KT;
-      if (first < KT) load(first, raw, code);
-      for (int i = first; i < KT; i += PRODUCERS) {
-        if (i + PRODUCERS < KT) load(i + PRODUCERS, next_raw, next_code);
-        const int use = it0 + i, s = use % kPackedStages;
-        if (use >= kPackedStages) mbar_wait(&empty[s], ((use / kPackedStages) - 1) & 1);
-        unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
-        if (pw == 0 && lane == 0) {
-          mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
-          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
-        }
-        unsigned char* wb = stage + kPackBlockBytes;
-#pragma unroll
-        for (int ti = 0; ti < TASKS; ++ti) {
-          const int r = 8 * (pw + 4 * (ti / WIN)) + g, u = (ti % WIN) * 4 + c;
-          store_packed_run<F>(wb + packed_offset(r, u * L, L), raw[ti], code[ti]);
-        }
-        fence_proxy_async();  // the W block is read by wgmma (async proxy)
-        mbar_arrive(&full[s]);
-#pragma unroll
-        for (int ti = 0; ti < TASKS; ++ti) raw[ti] = next_raw[ti], code[ti] = next_code[ti];
+    const int pwg = (warp - 8) / 4, pw = (warp - 8) % 4, ptid = threadIdx.x - 256 - 128 * pwg;
+    unsigned char* ring = pe_smem + kPackedSmem + pwg * SLOTS * kExpertRawSlotBytes;
+    ExpertUseCursor use{blockIdx.x, 0, 0}, load{blockIdx.x, 0, 0};
+    use.advance(pwg, KT), load.advance(pwg, KT);
+    int64_t desc_t = -1, use_t = -1;
+    WeightDesc w{};
+    bool use_valid = false;
+    for (int j = 0; j < SLOTS; ++j, load.advance(PRODUCERS, KT))
+      expert_raw_issue(p, load, ring + j * kExpertRawSlotBytes, pw, ptid, g, c, desc_t, w);
+    const uint8_t* a = nullptr;
+    for (int j = 0;; ++j, use.advance(PRODUCERS, KT)) {
+      if (use.t != use_t) {  // a new output tile: stop past the CTA's last valid one
+        use_t = use.t;
+        use_valid = use.t < tiles && p.table[use.t / p.n_tiles] >= 0;
+        if (use_valid) a = p.a + (use.t / p.n_tiles) * p.k_tiles * kPackBlockBytes;
       }
+      if (!use_valid) break;
+      // This use's runs and codes: its group is the oldest of the SLOTS in flight.
+      unsigned char* slot = ring + (j % SLOTS) * kExpertRawSlotBytes;
+      cp_async_wait<SLOTS - 1>();
+      __syncwarp();
+      uint4 raw[4];
+      uint8_t code[4];
+#pragma unroll
+      for (int ti = 0; ti < 4; ++ti) {
+        raw[ti] = *reinterpret_cast<const uint4*>(slot + (ti * 128 + ptid) * 16);
+        code[ti] = slot[kExpertRawRunBytes + (8 * (pw + 4 * ti) + g) * 4 + c];
+      }
+      __syncwarp();  // every lane has read the slot: refill it with the use SLOTS on
+      expert_raw_issue(p, load, slot, pw, ptid, g, c, desc_t, w);
+      load.advance(PRODUCERS, KT);
+
+      const int s = use.u % kPackedStages;
+      if (use.u >= kPackedStages) mbar_wait(&empty[s], ((use.u / kPackedStages) - 1) & 1);
+      unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
+      if (pw == 0 && lane == 0) {
+        mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
+        bulk_copy_g2s(stage, a + static_cast<int64_t>(use.i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+      }
+      unsigned char* wb = stage + kPackBlockBytes;
+#pragma unroll
+      for (int ti = 0; ti < 4; ++ti)  // row 8 (pw + 4 ti) + g, run c: the 32 lanes hit 32 banks
+        store_packed_run<F>(wb + packed_offset(8 * (pw + 4 * ti) + g, c * L, L), raw[ti], code[ti]);
+      fence_proxy_async();  // the W block is read by wgmma (async proxy)
+      mbar_arrive(&full[s]);
     }
+    cp_async_wait<0>();  // no copy outlives the CTA
     return;
   }
 

@@ -166,9 +166,10 @@ __device__ __forceinline__ void packed_consume_tile(const unsigned char* smem, u
                                                     float (&acc)[64], float (&total)[64]) {
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
-  for (int i = 0; i < KT; ++i, ++it) {
+  for (int i = 0, in_sub = 0; i < KT; ++i, ++it, ++in_sub) {
     const int s = it % kPackedStages;
-    if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+    if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
+      in_sub = 0;
       wgmma_wait<0>();
       wgmma_fence_operands(acc);
 #pragma unroll

@@ -77,11 +77,11 @@ template <WeightFmt F, int PRODUCERS>
 cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
   static const cudaError_t configured =
       cudaFuncSetAttribute(packed_expert_gemm_kernel<F, PRODUCERS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kPackedSmem));
+                           static_cast<int>(kPackedExpertSmem));
   if (configured != cudaSuccess) return configured;
   return launch_pdl(packed_expert_gemm_kernel<F, PRODUCERS>,
                     dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))),
-                    packed_expert_threads(PRODUCERS), kPackedSmem, s, g);
+                    packed_expert_threads(PRODUCERS), kPackedExpertSmem, s, g);
 }
 
 template <WeightFmt F>
