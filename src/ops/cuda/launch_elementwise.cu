@@ -172,10 +172,36 @@ cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+namespace {
+bool aligned_to(const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+// The vectorised act_quant kernels when the shapes allow (same results): blocks of 128 channels
+// (the model's, model_v4_flash.md §3.2) that tile the rows, or a plain conversion of a multiple
+// of 4 elements; anything else takes the one-warp-per-block kernel.
+template <typename T>
+bool launch_act_quant_vec(const ActQuantParams& p, cudaStream_t s) {
+  const T* x = static_cast<const T*>(p.x);
+  auto* out = static_cast<__nv_bfloat16*>(p.out_bf16);
+  const int64_t n = p.rows * p.width;
+  if (p.block <= 0) {
+    if (n % 4 != 0 || !aligned_to(x, 4 * sizeof(T)) || !aligned_to(out, 8)) return false;
+    launch_pdl(act_to_bf16_vec_kernel<T>, static_cast<unsigned>((n / 4 + 255) / 256), 256, 0, s, x, out, n);
+    return true;
+  }
+  constexpr int V = 4;  // 128 = 32 lanes x 4 channels
+  if (p.block != 32 * V || p.width % p.block != 0 || !aligned_to(x, V * sizeof(T)) || !aligned_to(out, 2 * V))
+    return false;
+  const int64_t blocks = n / p.block;
+  launch_pdl(act_quant_bf16_vec_kernel<T, V>, static_cast<unsigned>((blocks + 7) / 8), 256, 0, s, x, out, blocks);
+  return true;
+}
+}  // namespace
+
 cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.rows), p.block > 0 ? static_cast<unsigned>((p.width + p.block - 1) / p.block) : 1u);
   with_act(p.x_type, [&](auto t) {
     using T = decltype(t);
+    if (launch_act_quant_vec<T>(p, s)) return;
     launch_pdl(act_quant_bf16_kernel<T>, grid, p.block > 0 ? 32 : 256, 0, s,
                static_cast<const T*>(p.x), static_cast<__nv_bfloat16*>(p.out_bf16), p.width,
                p.block);
