@@ -9,7 +9,7 @@
 # with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
 # auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
-# tests too), the MoE tests without the packed expert kernel and with its two producer warpgroups
+# tests too), the MoE tests without the packed expert kernel and with one producer warpgroup
 # (DEEPINFER_GEMM_PACKED_EXPERTS=0, DEEPINFER_GEMM_EXPERT_PRODUCERS=1), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
