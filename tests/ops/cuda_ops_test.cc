@@ -2,6 +2,7 @@
 // that exercise tails (1 token, non-multiples of tiles, split-K) and both activation dtypes.
 // Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -20,6 +21,7 @@ class CudaOpsTest : public OpHarness {
     LinearWeight host, dev;
   };
   void moe_batch_invariance(int64_t E, int act_block);
+  void hc_batch_invariance(int64_t D);
   // E experts of random FP4 weights (w1, w3: [F, D], w2: [D, F]) on the device; `keep` owns them.
   std::vector<tensor::ExpertWeights> make_fp4_experts(int64_t E, int64_t D, int64_t F, std::vector<Linear>& keep) {
     std::vector<tensor::ExpertWeights> ed;
@@ -438,9 +440,20 @@ TEST_F(CudaOpsTest, HcPostPreNormIsBitwiseTheTwoOps) {
 
 // mHC mixing over 601 BF16 tokens is bitwise what each token gets alone (the split of the
 // reduction is a function of the width only; prefill-sized launches give blocks several tokens,
-// the last one ragged), and matches the reference.
+// the last one ragged), and matches the reference: the prefill kernel (32-token blocks) at the
+// V4 width (16 splits of 1,024), with two splits, and with one split of 992 (threads with 3 of
+// 4 k), against the one-token launches of the decode kernel.
 TEST_F(CudaOpsTest, HyperConnectionsAreBitwiseBatchInvariant) {
-  const int64_t T = 601, hc = 4, D = 512;
+  for (const int64_t D : {int64_t{512}, int64_t{248}, int64_t{4096}}) {
+    SCOPED_TRACE("D " + std::to_string(D));
+    hc_batch_invariance(D);
+  }
+}
+void CudaOpsTest::hc_batch_invariance(int64_t D) {
+  const int64_t T = 601, hc = 4, K = hc * D;
+  const int64_t n_split = std::clamp<int64_t>(K / 1024, 1, 32), chunk = (K + n_split - 1) / n_split;
+  EXPECT_TRUE(kernels::hc_mix_uses_prefill_kernel(24, T, chunk)) << "the prefill kernel must be what runs";
+  EXPECT_FALSE(kernels::hc_mix_uses_prefill_kernel(24, 1, chunk));
   Pair x = random(DType::kBF16, {T, hc, D});
   Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);
   Pair scale = random(DType::kF32, {3}, 0.1f);

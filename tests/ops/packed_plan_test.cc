@@ -123,5 +123,19 @@ TEST(PackedPlanTest, ExpertLaunchesStageTheTableAndTheActivations) {
   EXPECT_FALSE(plan_packed_experts(8192, 49152, 256, 2048, 4000, 1, plan));     // not whole K tiles
 }
 
+// The expert kernel's producers store a tile row's four FP4 runs per step as two 16-byte core-
+// matrix rows (packed_expert_gemm.cuh): for run r, quad q, element e the packed place must be
+// step q, row group r / 8 (256 bytes each), core matrix e / 2 (128 bytes on), row r % 8 (16 bytes
+// each), bytes 4 r + 2 (e % 2) of that row.
+TEST(PackedPlanTest, Fp4RunsOfOneRowFillWholeCoreMatrixRows) {
+  for (int row = 0; row < kPackRows; ++row)
+    for (int run = 0; run < 4; ++run)
+      for (int q = 0; q < 8; ++q)
+        for (int e = 0; e < 4; ++e) {
+          const int want = q * kPackStepBytes + (row / 8) * 256 + (row % 8) * 16 + (e / 2) * 128 + 4 * run + 2 * (e % 2);
+          ASSERT_EQ(packed_offset(row, 32 * run + 4 * q + e, 32), want) << row << " " << run << " " << q << " " << e;
+        }
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

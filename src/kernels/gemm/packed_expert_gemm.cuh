@@ -59,11 +59,11 @@ struct PackedExpertArgs {
 // The raw side of the producers: each producer warpgroup streams the FP4 runs and UE8M0 code
 // words of its coming K tiles into a ring of kExpertRawSlots / PRODUCERS slots with cp.async, so
 // the loads are in flight several K tiles ahead without holding registers (a register look-ahead
-// of one tile left the producers waiting on global memory: tuning record, session 13). A slot:
-// [task][producer thread] 16-byte runs (thread-private), then [tile row] the row's four code
-// bytes of the K tile (one 4-byte word; each lane copies the word of one of its group's rows, so
-// the group's lanes read one another's words: __syncwarp orders them).
-inline constexpr int kExpertRawRunBytes = 4 * 128 * 16;                        // 4 tasks x 128 threads
+// of one tile left the producers waiting on global memory: tuning record, session 13). Producer
+// thread i of a warpgroup owns row i of the 128-row tile: its K tile is 64 contiguous bytes (four
+// 32-element runs) and one 4-byte code word. A slot: [run][thread] 16-byte runs, then [thread]
+// the code words — each thread reads back only what it copied.
+inline constexpr int kExpertRawRunBytes = 4 * 128 * 16;                        // 4 runs x 128 threads
 inline constexpr int kExpertRawSlotBytes = kExpertRawRunBytes + kPackRows * 4;  // + 128 code words
 inline constexpr int kExpertRawSlots = 4;
 inline constexpr size_t kPackedExpertSmem = kPackedSmem + size_t{kExpertRawSlots} * kExpertRawSlotBytes;
@@ -83,12 +83,12 @@ struct ExpertUseCursor {
   }
 };
 
-// Issues the cp.async copies of use `c` into `slot` (lane (g, c) of producer warp pw, thread ptid
-// of its warpgroup) and commits them as one group — an empty group past the last use, so every
-// thread's group count stays in step with its uses. Rows past N copy zeros (code word 0, runs 0:
-// they decode to +0, as the direct decode of zero runs with any code).
+// Issues the cp.async copies of use `c` into `slot` for row `row` of the tile (this thread's) and
+// commits them as one group — an empty group past the last use, so every thread's group count
+// stays in step with its uses. Rows past N copy zeros (code word 0, runs 0: they decode to +0, as
+// the direct decode of zero runs with any code).
 __device__ __forceinline__ void expert_raw_issue(const PackedExpertArgs& p, const ExpertUseCursor& c, unsigned char* slot,
-                                                 int pw, int ptid, int g, int lane_c, int64_t& desc_t, WeightDesc& w) {
+                                                 int row, int64_t& desc_t, WeightDesc& w) {
   const int64_t tiles = p.y_tiles * p.n_tiles;
   if (c.t < tiles) {
     if (c.t != desc_t) {  // a new output tile: its expert's weight (cached for the tile's K tiles)
@@ -97,24 +97,19 @@ __device__ __forceinline__ void expert_raw_issue(const PackedExpertArgs& p, cons
       w = expert >= 0 ? p.experts[expert] : WeightDesc{};
     }
     if (w.w != nullptr) {
-      const int64_t n0 = (c.t % p.n_tiles) * kPackRows, k = static_cast<int64_t>(c.i) * kGemmBK;
+      const int64_t n = (c.t % p.n_tiles) * kPackRows + row, k = static_cast<int64_t>(c.i) * kGemmBK;
+      const bool ok = n < p.N;
+      const uint8_t* src = w.w + (ok ? n : 0) * w.row_bytes + k / 2;
 #pragma unroll
-      for (int ti = 0; ti < 4; ++ti) {  // task ti: row 8 (pw + 4 ti) + g, run lane_c of the K tile
-        const int64_t n = n0 + 8 * (pw + 4 * ti) + g;
-        const bool ok = n < p.N;
-        cp_async16(slot + (ti * 128 + ptid) * 16, w.w + (ok ? n : 0) * w.row_bytes + (k + lane_c * 32) / 2, ok);
-      }
-      // This lane's code word: row 8 (pw + 4 lane_c) + g, codes k / 32 .. k / 32 + 3.
-      const int r = 8 * (pw + 4 * lane_c) + g;
-      const int64_t n = n0 + r;
-      const uint8_t* src = w.scale + (n < p.N ? n : 0) * w.scale_cols + k / 32;
-      uint32_t* dst = reinterpret_cast<uint32_t*>(slot + kExpertRawRunBytes + r * 4);
-      if (n >= p.N) {
+      for (int r = 0; r < 4; ++r) cp_async16(slot + (r * 128 + row) * 16, src + 16 * r, ok);
+      const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols + k / 32;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(slot + kExpertRawRunBytes + row * 4);
+      if (!ok) {
         *dst = 0;
-      } else if ((reinterpret_cast<uintptr_t>(src) & 3) == 0) {
-        cp_async4(dst, src);
+      } else if ((reinterpret_cast<uintptr_t>(code) & 3) == 0) {
+        cp_async4(dst, code);
       } else {  // an unaligned scale tensor: a plain (waiting) load, same bytes
-        *dst = src[0] | (uint32_t{src[1]} << 8) | (uint32_t{src[2]} << 16) | (uint32_t{src[3]} << 24);
+        *dst = code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24);
       }
     }
   }
@@ -150,7 +145,7 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
 
   if (warp >= 8) {  // producer warpgroup(s)
     if constexpr (PRODUCERS == 2) warpgroup_regs_dec<112>();
-    const int pwg = (warp - 8) / 4, pw = (warp - 8) % 4, ptid = threadIdx.x - 256 - 128 * pwg;
+    const int pwg = (warp - 8) / 4, row = threadIdx.x - 256 - 128 * pwg;  // this thread's tile row
     unsigned char* ring = pe_smem + kPackedSmem + pwg * SLOTS * kExpertRawSlotBytes;
     ExpertUseCursor use{blockIdx.x, 0, 0}, load{blockIdx.x, 0, 0};
     use.advance(pwg, KT), load.advance(pwg, KT);
@@ -158,7 +153,7 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
     WeightDesc w{};
     bool use_valid = false;
     for (int j = 0; j < SLOTS; ++j, load.advance(PRODUCERS, KT))
-      expert_raw_issue(p, load, ring + j * kExpertRawSlotBytes, pw, ptid, g, c, desc_t, w);
+      expert_raw_issue(p, load, ring + j * kExpertRawSlotBytes, row, desc_t, w);
     const uint8_t* a = nullptr;
     for (int j = 0;; ++j, use.advance(PRODUCERS, KT)) {
       if (use.t != use_t) {  // a new output tile: stop past the CTA's last valid one
@@ -170,29 +165,34 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
       // This use's runs and codes: its group is the oldest of the SLOTS in flight.
       unsigned char* slot = ring + (j % SLOTS) * kExpertRawSlotBytes;
       cp_async_wait<SLOTS - 1>();
-      __syncwarp();
       uint4 raw[4];
-      uint8_t code[4];
 #pragma unroll
-      for (int ti = 0; ti < 4; ++ti) {
-        raw[ti] = *reinterpret_cast<const uint4*>(slot + (ti * 128 + ptid) * 16);
-        code[ti] = slot[kExpertRawRunBytes + (8 * (pw + 4 * ti) + g) * 4 + c];
-      }
-      __syncwarp();  // every lane has read the slot: refill it with the use SLOTS on
-      expert_raw_issue(p, load, slot, pw, ptid, g, c, desc_t, w);
+      for (int r = 0; r < 4; ++r) raw[r] = *reinterpret_cast<const uint4*>(slot + (r * 128 + row) * 16);
+      const uint32_t codes = *reinterpret_cast<const uint32_t*>(slot + kExpertRawRunBytes + row * 4);
+      __syncwarp();  // the slot is read (registers) before its refill is issued
+      expert_raw_issue(p, load, slot, row, desc_t, w);
       load.advance(PRODUCERS, KT);
 
       const int s = use.u % kPackedStages;
       if (use.u >= kPackedStages) mbar_wait(&empty[s], ((use.u / kPackedStages) - 1) & 1);
       unsigned char* stage = pe_smem + s * 2 * kPackBlockBytes;
-      if (pw == 0 && lane == 0) {
+      if (row == 0) {
         mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
         bulk_copy_g2s(stage, a + static_cast<int64_t>(use.i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
       }
-      unsigned char* wb = stage + kPackBlockBytes;
+      // Elements 4q .. 4q + 3 of the four runs (k = 32 r + 4q + e) go to step q of the block
+      // (packed_offset): the pairs e = 0, 1 of runs 0-3 are one 16-byte core-matrix row, the
+      // pairs e = 2, 3 the row 128 bytes on — two 16-byte stores per step (rows of a quarter warp
+      // fill one 128-byte core matrix: no bank conflicts).
+      unsigned char* wrow = stage + kPackBlockBytes + (row / 8) * 256 + (row % 8) * 16;
 #pragma unroll
-      for (int ti = 0; ti < 4; ++ti)  // row 8 (pw + 4 ti) + g, run c: the 32 lanes hit 32 banks
-        store_packed_run<F>(wb + packed_offset(8 * (pw + 4 * ti) + g, c * L, L), raw[ti], code[ti]);
+      for (int q = 0; q < L / 4; ++q) {
+        uint32_t b0[4], b1[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) decode_quad<F>(raw[r], static_cast<uint8_t>(codes >> (8 * r)), q, b0[r], b1[r]);
+        *reinterpret_cast<uint4*>(wrow + q * kPackStepBytes) = make_uint4(b0[0], b0[1], b0[2], b0[3]);
+        *reinterpret_cast<uint4*>(wrow + q * kPackStepBytes + 128) = make_uint4(b1[0], b1[1], b1[2], b1[3]);
+      }
       fence_proxy_async();  // the W block is read by wgmma (async proxy)
       mbar_arrive(&full[s]);
     }

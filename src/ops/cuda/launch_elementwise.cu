@@ -6,6 +6,7 @@
 #include "kernels/launch.h"
 #include "kernels/norm/elementwise.cuh"
 #include "kernels/norm/hc.cuh"
+#include "kernels/norm/hc_mix_prefill.cuh"
 
 namespace deepinfer::kernels {
 namespace {
@@ -209,6 +210,17 @@ cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+namespace {
+int hc_mix_tokens() {
+  static const int n = env_int("DEEPINFER_HC_MIX_TOKENS", 32, {1, 2, 4, 32});
+  return n;
+}
+}  // namespace
+
+bool hc_mix_uses_prefill_kernel(int n_mix, int64_t T, int64_t chunk) {
+  return hc_mix_tokens() == 32 && hc_mix_prefill_covers(n_mix, T, chunk);
+}
+
 // hc_mix_partial with its exact column count: (2 + hc) hc before a sublayer, hc at the head
 // (hc <= 4, checked by the caller); 4 columns per block below 64 tokens (numerically neutral).
 template <typename X, int N>
@@ -221,16 +233,31 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
                chunk, T, HcPostFold<X, X>{});
     return;
   }
-  // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2 or 4 (default), tuning
-  // only: the bits are the one-token block's). Measured on the H200 (4 full-width layers): 4 vs 1 =
-  // +1.2% 8K prefill, +1.4% batch-512 decode; 2 in between. 128 registers, no spills.
-  static const int tpb = env_int("DEEPINFER_HC_MIX_TOKENS", 4, {1, 2, 4});
+  // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2, 4 or 32 (default),
+  // tuning only: the bits are the one-token block's). 32: hc_mix_prefill_kernel (matrix slice in
+  // registers, tokens reduced in groups of 4) where it covers the launch. Measured on the H200 (4
+  // full-width layers): 4 vs 1 = +1.2% 8K prefill, +1.4% batch-512 decode; 2 in between.
+  const int tpb = hc_mix_tokens();
   auto launch = [&](auto kernel, int per_block) {
     const dim3 grid(static_cast<unsigned>((T + per_block - 1) / per_block), static_cast<unsigned>(n_split), 1);
     launch_pdl(kernel, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk, T, HcPostFold<X, X>{});
   };
   if constexpr (N == 24) {
-    if (tpb == 4) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
+    constexpr int kTokens = 32;
+    // 105 KB of shared memory: granted once (a device that refuses keeps the 4-token kernel).
+    static const bool configured = [] {
+      if (cudaFuncSetAttribute(hc_mix_prefill_kernel<X, kTokens>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kHcPrefillSmem)) == cudaSuccess)
+        return true;
+      (void)cudaGetLastError();  // cleared: the launch below falls back
+      return false;
+    }();
+    if (tpb == 32 && configured && hc_mix_prefill_covers(N, T, chunk)) {
+      const dim3 grid(static_cast<unsigned>((T + kTokens - 1) / kTokens), static_cast<unsigned>(n_split), 1);
+      launch_pdl(hc_mix_prefill_kernel<X, kTokens>, grid, kHcMixThreads, kHcPrefillSmem, s, x, fn, partial, K, chunk, T);
+      return;
+    }
+    if (tpb == 4 || tpb == 32) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
     if (tpb == 2) return launch(hc_mix_partial_kernel<X, N, N, 2>, 2);
   }
   launch(hc_mix_partial_kernel<X, N, N, 1>, 1);
