@@ -70,7 +70,7 @@ bool hc_pre_folds_post(int64_t T, int hc);
 // to its one-block-per-row kernel, whose arithmetic the fold repeats).
 bool hc_pre_folds_norm(int64_t D);
 // Whether the mixing pass of n_mix columns over T tokens, reduced in splits of `chunk`, runs the
-// prefill kernel (hc_mix_prefill.cuh; DEEPINFER_HC_MIX_TOKENS = 32, the default).
+// prefill kernel (hc_mix_prefill.cuh; DEEPINFER_HC_MIX_TOKENS = 32, the default, or 64).
 bool hc_mix_uses_prefill_kernel(int n_mix, int64_t T, int64_t chunk);
 cudaError_t launch_hc_head(const HcParamsDev& p, cudaStream_t stream);
 struct HcPostParams { const void* o; ActType o_type; const void* x; void* out; ActType x_type; const float* post; const float* comb; int64_t T, D; int hc; };

@@ -3,6 +3,7 @@
 // Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -452,7 +453,10 @@ TEST_F(CudaOpsTest, HyperConnectionsAreBitwiseBatchInvariant) {
 void CudaOpsTest::hc_batch_invariance(int64_t D) {
   const int64_t T = 601, hc = 4, K = hc * D;
   const int64_t n_split = std::clamp<int64_t>(K / 1024, 1, 32), chunk = (K + n_split - 1) / n_split;
-  EXPECT_TRUE(kernels::hc_mix_uses_prefill_kernel(24, T, chunk)) << "the prefill kernel must be what runs";
+  // The prefill kernel must be what runs, unless the GPU suite's re-run picked the 1-, 2- or
+  // 4-token kernel (DEEPINFER_HC_MIX_TOKENS; 32 and 64 are the prefill kernel's blocks).
+  const char* knob = std::getenv("DEEPINFER_HC_MIX_TOKENS");
+  EXPECT_EQ(kernels::hc_mix_uses_prefill_kernel(24, T, chunk), knob == nullptr || std::atoi(knob) >= 32);
   EXPECT_FALSE(kernels::hc_mix_uses_prefill_kernel(24, 1, chunk));
   Pair x = random(DType::kBF16, {T, hc, D});
   Pair fn = random(DType::kF32, {24, hc * D}, 0.01f), base = random(DType::kF32, {24}, 0.5f);

@@ -15,8 +15,9 @@
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
 # instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
 # compare the fold with the separate kernel too) and with 2 and 4 column tiles per CTA
-# (DEEPINFER_GEMV_TILES_PER_CTA); the mHC tests with one and four tokens per
-# prefill mixing block (DEEPINFER_HC_MIX_TOKENS=1, 2; default 4); the MoE tests once more with the
+# (DEEPINFER_GEMV_TILES_PER_CTA); the mHC tests with the 1-, 2- and 4-token prefill mixing blocks
+# instead of the prefill kernel, and that kernel with 64-token blocks (DEEPINFER_HC_MIX_TOKENS=1, 2,
+# 4, 64; default 32); the MoE tests once more with the
 # general (multi-kernel) pair grouping (DEEPINFER_MOE_GROUP_SMALL=0); then both test binaries run
 # again with every kernel launched plainly instead of as a programmatic dependent
 # (DEEPINFER_CUDA_PDL=0), so every kernel and launch mode stays verified.
@@ -46,6 +47,8 @@ DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*
 DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
 DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
+DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
+DEEPINFER_HC_MIX_TOKENS=64 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
 DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 .carry/bin/cuda_model_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1

@@ -212,13 +212,31 @@ cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t s) {
 
 namespace {
 int hc_mix_tokens() {
-  static const int n = env_int("DEEPINFER_HC_MIX_TOKENS", 32, {1, 2, 4, 32});
+  static const int n = env_int("DEEPINFER_HC_MIX_TOKENS", 32, {1, 2, 4, 32, 64});
   return n;
 }
 }  // namespace
 
 bool hc_mix_uses_prefill_kernel(int n_mix, int64_t T, int64_t chunk) {
-  return hc_mix_tokens() == 32 && hc_mix_prefill_covers(n_mix, T, chunk);
+  return hc_mix_tokens() >= 32 && hc_mix_prefill_covers(n_mix, T, chunk);
+}
+
+// The prefill mixing kernel with TB tokens per block; false (nothing launched) where the device
+// refuses its 105 KB of shared memory (asked once per instantiation).
+template <typename X, int TB>
+bool launch_hc_mix_prefill(const X* x, const float* fn, float* partial, int64_t T, int64_t K, int n_split,
+                           int64_t chunk, cudaStream_t s) {
+  static const bool configured = [] {
+    if (cudaFuncSetAttribute(hc_mix_prefill_kernel<X, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kHcPrefillSmem)) == cudaSuccess)
+      return true;
+    (void)cudaGetLastError();  // cleared: the caller falls back to the 4-token kernel
+    return false;
+  }();
+  if (!configured) return false;
+  const dim3 grid(static_cast<unsigned>((T + TB - 1) / TB), static_cast<unsigned>(n_split), 1);
+  launch_pdl(hc_mix_prefill_kernel<X, TB>, grid, kHcMixThreads, kHcPrefillSmem, s, x, fn, partial, K, chunk, T);
+  return true;
 }
 
 // hc_mix_partial with its exact column count: (2 + hc) hc before a sublayer, hc at the head
@@ -233,31 +251,23 @@ void launch_hc_mix_n(const X* x, const float* fn, float* partial, int64_t T, int
                chunk, T, HcPostFold<X, X>{});
     return;
   }
-  // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2, 4 or 32 (default),
-  // tuning only: the bits are the one-token block's). 32: hc_mix_prefill_kernel (matrix slice in
-  // registers, tokens reduced in groups of 4) where it covers the launch. Measured on the H200 (4
-  // full-width layers): 4 vs 1 = +1.2% 8K prefill, +1.4% batch-512 decode; 2 in between.
+  // Tokens per block for the V4 mix (N = 24; DEEPINFER_HC_MIX_TOKENS = 1, 2, 4, 32 (default) or 64,
+  // tuning only: the bits are the one-token block's). 32 and 64: hc_mix_prefill_kernel (matrix
+  // slice in registers, tokens reduced in groups of 4) where it covers the launch. Measured on the
+  // H200 (4 full-width layers): 4 vs 1 = +1.2% 8K prefill, +1.4% batch-512 decode; 2 in between;
+  // 32 vs 4 = +2.7% 8K prefill, +2.4% batch-512 decode (session 13).
   const int tpb = hc_mix_tokens();
   auto launch = [&](auto kernel, int per_block) {
     const dim3 grid(static_cast<unsigned>((T + per_block - 1) / per_block), static_cast<unsigned>(n_split), 1);
     launch_pdl(kernel, grid, kHcMixThreads, 0, s, x, fn, partial, K, chunk, T, HcPostFold<X, X>{});
   };
   if constexpr (N == 24) {
-    constexpr int kTokens = 32;
-    // 105 KB of shared memory: granted once (a device that refuses keeps the 4-token kernel).
-    static const bool configured = [] {
-      if (cudaFuncSetAttribute(hc_mix_prefill_kernel<X, kTokens>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(kHcPrefillSmem)) == cudaSuccess)
-        return true;
-      (void)cudaGetLastError();  // cleared: the launch below falls back
-      return false;
-    }();
-    if (tpb == 32 && configured && hc_mix_prefill_covers(N, T, chunk)) {
-      const dim3 grid(static_cast<unsigned>((T + kTokens - 1) / kTokens), static_cast<unsigned>(n_split), 1);
-      launch_pdl(hc_mix_prefill_kernel<X, kTokens>, grid, kHcMixThreads, kHcPrefillSmem, s, x, fn, partial, K, chunk, T);
-      return;
+    if (hc_mix_uses_prefill_kernel(N, T, chunk)) {
+      if (tpb == 64 ? launch_hc_mix_prefill<X, 64>(x, fn, partial, T, K, n_split, chunk, s)
+                    : launch_hc_mix_prefill<X, 32>(x, fn, partial, T, K, n_split, chunk, s))
+        return;
     }
-    if (tpb == 4 || tpb == 32) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
+    if (tpb == 4 || tpb >= 32) return launch(hc_mix_partial_kernel<X, N, N, 4>, 4);
     if (tpb == 2) return launch(hc_mix_partial_kernel<X, N, N, 2>, 2);
   }
   launch(hc_mix_partial_kernel<X, N, N, 1>, 1);
