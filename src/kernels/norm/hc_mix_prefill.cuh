@@ -54,14 +54,16 @@ __global__ void __launch_bounds__(kHcMixThreads, 1)
 #pragma unroll
     for (int m = 0; m < N; ++m) f[j][m] = kv[j] ? fn[m * K + k] : 0.0f;
   }
-  // Group inputs: token t0 + tt at this thread's k (0 past the tokens or past k1: never used).
-  float v[G][KPT];
+  // Group inputs: token t0 + tt at this thread's k (0 past the tokens or past k1: never used),
+  // kept in the stream dtype until the FMAs use them — converting at the load made the thread
+  // wait for the next group's loads before reducing this one (ncu: 47% of the stalls).
+  T v[G][KPT];
   auto load = [&](int64_t t0) {
 #pragma unroll
     for (int tt = 0; tt < G; ++tt)
 #pragma unroll
       for (int j = 0; j < KPT; ++j)
-        v[tt][j] = t0 + tt < n_tokens && kv[j] ? to_f32(x[(t0 + tt) * K + k0 + tid + j * kHcMixThreads]) : 0.0f;
+        v[tt][j] = t0 + tt < n_tokens && kv[j] ? x[(t0 + tt) * K + k0 + tid + j * kHcMixThreads] : from_f32<T>(0.0f);
   };
   load(tb0);
   for (int g0 = 0; g0 < TB; g0 += G) {
@@ -78,9 +80,10 @@ __global__ void __launch_bounds__(kHcMixThreads, 1)
       if (!kv[j]) break;  // kv is a prefix of j
 #pragma unroll
       for (int tt = 0; tt < G; ++tt) {
-        acc[tt][N] = __fmaf_rn(v[tt][j], v[tt][j], acc[tt][N]);
+        const float vt = to_f32(v[tt][j]);
+        acc[tt][N] = __fmaf_rn(vt, vt, acc[tt][N]);
 #pragma unroll
-        for (int m = 0; m < N; ++m) acc[tt][m] = __fmaf_rn(v[tt][j], f[j][m], acc[tt][m]);
+        for (int m = 0; m < N; ++m) acc[tt][m] = __fmaf_rn(vt, f[j][m], acc[tt][m]);
       }
     }
     if (g0 + G < TB) load(t0 + G);  // in flight while this group is reduced
