@@ -206,6 +206,11 @@ struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* cou
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts, cursor: workspace
 struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);
+// The same h FP8-quantised per block of 128 channels into BF16 hq [n_pairs, F] (p.h unused):
+// act_quant_bf16's bits for block 128. Needs F % 128 == 0 and g, u 16-byte aligned
+// (moe_swiglu_quant_fits).
+bool moe_swiglu_quant_fits(const MoeSwigluParams& p);
+cudaError_t launch_moe_swiglu_quant(const MoeSwigluParams& p, void* hq, cudaStream_t stream);
 // out [T, D] (F32 or BF16) = the in-order sum (+ addend [T, D] in F32 when given), rounded once.
 struct MoeCombineParams {
   const float* y; const int32_t* sel; int k; int64_t T, D; bool bf16_round;

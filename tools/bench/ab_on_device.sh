@@ -4,7 +4,10 @@
 # space-separated list of environment assignments ("-" = none), configurations separated by "|".
 # Repeat a configuration (ABAB) to see the run-to-run spread. JSON per run in $OUT/ab_<i>.json,
 # a summary table on stdout (what the tuning records quote).
+# A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
+# (PATH.xz is decompressed first): a before/after A/B of two builds in one device call.
 # Usage: CONFIGS='-|DEEPINFER_CUDA_PDL=0|-' BATCHES=1,8,32 PREFILL=8192 bash tools/bench/ab_on_device.sh
+#        CONFIGS='-|bin=.carry/deepinfer_before.xz|-|bin=.carry/deepinfer_before.xz' ...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
@@ -16,7 +19,16 @@ i=0
 for cfg in "${configs[@]}"; do
   env_args=()
   [ "$cfg" != "-" ] && read -r -a env_args <<< "$cfg"
-  env "${env_args[@]}" .carry/bin/deepinfer bench --layers "${LAYERS:-4}" --batch "${BATCHES:-1,8,32}" \
+  bin=.carry/bin/deepinfer
+  if [ "${#env_args[@]}" -gt 0 ] && [[ "${env_args[0]}" == bin=* ]]; then
+    bin="${env_args[0]#bin=}"
+    env_args=("${env_args[@]:1}")
+    if [[ "$bin" == *.xz ]]; then
+      [ -x "/tmp/${bin##*/}.bin" ] || { xz -dc "$bin" > "/tmp/${bin##*/}.bin" && chmod +x "/tmp/${bin##*/}.bin"; }
+      bin="/tmp/${bin##*/}.bin"
+    fi
+  fi
+  env "${env_args[@]}" "$bin" bench --layers "${LAYERS:-4}" --batch "${BATCHES:-1,8,32}" \
     --context "${CONTEXTS:-4096}" --prefill "${PREFILL:-8192}" --iters "${ITERS:-10}" --no-breakdown \
     --out "$OUT/ab_$i.json" > "$OUT/ab_$i.log" 2>&1 || echo "config $i ($cfg) failed: $(tail -3 "$OUT/ab_$i.log")"
   python3 - "$OUT/ab_$i.json" "$cfg" <<'PY' || true

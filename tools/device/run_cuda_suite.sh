@@ -10,7 +10,8 @@
 # auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
 # tests too), the MoE tests without the packed expert kernel and with one producer warpgroup
-# (DEEPINFER_GEMM_PACKED_EXPERTS=0, DEEPINFER_GEMM_EXPERT_PRODUCERS=1), with
+# (DEEPINFER_GEMM_PACKED_EXPERTS=0, DEEPINFER_GEMM_EXPERT_PRODUCERS=1) and with SwiGLU and the
+# down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
 # instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
@@ -40,6 +41,7 @@ DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gem
 DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
+DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -181,20 +181,52 @@ __global__ void moe_scatter_kernel(const int32_t* sel, int64_t n_pairs, int32_t*
   if (i < n_pairs) perm[atomicAdd(&cursor[sel[i]], 1)] = static_cast<int32_t>(i);
 }
 
-// h[pair] = round(w[pair] * silu(min(g, L)) * clamp(u, -L, L)) for the pair rows [n_pairs, F].
-__global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const float* weights, int64_t n_pairs,
-                                         int64_t F, float limit, bool bf16_round, float* h) {
-  pdl_prologue();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n_pairs * F) return;
-  float gi = g[i], ui = u[i];
+// One element of h: round(w * silu(min(g, L)) * clamp(u, -L, L)) — both swiglu kernels compute it
+// through this function, so they give the same bits.
+__device__ __forceinline__ float moe_swiglu_value(float gi, float ui, float w, float limit, bool bf16_round) {
   if (bf16_round) gi = round_bf16(gi), ui = round_bf16(ui);
   if (limit > 0.0f) {
     gi = fminf(gi, limit);
     ui = fminf(fmaxf(ui, -limit), limit);
   }
-  const float v = weights[i / F] * (gi / (1.0f + expf(-gi)) * ui);
-  h[i] = bf16_round ? round_bf16(v) : v;
+  const float v = w * (gi / (1.0f + expf(-gi)) * ui);
+  return bf16_round ? round_bf16(v) : v;
+}
+
+// h[pair] = moe_swiglu_value for the pair rows [n_pairs, F].
+__global__ void moe_swiglu_weight_kernel(const float* g, const float* u, const float* weights, int64_t n_pairs,
+                                         int64_t F, float limit, bool bf16_round, float* h) {
+  pdl_prologue();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_pairs * F) return;
+  h[i] = moe_swiglu_value(g[i], u[i], weights[i / F], limit, bf16_round);
+}
+
+// The same h, FP8-quantised per block of 128 channels and stored as BF16 — what
+// act_quant_bf16_vec_kernel<float, 4> makes of moe_swiglu_weight_kernel's output, in one pass
+// (the F32 h is never written: in an 8K prefill the two launches and h's round trip were ~3%).
+// One warp per (pair, 128-channel block), 4 channels per lane; 8 warps per CTA. F % 128 == 0.
+__global__ void __launch_bounds__(256) moe_swiglu_quant_kernel(const float* g, const float* u, const float* weights,
+                                                               int64_t blocks, int64_t F, float limit,
+                                                               bool bf16_round, __nv_bfloat16* hq) {
+  pdl_prologue();
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (b >= blocks) return;
+  const int64_t off = b * 128 + (threadIdx.x & 31) * 4;  // rows are whole blocks: flat offsets
+  const float w = weights[off / F];
+  const float4 gv = *reinterpret_cast<const float4*>(g + off), uv = *reinterpret_cast<const float4*>(u + off);
+  const float h[4] = {moe_swiglu_value(gv.x, uv.x, w, limit, bf16_round),
+                      moe_swiglu_value(gv.y, uv.y, w, limit, bf16_round),
+                      moe_swiglu_value(gv.z, uv.z, w, limit, bf16_round),
+                      moe_swiglu_value(gv.w, uv.w, w, limit, bf16_round)};
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(h[i]));
+  const float s = act_quant_scale(warp_max(amax));
+  __align__(8) __nv_bfloat16 o[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) o[i] = __float2bfloat16_rn(act_quant_value(h[i], s));
+  *reinterpret_cast<uint2*>(hq + off) = *reinterpret_cast<const uint2*>(o);
 }
 
 // out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16

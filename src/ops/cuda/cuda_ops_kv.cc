@@ -177,10 +177,10 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
   TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
-  TensorView h = alloc(DType::kF32, {n_pairs, F}), y = alloc(DType::kF32, {n_pairs, D});
-  // a: the activations before quantisation (the GEMM takes them as they are in plain numerics).
-  auto expert_gemm = [&](const TensorView& a, int a_div, const k::WeightDesc* w, int64_t N, int64_t K,
-                         const TensorView& c, const TensorView& c1) {
+  TensorView y = alloc(DType::kF32, {n_pairs, D});
+  // An expert launch's parameters (activations attached by the caller).
+  auto expert_params = [&](int a_div, const k::WeightDesc* w, int64_t N, int64_t K, const TensorView& c,
+                           const TensorView& c1) {
     k::GemmParams p;
     p.M = n_pairs;
     p.N = N;
@@ -198,21 +198,43 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
     p.w = w_fmt;
     if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
+    return p;
+  };
+  // a: the activations before quantisation (the GEMM takes them as they are in plain numerics).
+  auto launch = [&](k::GemmParams& p, const TensorView& a) {
     if (plain) {
       p.A = a.data;
     } else {
       set_gemm_activations(p, a, params.act_quant_block);
+      attach_gemm_workspace(p);
     }
-    if (!plain) attach_gemm_workspace(p);
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.
-  expert_gemm(x, static_cast<int>(kk), w_all, F, D, g, u);
+  k::GemmParams gate_up = expert_params(static_cast<int>(kk), w_all, F, D, g, u);
+  launch(gate_up, x);
   const bool bf16 = x.dtype == DType::kBF16;
-  DI_LAUNCH(k::launch_moe_swiglu_weight({dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F,
-                                         params.swiglu_limit, bf16, dptr<float>(h)},
-                                        stream_));
-  expert_gemm(h, 1, w_all + 2 * E, D, F, y, TensorView{});
+  k::GemmParams down = expert_params(1, w_all + 2 * E, D, F, y, TensorView{});
+  const k::MoeSwigluParams sp{dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F, params.swiglu_limit,
+                              bf16, nullptr};
+  // Where the down projection quantises its input in a launch of its own (large M), swiglu and
+  // that quantisation run as one kernel (same bits; DEEPINFER_MOE_SWIGLU_QUANT=0: the two launches,
+  // an A/B switch); the small-M kernels quantise while staging, from the F32 h.
+  static const bool fuse_quant = k::env_switch("DEEPINFER_MOE_SWIGLU_QUANT");
+  if (!plain && fuse_quant && params.act_quant_block == 128 && k::moe_swiglu_quant_fits(sp) &&
+      !k::gemm_fuses_act_quant(down, params.act_quant_block)) {
+    TensorView hq = alloc(DType::kBF16, {n_pairs, F});
+    DI_LAUNCH(k::launch_moe_swiglu_quant(sp, hq.data, stream_));
+    down.A = hq.data;  // quantised BF16: what set_gemm_activations would have made of h
+    attach_gemm_workspace(down);
+    DI_LAUNCH(k::launch_dequant_gemm(down, stream_));
+  } else {
+    TensorView h = alloc(DType::kF32, {n_pairs, F});
+    k::MoeSwigluParams hp = sp;
+    hp.h = dptr<float>(h);
+    DI_LAUNCH(k::launch_moe_swiglu_weight(hp, stream_));
+    launch(down, h);
+  }
   // The combine adds the shared expert's output and rounds to the output dtype (add + convert's
   // arithmetic) when asked to.
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,

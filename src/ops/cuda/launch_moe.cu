@@ -42,6 +42,19 @@ cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+bool moe_swiglu_quant_fits(const MoeSwigluParams& p) {
+  auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  return p.F % 128 == 0 && aligned16(p.g) && aligned16(p.u);
+}
+
+cudaError_t launch_moe_swiglu_quant(const MoeSwigluParams& p, void* hq, cudaStream_t s) {
+  if (!moe_swiglu_quant_fits(p) || reinterpret_cast<uintptr_t>(hq) % 8 != 0) return cudaErrorInvalidValue;
+  const int64_t blocks = p.n_pairs * p.F / 128;
+  launch_pdl(moe_swiglu_quant_kernel, static_cast<unsigned>((blocks + 7) / 8), 256, 0, s, p.g, p.u, p.weights,
+             blocks, p.F, p.limit, p.bf16_round, static_cast<__nv_bfloat16*>(hq));
+  return cudaGetLastError();
+}
+
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk));
   with_act2(p.addend_type, p.out_type, [&](auto ta, auto to) {
