@@ -27,6 +27,28 @@ namespace deepinfer::kernels {
 // are the one-token block's, so the bits do not change.
 inline constexpr int kHcMixThreads = 256, kHcMixWarps = kHcMixThreads / 32;
 
+// One warp's 32 thread partials of one column (v32: 16-byte aligned, in lane order) summed with
+// warp_sum's butterfly pairing — v_i + v_{i+o} for o = 16, 8, 4, 2, 1, lane 0's result — from
+// shared memory, every index a constant. Both mixing kernels reduce through it.
+__device__ __forceinline__ float hc_warp_partial_sum(const float* v32) {
+  float v[32];
+#pragma unroll
+  for (int i = 0; i < 32; i += 4) {
+    const float4 q = *reinterpret_cast<const float4*>(v32 + i);
+    v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+  }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v[i] += v[i + 16];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] += v[i + 8];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] += v[i + 4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) v[i] += v[i + 2];
+  v[0] += v[1];
+  return v[0];
+}
+
 // One element of hc_post's output, post_k o + sum_j comb[j][k] X_j: the product, then the FMAs in
 // j order, each rounding explicit, so every kernel that computes it (hc_post, its vector form and
 // the mixing pass that folds it in) gets the same bits.
@@ -132,23 +154,7 @@ __global__ void __launch_bounds__(kHcMixThreads)
     __syncthreads();
     for (int j = tid; j < C * kHcMixWarps; j += kHcMixThreads) {
       const int m = j % C, w = j / C;
-      float v[32];
-#pragma unroll
-      for (int i = 0; i < 32; i += 4) {
-        const float4 q = *reinterpret_cast<const float4*>(&lanes[m][32 * w + i]);
-        v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
-      }
-      // warp_sum's rounds (offsets 16, 8, 4, 2, 1), written out so every index is a constant.
-#pragma unroll
-      for (int i = 0; i < 16; ++i) v[i] += v[i + 16];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] += v[i + 8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] += v[i + 4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) v[i] += v[i + 2];
-      v[0] += v[1];
-      warp_sums[m][w] = v[0];
+      warp_sums[m][w] = hc_warp_partial_sum(&lanes[m][32 * w]);
     }
     __syncthreads();
     const bool mine = tid < CG ? c0 + tid < N : (tid == CG && squares);

@@ -94,22 +94,7 @@ __global__ void __launch_bounds__(kHcMixThreads, 1)
     __syncthreads();
     for (int jw = tid; jw < ROWS * kHcMixWarps; jw += kHcMixThreads) {
       const int row = jw % ROWS, w = jw / ROWS;
-      float s[32];
-#pragma unroll
-      for (int i = 0; i < 32; i += 4) {
-        const float4 q = *reinterpret_cast<const float4*>(&lanes[row * LD + 32 * w + i]);
-        s[i] = q.x, s[i + 1] = q.y, s[i + 2] = q.z, s[i + 3] = q.w;
-      }
-#pragma unroll
-      for (int i = 0; i < 16; ++i) s[i] += s[i + 16];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) s[i] += s[i + 8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) s[i] += s[i + 4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) s[i] += s[i + 2];
-      s[0] += s[1];
-      warp_sums[row * kHcMixWarps + w] = s[0];
+      warp_sums[row * kHcMixWarps + w] = hc_warp_partial_sum(&lanes[row * LD + 32 * w]);
     }
     __syncthreads();
     if (tid < ROWS && t0 + tid / C < n_tokens) {
