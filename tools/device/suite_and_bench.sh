@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One device call for a session's record (after tools/device/pack.sh build-cuda, .carry/ carried):
+# the CUDA suite (tools/device/run_cuda_suite.sh, output in $OUT/suite.txt) and, when it passes,
+# the benchmark with the transformers baseline (tools/bench/run_bench_on_device.sh: $OUT/bench.json,
+# .svg). Each device start costs minutes of the session's device time, so the two share one.
+# Back here: tools/device/suite_to_json.py $OUT/suite.txt ... and copy bench.json / .svg under
+# bench/results/ (README "Tests" and "Benchmark").
+# Usage: COMMIT=<sha> bash tools/device/suite_and_bench.sh   (SUITE_ONLY=1: no benchmark)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT to the output folder (the device tool sets it)}"
+timeout "${SUITE_TIMEOUT:-280}" bash tools/device/run_cuda_suite.sh > "$OUT/suite.txt" 2>&1
+suite=$?
+echo "suite: exit $suite, $(grep -cE '^\[  PASSED' "$OUT/suite.txt") passing runs"
+grep -E '^\[  FAILED' "$OUT/suite.txt" | sort -u | head -20
+if [ "$suite" -ne 0 ]; then
+  echo "suite failed: no benchmark (a benchmark of failing kernels is not a record)"
+  exit "$suite"
+fi
+[ "${SUITE_ONLY:-0}" = 1 ] && exit 0
+COMMIT="${COMMIT:-unknown}" timeout "${BENCH_TIMEOUT:-280}" bash tools/bench/run_bench_on_device.sh
