@@ -17,25 +17,20 @@
 
 namespace deepinfer::kernels {
 
+// An attribute of the current device, `fallback` if it cannot be read.
+inline int device_attribute(cudaDeviceAttr attr, int fallback) {
+  int dev = 0, v = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, attr, dev) != cudaSuccess) return fallback;
+  return v;
+}
 // Compute capability major of the current device (0 if it cannot be read), read once.
 inline int device_cc_major() {
-  static const int major = [] {
-    int dev = 0, m = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    return m;
-  }();
+  static const int major = device_attribute(cudaDevAttrComputeCapabilityMajor, 0);
   return major;
 }
-
 // SMs of the current device (132, an H200's, if it cannot be read), read once.
 inline int device_sm_count() {
-  static const int n = [] {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 132;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 132;
-    return sms;
-  }();
+  static const int n = device_attribute(cudaDevAttrMultiProcessorCount, 132);
   return n;
 }
 
