@@ -36,6 +36,31 @@ template <typename T, int V>
 struct alignas(sizeof(T) * V) ActVec {
   T v[V];
 };
+// A lane's V consecutive values of a warp-wide quantisation block (32 V channels, every lane of
+// the warp present) quantised with the block's scale and stored as BF16 at out (aligned to 2 V
+// bytes) in one store of V / 2 packed pairs: the vectorised kernel's arithmetic, shared with the
+// fused MoE SwiGLU kernel.
+template <int V>
+__device__ __forceinline__ void act_quant_lane_store(const float (&v)[V], __nv_bfloat16* out) {
+  static_assert(V % 2 == 0);
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < V; ++i) amax = fmaxf(amax, fabsf(v[i]));
+  const float s = act_quant_scale(warp_max(amax));
+  uint32_t w[V / 2];  // element 2i in the low half of word i (memory order)
+#pragma unroll
+  for (int i = 0; i < V / 2; ++i)
+    w[i] = __bfloat16_as_ushort(__float2bfloat16_rn(act_quant_value(v[2 * i], s))) |
+           (uint32_t{__bfloat16_as_ushort(__float2bfloat16_rn(act_quant_value(v[2 * i + 1], s)))} << 16);
+  if constexpr (V == 4) {
+    *reinterpret_cast<uint2*>(out) = make_uint2(w[0], w[1]);
+  } else if constexpr (V == 8) {
+    *reinterpret_cast<uint4*>(out) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) reinterpret_cast<uint32_t*>(out)[i] = w[i];
+  }
+}
 template <typename T, int V>
 __global__ void __launch_bounds__(256) act_quant_bf16_vec_kernel(const T* x, __nv_bfloat16* out, int64_t blocks) {
   pdl_prologue();
@@ -43,14 +68,10 @@ __global__ void __launch_bounds__(256) act_quant_bf16_vec_kernel(const T* x, __n
   if (b >= blocks) return;
   const int64_t off = b * 32 * V + (threadIdx.x & 31) * V;  // rows are whole blocks: flat offsets
   const ActVec<T, V> in = *reinterpret_cast<const ActVec<T, V>*>(x + off);
-  float amax = 0.0f;
+  float v[V];
 #pragma unroll
-  for (int i = 0; i < V; ++i) amax = fmaxf(amax, fabsf(to_f32(in.v[i])));
-  const float s = act_quant_scale(warp_max(amax));
-  ActVec<__nv_bfloat16, V> o;
-#pragma unroll
-  for (int i = 0; i < V; ++i) o.v[i] = __float2bfloat16_rn(act_quant_value(to_f32(in.v[i]), s));
-  *reinterpret_cast<ActVec<__nv_bfloat16, V>*>(out + off) = o;
+  for (int i = 0; i < V; ++i) v[i] = to_f32(in.v[i]);
+  act_quant_lane_store<V>(v, out + off);
 }
 // The plain conversion (block <= 0), four elements per thread over the flat array (n % 4 == 0).
 template <typename T>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/gemm/act_quant.cuh"
 
 namespace deepinfer::kernels {
 
@@ -219,14 +220,7 @@ __global__ void __launch_bounds__(256) moe_swiglu_quant_kernel(const float* g, c
                       moe_swiglu_value(gv.y, uv.y, w, limit, bf16_round),
                       moe_swiglu_value(gv.z, uv.z, w, limit, bf16_round),
                       moe_swiglu_value(gv.w, uv.w, w, limit, bf16_round)};
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(h[i]));
-  const float s = act_quant_scale(warp_max(amax));
-  __align__(8) __nv_bfloat16 o[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) o[i] = __float2bfloat16_rn(act_quant_value(h[i], s));
-  *reinterpret_cast<uint2*>(hq + off) = *reinterpret_cast<const uint2*>(o);
+  act_quant_lane_store<4>(h, hq + off);
 }
 
 // out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16
