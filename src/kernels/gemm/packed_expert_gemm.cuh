@@ -158,8 +158,9 @@ __global__ void __launch_bounds__(packed_expert_threads(PRODUCERS), 1) packed_ex
     for (int j = 0;; ++j, use.advance(PRODUCERS, KT)) {
       if (use.t != use_t) {  // a new output tile: stop past the CTA's last valid one
         use_t = use.t;
-        use_valid = use.t < tiles && p.table[use.t / p.n_tiles] >= 0;
-        if (use_valid) a = p.a + (use.t / p.n_tiles) * p.k_tiles * kPackBlockBytes;
+        const int64_t y = use.t / p.n_tiles;
+        use_valid = use.t < tiles && p.table[y] >= 0;
+        if (use_valid) a = p.a + y * p.k_tiles * kPackBlockBytes;
       }
       if (!use_valid) break;
       // This use's runs and codes: its group is the oldest of the SLOTS in flight.

@@ -200,19 +200,20 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
     return p;
   };
-  // a: the activations before quantisation (the GEMM takes them as they are in plain numerics).
-  auto launch = [&](k::GemmParams& p, const TensorView& a) {
+  // a: the activations before quantisation (the GEMM takes them as they are in plain numerics),
+  // quantised in blocks of `block` channels (0: a already is the BF16 operand).
+  auto launch = [&](k::GemmParams& p, const TensorView& a, int block) {
     if (plain) {
       p.A = a.data;
     } else {
-      set_gemm_activations(p, a, params.act_quant_block);
+      set_gemm_activations(p, a, block);
       attach_gemm_workspace(p);
     }
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.
   k::GemmParams gate_up = expert_params(static_cast<int>(kk), w_all, F, D, g, u);
-  launch(gate_up, x);
+  launch(gate_up, x, params.act_quant_block);
   const bool bf16 = x.dtype == DType::kBF16;
   k::GemmParams down = expert_params(1, w_all + 2 * E, D, F, y, TensorView{});
   const k::MoeSwigluParams sp{dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F, params.swiglu_limit,
@@ -225,15 +226,13 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
       !k::gemm_fuses_act_quant(down, params.act_quant_block)) {
     TensorView hq = alloc(DType::kBF16, {n_pairs, F});
     DI_LAUNCH(k::launch_moe_swiglu_quant(sp, hq.data, stream_));
-    down.A = hq.data;  // quantised BF16: what set_gemm_activations would have made of h
-    attach_gemm_workspace(down);
-    DI_LAUNCH(k::launch_dequant_gemm(down, stream_));
+    launch(down, hq, 0);  // quantised BF16: what set_gemm_activations would have made of h
   } else {
     TensorView h = alloc(DType::kF32, {n_pairs, F});
     k::MoeSwigluParams hp = sp;
     hp.h = dptr<float>(h);
     DI_LAUNCH(k::launch_moe_swiglu_weight(hp, stream_));
-    launch(down, h);
+    launch(down, h, params.act_quant_block);
   }
   // The combine adds the shared expert's output and rounds to the output dtype (add + convert's
   // arithmetic) when asked to.
