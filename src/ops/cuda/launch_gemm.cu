@@ -365,6 +365,17 @@ bool packed_expert_plan(const GemmParams& p, PackedExpertPlan& plan) {
   return plan_packed_experts(p.max_rows_per_expert, p.M, p.n_experts, p.N, p.K, packed_expert_min_tokens(), plan);
 }
 
+// Rows per chunk of a sparse expert launch on the streaming kernel (DEEPINFER_GEMV_EXPERT_CHUNK =
+// 16 (default) or 32; numerically neutral): an expert with more rows than a chunk streams its
+// weights again per chunk. At batch 512 (12 rows per expert on average) the 16-row chunks read
+// 2.9-3.2 GB per gate/up launch for 2.2 GB of weights (ncu, session 14), yet 32-row chunks
+// measured 18% slower there (10% with one K sub-range per CTA): every expert then pays for twice
+// the mma and staged rows, and the CTAs for twice the shared memory (decode tuning record).
+int gemv_expert_chunk() {
+  static const int n = env_int("DEEPINFER_GEMV_EXPERT_CHUNK", 16, {16, 32});
+  return n;
+}
+
 // The streaming kernel's launch plan, when p takes it: one m16 tile when every weight's rows fit
 // it, and for experts when they average <= 16 rows (T k / E: 3 at batch 128, 12 at 512) — larger
 // experts take several 16-row chunks rather than every expert paying for two tiles. Numerically
@@ -381,7 +392,7 @@ bool streaming_plan(const GemmParams& p, StreamingPlan& plan, bool with_partials
   const int64_t rows = experts ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   const bool sparse_experts = experts && p.M <= 16 * static_cast<int64_t>(p.n_experts);
   const int ring = gemv_max_ring_windows();
-  plan.mt = rows <= 16 || sparse_experts ? 1 : 2;
+  plan.mt = rows <= 16 || (sparse_experts && gemv_expert_chunk() == 16) ? 1 : 2;
   plan.shape = gemv_shape(p, rows, plan.mt, ring);
   return gemv_smem_bytes(plan.shape, p.K, ring) <= kGemvMaxSmem;
 }
