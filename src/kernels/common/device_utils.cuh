@@ -195,4 +195,42 @@ __device__ __forceinline__ float sum_in_order(const float* p, int64_t stride, in
   return sum;
 }
 
+// A CTA's fold of `count` outputs, each sum_in_order over n partials `stride` apart (the same adds
+// in the same order: the same bits), B outputs per thread at a time so that B x 8 loads are in
+// flight per L2 round trip: the last CTA of a split-K tile folding a 16 x 128 tile with 128
+// threads paid 16 dependent round trips, the hottest instructions of the batch-512 expert and
+// projection launches (ncu). `at(i)`: offset of output i's first partial (and of output i in C);
+// `store(offset, v)`.
+template <int B = 4, typename At, typename Store>
+__device__ __forceinline__ void fold_in_order(const float* partial, int64_t stride, int n, int64_t count, At at,
+                                              Store store) {
+  for (int64_t i0 = threadIdx.x; i0 < count; i0 += static_cast<int64_t>(B) * blockDim.x) {
+    int64_t off[B];
+    bool ok[B];
+    float sum[B];
+#pragma unroll
+    for (int u = 0; u < B; ++u) {
+      const int64_t i = i0 + static_cast<int64_t>(u) * blockDim.x;
+      ok[u] = i < count;
+      off[u] = ok[u] ? at(i) : 0;
+      sum[u] = 0.0f;
+    }
+    for (int s0 = 0; s0 < n; s0 += 8) {
+      float v[B][8];
+#pragma unroll
+      for (int u = 0; u < B; ++u)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[u][k] = ok[u] && s0 + k < n ? __ldcg(partial + off[u] + (s0 + k) * stride) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < B; ++u)
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          if (s0 + k < n) sum[u] += v[u][k];
+    }
+#pragma unroll
+    for (int u = 0; u < B; ++u)
+      if (ok[u]) store(off[u], sum[u]);
+  }
+}
+
 }  // namespace deepinfer::kernels

@@ -518,11 +518,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
     const int64_t bx = bx0 + t;
     const int64_t col0 = col_off + bx * kCtaCols;
     const int64_t n_cols = min64(kCtaCols, N - bx * kCtaCols);
-    for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
-      const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols,
-                    col = col0 + i % n_cols;
-      store_c(row, col, sum_in_order(&partial[row * ldc + col], p.M * ldc, P));  // the canonical fold
-    }
+    // Output i of the tile: row (through the expert's permutation) i / n_cols, column col0 + i % n_cols.
+    auto at = [&](int64_t i) {
+      const int64_t row = p.experts ? p.perm[rows_begin + i / n_cols] : i / n_cols;
+      return row * ldc + col0 + i % n_cols;
+    };
+    fold_in_order(partial, p.M * ldc, P, m_count * n_cols, at,  // the canonical fold
+                  [&](int64_t off, float v) { store_out(C, p.c_bf16, off, v); });
     if (threadIdx.x == 0) *counter = 0;
   }
 }

@@ -103,11 +103,10 @@ __device__ void fold_split_tile(const GemmParams& p, const int32_t* c_row, int64
   if (!last_to_arrive(counter, static_cast<int>(gridDim.z))) return;
   const int P = gemm_n_subranges(p.K);
   const int64_t n_cols = min64(BN, p.N - n0);
-  for (int64_t i = threadIdx.x; i < m_count * n_cols; i += blockDim.x) {
-    const int64_t row = c_row[i / n_cols];
-    const int64_t col = col_off + n0 + i % n_cols;
-    store_out(p.C, p.c_bf16, row * p.ldc + col, sum_in_order(&p.partial[row * p.ldc + col], p.M * p.ldc, P));
-  }
+  // Output i of the tile: row c_row[i / n_cols], column col_off + n0 + i % n_cols.
+  auto at = [&](int64_t i) { return static_cast<int64_t>(c_row[i / n_cols]) * p.ldc + col_off + n0 + i % n_cols; };
+  fold_in_order(p.partial, p.M * p.ldc, P, m_count * n_cols, at,
+                [&](int64_t off, float v) { store_out(p.C, p.c_bf16, off, v); });
   if (threadIdx.x == 0) *counter = 0;
 }
 
