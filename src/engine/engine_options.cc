@@ -29,6 +29,7 @@ constexpr const char* kKnownVariables[] = {
     // norm + RoPE kernel, MoE grouping, the MoE combine with the shared expert's add, the attention
     // output's RoPE fold, hc_post in the next mixing pass.
     "DEEPINFER_GEMV_STAGES",           "DEEPINFER_GEMV_MAX_SPC", "DEEPINFER_GEMV_EXPERT_SPC", "DEEPINFER_GEMV_EXPERT_CHUNK",
+    "DEEPINFER_GEMM_SPLIT_FOLD",
     "DEEPINFER_GEMV_TRANSPOSED", "DEEPINFER_GEMV_TR_MIN_NT", "DEEPINFER_MOE_GROUP_SMALL",
     "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_GEMV_TILES_PER_CTA", "DEEPINFER_GEMV_MULTI_WAVES",
     "DEEPINFER_GEMV_LEAN", "DEEPINFER_GEMV_LEAN_EXPERTS", "DEEPINFER_GEMV_LEAN_STAGES", "DEEPINFER_GEMV_LEAN_TILES",

@@ -530,12 +530,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
 }
 
 // C = ((0 + partial[0]) + partial[1]) + ... over the P sub-ranges, for the rows the partials
-// cover: all M rows (dense) or the expert pairs (expert mode: every pair row is written once).
-__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t ldc, void* C, bool c_bf16) {
+// cover — all M rows (dense) or the expert pairs (expert mode: every pair row is written once) —
+// and their first `cols` columns (N, or the groups' N each; columns cols .. ldc - 1 of C are not
+// this launch's). A thread per output, its P loads in flight together.
+__global__ void gemv_reduce_kernel(const float* partial, int P, int64_t M, int64_t cols, int64_t ldc, void* C,
+                                   bool c_bf16) {
   pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= M * ldc) return;
-  store_out(C, c_bf16, i, sum_in_order(partial + i, M * ldc, P));
+  if (i >= M * cols) return;
+  const int64_t row = i / cols, off = row * ldc + (i - row * cols);
+  store_out(C, c_bf16, off, sum_in_order(partial + off, M * ldc, P));
 }
 
 }  // namespace deepinfer::kernels

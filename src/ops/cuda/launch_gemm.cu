@@ -2,6 +2,7 @@
 // for <= 32 rows per weight and for MoE experts up to 512 tokens, tiled kernel otherwise;
 // bitwise equal, see gemm_common.cuh) and the plain F32 GEMM, in dense, grouped and expert modes.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -171,8 +172,9 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStre
   if (split && !self_fold) {
     for (int set = 0; set < p.n_sets; ++set) {
       const int64_t ldc = set == 0 ? p.ldc : p.ldc1;
-      launch_pdl(gemv_reduce_kernel, grid_for(p.M * ldc), 256, 0, s, p.partial + set * P * p.M * p.ldc, P, p.M,
-                 ldc, set_c(p, set), p.c_bf16);
+      const int64_t cols = std::min(ldc, (set == 0 ? p.N : p.N1) * (p.experts != nullptr ? 1 : p.n_groups));
+      launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial + set * P * p.M * p.ldc, P, p.M,
+                 cols, ldc, set_c(p, set), p.c_bf16);
     }
   }
   return cudaGetLastError();
@@ -265,6 +267,23 @@ bool use_wgmma() {
 #endif
 }
 
+// Who folds a split-K large-M launch's partials (DEEPINFER_GEMM_SPLIT_FOLD; the same adds in the
+// same order either way): `kernel` (default), a fold kernel with a thread per output on every SM,
+// launched after the GEMM (PDL: its CTAs are resident while the GEMM's tail runs); `tile`, the
+// last CTA of each 128 x 128 output tile, in that CTA's tail — 16K outputs x P partials through
+// one SM, which made the batch-512 decode step's 12 split projections per layer (32-128 CTAs,
+// P = 8) take 32-147 us each (ncu, session 14).
+bool pipe_self_fold() {
+  static const bool tile = [] {
+    const char* v = std::getenv("DEEPINFER_GEMM_SPLIT_FOLD");
+    if (v == nullptr || std::string(v) == "kernel") return false;
+    if (std::string(v) == "tile") return true;
+    std::fprintf(stderr, "DEEPINFER_GEMM_SPLIT_FOLD must be 'kernel' or 'tile', not '%s'; using 'kernel'\n", v);
+    return false;
+  }();
+  return tile;
+}
+
 template <WeightFmt F>
 cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
   const bool wgmma = use_wgmma();
@@ -286,7 +305,7 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
   grid.z = static_cast<unsigned>(splits);
   const int spc = (P + splits - 1) / splits;
   GemmParams q = p;
-  const bool self_fold = splits > 1 && p.tile_counters != nullptr &&
+  const bool self_fold = splits > 1 && p.tile_counters != nullptr && pipe_self_fold() &&
                          p.n_tile_counters >= static_cast<int64_t>(grid.x) * grid.y;
   if (!self_fold) q.tile_counters = nullptr;
   if (wgmma) {
@@ -295,7 +314,8 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
     launch_pdl(dequant_gemm_pipelined_kernel<F>, grid, kPipeWarps * 32, smem, s, q, m_tiles, spc);
   }
   if (splits > 1 && !self_fold) {
-    launch_pdl(gemv_reduce_kernel, grid_for(p.M * p.ldc), 256, 0, s, p.partial, P, p.M, p.ldc, p.C,
+    const int64_t cols = std::min(p.ldc, p.N * (p.experts != nullptr ? 1 : std::max(1, p.n_groups)));
+    launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial, P, p.M, cols, p.ldc, p.C,
                p.c_bf16);
   }
   return cudaGetLastError();
