@@ -136,6 +136,21 @@ int gemv_tiles_per_cta(int64_t ctas) {
 // per warp: 6 measured the same on the H200 (batch 1-512), 9 slower in an earlier form of the kernel.
 inline constexpr int kGemvNarrowStages = 3;
 
+// Who folds a split small-M launch's partials (DEEPINFER_GEMV_SPLIT_FOLD = `tile` (default) or
+// `kernel`; the same adds in the same order either way): the last CTA of each column tile (a tile
+// holds at most 32 rows x 128 columns: a short tail, no extra launch) or a fold kernel with a
+// thread per output, as the large-M launches do (pipe_self_fold).
+bool gemv_self_fold() {
+  static const bool tile = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_SPLIT_FOLD");
+    if (v == nullptr || std::string(v) == "tile") return true;
+    if (std::string(v) == "kernel") return false;
+    std::fprintf(stderr, "DEEPINFER_GEMV_SPLIT_FOLD must be 'tile' or 'kernel', not '%s'; using 'tile'\n", v);
+    return true;
+  }();
+  return tile;
+}
+
 template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
 cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStream_t s) {
   // Several column tiles per CTA only in the transposed, default-depth kernels (the decode
@@ -161,7 +176,8 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStre
   if (grid.x == 0 || grid.z == 0) return cudaSuccess;
   const bool split = grid.y > 1;
   // One counter per (column tile, group): the CTAs of a tile fold its partials (dequant_gemv.cuh).
-  const bool self_fold = split && p.tile_counters != nullptr && p.n_tile_counters >= set_tiles(p, cols) * grid.z;
+  const bool self_fold =
+      split && p.tile_counters != nullptr && gemv_self_fold() && p.n_tile_counters >= set_tiles(p, cols) * grid.z;
   GemmParams q = p;
   if (!self_fold) q.tile_counters = nullptr;
   // A programmatic dependent launch like every kernel (pdl_launch.cuh), and the one that gains
