@@ -14,8 +14,8 @@
 # down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0), with sparse expert launches in
 # 32-row chunks on the general small-M kernel (DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
-# with split-K large-M launches folded by their tiles' last CTAs and small-M ones by the fold kernel
-# (DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=kernel)
+# with split-K launches folded by their tiles' last CTAs instead of the fold kernel
+# (DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
 # instead of 4 (DEEPINFER_GEMV_FUSE_QUANT=32: the 5- and 20-row batch-invariance checks then
 # compare the fold with the separate kernel too) and with 2 and 4 column tiles per CTA
@@ -48,7 +48,7 @@ DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || 
 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=kernel .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
+DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
