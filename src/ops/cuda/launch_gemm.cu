@@ -136,20 +136,29 @@ int gemv_tiles_per_cta(int64_t ctas) {
 // per warp: 6 measured the same on the H200 (batch 1-512), 9 slower in an earlier form of the kernel.
 inline constexpr int kGemvNarrowStages = 3;
 
-// Who folds a split small-M launch's partials (DEEPINFER_GEMV_SPLIT_FOLD = `kernel` (default) or
-// `tile`; the same adds in the same order either way): a fold kernel with a thread per output, as
-// the large-M launches do (pipe_self_fold), or the last CTA of each column tile, in its tail.
-// Measured on the H200 (decode, 4 full-width layers, ABAB, session 14): the kernel +5% at batch 32
-// and +10.5% at 512 (the expert launches: 16-row tiles x 8 sub-ranges folded in CTA tails), batch
-// 1, 8 and 128 unchanged (their launches take the lean kernel, which folds in shared memory).
+// Whether split launches fold their partials in each output tile's last CTA (`tile`) rather than
+// in a fold kernel with a thread per output (`kernel`, the default): knob DEEPINFER_GEMM_SPLIT_FOLD
+// (large-M launches) or DEEPINFER_GEMV_SPLIT_FOLD (small-M). The same adds in the same order either
+// way. A tile's last CTA folds in its own tail: 16K outputs x P partials through one SM for a
+// 128 x 128 large-M tile, which made the batch-512 decode step's 12 split projections per layer
+// (32-128 CTAs, P = 8) take 32-147 us each (ncu, session 14). Measured on the H200 (decode, 4
+// full-width layers, ABAB, session 14): the fold kernel for large-M launches +8% at batch 128 and
+// +2.8% at 512; for small-M launches +5% at batch 32 and +10.5% at 512 (the expert launches:
+// 16-row tiles x 8 sub-ranges), batches 1, 8 and 128 unchanged (lean kernel launches, no
+// partials); prefill unchanged.
+bool fold_by_tile(const char* knob) {
+  const char* v = std::getenv(knob);
+  if (v == nullptr || std::string(v) == "kernel") return false;
+  if (std::string(v) == "tile") return true;
+  std::fprintf(stderr, "%s must be 'kernel' or 'tile', not '%s'; using 'kernel'\n", knob, v);
+  return false;
+}
 bool gemv_self_fold() {
-  static const bool tile = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_SPLIT_FOLD");
-    if (v == nullptr || std::string(v) == "kernel") return false;
-    if (std::string(v) == "tile") return true;
-    std::fprintf(stderr, "DEEPINFER_GEMV_SPLIT_FOLD must be 'kernel' or 'tile', not '%s'; using 'kernel'\n", v);
-    return false;
-  }();
+  static const bool tile = fold_by_tile("DEEPINFER_GEMV_SPLIT_FOLD");
+  return tile;
+}
+bool pipe_self_fold() {
+  static const bool tile = fold_by_tile("DEEPINFER_GEMM_SPLIT_FOLD");
   return tile;
 }
 
@@ -283,23 +292,6 @@ bool use_wgmma() {
   }();
   return use;
 #endif
-}
-
-// Who folds a split-K large-M launch's partials (DEEPINFER_GEMM_SPLIT_FOLD; the same adds in the
-// same order either way): `kernel` (default), a fold kernel with a thread per output on every SM,
-// launched after the GEMM (PDL: its CTAs are resident while the GEMM's tail runs); `tile`, the
-// last CTA of each 128 x 128 output tile, in that CTA's tail — 16K outputs x P partials through
-// one SM, which made the batch-512 decode step's 12 split projections per layer (32-128 CTAs,
-// P = 8) take 32-147 us each (ncu, session 14).
-bool pipe_self_fold() {
-  static const bool tile = [] {
-    const char* v = std::getenv("DEEPINFER_GEMM_SPLIT_FOLD");
-    if (v == nullptr || std::string(v) == "kernel") return false;
-    if (std::string(v) == "tile") return true;
-    std::fprintf(stderr, "DEEPINFER_GEMM_SPLIT_FOLD must be 'kernel' or 'tile', not '%s'; using 'kernel'\n", v);
-    return false;
-  }();
-  return tile;
 }
 
 template <WeightFmt F>
