@@ -200,6 +200,7 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStre
     for (int set = 0; set < p.n_sets; ++set) {
       const int64_t ldc = set == 0 ? p.ldc : p.ldc1;
       const int64_t cols = std::min(ldc, (set == 0 ? p.N : p.N1) * (p.experts != nullptr ? 1 : p.n_groups));
+      if (p.M * cols == 0) continue;  // nothing to fold (an empty grid is not a valid launch)
       launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial + set * P * p.M * p.ldc, P, p.M,
                  cols, ldc, set_c(p, set), p.c_bf16);
     }
@@ -323,7 +324,7 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
   } else {
     launch_pdl(dequant_gemm_pipelined_kernel<F>, grid, kPipeWarps * 32, smem, s, q, m_tiles, spc);
   }
-  if (splits > 1 && !self_fold) {
+  if (splits > 1 && !self_fold && p.M > 0) {  // (an empty grid is not a valid launch)
     const int64_t cols = std::min(p.ldc, p.N * (p.experts != nullptr ? 1 : std::max(1, p.n_groups)));
     launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial, P, p.M, cols, p.ldc, p.C,
                p.c_bf16);
