@@ -161,6 +161,11 @@ bool pipe_self_fold() {
   static const bool tile = fold_by_tile("DEEPINFER_GEMM_SPLIT_FOLD");
   return tile;
 }
+// The columns of weight set `set` a fold kernel folds: N per group (experts: N), at most ldc.
+int64_t fold_cols(const GemmParams& p, int set) {
+  const int64_t n = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
+  return std::min(ldc, n * (p.experts != nullptr ? 1 : std::max(1, p.n_groups)));
+}
 
 template <WeightFmt F, int MT, int NT, int S, bool MULTI = false>
 cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStream_t s) {
@@ -199,7 +204,7 @@ cudaError_t launch_gemv_mt(const GemmParams& p, const GemvShape& shape, cudaStre
   if (split && !self_fold) {
     for (int set = 0; set < p.n_sets; ++set) {
       const int64_t ldc = set == 0 ? p.ldc : p.ldc1;
-      const int64_t cols = std::min(ldc, (set == 0 ? p.N : p.N1) * (p.experts != nullptr ? 1 : p.n_groups));
+      const int64_t cols = fold_cols(p, set);
       if (p.M * cols == 0) continue;  // nothing to fold (an empty grid is not a valid launch)
       launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial + set * P * p.M * p.ldc, P, p.M,
                  cols, ldc, set_c(p, set), p.c_bf16);
@@ -325,7 +330,7 @@ cudaError_t launch_pipelined(const GemmParams& p, cudaStream_t s) {
     launch_pdl(dequant_gemm_pipelined_kernel<F>, grid, kPipeWarps * 32, smem, s, q, m_tiles, spc);
   }
   if (splits > 1 && !self_fold && p.M > 0) {  // (an empty grid is not a valid launch)
-    const int64_t cols = std::min(p.ldc, p.N * (p.experts != nullptr ? 1 : std::max(1, p.n_groups)));
+    const int64_t cols = fold_cols(p, 0);
     launch_pdl(gemv_reduce_kernel, grid_for(p.M * cols), 256, 0, s, p.partial, P, p.M, cols, p.ldc, p.C,
                p.c_bf16);
   }
