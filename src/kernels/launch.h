@@ -202,8 +202,16 @@ struct MoeRouteParams { const float* logits; const float* bias; const int64_t* t
 cudaError_t launch_moe_route(const MoeRouteParams& p, cudaStream_t stream);
 // Groups (token, slot) pairs by expert: offsets [E + 1], perm [n_pairs], and active [E + 1]
 // (experts with pairs in ascending id, active[E] = their count).
-struct MoeGroupParams { const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; int32_t* active; };
+struct MoeGroupParams {
+  const int32_t* sel; int64_t n_pairs; int E; int32_t* counts; int32_t* offsets; int32_t* cursor; int32_t* perm; int32_t* active;
+  // Optionally x [x_rows, x_width] (F32 or BF16) FP8-quantised per 128 channels into BF16 xq in the
+  // same launch (act_quant_bf16's bits), when moe_group_quantises says the launch can.
+  const void* x = nullptr; ActType x_type = ActType::kBF16; int64_t x_rows = 0, x_width = 0; void* xq = nullptr;
+};
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts, cursor: workspace
+// Whether launch_moe_group can quantise p.x into p.xq (one block of decode-sized batches, width %
+// 128 == 0, aligned rows); the caller quantises elsewhere otherwise.
+bool moe_group_quantises(const MoeGroupParams& p);
 struct MoeSwigluParams { const float* g; const float* u; const float* weights; int64_t n_pairs, F; float limit; bool bf16_round; float* h; };
 cudaError_t launch_moe_swiglu_weight(const MoeSwigluParams& p, cudaStream_t stream);
 // The same h FP8-quantised per block of 128 channels into BF16 hq [n_pairs, F] (p.h unused):

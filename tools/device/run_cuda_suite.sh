@@ -11,7 +11,8 @@
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
 # tests too), the MoE tests without the packed expert kernel and with one producer warpgroup
 # (DEEPINFER_GEMM_PACKED_EXPERTS=0, DEEPINFER_GEMM_EXPERT_PRODUCERS=1) and with SwiGLU and the
-# down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0), with
+# down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0) and with the
+# small-M expert activations quantised in every CTA's staging instead of once (DEEPINFER_MOE_QUANT_ONCE=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0), with sparse expert launches in
 # 32-row chunks on the general small-M kernel (DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
 # with split-K launches folded by their tiles' last CTAs instead of the fold kernel
@@ -45,6 +46,7 @@ DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_o
 DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
+DEEPINFER_MOE_QUANT_ONCE=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -160,11 +160,40 @@ __global__ void __launch_bounds__(1024) moe_offsets_kernel(const int32_t* counts
 // moe_scatter_kernel.
 inline constexpr int kMoeGroupSmallMaxE = 1024;
 inline constexpr int64_t kMoeGroupSmallPairs = 16384;
+// The expert GEMMs' activations FP8-quantised per block of 128 channels as BF16 — act_quant_bf16's
+// bits — by the grouping launch that runs just before them, for batches so small that every CTA
+// of the gate/up launch would otherwise quantise the same rows while staging them (at batch 1,
+// ~28% of that launch's instructions in ncu). xq == nullptr: nothing to quantise.
+struct MoeGroupQuant {
+  const void* x = nullptr;  // [rows, width]: F32 when x_f32, else BF16; 16-byte aligned
+  bool x_f32 = false;
+  int64_t rows = 0, width = 0;  // width % 128 == 0
+  __nv_bfloat16* xq = nullptr;  // [rows, width], 8-byte aligned
+};
+inline constexpr int64_t kMoeGroupQuantMaxBlocks = 512;  // rows x width / 128 the one CTA takes
 __global__ void __launch_bounds__(1024) moe_group_small_kernel(const int32_t* sel, int64_t n_pairs, int E, int32_t* offsets,
-                                                                int32_t* active, int32_t* perm) {
+                                                                int32_t* active, int32_t* perm, MoeGroupQuant q) {
   pdl_prologue();
   __shared__ int32_t s_count[kMoeGroupSmallMaxE], s_cursor[kMoeGroupSmallMaxE];
   for (int e = threadIdx.x; e < E; e += blockDim.x) s_count[e] = 0;
+  // One warp per 128-channel block, 4 channels per lane (act_quant_bf16_vec_kernel<T, 4>'s
+  // arithmetic); the loads go out before the grouping's barriers.
+  if (q.xq != nullptr) {
+    const int64_t blocks = q.rows * q.width / 128;
+    for (int64_t b = threadIdx.x / 32; b < blocks; b += blockDim.x / 32) {
+      const int64_t off = b * 128 + (threadIdx.x & 31) * 4;  // rows are whole blocks: flat offsets
+      float v[4];
+      if (q.x_f32) {
+        const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(q.x) + off);
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+      } else {
+        const uint2 h = *reinterpret_cast<const uint2*>(static_cast<const __nv_bfloat16*>(q.x) + off);
+        v[0] = __uint_as_float(h.x << 16), v[1] = __uint_as_float(h.x & 0xffff0000u);
+        v[2] = __uint_as_float(h.y << 16), v[3] = __uint_as_float(h.y & 0xffff0000u);
+      }
+      act_quant_lane_store<4>(v, q.xq + off);
+    }
+  }
   __syncthreads();
   for (int64_t i = threadIdx.x; i < n_pairs; i += blockDim.x) atomicAdd(&s_count[sel[i]], 1);
   __syncthreads();

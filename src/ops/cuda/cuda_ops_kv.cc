@@ -170,9 +170,6 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
   TensorView active = alloc(DType::kI32, {E + 1});
-  DI_LAUNCH(k::launch_moe_group({dptr<int32_t>(sel), n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
-                                 dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)},
-                                stream_));
   const k::WeightDesc* w_all = expert_descs(experts);
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
@@ -213,17 +210,36 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   };
   // w1 (gate) and w3 (up), w_all[0, E) and [E, 2E), in one launch.
   k::GemmParams gate_up = expert_params(static_cast<int>(kk), w_all, F, D, g, u);
-  launch(gate_up, x, params.act_quant_block);
   const bool bf16 = x.dtype == DType::kBF16;
   k::GemmParams down = expert_params(1, w_all + 2 * E, D, F, y, TensorView{});
+  // Where the small-M kernels would quantise the expert activations while staging them — every CTA
+  // of the launch the same rows again — they are quantised once instead (same bits): x by the
+  // grouping launch, h by the SwiGLU launch (DEEPINFER_MOE_QUANT_ONCE=0: in the staging, an A/B
+  // switch). Large M quantises in a launch of its own either way.
+  static const bool quant_once = k::env_switch("DEEPINFER_MOE_QUANT_ONCE");
+  k::MoeGroupParams group{dptr<int32_t>(sel),    n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
+                          dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)};
+  TensorView xq;
+  if (!plain && quant_once && params.act_quant_block == 128 && k::gemm_fuses_act_quant(gate_up, 128)) {
+    xq = alloc(DType::kBF16, {T, D});
+    group.x = x.data, group.x_type = act_type(x), group.x_rows = T, group.x_width = D, group.xq = xq.data;
+    if (!k::moe_group_quantises(group)) group.x = nullptr, group.xq = nullptr, xq = TensorView{};
+  }
+  DI_LAUNCH(k::launch_moe_group(group, stream_));
+  if (xq.empty()) {
+    launch(gate_up, x, params.act_quant_block);
+  } else {
+    launch(gate_up, xq, 0);  // quantised BF16: what the staging would have made of x
+  }
   const k::MoeSwigluParams sp{dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F, params.swiglu_limit,
                               bf16, nullptr};
-  // Where the down projection quantises its input in a launch of its own (large M), swiglu and
-  // that quantisation run as one kernel (same bits; DEEPINFER_MOE_SWIGLU_QUANT=0: the two launches,
-  // an A/B switch); the small-M kernels quantise while staging, from the F32 h.
+  // SwiGLU and the down projection's input quantisation run as one kernel (same bits;
+  // DEEPINFER_MOE_SWIGLU_QUANT=0: the two launches, an A/B switch) wherever the quantisation would
+  // otherwise be a launch of its own (large M) or repeated by every CTA's staging (small M, unless
+  // DEEPINFER_MOE_QUANT_ONCE=0).
   static const bool fuse_quant = k::env_switch("DEEPINFER_MOE_SWIGLU_QUANT");
   if (!plain && fuse_quant && params.act_quant_block == 128 && k::moe_swiglu_quant_fits(sp) &&
-      !k::gemm_fuses_act_quant(down, params.act_quant_block)) {
+      (quant_once || !k::gemm_fuses_act_quant(down, params.act_quant_block))) {
     TensorView hq = alloc(DType::kBF16, {n_pairs, F});
     DI_LAUNCH(k::launch_moe_swiglu_quant(sp, hq.data, stream_));
     launch(down, hq, 0);  // quantised BF16: what set_gemm_activations would have made of h

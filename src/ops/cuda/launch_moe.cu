@@ -23,11 +23,29 @@ bool moe_group_small() {
 }
 }  // namespace
 
+namespace {
+bool moe_group_one_block(const MoeGroupParams& p) {
+  return p.E <= kMoeGroupSmallMaxE && p.n_pairs <= kMoeGroupSmallPairs && moe_group_small();
+}
+}  // namespace
+
+bool moe_group_quantises(const MoeGroupParams& p) {
+  const auto aligned = [](const void* ptr, uintptr_t a) { return reinterpret_cast<uintptr_t>(ptr) % a == 0; };
+  return moe_group_one_block(p) && p.x != nullptr && p.xq != nullptr && p.x_rows > 0 && p.x_width % 128 == 0 &&
+         p.x_rows * (p.x_width / 128) <= kMoeGroupQuantMaxBlocks && aligned(p.x, 16) && aligned(p.xq, 8);
+}
+
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
-  if (p.E <= kMoeGroupSmallMaxE && p.n_pairs <= kMoeGroupSmallPairs && moe_group_small()) {
-    launch_pdl(moe_group_small_kernel, 1, 1024, 0, s, p.sel, p.n_pairs, p.E, p.offsets, p.active, p.perm);
+  if (moe_group_one_block(p)) {
+    MoeGroupQuant q;
+    if (p.xq != nullptr) {
+      if (!moe_group_quantises(p)) return cudaErrorInvalidValue;  // the caller asks first
+      q = {p.x, p.x_type == ActType::kF32, p.x_rows, p.x_width, static_cast<__nv_bfloat16*>(p.xq)};
+    }
+    launch_pdl(moe_group_small_kernel, 1, 1024, 0, s, p.sel, p.n_pairs, p.E, p.offsets, p.active, p.perm, q);
     return cudaGetLastError();
   }
+  if (p.xq != nullptr) return cudaErrorInvalidValue;
   if (const cudaError_t e = cudaMemsetAsync(p.counts, 0, sizeof(int32_t) * p.E, s); e != cudaSuccess) return e;
   launch_pdl(moe_count_kernel, grid_for(p.n_pairs), 256, 0, s, p.sel, p.n_pairs, p.counts);
   launch_pdl(moe_offsets_kernel, 1, 1024, 0, s, p.counts, p.E, p.offsets, p.cursor, p.active);
