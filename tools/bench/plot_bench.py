@@ -19,7 +19,7 @@ def main():
         ax1.plot([r["batch"] for r in rs], [r["tokens_per_s"] for r in rs], "o-", label=f"deepinfer ctx {ctx}")
         ax2.plot([r["batch"] for r in rs], [r["hbm_roofline_pct"] for r in rs], "o-", label=f"HBM roofline % ctx {ctx}")
         ax2.plot([r["batch"] for r in rs], [r["tensor_peak_pct"] for r in rs], "x--", label=f"FP8 peak % ctx {ctx}")
-    base = data.get("baseline", {}).get("rows", [])
+    base = [r for r in data.get("baseline", {}).get("rows", []) if r.get("kind", "decode") == "decode"]
     for ctx in sorted({r["context"] for r in base if "tokens_per_s" in r}):
         rs = sorted((r for r in base if r["context"] == ctx and "tokens_per_s" in r), key=lambda r: r["batch"])
         ax1.plot([r["batch"] for r in rs], [r["tokens_per_s"] for r in rs], "s:", label=f"transformers ctx {ctx}")
