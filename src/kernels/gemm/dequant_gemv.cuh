@@ -109,7 +109,7 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
     float v[kUnroll][8];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * stride + lane, r = i / chunks;
+      const int i = base + u * stride + lane, r = present == 1 ? 0 : i / chunks;  // one row: no division
 #pragma unroll
       for (int q = 0; q < 8; ++q) v[u][q] = 0.0f;
       if (i < total) load_act8(p, a_row[r], a_col0 + static_cast<int64_t>(i - r * chunks) * 8, vec, v[u]);
@@ -122,7 +122,7 @@ __device__ __forceinline__ void stage_quantised_a(const GemmParams& p, const int
       for (int q = 0; q < 8; ++q) amax = fmaxf(amax, fabsf(v[u][q]));
       for (int o = 1; o < group; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
       const float s = act_quant_scale(amax);
-      const int i = base + u * stride + lane, r = i / chunks;
+      const int i = base + u * stride + lane, r = present == 1 ? 0 : i / chunks;
       if (i >= total) continue;
       uint32_t packed[4];
 #pragma unroll
@@ -144,7 +144,7 @@ __device__ __forceinline__ void stage_plain_a(const GemmParams& p, const int32_t
                                               int a_rows, int chunks, __nv_bfloat16* sA, int64_t LDA) {
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(p.A);
   for (int i = threadIdx.x; i < a_rows * chunks; i += blockDim.x) {
-    const int r = i / chunks;
+    const int r = a_rows == 1 ? 0 : i / chunks;  // one row (batch 1): no division
     const int64_t kk = static_cast<int64_t>(i - r * chunks) * 8;
     if (vec) {  // asynchronous, zero-filled for absent rows
       const bool present = a_row[r] >= 0;

@@ -58,7 +58,11 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 &
 
   griddep_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int P = sh.P, sub = warp % P, cg = warp / P;
+  // sub = warp % P, cg = warp / P without a division (warps <= 8): the prologue's integer divisions
+  // were ~12% of a batch-1 expert launch's instructions.
+  const int P = sh.P;
+  int sub = warp, cg = 0;
+  while (sub >= P) sub -= P, ++cg;
   const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= sh.x_ctas0 ? 1 : 0;
   const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
   const int64_t cta_n0 = (static_cast<int64_t>(blockIdx.x) - set * sh.x_ctas0) * TILES * sh.groups * kLeanCols;
@@ -67,7 +71,8 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 &
   const int k0 = sub * sh.R;                                              // the warp's sub-range
   const int nw = min(sh.R, static_cast<int>(p.K) - k0) / W;               // windows per tile
   // Tiles with columns (warp-uniform), and the windows of all of them.
-  const int n_tiles = n0 >= N ? 0 : min(TILES, static_cast<int>((N - n0 + tile_cols - 1) / tile_cols));
+  const int n_tiles =
+      n0 >= N ? 0 : (TILES == 1 ? 1 : min(TILES, static_cast<int>((N - n0 + tile_cols - 1) / tile_cols)));
   const int n_win = n_tiles * nw;
   // Dense: the group's weight rows and output columns start at blockIdx.z N. Experts: the CTA's
   // active expert (known once the routing kernel is done, so its weights are not streamed early).
@@ -235,8 +240,10 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 &
     __syncthreads();
     const int per_tile = sh.groups * rows * kLeanCols;
     for (int i = threadIdx.x; i < TILES * per_tile; i += blockDim.x) {
-      const int t = i / per_tile, rem = i - t * per_tile;
-      const int gi = rem / (rows * kLeanCols), r = rem / kLeanCols % rows, col = rem % kLeanCols;
+      const int t = TILES == 1 ? 0 : i / per_tile, rem = i - t * per_tile;
+      // rem = (gi rows + r) kLeanCols + col; one row (batch 1) without the divisions.
+      const int gr = rem / kLeanCols, col = rem % kLeanCols;
+      const int gi = rows == 1 ? gr : gr / rows, r = gr - gi * rows;
       const int64_t n = cta_n0 + t * tile_cols + gi * kLeanCols + col;
       if (n >= N) continue;
       float total = 0.0f;
