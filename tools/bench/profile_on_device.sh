@@ -9,6 +9,9 @@
 #                                                            # DRAM bytes read, grid size
 #   bash tools/bench/profile_on_device.sh source NAME SKIP   # source-level profile of the (SKIP+1)-th
 #                                                            # launch of kernel NAME in a batch-1 step
+#                                                            # (NAME_BASE=demangled: NAME matches the
+#                                                            # demangled name, e.g. one instantiation:
+#                                                            # 'regex:WeightFmt\)2, \(int\)4, \(bool\)1')
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
 # default flushes caches before every kernel, which inflates small decode kernels several-fold.
 # CUDA graphs are off so ncu sees each launch; kernel names filter by base name (e.g.
@@ -46,11 +49,12 @@ case "${1:-kernels}" in
   source)
     name="${2:?kernel base name}" skip="${3:-0}"
     timeout 300 "$NCU" --cache-control none --clock-control none --section SpeedOfLight --section WarpStateStats \
-      --section Occupancy --section LaunchStats --section SourceCounters --kernel-name "$name" \
+      --section Occupancy --section LaunchStats --section SourceCounters --section MemoryWorkloadAnalysis \
+      --section SchedulerStats --kernel-name-base "${NAME_BASE:-function}" --kernel-name "$name" \
       --launch-skip "$skip" --launch-count 1 -o "$OUT/profile" "${DECODE[@]}" > "$OUT/profile.log" 2>&1
     "$NCU" --import "$OUT/profile.ncu-rep" > "$OUT/profile.txt" 2>&1
     "$NCU" --import "$OUT/profile.ncu-rep" --page source --csv --print-source sass > "$OUT/profile_sass.csv" 2>&1
-    grep -E "$name|Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" "$OUT/profile.txt" | sed 's/  */ /g'
+    grep -E "Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Spilling|Eligible|Grid Size" "$OUT/profile.txt" | sed 's/  */ /g'
     python3 tools/bench/ncu_sass_hotspots.py "$OUT/profile_sass.csv"
     ;;
   *) echo "usage: $0 kernels | launches | source NAME [SKIP]" >&2; exit 2 ;;
