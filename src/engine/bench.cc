@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "deepinfer/bench.h"
 #include "deepinfer/model.h"
+#include "engine/bench_baseline.h"
 #include "engine/bench_model.h"
 #include "engine/device_backend.h"
 #include "engine/loaded_model.h"
@@ -263,12 +264,12 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
     }
     result["rows"].push_back(row);
   }
+  // The baseline is optional evidence: one that cannot be read or parsed is reported and left out
+  // rather than losing the measured rows.
   if (!o.baseline_json.empty()) {
     auto text = read_file(o.baseline_json);
-    if (text.is_ok()) {
-      json base = json::parse(*text, nullptr, false);
-      if (!base.is_discarded()) result["baseline"] = base;
-    }
+    const Status st = text.is_ok() ? engine::attach_baseline(result, *text) : text.status();
+    if (!st.is_ok()) log_warn("bench: baseline {} not embedded: {}", o.baseline_json, st.to_string());
   }
   return result.dump(1);
 }
