@@ -219,7 +219,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   static const bool quant_once = k::env_switch("DEEPINFER_MOE_QUANT_ONCE");
   k::MoeGroupParams group{dptr<int32_t>(sel),    n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
                           dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)};
-  TensorView xq;
+  TensorView xq;  // [T, D] BF16: x FP8-quantised per 128 channels, when the grouping launch makes it
   if (!plain && quant_once && params.act_quant_block == 128 && k::gemm_fuses_act_quant(gate_up, 128)) {
     xq = alloc(DType::kBF16, {T, D});
     group.x = x.data, group.x_type = act_type(x), group.x_rows = T, group.x_width = D, group.xq = xq.data;

@@ -21,9 +21,7 @@ bool moe_group_small() {
   static const bool on = env_switch("DEEPINFER_MOE_GROUP_SMALL");
   return on;
 }
-}  // namespace
-
-namespace {
+// The one-block grouping kernel takes the launch (decode-sized batches).
 bool moe_group_one_block(const MoeGroupParams& p) {
   return p.E <= kMoeGroupSmallMaxE && p.n_pairs <= kMoeGroupSmallPairs && moe_group_small();
 }
