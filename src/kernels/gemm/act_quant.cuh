@@ -61,17 +61,22 @@ __device__ __forceinline__ void act_quant_lane_store(const float (&v)[V], __nv_b
     for (int i = 0; i < V / 2; ++i) reinterpret_cast<uint32_t*>(out)[i] = w[i];
   }
 }
+// The lane's V values at x + off (one vector load) quantised into out + off: the vectorised
+// kernel's step, shared with the MoE grouping kernel's quantisation of decode-sized batches.
 template <typename T, int V>
-__global__ void __launch_bounds__(256) act_quant_bf16_vec_kernel(const T* x, __nv_bfloat16* out, int64_t blocks) {
-  pdl_prologue();
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  if (b >= blocks) return;
-  const int64_t off = b * 32 * V + (threadIdx.x & 31) * V;  // rows are whole blocks: flat offsets
+__device__ __forceinline__ void act_quant_lane(const T* x, __nv_bfloat16* out, int64_t off) {
   const ActVec<T, V> in = *reinterpret_cast<const ActVec<T, V>*>(x + off);
   float v[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) v[i] = to_f32(in.v[i]);
   act_quant_lane_store<V>(v, out + off);
+}
+template <typename T, int V>
+__global__ void __launch_bounds__(256) act_quant_bf16_vec_kernel(const T* x, __nv_bfloat16* out, int64_t blocks) {
+  pdl_prologue();
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (b >= blocks) return;
+  act_quant_lane<T, V>(x, out, b * 32 * V + (threadIdx.x & 31) * V);  // rows are whole blocks: flat offsets
 }
 // The plain conversion (block <= 0), four elements per thread over the flat array (n % 4 == 0).
 template <typename T>

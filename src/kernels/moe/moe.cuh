@@ -182,16 +182,11 @@ __global__ void __launch_bounds__(1024) moe_group_small_kernel(const int32_t* se
     const int64_t blocks = q.rows * q.width / 128;
     for (int64_t b = threadIdx.x / 32; b < blocks; b += blockDim.x / 32) {
       const int64_t off = b * 128 + (threadIdx.x & 31) * 4;  // rows are whole blocks: flat offsets
-      float v[4];
-      if (q.x_f32) {
-        const float4 f = *reinterpret_cast<const float4*>(static_cast<const float*>(q.x) + off);
-        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+      if (q.x_f32) {  // warp-uniform
+        act_quant_lane<float, 4>(static_cast<const float*>(q.x), q.xq, off);
       } else {
-        const uint2 h = *reinterpret_cast<const uint2*>(static_cast<const __nv_bfloat16*>(q.x) + off);
-        v[0] = __uint_as_float(h.x << 16), v[1] = __uint_as_float(h.x & 0xffff0000u);
-        v[2] = __uint_as_float(h.y << 16), v[3] = __uint_as_float(h.y & 0xffff0000u);
+        act_quant_lane<__nv_bfloat16, 4>(static_cast<const __nv_bfloat16*>(q.x), q.xq, off);
       }
-      act_quant_lane_store<4>(v, q.xq + off);
     }
   }
   __syncthreads();
