@@ -17,9 +17,15 @@ struct EmbedParams { const int32_t* ids; const void* table; ActType table_type; 
 cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
 struct BroadcastParams { const void* x; void* out; ActType type; int64_t T, D; int hc; };
 cudaError_t launch_broadcast_streams(const BroadcastParams& p, cudaStream_t stream);
-struct RmsNormParams { const void* x; ActType x_type; const void* weight; ActType w_type; void* out; ActType out_type; int64_t rows, n; float eps; };
+// quant_block > 0: out's rows then FP8 fake-quantised per block in the same launch (same bits as
+// launch_fp8_fake_quant after it), where rms_norm_fuses_quant(n, quant_block).
+struct RmsNormParams { const void* x; ActType x_type; const void* weight; ActType w_type; void* out; ActType out_type; int64_t rows, n; float eps; int quant_block = 0; };
+bool rms_norm_fuses_quant(int64_t n, int block);
 cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);
-struct BinaryParams { const void* a; ActType a_type; const void* b; ActType b_type; void* out; ActType out_type; int64_t n; float limit; };
+// swiglu with quant_block > 0: the BF16 output FP8 fake-quantised per block in the same launch,
+// where swiglu_fuses_quant(row width, quant_block, out type) (4-element aligned rows).
+struct BinaryParams { const void* a; ActType a_type; const void* b; ActType b_type; void* out; ActType out_type; int64_t n; float limit; int quant_block = 0; };
+bool swiglu_fuses_quant(int64_t width, int block, ActType out_type);
 cudaError_t launch_add(const BinaryParams& p, cudaStream_t stream);
 cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t stream);  // a = gate, b = up
 struct ConvertParams { const void* x; ActType x_type; void* out; ActType out_type; int64_t n; };
@@ -57,6 +63,10 @@ struct HcParamsDev {
   // hc_pre only: u = RMSNorm(u) with this weight (F32 or BF16; null = unweighted) folded in when
   // fold_norm (hc_pre_folds_norm(D) must hold): rms_norm's bits, one launch fewer.
   bool fold_norm = false; const void* norm = nullptr; ActType norm_type = ActType::kF32; float rms_eps = 0.0f;
+  // hc_pre with the fold only: u's quantised copy [T, D] BF16 (FP8 fake-quant per 128 channels,
+  // the bits of a copy then launch_fp8_fake_quant) written by the same launch, where
+  // hc_pre_quant_copies(D); null = none.
+  void* uq = nullptr;
   // hc_pre only: x = hc_post(post_o, post_x, post_in, comb_in) first (the streams after the
   // previous sublayer; x is then written, post_in / comb_in may alias post / comb), folded into the
   // mixing pass where hc_pre_folds_post says so.
@@ -69,6 +79,8 @@ bool hc_pre_folds_post(int64_t T, int hc);
 // Whether launch_hc_pre can fold the RMS norm of u for width D (the widths launch_rms_norm gives
 // to its one-block-per-row kernel, whose arithmetic the fold repeats).
 bool hc_pre_folds_norm(int64_t D);
+// Whether launch_hc_pre with the norm folded can also write u's quantised copy per `block` channels.
+bool hc_pre_quant_copies(int64_t D, int block);
 // Whether the mixing pass of n_mix columns over T tokens, reduced in splits of `chunk`, runs the
 // prefill kernel (hc_mix_prefill.cuh; DEEPINFER_HC_MIX_TOKENS = 32, the default, or 64).
 bool hc_mix_uses_prefill_kernel(int n_mix, int64_t T, int64_t chunk);

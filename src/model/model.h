@@ -54,14 +54,26 @@ class Model final : public LanguageModel {
   // shape. Every temporary of the block is released when it returns.
   void block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step, const tensor::TensorView& x,
              const tensor::TensorView& scratch);
+  // a [T, D]: the sublayer input; aq: its FP8-quantised copy for the FP8 projections (official
+  // numerics; empty otherwise). moe's b and bq likewise.
   tensor::TensorView attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
-                               const tensor::TensorView& a);
+                               const tensor::TensorView& a, const ops::QuantCopy& aq);
   void compressor(const tensor::CompressorWeights& w, const CompressorState& cs, int ratio, int64_t dc, bool indexer,
                   Step& step, const tensor::TensorView& a, const tensor::TensorView& pool);
-  tensor::TensorView moe(const loader::BlockWeights& w, Step& step, const tensor::TensorView& b);
+  tensor::TensorView moe(const loader::BlockWeights& w, Step& step, const tensor::TensorView& b,
+                         const ops::QuantCopy& bq);
   tensor::TensorView head(const tensor::TensorView& x, const tensor::HcHeadWeights& hc_head,
                           const tensor::TensorView& norm, std::span<const int32_t> rows);
   ops::LinearOptions fp8_act() const;
+  // An FP8 projection's input: x's quantised copy, taken as it is, where there is one; else x,
+  // quantised by the GEMM as fp8_act() says.
+  struct Fp8Input {
+    tensor::TensorView x;
+    ops::LinearOptions options;
+  };
+  Fp8Input fp8_input(const tensor::TensorView& x, const ops::QuantCopy& q) const {
+    return q.empty() ? Fp8Input{x, fp8_act()} : Fp8Input{q.out, {}};
+  }
 
   loader::ModelConfig config_;
   loader::ModelWeights weights_;

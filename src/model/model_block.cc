@@ -18,18 +18,22 @@ void Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& stat
   TensorView u = ops_->alloc(act_dtype(), {T, D});          // collapsed streams
   TensorView post = ops_->alloc(DType::kF32, {T, hc});
   TensorView comb = ops_->alloc(DType::kF32, {T, hc, hc});
-  ops_->hc_pre_norm(x, w.hc_attn, hc_params_, w.attn_norm, eps, u, post, comb);  // a = RMSNorm(u)
-  const TensorView o = attention(w, layer, state, step, u);  // [T, D]
-  const TensorView& x1 = scratch;                            // [T, hc, D] streams after attention
+  // u's copy FP8-quantised as the sublayers' FP8 projections read it (official numerics), written
+  // by the mHC calls: quantised once instead of by every GEMM that reads it.
+  ops::QuantCopy uq;
+  if (const int qb = fp8_act().act_quant_block; qb > 0) uq = {ops_->alloc(DType::kBF16, {T, D}), qb};
+  ops_->hc_pre_norm(x, w.hc_attn, hc_params_, w.attn_norm, eps, u, post, comb, uq);  // a = RMSNorm(u)
+  const TensorView o = attention(w, layer, state, step, u, uq);  // [T, D]
+  const TensorView& x1 = scratch;                                // [T, hc, D] streams after attention
   // x1 = hc_post(o, x), then b = RMSNorm(u) of x1 (one call: a backend may fold the two).
-  ops_->hc_post_pre_norm(o, x, post, comb, x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u);
-  const TensorView f = moe(w, step, u);                       // [T, D]
+  ops_->hc_post_pre_norm(o, x, post, comb, x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u, uq);
+  const TensorView f = moe(w, step, u, uq);                       // [T, D]
   ops_->hc_post(f, x1, post, comb, x);                        // back into x: the block runs in place
   ops_->workspace_release(mark);
 }
 
 TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
-                            const TensorView& a) {
+                            const TensorView& a, const ops::QuantCopy& aq) {
   const loader::AttentionWeights& aw = w.attn;
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, H = config_.num_attention_heads;
   const int64_t d = config_.head_dim, Q = config_.q_lora_rank, G = config_.o_groups, R = config_.o_lora_rank;
@@ -56,13 +60,20 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   }
 
   // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE. The KV latent below
-  // is projected from the same input in the same pass.
+  // is projected from the same input in the same pass. The latent's norm also quantises it as
+  // its two FP8 projections (wq_b, the indexer's) read it, so they take it as it is.
   TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});
   TensorView kv = ops_->alloc(act_dtype(), {T, d});
-  ops_->linear_pair(a, aw.wq_a, aw.wkv, q_lat, kv, fp8_act());
-  ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
+  const Fp8Input ain = fp8_input(a, aq);
+  ops_->linear_pair(ain.x, aw.wq_a, aw.wkv, q_lat, kv, ain.options);
+  const int qb = fp8_act().act_quant_block;
+  if (qb > 0) {
+    ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_lat, qb);
+  } else {
+    ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
+  }
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
-  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), fp8_act());
+  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
 
   // The shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached).
@@ -73,7 +84,7 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
     const loader::IndexerWeights& iw = *aw.indexer;
     const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
     TensorView qi = ops_->alloc(act_dtype(), {T, Hi, di});
-    ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), fp8_act());
+    ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), {});  // q_lat: quantised by its norm
     ops_->rope(qi, step.batch.positions, rope);
     if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
     comp_idx = ops_->alloc(DType::kI32, {T, config_.index_topk});
@@ -100,7 +111,8 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   TensorView z = ops_->alloc(act_dtype(), {T, G, R});
   ops_->linear_grouped(o.reshape({T, G, H / G * d}), aw.wo_a, z, {});  // reference: BF16 wo_a, no act quant
   TensorView out = ops_->alloc(act_dtype(), {T, D});
-  ops_->linear(z.reshape({T, G * R}), aw.wo_b, out, fp8_act());
+  const TensorView zr = z.reshape({T, G * R});
+  ops_->linear(zr, aw.wo_b, out, ops_->prequantise(zr, qb));  // z is read only by wo_b
   return out;
 }
 
@@ -134,7 +146,7 @@ void Model::compressor(const tensor::CompressorWeights& w, const CompressorState
   ops_->store_rows(rows, plan, pool);
 }
 
-TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorView& b) {
+TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorView& b, const ops::QuantCopy& bq) {
   const loader::MoeWeights& mw = w.ffn;
   const int64_t T = step.batch.n_tokens, D = config_.hidden_size, E = config_.n_routed_experts;
   const int64_t k = config_.num_experts_per_tok, F = config_.moe_intermediate_size;
@@ -151,10 +163,16 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
     ops_->side_begin();
     TensorView g = ops_->alloc(act_dtype(), {T, F});
     TensorView u = ops_->alloc(act_dtype(), {T, F});
-    ops_->linear_pair(b, mw.shared->w1, mw.shared->w3, g, u, fp8_act());
-    ops_->swiglu(g, u, mp.swiglu_limit, g);
+    const Fp8Input bin = fp8_input(b, bq);
+    ops_->linear_pair(bin.x, mw.shared->w1, mw.shared->w3, g, u, bin.options);
+    // The hidden quantised by its SwiGLU as the down projection reads it.
+    if (mp.act_quant_block > 0) {
+      ops_->swiglu_quant(g, u, mp.swiglu_limit, g, mp.act_quant_block);
+    } else {
+      ops_->swiglu(g, u, mp.swiglu_limit, g);
+    }
     y = ops_->alloc(act_dtype(), {T, D});
-    ops_->linear(g, mw.shared->w2, y, fp8_act());
+    ops_->linear(g, mw.shared->w2, y, {});
     ops_->side_end();
   }
   TensorView logits = ops_->alloc(DType::kF32, {T, E});

@@ -36,6 +36,18 @@ struct LinearOptions {
   int act_quant_block = 0;
 };
 
+// An op output's FP8-quantised copy for the GEMMs that read it: §3.2's activation quantisation done
+// once, by the op that produces the activations, instead of by every GEMM launch that reads them
+// (whose small-M kernels would repeat it in each CTA). `out` [rows, n] BF16 receives the output rows
+// fake-quantised per `block` channels — what linear() with act_quant_block = block stages from
+// them (the values are exact in BF16), so linear() on `out` with act_quant_block = 0 gives the
+// same bits. block 0: no copy.
+struct QuantCopy {
+  TensorView out;
+  int block = 0;
+  bool empty() const { return block <= 0; }
+};
+
 struct HcParams {
   int sinkhorn_iters = 20;
   float hc_eps = 1e-6f;
@@ -180,6 +192,14 @@ class Ops {
   // out = x * rsqrt(mean(x^2) + eps) * weight over the last dim; weight [n] or empty (no gain).
   // x, out: [rows, n] (any leading shape flattened).
   virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) = 0;
+  // rms_norm, then out's rows FP8 fake-quantised per `block` channels in place (an output read only
+  // by GEMMs that would quantise it so: the query latent). One call so a backend can fold the
+  // quantisation into the norm (same bits as the two ops, the default).
+  virtual void rms_norm_quant(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
+                              int block) {
+    rms_norm(x, weight, eps, out);
+    fp8_fake_quant(out, out.shape[out.rank - 1], block);
+  }
   // out = a + b (same shapes); out may alias a.
   virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
   // Converts/copies between activation dtypes with rounding (e.g. F32 accumulator -> BF16).
@@ -203,31 +223,48 @@ class Ops {
                               const LinearOptions& options) = 0;
   // out = silu(min(g, limit)) * clamp(u, -limit, limit) (limit 0: no clamp). g, u, out [T, F].
   virtual void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) = 0;
+  // swiglu, then out's rows FP8 fake-quantised per `block` channels in place (the shared expert's
+  // hidden, read only by its down projection). Same bits as the two ops (the default).
+  virtual void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) {
+    swiglu(g, u, limit, out);
+    fp8_fake_quant(out, out.shape[out.rank - 1], block);
+  }
+  // x [rows, n], read next only by GEMMs with act_quant_block = `block`: a backend may quantise it
+  // in place now, once, and return the options those GEMMs then take ({0}), or leave it and return
+  // {block}. The same bits either way; the default leaves it.
+  virtual LinearOptions prequantise(const TensorView& x, int block) {
+    (void)x;
+    return {block};
+  }
 
   // ---- hyper-connections (model_v4_flash.md §4.2, §4.10) ----
   // From the streams X [T, hc, D]: u [T, D] = sum_i pre_i X_i, post [T, hc] F32, comb [T, hc, hc] F32
   // (Sinkhorn-projected; comb[j][k]: source stream j -> destination stream k).
   virtual void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                       const TensorView& post, const TensorView& comb) = 0;
-  // hc_pre, then u = RMSNorm(u) with `norm` [D] (a block's sublayer input): one call so a backend
-  // can fold the norm into the collapse (same bits as the two ops).
+  // hc_pre, then u = RMSNorm(u) with `norm` [D] (a block's sublayer input), and uq (if not empty)
+  // u's quantised copy for the sublayer's FP8 GEMMs: one call so a backend can fold the norm and
+  // the copy into the collapse (same bits as the separate ops).
   virtual void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
-                           float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
+                           float eps, const TensorView& u, const TensorView& post, const TensorView& comb,
+                           const QuantCopy& uq) {
     hc_pre(x, w, params, u, post, comb);
     rms_norm(u, norm, eps, u);
+    quant_copy(u, uq);
   }
   // out[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * x[t, j]. o [T, D], x/out [T, hc, D].
   virtual void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                        const TensorView& out) = 0;
-  // hc_post(o, x, post, comb, out), then hc_pre_norm(out, w, params, norm, eps, u, post, comb): the
+  // hc_post(o, x, post, comb, out), then hc_pre_norm(out, w, params, norm, eps, u, post, comb, uq): the
   // streams after one sublayer and the next sublayer's input in one call, so a backend can compute
   // the new streams inside the next mixing pass (same bits as the two ops, the default). post and
   // comb are read (this sublayer's) and then overwritten (the next one's).
   virtual void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post,
                                 const TensorView& comb, const TensorView& out, const HcWeights& w,
-                                const HcParams& params, const TensorView& norm, float eps, const TensorView& u) {
+                                const HcParams& params, const TensorView& norm, float eps, const TensorView& u,
+                                const QuantCopy& uq) {
     hc_post(o, x, post, comb, out);
-    hc_pre_norm(out, w, params, norm, eps, u, post, comb);
+    hc_pre_norm(out, w, params, norm, eps, u, post, comb, uq);
   }
   // Final collapse y [T, D] = sum_i (sigmoid(scale * mu_i + base_i) + eps) X_i.
   virtual void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) = 0;
@@ -250,6 +287,14 @@ class Ops {
   // In-place FP8 E4M3 quantise-dequantise of dims [0, n_dims) of each row of x [N, width] in
   // blocks of `block` with power-of-two scales (§3.3 points 1-2).
   virtual void fp8_fake_quant(const TensorView& x, int64_t n_dims, int block) = 0;
+  // q.out = x's rows FP8 fake-quantised per q.block (QuantCopy), nothing when q is empty: the copy,
+  // then the quantisation in place.
+  void quant_copy(const TensorView& x, const QuantCopy& q) {
+    if (q.empty()) return;
+    DI_CHECK(q.out.numel() == x.numel(), "quant_copy: out {} for x {}", q.out.shape_string(), x.shape_string());
+    convert(x, q.out);
+    fp8_fake_quant(q.out, q.out.shape[q.out.rank - 1], q.block);
+  }
   // In-place normalised Walsh-Hadamard transform of each row of x [N, n] (n a power of two) then
   // FP4 E2M1 quantise-dequantise in blocks of 32 with power-of-two scales (§3.3 point 3).
   virtual void hadamard_fp4_fake_quant(const TensorView& x) = 0;

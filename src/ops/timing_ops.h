@@ -49,6 +49,9 @@ class TimingOps final : public Ops {
   void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& o) override {
     timed("rms_norm", [&] { inner_->rms_norm(x, w, eps, o); });
   }
+  void rms_norm_quant(const TensorView& x, const TensorView& w, float eps, const TensorView& o, int b) override {
+    timed("rms_norm_quant", [&] { inner_->rms_norm_quant(x, w, eps, o, b); });
+  }
   void add(const TensorView& a, const TensorView& b, const TensorView& o) override { timed("add", [&] { inner_->add(a, b, o); }); }
   void convert(const TensorView& x, const TensorView& o) override { timed("convert", [&] { inner_->convert(x, o); }); }
   void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
@@ -65,13 +68,21 @@ class TimingOps final : public Ops {
   void swiglu(const TensorView& g, const TensorView& u, float l, const TensorView& o) override {
     timed("swiglu", [&] { inner_->swiglu(g, u, l, o); });
   }
+  void swiglu_quant(const TensorView& g, const TensorView& u, float l, const TensorView& o, int b) override {
+    timed("swiglu_quant", [&] { inner_->swiglu_quant(g, u, l, o, b); });
+  }
+  LinearOptions prequantise(const TensorView& x, int b) override {
+    LinearOptions o;
+    timed("prequantise", [&] { o = inner_->prequantise(x, b); });
+    return o;
+  }
   void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& p, const TensorView& u, const TensorView& post,
               const TensorView& comb) override {
     timed("hc_pre", [&] { inner_->hc_pre(x, w, p, u, post, comb); });
   }
   void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& p, const TensorView& norm, float eps,
-                   const TensorView& u, const TensorView& post, const TensorView& comb) override {
-    timed("hc_pre_norm", [&] { inner_->hc_pre_norm(x, w, p, norm, eps, u, post, comb); });
+                   const TensorView& u, const TensorView& post, const TensorView& comb, const QuantCopy& uq) override {
+    timed("hc_pre_norm", [&] { inner_->hc_pre_norm(x, w, p, norm, eps, u, post, comb, uq); });
   }
   void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                const TensorView& out) override {
@@ -79,8 +90,8 @@ class TimingOps final : public Ops {
   }
   void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                         const TensorView& out, const HcWeights& w, const HcParams& p, const TensorView& norm,
-                        float eps, const TensorView& u) override {
-    timed("hc_post_pre_norm", [&] { inner_->hc_post_pre_norm(o, x, post, comb, out, w, p, norm, eps, u); });
+                        float eps, const TensorView& u, const QuantCopy& uq) override {
+    timed("hc_post_pre_norm", [&] { inner_->hc_post_pre_norm(o, x, post, comb, out, w, p, norm, eps, u, uq); });
   }
   void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& p, const TensorView& y) override {
     timed("hc_head", [&] { inner_->hc_head(x, w, p, y); });

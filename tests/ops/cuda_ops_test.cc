@@ -255,6 +255,35 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
   }
 }
 
+// A GEMM on an input already FP8-quantised (BF16 copy + fp8_fake_quant per 128, what the
+// producers of FP8-GEMM inputs write: ops.h QuantCopy) with no further quantisation is bitwise the
+// GEMM quantising the input itself — in every kernel family: the lean decode kernel (1-8 rows),
+// the small-M streaming kernel (20), the large-M kernels (70, 300) — for FP8 and FP4 weights, one
+// projection and a pair.
+TEST_F(CudaOpsTest, GemmOnPrequantisedInputIsBitwiseTheQuantisingGemm) {
+  for (WeightFormat f : {WeightFormat::kFp8Block, WeightFormat::kFp4Block}) {
+    for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{512, 1024}, {96, 4096}}) {
+      Linear w0 = make_linear(f, N, K), w1 = make_linear(f, N, K);
+      for (int64_t M : {1, 3, 8, 20, 70, 300}) {
+        Pair x = random(DType::kBF16, {M, K}, 2.0f), xq = make(DType::kBF16, {M, K});
+        gpu_->convert(x.dev, xq.dev);
+        gpu_->fp8_fake_quant(xq.dev, K, 128);
+        Pair a = make(DType::kBF16, {M, N}), b = make(DType::kBF16, {M, N});
+        gpu_->linear(x.dev, w0.dev, a.dev, {128});
+        gpu_->linear(xq.dev, w0.dev, b.dev, {});
+        const std::string what = "format " + std::to_string(int(f)) + " N " + std::to_string(N) + " K " +
+                                 std::to_string(K) + " M " + std::to_string(M);
+        EXPECT_EQ(download(b.dev), download(a.dev)) << what;
+        Pair a1 = make(DType::kBF16, {M, N}), b1 = make(DType::kBF16, {M, N});
+        gpu_->linear_pair(x.dev, w0.dev, w1.dev, a.dev, a1.dev, {128});
+        gpu_->linear_pair(xq.dev, w0.dev, w1.dev, b.dev, b1.dev, {});
+        EXPECT_EQ(download(b.dev), download(a.dev)) << what << " pair";
+        EXPECT_EQ(download(b1.dev), download(a1.dev)) << what << " pair";
+      }
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, GroupedLinearMatchesCpu) {
   Linear w = make_linear(WeightFormat::kFp8Block, 2 * 128, 256);  // 2 groups of 128 rows, 256 inputs each
   for (int64_t T : {1, 33}) {
@@ -391,7 +420,7 @@ TEST_F(CudaOpsTest, HcPreNormIsBitwiseHcPreThenRmsNorm) {
     for (const TensorView* norm : std::vector<const TensorView*>{&nb.dev, &nf.dev, nullptr}) {
       const TensorView nw = norm != nullptr ? *norm : TensorView{};
       Pair u = make(DType::kBF16, {T, D}), post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
-      gpu_->hc_pre_norm(x.dev, wd, hp, nw, 1e-6f, u.dev, post.dev, comb.dev);
+      gpu_->hc_pre_norm(x.dev, wd, hp, nw, 1e-6f, u.dev, post.dev, comb.dev, {});
       Pair u2 = make(DType::kBF16, {T, D}), post2 = make(DType::kF32, {T, hc}), comb2 = make(DType::kF32, {T, hc, hc});
       gpu_->hc_pre(x.dev, wd, hp, u2.dev, post2.dev, comb2.dev);
       gpu_->rms_norm(u2.dev, nw, 1e-6f, u2.dev);
@@ -426,11 +455,11 @@ TEST_F(CudaOpsTest, HcPostPreNormIsBitwiseTheTwoOps) {
       Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
       gpu_->copy(post0.dev, post.dev);
       gpu_->copy(comb0.dev, comb.dev);
-      gpu_->hc_post_pre_norm(o.dev, x.dev, post.dev, comb.dev, x1.dev, wd, hp, nw.dev, 1e-6f, u.dev);
+      gpu_->hc_post_pre_norm(o.dev, x.dev, post.dev, comb.dev, x1.dev, wd, hp, nw.dev, 1e-6f, u.dev, {});
       Pair x2 = make(DType::kBF16, {T, hc, D}), u2 = make(DType::kBF16, {T, D});
       Pair post2 = make(DType::kF32, {T, hc}), comb2 = make(DType::kF32, {T, hc, hc});
       gpu_->hc_post(o.dev, x.dev, post0.dev, comb0.dev, x2.dev);
-      gpu_->hc_pre_norm(x2.dev, wd, hp, nw.dev, 1e-6f, u2.dev, post2.dev, comb2.dev);
+      gpu_->hc_pre_norm(x2.dev, wd, hp, nw.dev, 1e-6f, u2.dev, post2.dev, comb2.dev, {});
       const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " o dtype " + std::to_string(int(ot));
       EXPECT_EQ(download(x1.dev), download(x2.dev)) << what;
       EXPECT_EQ(download(u.dev), download(u2.dev)) << what;

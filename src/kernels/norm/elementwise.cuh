@@ -1,9 +1,10 @@
-// Row-wise and elementwise kernels: embedding gather, stream broadcast, RMSNorm, add/convert/fill,
-// SwiGLU with clamp, row gather, tail RoPE (interleaved pairs), FP8 block fake-quant and the
+// Row-wise and elementwise kernels: embedding gather, stream broadcast, RMSNorm (optionally with its
+// output FP8 fake-quantised), add/convert/fill, SwiGLU with clamp (optionally quantised), row gather, tail RoPE (interleaved pairs), FP8 block fake-quant and the
 // Hadamard + FP4 fake-quant. Activation type T is float or bfloat16; math is F32.
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/gemm/act_quant.cuh"
 
 namespace deepinfer::kernels {
 
@@ -131,9 +132,14 @@ __global__ void __launch_bounds__(256) rms_norm_row_kernel(const Tin* x, const T
 // reductions (0.75 ms for 8K tokens x 64 heads). The order (lane-strided sums, one butterfly) is a
 // function of n alone, so the choice between the two kernels never depends on the batch.
 inline constexpr int64_t kRmsWarpMaxN = 1024;
-template <typename Tin, typename Tout, typename Tw>
+// With QJ > 0 the rows are then FP8 fake-quantised per block of 32 QJ channels as written (the
+// query latent, read only by GEMMs that would quantise it so): block b is j in [QJ b, QJ (b + 1))
+// of every lane, each value rounded to Tout first, then fp8_fake_quant_kernel's arithmetic — the
+// bits of rms_norm followed by fp8_fake_quant. Needs n % (32 QJ) == 0 (the launcher checks).
+template <typename Tin, typename Tout, typename Tw, int QJ = 0>
 __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t rows, int64_t n, float eps) {
   constexpr int kPer = kRmsWarpMaxN / 32;
+  static_assert(kPer % (QJ > 0 ? QJ : 1) == 0, "whole quantisation blocks per lane");
   const int lane = threadIdx.x & 31;
   // The weight's loads go out before the wait for the previous kernel (no kernel writes weights),
   // then every load of the row at once (a decode step's norms are single rows: one round of
@@ -156,10 +162,26 @@ __global__ void rms_norm_warp_kernel(const Tin* x, const Tw* weight, Tout* out, 
 #pragma unroll
   for (int j = 0; j < kPer; ++j) ss += v[j] * v[j];
   const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(n) + eps);
+  if constexpr (QJ == 0) {
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int64_t c = lane + 32 * j;
-    if (c < n) out[r * n + c] = from_f32<Tout>(v[j] * inv * w[j]);
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t c = lane + 32 * j;
+      if (c < n) out[r * n + c] = from_f32<Tout>(v[j] * inv * w[j]);
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < kPer / QJ; ++b) {
+      if (32 * QJ * b >= n) break;  // warp-uniform: whole blocks only
+      float o[QJ], amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < QJ; ++i) {
+        o[i] = to_f32(from_f32<Tout>(v[QJ * b + i] * inv * w[QJ * b + i]));  // as rms_norm writes it
+        amax = fmaxf(amax, fabsf(o[i]));
+      }
+      const float s = act_quant_scale(warp_max(amax));
+#pragma unroll
+      for (int i = 0; i < QJ; ++i) out[r * n + lane + 32 * (QJ * b + i)] = from_f32<Tout>(act_quant_value(o[i], s));
+    }
   }
 }
 
@@ -241,17 +263,38 @@ __global__ void fill_kernel(T* out, T value, int64_t n) {
   if (i < n) out[i] = value;
 }
 
+__device__ __forceinline__ float swiglu_value(float gi, float ui, float limit) {
+  if (limit > 0.0f) {
+    gi = fminf(gi, limit);
+    ui = fminf(fmaxf(ui, -limit), limit);
+  }
+  return gi / (1.0f + expf(-gi)) * ui;
+}
 template <typename Tg, typename Tu, typename Tout>
 __global__ void swiglu_kernel(const Tg* g, const Tu* u, Tout* out, int64_t n, float limit) {
   pdl_prologue();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float gi = to_f32(g[i]), ui = to_f32(u[i]);
-  if (limit > 0.0f) {
-    gi = fminf(gi, limit);
-    ui = fminf(fmaxf(ui, -limit), limit);
-  }
-  out[i] = from_f32<Tout>(gi / (1.0f + expf(-gi)) * ui);
+  out[i] = from_f32<Tout>(swiglu_value(to_f32(g[i]), to_f32(u[i]), limit));
+}
+// SwiGLU with its BF16 output FP8 fake-quantised per 128 channels (the shared expert's hidden, read
+// only by its down projection): swiglu_kernel's value rounded to BF16, then the vectorised
+// act_quant kernel's step — one warp per 128-channel block, 4 consecutive channels per lane; 8
+// warps per CTA over the flat [rows][blocks] array (rows are whole blocks: the launcher checks the
+// width, and 4-element alignment).
+template <typename Tg, typename Tu>
+__global__ void __launch_bounds__(256)
+    swiglu_quant_kernel(const Tg* g, const Tu* u, __nv_bfloat16* out, int64_t blocks, float limit) {
+  pdl_prologue();
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (b >= blocks) return;
+  const int64_t off = b * 128 + (threadIdx.x & 31) * 4;
+  const ActVec<Tg, 4> gv = *reinterpret_cast<const ActVec<Tg, 4>*>(g + off);
+  const ActVec<Tu, 4> uv = *reinterpret_cast<const ActVec<Tu, 4>*>(u + off);
+  float v[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] = to_f32(__float2bfloat16_rn(swiglu_value(to_f32(gv.v[i]), to_f32(uv.v[i]), limit)));
+  act_quant_lane_store<4>(v, out + off);
 }
 
 // ---- RoPE on the last n_rope dims of each head ---------------------------------------------

@@ -180,6 +180,9 @@ struct HcPreParams {
   const void* norm = nullptr;
   bool norm_bf16 = false;
   float rms_eps = 0.0f;
+  // With the fold: u's quantised copy [T, D] (HcParamsDev::uq; FP8 fake-quant per 128 channels),
+  // null = none.
+  __nv_bfloat16* uq = nullptr;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -287,9 +290,12 @@ __device__ __forceinline__ HcNormWeights hc_norm_preload(const HcPreParams& p) {
 // their warps change nothing), then v * inv * w per element — so the fold gives the bits of hc_pre
 // followed by rms_norm. Every thread writes columns tid + k blockDim: the first kHcNormPre with the
 // preloaded weights, any further ones with their weight loads issued four at a time ahead of the
-// stores (they could alias, so the compiler would not hoist them).
+// stores (they could alias, so the compiler would not hoist them). With qrow, the row's quantised
+// copy too: warp w takes 128-channel blocks w, w + warps, .., each lane 4 consecutive channels,
+// their values as just written (the same products from the stage, rounded to Tu) quantised by the
+// vectorised act_quant kernel's step — the bits of the separate copy and fp8_fake_quant.
 template <typename Tu>
-__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormWeights& nw) {
+__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormWeights& nw, __nv_bfloat16* qrow) {
   __shared__ float scratch[32];
   const float* su = hc_u_stage();
   __syncthreads();  // the row is staged
@@ -322,6 +328,16 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
       if (c < p.D) row[c] = from_f32<Tu>(su[c] * inv * w[k]);
     }
   }
+  if (qrow != nullptr) {
+    const int lane = i & 31;
+    for (int64_t b = i >> 5; b < p.D / 128; b += stride >> 5) {
+      const int64_t c = b * 128 + lane * 4;
+      float v[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = to_f32(from_f32<Tu>(su[c + k] * inv * hc_norm_weight(p, c + k)));
+      act_quant_lane_store<4>(v, qrow + c);
+    }
+  }
 }
 
 template <int HC, typename T, typename Tu>
@@ -332,7 +348,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp == 0 && blockDim.x > 32) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);
+    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
     return;
   }
   float pre[hc];
@@ -353,7 +369,9 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
     }
   }
   if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw);  // (launch_hc_pre folds only with >= 256 threads)
+  if (p.fold_norm) {  // (launch_hc_pre folds only with >= 256 threads)
+    hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+  }
 }
 
 // Threads per token: decode-sized batches (< 64 tokens) take 1,024 so the collapse u = sum_i pre_i

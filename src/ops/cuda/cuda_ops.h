@@ -75,6 +75,8 @@ class CudaOps final : public Ops {
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
   void broadcast_streams(const TensorView& x, const TensorView& out) override;
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) override;
+  void rms_norm_quant(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
+                      int block) override;
   void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
   void convert(const TensorView& x, const TensorView& out) override;
 
@@ -84,16 +86,18 @@ class CudaOps final : public Ops {
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) override;
   void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
+  void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) override;
+  LinearOptions prequantise(const TensorView& x, int block) override;
 
   void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
               const TensorView& post, const TensorView& comb) override;
   void hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm, float eps,
-                   const TensorView& u, const TensorView& post, const TensorView& comb) override;
+                   const TensorView& u, const TensorView& post, const TensorView& comb, const QuantCopy& uq) override;
   void hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                const TensorView& out) override;
   void hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,
                         const TensorView& out, const HcWeights& w, const HcParams& params, const TensorView& norm,
-                        float eps, const TensorView& u) override;
+                        float eps, const TensorView& u, const QuantCopy& uq) override;
   void hc_head(const TensorView& x, const HcHeadWeights& w, const HcParams& params, const TensorView& y) override;
 
   void rope(const TensorView& x, const TensorView& positions, const RopeParams& params) override;
@@ -142,13 +146,14 @@ class CudaOps final : public Ops {
                         std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
                         const TensorView& out);
   // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr; post_of: x is
-  // first computed as hc_post of these (o, x before, post, comb: hc_post_pre_norm), else nullptr.
+  // first computed as hc_post of these (o, x before, post, comb: hc_post_pre_norm), else nullptr;
+  // uq: u's quantised copy (with the fold: in the same launch where the kernel can, else after it).
   struct HcPostInputs {
     const TensorView *o, *x, *post, *comb;
   };
   void hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                      const TensorView& post, const TensorView& comb, const TensorView* norm, float eps,
-                     const HcPostInputs* post_of = nullptr);
+                     const HcPostInputs* post_of = nullptr, const QuantCopy& uq = {});
   void* arena_alloc(size_t bytes);
 
   // ---- step graphs (cuda_graphs.cc) ----

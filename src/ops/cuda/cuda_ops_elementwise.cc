@@ -33,6 +33,20 @@ void CudaOps::rms_norm(const TensorView& x, const TensorView& weight, float eps,
   DI_LAUNCH(k::launch_rms_norm({x.data, act_type(x), weight.data, wt, out.data, act_type(out), rows, n, eps}, stream_));
 }
 
+void CudaOps::rms_norm_quant(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
+                             int block) {
+  const int64_t n = x.shape[x.rank - 1], rows = x.numel() / n;
+  if (!k::rms_norm_fuses_quant(n, block)) {
+    Ops::rms_norm_quant(x, weight, eps, out, block);  // the two launches
+    return;
+  }
+  if (rows == 0) return;
+  DI_CHECK(out.numel() == x.numel(), "rms_norm_quant: out {} vs x {}", out.shape_string(), x.shape_string());
+  const k::ActType wt = weight.empty() ? k::ActType::kF32 : act_type(weight);
+  DI_LAUNCH(k::launch_rms_norm({x.data, act_type(x), weight.data, wt, out.data, act_type(out), rows, n, eps, block},
+                               stream_));
+}
+
 void CudaOps::add(const TensorView& a, const TensorView& b, const TensorView& out) {
   DI_CHECK(a.numel() == b.numel() && a.numel() == out.numel(), "add: shapes differ");
   if (a.numel() == 0) return;
@@ -50,6 +64,29 @@ void CudaOps::swiglu(const TensorView& g, const TensorView& u, float limit, cons
   if (g.numel() == 0) return;
   DI_LAUNCH(k::launch_swiglu({g.data, act_type(g), u.data, act_type(u), out.data, act_type(out), g.numel(), limit},
                              stream_));
+}
+
+void CudaOps::swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) {
+  DI_CHECK(g.numel() == u.numel() && g.numel() == out.numel(), "swiglu_quant: shapes differ");
+  const auto aligned = [](const TensorView& t) { return reinterpret_cast<uintptr_t>(t.data) % 16 == 0; };
+  if (!k::swiglu_fuses_quant(out.shape[out.rank - 1], block, act_type(out)) || !aligned(g) || !aligned(u) ||
+      !aligned(out)) {
+    Ops::swiglu_quant(g, u, limit, out, block);  // the two launches
+    return;
+  }
+  if (g.numel() == 0) return;
+  DI_LAUNCH(k::launch_swiglu(
+      {g.data, act_type(g), u.data, act_type(u), out.data, act_type(out), g.numel(), limit, block}, stream_));
+}
+
+LinearOptions CudaOps::prequantise(const TensorView& x, int block) {
+  // In place, once, where the small-M GEMM kernels would quantise x in each CTA's staging and the
+  // large-M path in a copy of its own (DEEPINFER_GEMM_PREQUANT=0: leave it to them; an A/B switch,
+  // same bits).
+  static const bool on = k::env_switch("DEEPINFER_GEMM_PREQUANT");
+  if (!on || block <= 0) return {block};
+  fp8_fake_quant(x, x.shape[x.rank - 1], block);
+  return {};
 }
 
 void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
@@ -134,35 +171,39 @@ void CudaOps::hc_pre(const TensorView& x, const HcWeights& w, const HcParams& pa
 }
 
 void CudaOps::hc_pre_norm(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& norm,
-                          float eps, const TensorView& u, const TensorView& post, const TensorView& comb) {
+                          float eps, const TensorView& u, const TensorView& post, const TensorView& comb,
+                          const QuantCopy& uq) {
   if (!hc_norm_folds(x)) {
-    Ops::hc_pre_norm(x, w, params, norm, eps, u, post, comb);  // the two launches
+    Ops::hc_pre_norm(x, w, params, norm, eps, u, post, comb, uq);  // the separate launches
     return;
   }
-  hc_pre_launch(x, w, params, u, post, comb, &norm, eps);
+  hc_pre_launch(x, w, params, u, post, comb, &norm, eps, nullptr, uq);
 }
 
 void CudaOps::hc_post_pre_norm(const TensorView& o, const TensorView& x, const TensorView& post,
                                const TensorView& comb, const TensorView& out, const HcWeights& w,
-                               const HcParams& params, const TensorView& norm, float eps, const TensorView& u) {
+                               const HcParams& params, const TensorView& norm, float eps, const TensorView& u,
+                               const QuantCopy& uq) {
   // DEEPINFER_HC_POST_FUSED=0: hc_post, then hc_pre_norm (an A/B switch; same bits). The fold
   // rides on the folded norm's launch.
   static const bool fused = k::env_switch("DEEPINFER_HC_POST_FUSED");
   if (!fused || !hc_norm_folds(out)) {
-    Ops::hc_post_pre_norm(o, x, post, comb, out, w, params, norm, eps, u);
+    Ops::hc_post_pre_norm(o, x, post, comb, out, w, params, norm, eps, u, uq);
     return;
   }
   DI_CHECK(x.dtype == out.dtype && out.data != x.data && x.numel() == out.numel(),
            "hc_post_pre_norm: out must be a distinct tensor of x's dtype and shape");
   const HcPostInputs in{&o, &x, &post, &comb};
-  hc_pre_launch(out, w, params, u, post, comb, &norm, eps, &in);
+  hc_pre_launch(out, w, params, u, post, comb, &norm, eps, &in, uq);
 }
 
 void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
                             const TensorView& post, const TensorView& comb, const TensorView* norm, float eps,
-                            const HcPostInputs* post_of) {
+                            const HcPostInputs* post_of, const QuantCopy& uq) {
   const int64_t T = x.shape[0], hc = x.shape[1], D = x.shape[2];
   if (T == 0) return;
+  DI_CHECK(uq.empty() || (uq.out.dtype == DType::kBF16 && uq.out.numel() == T * D),
+           "hc_pre_norm: quantised copy {} for u [{}, {}] (BF16)", uq.out.shape_string(), T, D);
   DI_CHECK(hc <= 4, "hc_mult {} unsupported on CUDA (at most 4)", hc);
   const int splits = hc_splits(hc * D);
   TensorView partial = alloc(DType::kF32, {T, splits, (2 + hc) * hc + 1});
@@ -176,6 +217,7 @@ void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcPar
     p.norm = norm->empty() ? nullptr : norm->data;
     p.norm_type = norm->empty() ? k::ActType::kF32 : act_type(*norm);
     p.rms_eps = eps;
+    if (!uq.empty() && k::hc_pre_quant_copies(D, uq.block)) p.uq = uq.out.data;
   }
   if (post_of != nullptr) {
     p.post_o = post_of->o->data;
@@ -185,6 +227,7 @@ void CudaOps::hc_pre_launch(const TensorView& x, const HcWeights& w, const HcPar
     p.comb_in = dptr<float>(*post_of->comb);
   }
   DI_LAUNCH(k::launch_hc_pre(p, stream_));
+  if (p.uq == nullptr) quant_copy(u, uq);  // not folded: the copy and its quantisation after
 }
 
 void CudaOps::hc_post(const TensorView& o, const TensorView& x, const TensorView& post, const TensorView& comb,

@@ -37,14 +37,18 @@ cudaError_t launch_broadcast_streams(const BroadcastParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+bool rms_norm_fuses_quant(int64_t n, int block) { return block == 128 && n <= kRmsWarpMaxN && n % block == 0; }
+
 cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
+  if (p.quant_block > 0 && !rms_norm_fuses_quant(p.n, p.quant_block)) return cudaErrorInvalidValue;
   with_act3(p.x_type, p.out_type, p.w_type, [&](auto ti, auto to, auto tw) {
     using Ti = decltype(ti);
     using To = decltype(to);
     using Tw = decltype(tw);
     if (p.n <= kRmsWarpMaxN) {
-      launch_pdl(rms_norm_warp_kernel<Ti, To, Tw>, static_cast<unsigned>((p.rows + 7) / 8), 256, 0,
-                 s, static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
+      const unsigned grid = static_cast<unsigned>((p.rows + 7) / 8);
+      auto kernel = p.quant_block > 0 ? rms_norm_warp_kernel<Ti, To, Tw, 4> : rms_norm_warp_kernel<Ti, To, Tw, 0>;
+      launch_pdl(kernel, grid, 256, 0, s, static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
                  static_cast<To*>(p.out), p.rows, p.n, p.eps);
     } else if (p.n <= kRmsRowMaxN) {
       launch_pdl(rms_norm_row_kernel<Ti, To, Tw>, p.rows, 256, 0, s, static_cast<const Ti*>(p.x),
@@ -68,7 +72,24 @@ cudaError_t launch_add(const BinaryParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+bool swiglu_fuses_quant(int64_t width, int block, ActType out_type) {
+  return block == 128 && width % block == 0 && out_type == ActType::kBF16;
+}
+
 cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t s) {
+  if (p.quant_block > 0) {
+    // p.n counts whole 128-channel blocks (rows of a multiple of 128: swiglu_fuses_quant).
+    if (p.quant_block != 128 || p.n % 128 != 0 || p.out_type != ActType::kBF16) return cudaErrorInvalidValue;
+    const int64_t blocks = p.n / 128;
+    with_act2(p.a_type, p.b_type, [&](auto ta, auto tb) {
+      using A = decltype(ta);
+      using B = decltype(tb);
+      launch_pdl(swiglu_quant_kernel<A, B>, static_cast<unsigned>((blocks + 7) / 8), 256, 0, s,
+                 static_cast<const A*>(p.a), static_cast<const B*>(p.b), static_cast<__nv_bfloat16*>(p.out), blocks,
+                 p.limit);
+    });
+    return cudaGetLastError();
+  }
   with_act3(p.a_type, p.b_type, p.out_type, [&](auto ta, auto tb, auto to) {
     using A = decltype(ta);
     using B = decltype(tb);
@@ -286,6 +307,7 @@ void launch_hc_mix(const X* x, const float* fn, float* partial, int64_t T, int64
 }
 
 bool hc_pre_folds_norm(int64_t D) { return D > kRmsWarpMaxN && D <= kRmsRowMaxN; }
+bool hc_pre_quant_copies(int64_t D, int block) { return hc_pre_folds_norm(D) && block == 128 && D % block == 0; }
 
 bool hc_pre_folds_post(int64_t T, int hc) { return hc == 4 && T < 64; }
 
@@ -315,11 +337,13 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
   if (p.fold_norm && !hc_pre_folds_norm(p.D)) return cudaErrorInvalidValue;
+  if (p.uq != nullptr && (!p.fold_norm || !hc_pre_quant_copies(p.D, 128))) return cudaErrorInvalidValue;
   HcPreParams fp{p.D, p.hc, p.n_split, p.sinkhorn_iters, p.hc_eps, p.norm_eps, p.base, p.scale};
   fp.fold_norm = p.fold_norm;
   fp.norm = p.norm;
   fp.norm_bf16 = p.norm_type == ActType::kBF16;
   fp.rms_eps = p.rms_eps;
+  fp.uq = static_cast<__nv_bfloat16*>(p.uq);
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
