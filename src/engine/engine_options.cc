@@ -41,7 +41,8 @@ constexpr const char* kKnownVariables[] = {
     // and the packed paths' thresholds (rows; output tiles; expert tokens).
     "DEEPINFER_GEMM_KERNEL", "DEEPINFER_GEMM_PACKED_ROWS", "DEEPINFER_GEMM_PACKED_MIN_TILES",
     "DEEPINFER_GEMM_PACKED_EXPERTS", "DEEPINFER_GEMM_EXPERT_PRODUCERS", "DEEPINFER_MOE_SWIGLU_QUANT",
-    "DEEPINFER_MOE_QUANT_ONCE", "DEEPINFER_GEMM_PREQUANT",
+    "DEEPINFER_MOE_QUANT_ONCE", "DEEPINFER_GEMM_PREQUANT", "DEEPINFER_MOE_COMBINE_CHUNK", "DEEPINFER_HC_SINKHORN_CTA",
+    "DEEPINFER_GEMV_LEAN_DEEP",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

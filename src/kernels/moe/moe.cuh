@@ -250,18 +250,22 @@ __global__ void __launch_bounds__(256) moe_swiglu_quant_kernel(const float* g, c
 // out[t] = sum over the token's k slots in ascending expert id of y[t*k + slot] (rounded to BF16
 // first when the reference stores expert outputs in BF16), then + addend[t] (the shared expert's
 // output, when given) and rounded to To: add_kernel's and convert_kernel's arithmetic, so one
-// launch gives the bits of combine + add + convert. grid: (T, D chunks of kCombineChunk).
+// launch gives the bits of combine + add + convert.
 // The slot order is sorted once per block into shared memory, and a thread loads all k values of
 // a column before adding them (a per-thread sort in local memory and loads serialised behind the
 // stores took 7 us of a batch-1 step).
-inline constexpr int kCombineChunk = 1024, kCombineMaxK = 16;
+// grid (T, D / chunk): the launcher takes chunks of 256 columns for decode-sized batches (one
+// column per thread: a single round of loads; 1,024-column blocks walked 4 columns per thread in
+// turn, ~3 us of a batch-1 layer) and of 1,024 for prefills (fewer blocks, each sorting once).
+inline constexpr int kCombineMaxK = 16;
 template <typename Ta, typename To>
 __global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ sel, int k, int64_t D,
-                                   bool bf16_round, const Ta* __restrict__ addend, To* __restrict__ out) {
+                                   int64_t chunk, bool bf16_round, const Ta* __restrict__ addend,
+                                   To* __restrict__ out) {
   pdl_prologue();
   __shared__ int32_t s_order[kCombineMaxK];
   const int64_t t = blockIdx.x;
-  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kCombineChunk, c1 = min64(D, c0 + kCombineChunk);
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * chunk, c1 = min64(D, c0 + chunk);
   if (threadIdx.x == 0) {
     int32_t id[kCombineMaxK];
     for (int i = 0; i < k; ++i) s_order[i] = i, id[i] = sel[t * k + i];

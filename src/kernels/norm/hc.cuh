@@ -2,8 +2,8 @@
 // hc_mix_partial: split-K partial products of the flattened streams with the mixing matrix plus
 // partial sums of squares; grid (T, n_split), each block owns one K chunk, partials are reduced by
 // hc_pre_finalize / hc_head_finalize in split order (fixed, so results are batch invariant).
-// hc_pre_finalize: one block per token — mix logits, pre/post, Sinkhorn comb (warp 0), and the
-// collapsed input u = sum_i pre_i X_i (the other warps). hc_post: out[t,k] = post_k o + sum_j comb[j,k] X_j.
+// hc_pre_finalize: one block per token — mix logits, pre/post, Sinkhorn comb (warp 0; at decode
+// sizes a second block per token), and the collapsed input u = sum_i pre_i X_i (the other warps). hc_post: out[t,k] = post_k o + sum_j comb[j,k] X_j.
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
@@ -183,6 +183,9 @@ struct HcPreParams {
   // With the fold: u's quantised copy [T, D] (HcParamsDev::uq; FP8 fake-quant per 128 channels),
   // null = none.
   __nv_bfloat16* uq = nullptr;
+  // hc_pre_finalize: grid (T, 2), the token's Sinkhorn (post, comb) in block y = 1 beside its
+  // collapse and norm (u) in block y = 0, instead of in warp 0 of the one block.
+  bool sinkhorn_cta = false;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -344,9 +347,15 @@ template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
-  const HcMix m = hc_mix_columns<HC>(partial, p, t);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (warp == 0 && blockDim.x > 32) {
+  if (p.sinkhorn_cta && blockIdx.y == 1) {  // the Sinkhorn block: warp 0 alone
+    if (warp == 0) hc_sinkhorn_warp<HC>(hc_mix_columns<HC>(partial, p, t), p, post_out + t * hc, comb_out + t * hc * hc);
+    return;
+  }
+  const HcMix m = hc_mix_columns<HC>(partial, p, t);
+  // Warp 0 runs Sinkhorn while the others collapse, unless a block of its own does.
+  const bool sinkhorn_warp = !p.sinkhorn_cta && blockDim.x > 32;
+  if (sinkhorn_warp && warp == 0) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
     if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
     return;
@@ -356,7 +365,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
 #pragma unroll
   for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-  const int first = blockDim.x > 32 ? 32 : 0;
+  const int first = sinkhorn_warp ? 32 : 0;
 #pragma unroll 4
   for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
     float acc = 0.0f;
@@ -368,7 +377,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
       u[t * p.D + c] = from_f32<Tu>(acc);
     }
   }
-  if (blockDim.x == 32) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+  if (blockDim.x == 32 && !p.sinkhorn_cta) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
   if (p.fold_norm) {  // (launch_hc_pre folds only with >= 256 threads)
     hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
   }

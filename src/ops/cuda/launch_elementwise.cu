@@ -351,6 +351,8 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   fp.norm_bf16 = p.norm_type == ActType::kBF16;
   fp.rms_eps = p.rms_eps;
   fp.uq = static_cast<__nv_bfloat16*>(p.uq);
+  static const bool sinkhorn_cta = env_switch("DEEPINFER_HC_SINKHORN_CTA");
+  fp.sinkhorn_cta = sinkhorn_cta && p.T < 64;
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
@@ -359,8 +361,11 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     } else {
       launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     }
-    // Numerically neutral: the block size only spreads the collapse over more warps.
-    launch_pdl(hc_pre_finalize_kernel<X, U>, p.T, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
+    // Numerically neutral: the block size only spreads the collapse over more warps, and the
+    // Sinkhorn block takes the serial iterations off the path to u (decode-sized batches, unless
+    // DEEPINFER_HC_SINKHORN_CTA=0).
+    const dim3 grid(static_cast<unsigned>(p.T), fp.sinkhorn_cta ? 2u : 1u);
+    launch_pdl(hc_pre_finalize_kernel<X, U>, grid, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
                static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();

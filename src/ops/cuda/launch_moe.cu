@@ -72,11 +72,15 @@ cudaError_t launch_moe_swiglu_quant(const MoeSwigluParams& p, void* hq, cudaStre
 }
 
 cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + kCombineChunk - 1) / kCombineChunk));
+  // Columns per block (moe_combine_kernel): DEEPINFER_MOE_COMBINE_CHUNK (256 or 1024) below 64
+  // tokens, default 256; 1,024 above. Numerically neutral.
+  static const int decode_chunk = env_int("DEEPINFER_MOE_COMBINE_CHUNK", 256, {256, 1024});
+  const int64_t chunk = p.T < 64 ? decode_chunk : 1024;
+  const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.D + chunk - 1) / chunk));
   with_act2(p.addend_type, p.out_type, [&](auto ta, auto to) {
     using Ta = decltype(ta);
     using To = decltype(to);
-    launch_pdl(moe_combine_kernel<Ta, To>, grid, 256, 0, s, p.y, p.sel, p.k, p.D, p.bf16_round,
+    launch_pdl(moe_combine_kernel<Ta, To>, grid, 256, 0, s, p.y, p.sel, p.k, p.D, chunk, p.bf16_round,
                static_cast<const Ta*>(p.addend), static_cast<To*>(p.out));
   });
   return cudaGetLastError();
