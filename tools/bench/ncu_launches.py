@@ -3,7 +3,9 @@
 dram__bytes_read.sum and launch__grid_size (tools/bench/profile_on_device.sh launches): one line per
 launch in launch order (the last --last launches: one measured forward), with its DRAM read
 bandwidth, so latency-bound launches (short, far below the copy bandwidth) stand out.
-Usage: ncu_launches.py LOG.csv [--last N]"""
+With --by-name: those launches' totals per kernel (time, calls, bytes), largest first — two
+binaries' profiles side by side.
+Usage: ncu_launches.py LOG.csv [--last N] [--by-name]"""
 import argparse
 import collections
 import os
@@ -20,6 +22,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
     ap.add_argument("--last", type=int, default=0)
+    ap.add_argument("--by-name", action="store_true")
     a = ap.parse_args()
     launches = collections.OrderedDict()
     for r in read_ncu_rows(a.log):
@@ -27,6 +30,17 @@ def main():
         v = float(r["Metric Value"].replace(",", "")) * SCALE.get(r.get("Metric Unit", ""), 1.0)
         rec[r["Metric Name"]] = v
     rows = list(launches.values())[-a.last:] if a.last else list(launches.values())
+    if a.by_name:
+        by = collections.defaultdict(lambda: [0.0, 0, 0.0])
+        for rec in rows:
+            e = by[rec["name"]]
+            e[0] += rec.get("gpu__time_duration.sum", 0.0)
+            e[1] += 1
+            e[2] += rec.get("dram__bytes_read.sum", 0.0)
+        for name, (us, n, b) in sorted(by.items(), key=lambda kv: -kv[1][0]):
+            print(f"{us:10.2f} us {n:5d} calls {b / 1e6:9.2f} MB  {name[:100]}")
+        print(f"total {sum(e[0] for e in by.values()):.1f} us over {len(rows)} launches")
+        return
     tot_us = tot_b = 0.0
     for rec in rows:
         us = rec.get("gpu__time_duration.sum", 0.0)
