@@ -24,8 +24,7 @@
 # instead of the prefill kernel, and that kernel with 64-token blocks (DEEPINFER_HC_MIX_TOKENS=1, 2,
 # 4, 64; default 32); the MoE tests once more with the
 # general (multi-kernel) pair grouping (DEEPINFER_MOE_GROUP_SMALL=0); the op and model tests with
-# the session-16 launch choices off (DEEPINFER_GEMV_LEAN_DEEP=0: no deep ring for sub-wave dense
-# launches; DEEPINFER_HC_SINKHORN_CTA=0: Sinkhorn in warp 0 of the collapse's block;
+# the session-16 launch choices off (DEEPINFER_HC_SINKHORN_CTA=0: Sinkhorn in warp 0 of the collapse's block;
 # DEEPINFER_MOE_COMBINE_CHUNK=1024; DEEPINFER_GEMM_PREQUANT=0: wo_b quantises its own input);
 # then both test binaries run
 # again with every kernel launched plainly instead of as a programmatic dependent
@@ -63,9 +62,9 @@ DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnect
 DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
 DEEPINFER_HC_MIX_TOKENS=64 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
 DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_GEMV_LEAN_DEEP=0 DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
+DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
   .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*:*HyperConnection*:*HcPre*:*HcPost*:*Quant*' || status=1
-DEEPINFER_GEMV_LEAN_DEEP=0 DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
+DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
   .carry/bin/cuda_model_test || status=1
 .carry/bin/cuda_model_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1

@@ -452,7 +452,9 @@ int lean_max_expert_tokens() {
 // Weight windows in flight per lane (DEEPINFER_GEMV_LEAN_STAGES = 3 or 4 (default); tuning): 6
 // measured like 4 at batch 1 and spills at 3 CTAs per SM; 3 (4 CTAs per SM for FP8 / BF16: the
 // 512-CTA projections in one wave) measured -2..-4% at batch 1 and unchanged at 8-512 (session 12):
-// fewer loads in flight per lane cost more than the partial second wave.
+// fewer loads in flight per lane cost more than the partial second wave. 8 for the dense launches
+// of fewer CTAs than SMs only (session 16, 1 CTA per SM, no spills) made their FP8 launches slower
+// (ncu: +24 us per batch-1 step) and batch 1 -2%: not kept.
 int lean_stages() {
   static const int n = env_int("DEEPINFER_GEMV_LEAN_STAGES", 4, {3, 4});
   return n;
@@ -528,22 +530,8 @@ cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaS
   return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
-// Dense launches of fewer CTAs than DEEPINFER_GEMV_LEAN_DEEP (default: one per SM; 0 = none)
-// stream kLeanDeepStages windows per lane (all of a 512-element FP8 sub-range at once): such a
-// launch leaves SMs idle, so its CTAs' registers are free to hold more loads in flight (the
-// attention's first projections, the shared expert's down projection, the router at batch 1).
-// Same bits (the ring only changes when loads are issued).
-inline constexpr int kLeanDeepStages = 8;
-bool lean_deep(const GemmParams& p, const LeanLaunchPlan& plan) {
-  static const int below = env_switch("DEEPINFER_GEMV_LEAN_DEEP")
-                               ? env_int("DEEPINFER_GEMV_LEAN_DEEP", static_cast<int>(LeanKnobs{}.sms))
-                               : 0;
-  return p.experts == nullptr && plan.shape.tiles == 1 && plan.grid_x * plan.grid_z < below;
-}
-
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
-  if (lean_deep(p, plan)) return launch_lean_kernel<F, kLeanDeepStages, false, 1>(p, plan, s);
   switch (lean_stages()) {
     case 3: return launch_lean_s<F, 3>(p, plan, s);
     default: return launch_lean_s<F, 4>(p, plan, s);
