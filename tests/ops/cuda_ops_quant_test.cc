@@ -35,11 +35,12 @@ class CudaQuantProducersTest : public OpHarness {
   }
 };
 
-// The query latent's norm: the fused warp kernel (widths <= 1,024 in whole 128-channel blocks)
-// and the fallbacks (a ragged width; the 4,096-wide row kernel), BF16 and F32, with and without a
-// weight, one row (decode) and several.
+// The query latent's norm: the fused warp kernel (widths <= 1,024 in whole 128-channel blocks; a
+// block per row below 64 rows, a warp per row above) and the fallbacks (a ragged width; the
+// 4,096-wide row kernel), BF16 and F32, with and without a weight.
 TEST_F(CudaQuantProducersTest, RmsNormQuantIsBitwiseNormThenFakeQuant) {
-  for (auto [T, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1024}, {9, 1024}, {3, 384}, {2, 1000}, {2, 4096}}) {
+  for (auto [T, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1024}, {9, 1024}, {70, 1024}, {3, 384}, {67, 384}, {2, 1000}, {2, 4096}}) {
     EXPECT_EQ(kernels::rms_norm_fuses_quant(n, 128), n <= 1024 && n % 128 == 0) << n;
     for (DType dt : {DType::kBF16, DType::kF32}) {
       Pair w = random(DType::kBF16, {n}, 0.5f);

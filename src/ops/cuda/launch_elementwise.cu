@@ -46,8 +46,12 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t s) {
     using To = decltype(to);
     using Tw = decltype(tw);
     if (p.n <= kRmsWarpMaxN) {
-      const unsigned grid = static_cast<unsigned>((p.rows + 7) / 8);
-      auto kernel = p.quant_block > 0 ? rms_norm_warp_kernel<Ti, To, Tw, 4> : rms_norm_warp_kernel<Ti, To, Tw, 0>;
+      // With the quantisation, decode-sized launches spread each row's blocks over a block's warps.
+      const bool spread = p.quant_block > 0 && p.rows < 64;
+      const unsigned grid = static_cast<unsigned>(spread ? p.rows : (p.rows + 7) / 8);
+      auto kernel = p.quant_block == 0 ? rms_norm_warp_kernel<Ti, To, Tw, 0>
+                    : spread           ? rms_norm_warp_kernel<Ti, To, Tw, 4, true>
+                                       : rms_norm_warp_kernel<Ti, To, Tw, 4>;
       launch_pdl(kernel, grid, 256, 0, s, static_cast<const Ti*>(p.x), static_cast<const Tw*>(p.weight),
                  static_cast<To*>(p.out), p.rows, p.n, p.eps);
     } else if (p.n <= kRmsRowMaxN) {
