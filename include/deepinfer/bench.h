@@ -21,8 +21,11 @@ struct BenchOptions {
   std::vector<int32_t> contexts = {4096, 32768, 131072};
   std::vector<int32_t> prefill_lengths = {8192, 131072};  // lengths <= 0: no prefill row (decode only)
   int32_t prefill_chunk = 8192;
+  // Decode rows: the median of `iters` steps after `warmup` steps and at least kBenchWarmSeconds
+  // of them (the first shape of a run measured a few % low after 2 warm-up steps: clocks and
+  // caches still settling); prefill rows: the median of iters / 2 runs after one warm-up run.
   int warmup = 2;
-  int iters = 5;
+  int iters = 20;
   double memory_budget_gib = 120.0;   // rows whose KV would not fit are reported as skipped
   bool kernel_breakdown = true;
   double fp8_peak_tflops = 1979.0;    // H200 dense FP8 (datasheet)

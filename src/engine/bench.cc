@@ -12,6 +12,7 @@
 #include "deepinfer/bench.h"
 #include "deepinfer/model.h"
 #include "engine/bench_baseline.h"
+#include "base/status.h"
 #include "engine/bench_model.h"
 #include "engine/device_backend.h"
 #include "engine/loaded_model.h"
@@ -77,15 +78,28 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Decode warm-up: at least o.warmup steps and this long (bounded by kBenchMaxWarmSteps).
+constexpr double kBenchWarmSeconds = 0.2;
+constexpr int kBenchMaxWarmSteps = 1000;
+
 Result<double> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context, model::KvState& state) {
   const model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
-  std::vector<double> times;
-  for (int i = 0; i < o.warmup + o.iters; ++i) {
+  auto step = [&]() -> Result<double> {
     const auto t0 = Clock::now();
     auto r = model_of(b).forward(fb, state);
     if (!r.is_ok()) return r.status();
     ops_of(b)->synchronize();
-    if (i >= o.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  double warm = 0.0;
+  for (int i = 0; i < o.warmup || (warm < kBenchWarmSeconds && i < kBenchMaxWarmSteps); ++i) {
+    DI_ASSIGN_OR_RETURN(const double t, step());
+    warm += t;
+  }
+  std::vector<double> times;
+  for (int i = 0; i < o.iters; ++i) {
+    DI_ASSIGN_OR_RETURN(const double t, step());
+    times.push_back(t);
   }
   return median(times);
 }
@@ -176,6 +190,7 @@ json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& 
 }  // namespace
 
 Result<std::string> run_benchmark(const BenchOptions& o) {
+  if (o.iters < 1) return invalid_argument("--iters must be >= 1 (got {})", o.iters);
   DI_ASSIGN_OR_RETURN(const model::Numerics numerics, engine::parse_numerics(o.numerics));
   DI_ASSIGN_OR_RETURN(BenchModel b, build_model(o, numerics));
   double copy_gbs = 0;

@@ -1,6 +1,6 @@
 // End to end through the `deepinfer` binary on the tiny demo model: `generate` with no arguments
 // (the `./dev.sh run` path), JSONL in and out with a progress bar, agreement with the C++ Engine
-// for the same request, bad arguments, and a scripted non-interactive `chat` session.
+// for the same request, bad arguments, a scripted non-interactive `chat` session, and `bench`.
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -127,6 +127,26 @@ TEST(CliE2eTest, BadArgumentsExitWithAMessage) {
   r = run_shell("DEEPINFER_USE_NEXTN_DECODE=many " + kCli + " generate" + model_flag() + "hi", true);
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("DEEPINFER_USE_NEXTN_DECODE='many'"), std::string::npos) << r.out;
+}
+
+// `deepinfer bench` on the CPU with the tiny model: a decode and a prefill row with their
+// throughput and shares, the command recorded; --iters 0 is refused with a message.
+TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
+  const std::string out = testing::temp_path("bench.json");
+  auto r = run_shell("OMP_NUM_THREADS=1 " + kCli + " bench --model " + testing::tiny_model_dir() +
+                         " --device cpu --batch 1 --context 64 --prefill 32 --iters 2 --no-breakdown --out " + out,
+                     true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f(out);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j.at("rows").size(), 2u) << j.dump();
+  EXPECT_EQ(j["rows"][0]["kind"], "decode");
+  EXPECT_EQ(j["rows"][1]["kind"], "prefill");
+  for (const auto& row : j["rows"]) EXPECT_GT(row.at("tokens_per_s").get<double>(), 0.0) << row.dump();
+  EXPECT_NE(j.at("command").get<std::string>().find("--iters 2"), std::string::npos) << j["command"];
+  r = run_shell(kCli + " bench --model " + testing::tiny_model_dir() + " --device cpu --iters 0", true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("--iters must be >= 1 (got 0)"), std::string::npos) << r.out;
 }
 
 TEST(CliE2eTest, ChatReadsLinesFromStdin) {
