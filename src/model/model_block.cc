@@ -66,12 +66,8 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   TensorView kv = ops_->alloc(act_dtype(), {T, d});
   const Fp8Input ain = fp8_input(a, aq);
   ops_->linear_pair(ain.x, aw.wq_a, aw.wkv, q_lat, kv, ain.options);
-  const int qb = fp8_act().act_quant_block;
-  if (qb > 0) {
-    ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_lat, qb);
-  } else {
-    ops_->rms_norm(q_lat, aw.q_norm, eps, q_lat);
-  }
+  const int qb = fp8_act().act_quant_block;  // 0 in plain numerics: nothing to quantise
+  ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_lat, qb);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
@@ -166,11 +162,7 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
     const Fp8Input bin = fp8_input(b, bq);
     ops_->linear_pair(bin.x, mw.shared->w1, mw.shared->w3, g, u, bin.options);
     // The hidden quantised by its SwiGLU as the down projection reads it.
-    if (mp.act_quant_block > 0) {
-      ops_->swiglu_quant(g, u, mp.swiglu_limit, g, mp.act_quant_block);
-    } else {
-      ops_->swiglu(g, u, mp.swiglu_limit, g);
-    }
+    ops_->swiglu_quant(g, u, mp.swiglu_limit, g, mp.act_quant_block);
     y = ops_->alloc(act_dtype(), {T, D});
     ops_->linear(g, mw.shared->w2, y, {});
     ops_->side_end();

@@ -193,12 +193,12 @@ class Ops {
   // x, out: [rows, n] (any leading shape flattened).
   virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) = 0;
   // rms_norm, then out's rows FP8 fake-quantised per `block` channels in place (an output read only
-  // by GEMMs that would quantise it so: the query latent). One call so a backend can fold the
-  // quantisation into the norm (same bits as the two ops, the default).
+  // by GEMMs that would quantise it so: the query latent); block 0: rms_norm alone. One call so a
+  // backend can fold the quantisation into the norm (same bits as the two ops, the default).
   virtual void rms_norm_quant(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
                               int block) {
     rms_norm(x, weight, eps, out);
-    fp8_fake_quant(out, out.shape[out.rank - 1], block);
+    if (block > 0) fp8_fake_quant(out, out.shape[out.rank - 1], block);
   }
   // out = a + b (same shapes); out may alias a.
   virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
@@ -224,10 +224,11 @@ class Ops {
   // out = silu(min(g, limit)) * clamp(u, -limit, limit) (limit 0: no clamp). g, u, out [T, F].
   virtual void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) = 0;
   // swiglu, then out's rows FP8 fake-quantised per `block` channels in place (the shared expert's
-  // hidden, read only by its down projection). Same bits as the two ops (the default).
+  // hidden, read only by its down projection); block 0: swiglu alone. Same bits as the two ops
+  // (the default).
   virtual void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) {
     swiglu(g, u, limit, out);
-    fp8_fake_quant(out, out.shape[out.rank - 1], block);
+    if (block > 0) fp8_fake_quant(out, out.shape[out.rank - 1], block);
   }
   // x [rows, n], read next only by GEMMs with act_quant_block = `block`: a backend may quantise it
   // in place now, once, and return the options those GEMMs then take ({0}), or leave it and return

@@ -70,6 +70,13 @@ TEST_F(QuantCopyTest, ProducersGiveTheBitsOfTheSeparateOps) {
   ops_.swiglu(g, u, 10.0f, b);
   ops_.fp8_fake_quant(b, n, 128);
   EXPECT_EQ(floats(a), floats(b));
+  // Block 0 (plain numerics): the op alone.
+  ops_.rms_norm_quant(x, w, 1e-6f, a, 0);
+  ops_.rms_norm(x, w, 1e-6f, b);
+  EXPECT_EQ(floats(a), floats(b));
+  ops_.swiglu_quant(g, u, 10.0f, a, 0);
+  ops_.swiglu(g, u, 10.0f, b);
+  EXPECT_EQ(floats(a), floats(b));
   // The reference backend leaves the quantisation to the GEMM.
   EXPECT_EQ(ops_.prequantise(a, 128).act_quant_block, 128);
 }

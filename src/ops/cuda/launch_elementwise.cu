@@ -82,8 +82,8 @@ bool swiglu_fuses_quant(int64_t width, int block, ActType out_type) {
 
 cudaError_t launch_swiglu(const BinaryParams& p, cudaStream_t s) {
   if (p.quant_block > 0) {
-    // p.n counts whole 128-channel blocks (rows of a multiple of 128: swiglu_fuses_quant).
-    if (p.quant_block != 128 || p.n % 128 != 0 || p.out_type != ActType::kBF16) return cudaErrorInvalidValue;
+    // The flat array in whole blocks (its rows are: the caller asked swiglu_fuses_quant).
+    if (!swiglu_fuses_quant(p.n, p.quant_block, p.out_type)) return cudaErrorInvalidValue;
     const int64_t blocks = p.n / 128;
     with_act2(p.a_type, p.b_type, [&](auto ta, auto tb) {
       using A = decltype(ta);
