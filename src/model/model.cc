@@ -133,6 +133,7 @@ ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture
   ops_->embed(step.batch.token_ids, weights_.embed, e);
   TensorView x = ops_->alloc(act_dtype(), {T, hc, D});        // HC streams, updated in place per layer
   TensorView scratch = ops_->alloc(act_dtype(), {T, hc, D});  // the block's intermediate streams
+  if (config_.num_hidden_layers > 0) prefetch_attention_inputs(weights_.layers[0], T);
   ops_->broadcast_streams(e, x);
   if (capture) capture->after_layer.clear();
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {

@@ -88,6 +88,7 @@ class CudaOps final : public Ops {
   void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
   void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) override;
   LinearOptions prequantise(const TensorView& x, int block) override;
+  void prefetch(std::initializer_list<const LinearWeight*> weights, int64_t rows) override;
 
   void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
               const TensorView& post, const TensorView& comb) override;
