@@ -164,6 +164,7 @@ TensorView Model::head(const TensorView& x, const tensor::HcHeadWeights& hc_head
   TensorView logits = ops_->alloc(DType::kF32, {std::max<int64_t>(n, 1), config_.vocab_size});
   if (n == 0) return logits.slice0(0, 0);
   const int64_t T = x.shape[0];
+  ops_->prefetch({&weights_.head}, n);  // its first bytes, beside the mHC head and the norm
   TensorView xs = ops_->alloc(act_dtype(), {n, hc, D});
   ops_->gather_rows(x.reshape({T, hc * D}), rows, xs.reshape({n, hc * D}));
   TensorView y = ops_->alloc(act_dtype(), {n, D});

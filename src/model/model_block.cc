@@ -92,7 +92,8 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
   // The output projections' weights beside the latency-bound stretch up to them (norms, indexer,
-  // top-k, attention): issued after wq_b's consumer, so that they do not compete with wq_b.
+  // top-k, attention): a hint starts once the op before it is done, here wq_b's consumer, so it
+  // does not compete with wq_b.
   ops_->prefetch({&aw.wo_a, &aw.wo_b}, T);
 
   // The shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached).
@@ -126,11 +127,12 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->sparse_attention(q, kv, state.window, state.comp_rows, comp_idx, aw.sink, step.batch, ap, o);
   ops_->window_store(kv, step.batch, state.window);
 
+  // The rest of wo_b (the hint above stopped at the L2's budget) beside wo_a, which reads the L2.
+  ops_->prefetch({&aw.wo_b}, T);
+
   // The grouped low-rank output.
   TensorView z = ops_->alloc(act_dtype(), {T, G, R});
   ops_->linear_grouped(o.reshape({T, G, H / G * d}), aw.wo_a, z, {});  // reference: BF16 wo_a, no act quant
-  // The rest of wo_b (the hint above stopped at the L2's budget) beside wo_a, which reads the L2.
-  ops_->prefetch({&aw.wo_b}, T);
   TensorView out = ops_->alloc(act_dtype(), {T, D});
   const TensorView zr = z.reshape({T, G * R});
   ops_->linear(zr, aw.wo_b, out, ops_->prequantise(zr, qb));  // z is read only by wo_b

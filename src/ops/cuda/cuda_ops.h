@@ -196,6 +196,13 @@ class CudaOps final : public Ops {
   cudaStream_t side_stream_ = nullptr;  // created with the first region
   cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
   TensorView side_counters_;  // the side stream's small-M GEMM tile counters
+  // ---- L2 prefetch hints (cuda_prefetch.cc) ----
+  // Orders the main stream after every prefetch launched since the last join (a recorded step
+  // must end joined).
+  void join_prefetch();
+  cudaStream_t prefetch_stream_ = nullptr;  // created with the first hint
+  cudaEvent_t prefetch_fork_ = nullptr, prefetch_join_ = nullptr;
+  bool prefetch_pending_ = false;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;

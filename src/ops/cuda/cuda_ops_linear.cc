@@ -1,19 +1,12 @@
 // CudaOps linear-algebra launchers: the dequantising tensor-core GEMMs (one canonical summation
 // order for every M, so a row's result never depends on the batch), the plain F32 path, grouped
 // projections.
-#include <algorithm>
-#include <cstdlib>
-
-#include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
 namespace deepinfer::ops::cuda {
 
 namespace k = deepinfer::kernels;
-
-// The prefetch budget unless DEEPINFER_L2_PREFETCH_MIB says otherwise (0: off).
-inline constexpr int64_t kDefaultL2PrefetchMib = 40;
 
 k::WeightDesc weight_desc(const LinearWeight& w) {
   DI_CHECK(w.weight.device == tensor::Device::kCuda, "linear weight {} is not on the device", w.describe());
@@ -129,43 +122,6 @@ void CudaOps::linear_pair(const TensorView& x, const LinearWeight& w0, const Lin
 void CudaOps::linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
                              const LinearOptions& options) {
   linear_impl(x, w, y, static_cast<int>(x.shape[1]), options);
-}
-
-// DEEPINFER_L2_PREFETCH_MIB: bytes one prefetch call may move (0: no prefetching). The H200's L2
-// holds 50 MB; a call that asks for more keeps the first bytes of its list (read first).
-static int64_t l2_prefetch_budget() {
-  const char* v = std::getenv("DEEPINFER_L2_PREFETCH_MIB");
-  const int64_t mib = v == nullptr ? kDefaultL2PrefetchMib : std::max<int64_t>(0, std::atoll(v));
-  return mib << 20;
-}
-
-void CudaOps::prefetch(std::initializer_list<const LinearWeight*> weights, int64_t rows) {
-  static const int64_t budget = l2_prefetch_budget();
-  // Above this many rows the GEMMs stop being bound by their weight reads alone and the kernels
-  // between them stop leaving the HBM idle.
-  static const int64_t max_rows = k::env_int("DEEPINFER_L2_PREFETCH_ROWS", 32);
-  static const int ctas = k::env_int("DEEPINFER_L2_PREFETCH_CTAS", 16);
-  if (budget == 0 || rows > max_rows) return;
-  k::L2PrefetchParams p{};
-  p.ctas = ctas;
-  int64_t left = budget;
-  // The bulk prefetch takes 16-byte aligned ranges of whole 16-byte units: the range's inner part.
-  auto add = [&](const TensorView& t) {
-    if (t.empty() || t.device != tensor::Device::kCuda || left <= 0 || p.n == k::kL2PrefetchRanges) return;
-    const uintptr_t a = reinterpret_cast<uintptr_t>(t.data), a16 = (a + 15) & ~uintptr_t{15};
-    const int64_t n = std::min<int64_t>(static_cast<int64_t>(t.nbytes()) - static_cast<int64_t>(a16 - a), left) & ~int64_t{15};
-    if (n <= 0) return;
-    p.ptr[p.n] = reinterpret_cast<const void*>(a16);
-    p.bytes[p.n] = n;
-    ++p.n;
-    left -= n;
-  };
-  for (const LinearWeight* w : weights) {
-    if (w == nullptr) continue;
-    add(w->weight);
-    add(w->scale);
-  }
-  if (p.n > 0) DI_LAUNCH(k::launch_l2_prefetch(p, stream_));
 }
 
 }  // namespace deepinfer::ops::cuda
