@@ -242,12 +242,6 @@ cudaError_t launch_moe_combine(const MoeCombineParams& p, cudaStream_t stream);
 
 namespace deepinfer::kernels {
 
-// L2 prefetch hint: up to kL2PrefetchRanges byte ranges (16-byte aligned, lengths multiples of 16)
-// moved towards the L2 by ctas small CTAs (l2_prefetch.cuh); results never depend on it.
-inline constexpr int kL2PrefetchRanges = 12;
-struct L2PrefetchParams { const void* ptr[kL2PrefetchRanges]; int64_t bytes[kL2PrefetchRanges]; int n; int ctas; };
-cudaError_t launch_l2_prefetch(const L2PrefetchParams& p, cudaStream_t stream);
-
 // Synthetic device weights for benchmarks (no files): counter-hash random contents per kind.
 enum class RandomKind : int {
   kF32Normal = 0,   // N(0, scale)

@@ -133,7 +133,6 @@ ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture
   ops_->embed(step.batch.token_ids, weights_.embed, e);
   TensorView x = ops_->alloc(act_dtype(), {T, hc, D});        // HC streams, updated in place per layer
   TensorView scratch = ops_->alloc(act_dtype(), {T, hc, D});  // the block's intermediate streams
-  if (config_.num_hidden_layers > 0) prefetch_attention_inputs(weights_.layers[0], T);
   ops_->broadcast_streams(e, x);
   if (capture) capture->after_layer.clear();
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
@@ -164,7 +163,6 @@ TensorView Model::head(const TensorView& x, const tensor::HcHeadWeights& hc_head
   TensorView logits = ops_->alloc(DType::kF32, {std::max<int64_t>(n, 1), config_.vocab_size});
   if (n == 0) return logits.slice0(0, 0);
   const int64_t T = x.shape[0];
-  ops_->prefetch({&weights_.head}, n);  // its first bytes, beside the mHC head and the norm
   TensorView xs = ops_->alloc(act_dtype(), {n, hc, D});
   ops_->gather_rows(x.reshape({T, hc * D}), rows, xs.reshape({n, hc * D}));
   TensorView y = ops_->alloc(act_dtype(), {n, D});

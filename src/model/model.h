@@ -56,8 +56,6 @@ class Model final : public LanguageModel {
              const tensor::TensorView& scratch);
   // a [T, D]: the sublayer input; aq: its FP8-quantised copy for the FP8 projections (official
   // numerics; empty otherwise). moe's b and bq likewise.
-  // An L2 prefetch hint (Ops::prefetch) for the weights a block's attention reads first.
-  void prefetch_attention_inputs(const loader::BlockWeights& w, int64_t rows);
   tensor::TensorView attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
                                const tensor::TensorView& a, const ops::QuantCopy& aq);
   void compressor(const tensor::CompressorWeights& w, const CompressorState& cs, int ratio, int64_t dc, bool indexer,

@@ -24,32 +24,12 @@ void Model::block(const loader::BlockWeights& w, int64_t layer, LayerState& stat
   if (const int qb = fp8_act().act_quant_block; qb > 0) uq = {ops_->alloc(DType::kBF16, {T, D}), qb};
   ops_->hc_pre_norm(x, w.hc_attn, hc_params_, w.attn_norm, eps, u, post, comb, uq);  // a = RMSNorm(u)
   const TensorView o = attention(w, layer, state, step, u, uq);  // [T, D]
-  // The MoE's first reads (router, shared expert) beside the mHC kernels between them and wo_b.
-  const loader::MoeWeights& mw = w.ffn;
-  ops_->prefetch({&mw.gate, mw.shared ? &mw.shared->w1 : nullptr, mw.shared ? &mw.shared->w3 : nullptr,
-                  mw.shared ? &mw.shared->w2 : nullptr},
-                 T);
   const TensorView& x1 = scratch;                                // [T, hc, D] streams after attention
   // x1 = hc_post(o, x), then b = RMSNorm(u) of x1 (one call: a backend may fold the two).
   ops_->hc_post_pre_norm(o, x, post, comb, x1, w.hc_ffn, hc_params_, w.ffn_norm, eps, u, uq);
   const TensorView f = moe(w, step, u, uq);                       // [T, D]
-  // The next block's first projections beside this block's combine and mHC kernels (the model's
-  // own blocks only: an MTP block has no successor here).
-  if (layer + 1 < config_.num_hidden_layers && &w == &weights_.layers[static_cast<size_t>(layer)]) {
-    prefetch_attention_inputs(weights_.layers[static_cast<size_t>(layer + 1)], T);
-  }
   ops_->hc_post(f, x1, post, comb, x);                        // back into x: the block runs in place
   ops_->workspace_release(mark);
-}
-
-void Model::prefetch_attention_inputs(const loader::BlockWeights& w, int64_t rows) {
-  const loader::AttentionWeights& aw = w.attn;
-  const tensor::CompressorWeights* c = aw.compressor ? &*aw.compressor : nullptr;
-  const tensor::CompressorWeights* ic = aw.indexer ? &aw.indexer->compressor : nullptr;
-  // In the order of their first reads where the budget cuts the list.
-  ops_->prefetch({&aw.wq_a, &aw.wkv, &aw.wq_b, c ? &c->wkv : nullptr, c ? &c->wgate : nullptr,
-                  ic ? &ic->wkv : nullptr, ic ? &ic->wgate : nullptr},
-                 rows);
 }
 
 TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step,
@@ -91,10 +71,6 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
-  // The output projections' weights beside the latency-bound stretch up to them (norms, indexer,
-  // top-k, attention): a hint starts once the op before it is done, here wq_b's consumer, so it
-  // does not compete with wq_b.
-  ops_->prefetch({&aw.wo_a, &aw.wo_b}, T);
 
   // The shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached).
   ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
@@ -126,9 +102,6 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   TensorView o = ops_->alloc(act_dtype(), {T, H, d});
   ops_->sparse_attention(q, kv, state.window, state.comp_rows, comp_idx, aw.sink, step.batch, ap, o);
   ops_->window_store(kv, step.batch, state.window);
-
-  // The rest of wo_b (the hint above stopped at the L2's budget) beside wo_a, which reads the L2.
-  ops_->prefetch({&aw.wo_b}, T);
 
   // The grouped low-rank output.
   TensorView z = ops_->alloc(act_dtype(), {T, G, R});

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <span>
 
@@ -237,15 +236,6 @@ class Ops {
   virtual LinearOptions prequantise(const TensorView& x, int block) {
     (void)x;
     return {block};
-  }
-
-  // A hint, no math: ops issued soon read these weights (null entries skipped) for `rows` tokens
-  // each. A backend may start moving their bytes towards its compute units now — CUDA: into the
-  // L2, beside the latency-bound kernels a small-batch decode step spends ~40% of its time in,
-  // which leave the HBM idle. Results never depend on it; the default (CPU) ignores it.
-  virtual void prefetch(std::initializer_list<const LinearWeight*> weights, int64_t rows) {
-    (void)weights;
-    (void)rows;
   }
 
   // ---- hyper-connections (model_v4_flash.md §4.2, §4.10) ----

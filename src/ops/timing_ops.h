@@ -71,9 +71,6 @@ class TimingOps final : public Ops {
   void swiglu_quant(const TensorView& g, const TensorView& u, float l, const TensorView& o, int b) override {
     timed("swiglu_quant", [&] { inner_->swiglu_quant(g, u, l, o, b); });
   }
-  void prefetch(std::initializer_list<const LinearWeight*> w, int64_t rows) override {
-    timed("l2_prefetch", [&] { inner_->prefetch(w, rows); });
-  }
   LinearOptions prequantise(const TensorView& x, int b) override {
     LinearOptions o;
     timed("prequantise", [&] { o = inner_->prequantise(x, b); });

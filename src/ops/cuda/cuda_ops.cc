@@ -40,7 +40,6 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
 
 CudaOps::~CudaOps() {
   if (side_stream_ != nullptr) cudaStreamSynchronize(side_stream_);
-  if (prefetch_stream_ != nullptr) cudaStreamSynchronize(prefetch_stream_);
   cudaStreamSynchronize(main_stream_);
   drop_graphs();
   cudaEventDestroy(graph_done_);
@@ -53,17 +52,11 @@ CudaOps::~CudaOps() {
     cudaEventDestroy(fork_event_);
     cudaEventDestroy(join_event_);
   }
-  if (prefetch_stream_ != nullptr) {
-    cudaStreamDestroy(prefetch_stream_);
-    cudaEventDestroy(prefetch_fork_);
-    cudaEventDestroy(prefetch_join_);
-  }
   cudaStreamDestroy(main_stream_);
 }
 
 void CudaOps::on_begin_step() {
   stream_ = main_stream_;  // a pass abandoned inside a side region (an error mid-forward) left it set
-  join_prefetch();  // an eager step's hints: the next step starts after them
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));
@@ -168,7 +161,6 @@ void CudaOps::fill(const TensorView& dst, float value) {
 void CudaOps::synchronize() {
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
   if (side_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(side_stream_));
-  if (prefetch_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(prefetch_stream_));
   DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));
 }
 

@@ -88,7 +88,6 @@ class CudaOps final : public Ops {
   void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
   void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) override;
   LinearOptions prequantise(const TensorView& x, int block) override;
-  void prefetch(std::initializer_list<const LinearWeight*> weights, int64_t rows) override;
 
   void hc_pre(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& u,
               const TensorView& post, const TensorView& comb) override;
@@ -196,13 +195,6 @@ class CudaOps final : public Ops {
   cudaStream_t side_stream_ = nullptr;  // created with the first region
   cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
   TensorView side_counters_;  // the side stream's small-M GEMM tile counters
-  // ---- L2 prefetch hints (cuda_prefetch.cc) ----
-  // Orders the main stream after every prefetch launched since the last join (a recorded step
-  // must end joined).
-  void join_prefetch();
-  cudaStream_t prefetch_stream_ = nullptr;  // created with the first hint
-  cudaEvent_t prefetch_fork_ = nullptr, prefetch_join_ = nullptr;
-  bool prefetch_pending_ = false;
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;
