@@ -11,7 +11,8 @@
 //           first (exp(sink - max));
 //   pass 2: the same S again (same instructions, same bits), P = bf16(exp(S - max) / den) written
 //           to shared memory, O[16 x D] += P[16 x 64] . V[64 x D], each warp owning D/8 columns.
-// Pass 2 walks the tiles last to first, so the tile pass 1 ended on is reused without a reload.
+// Pass 2 walks the tiles last to first, so the two tiles pass 1 ended on are reused without a
+// reload.
 // Tokens with at most kMmaAttnKeptRows rows keep pass 1's S in shared memory and pass 2 reads it
 // back instead of recomputing Q.K^T (the same bits either way; the choice depends on the token's
 // own row count only).
@@ -78,6 +79,23 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
   const bool keep_s = static_cast<int64_t>(n_tiles) * kMmaAttnRows <= kMmaAttnKeptRows;
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
+  // Q fragments over the whole head_dim, rows = heads h0 + g and h0 + g + 8 (zero past H): loaded
+  // before the row addresses are resolved, so that the two chains of loads overlap.
+  uint32_t qf[KS][4];
+  {
+    const bool v0 = h0 + g < p.H, v1 = h0 + g + 8 < p.H;
+    const bf16* q0 = q + (t * p.H + h0 + g) * D;
+    const bf16* q1 = q0 + 8 * D;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int col = ks * 16 + 2 * c;
+      qf[ks][0] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col) : 0u;
+      qf[ks][1] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col) : 0u;
+      qf[ks][2] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col + 8) : 0u;
+      qf[ks][3] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col + 8) : 0u;
+    }
+  }
+
   __shared__ const bf16* s_row_addr[kMmaAttnAddrRows];
   const int n_addr = static_cast<int>(min64(n_rows, kMmaAttnAddrRows));
   for (int r = threadIdx.x; r < n_addr; r += blockDim.x)
@@ -100,22 +118,6 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     }
     cp_async_commit();
   };
-
-  // Q fragments over the whole head_dim, rows = heads h0 + g and h0 + g + 8 (zero past H).
-  uint32_t qf[KS][4];
-  {
-    const bool v0 = h0 + g < p.H, v1 = h0 + g + 8 < p.H;
-    const bf16* q0 = q + (t * p.H + h0 + g) * D;
-    const bf16* q1 = q0 + 8 * D;
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const int col = ks * 16 + 2 * c;
-      qf[ks][0] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col) : 0u;
-      qf[ks][1] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col) : 0u;
-      qf[ks][2] = v0 ? *reinterpret_cast<const uint32_t*>(q0 + col + 8) : 0u;
-      qf[ks][3] = v1 ? *reinterpret_cast<const uint32_t*>(q1 + col + 8) : 0u;
-    }
-  }
 
   // S for this warp's 8 rows of the tile in buffer b: lane holds heads g, g + 8 x rows 2c, 2c + 1.
   auto qk = [&](int b, float* acc) {
@@ -187,13 +189,14 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     den[hh] = l;
   }
 
-  // Pass 2: tiles last to first; the last tile of pass 1 is still in its buffer.
+  // Pass 2: tiles last to first; the last two tiles of pass 1 are still in their buffers (tile i
+  // in buffer i & 1), so the first reload is of tile n_tiles - 3.
   float o[NT][4] = {};
   const int col0 = warp * (D / kMmaAttnWarps);
   for (int i = n_tiles - 1; i >= 0; --i) {
-    if (i > 0) {
+    if (i > 0 && i - 1 <= n_tiles - 3) {
       load_rows(i - 1);
-      cp_async_wait<1>();
+      cp_async_wait<1>();  // tile i (loaded one iteration ago, or resident)
     } else {
       cp_async_wait<0>();
     }
