@@ -343,6 +343,8 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
+// Columns per thread of the collapse loaded ahead (a decode token's 4,096 over 1,024 threads: all).
+inline constexpr int kHcCollapsePre = 4;
 template <int HC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
@@ -352,9 +354,22 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
     if (warp == 0) hc_sinkhorn_warp<HC>(hc_mix_columns<HC>(partial, p, t), p, post_out + t * hc, comb_out + t * hc * hc);
     return;
   }
-  const HcMix m = hc_mix_columns<HC>(partial, p, t);
   // Warp 0 runs Sinkhorn while the others collapse, unless a block of its own does.
   const bool sinkhorn_warp = !p.sinkhorn_cta && blockDim.x > 32;
+  const int first = sinkhorn_warp ? 32 : 0;
+  const int64_t c0 = static_cast<int64_t>(threadIdx.x) - first, c_step = blockDim.x - first;
+  // The thread's first kHcCollapsePre columns of every stream, loaded before the mix columns
+  // (whose partial sums are the previous kernel's last writes): the two load latencies overlap.
+  float xr[kHcCollapsePre][hc];
+  if (c0 >= 0) {
+#pragma unroll
+    for (int j = 0; j < kHcCollapsePre; ++j) {
+      const int64_t c = c0 + j * c_step;
+#pragma unroll
+      for (int i = 0; i < hc; ++i) xr[j][i] = c < p.D ? to_f32(x[(t * hc + i) * p.D + c]) : 0.0f;
+    }
+  }
+  const HcMix m = hc_mix_columns<HC>(partial, p, t);
   if (sinkhorn_warp && warp == 0) {
     hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
     if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
@@ -365,17 +380,29 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
 #pragma unroll
   for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-  const int first = sinkhorn_warp ? 32 : 0;
-#pragma unroll 4
-  for (int64_t c = threadIdx.x - first; c < p.D; c += blockDim.x - first) {
-    float acc = 0.0f;
-#pragma unroll
-    for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
+  // u's column c: sum_i pre_i X_i in stream order (the same operations for preloaded columns).
+  auto put = [&](int64_t c, float acc) {
     if (p.fold_norm) {
       hc_u_stage()[c] = to_f32(from_f32<Tu>(acc));  // u as rms_norm would read it; written normalised
     } else {
       u[t * p.D + c] = from_f32<Tu>(acc);
     }
+  };
+#pragma unroll
+  for (int j = 0; j < kHcCollapsePre; ++j) {
+    const int64_t c = c0 + j * c_step;
+    if (c >= p.D) break;
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < hc; ++i) acc += pre[i] * xr[j][i];
+    put(c, acc);
+  }
+#pragma unroll 4
+  for (int64_t c = c0 + kHcCollapsePre * c_step; c < p.D; c += c_step) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
+    put(c, acc);
   }
   if (blockDim.x == 32 && !p.sinkhorn_cta) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
   if (p.fold_norm) {  // (launch_hc_pre folds only with >= 256 threads)
