@@ -101,7 +101,11 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ap.out_rope.inverse = true;
   TensorView o = ops_->alloc(act_dtype(), {T, H, d});
   ops_->sparse_attention(q, kv, state.window, state.comp_rows, comp_idx, aw.sink, step.batch, ap, o);
+  // The new rows into the window beside the output projections, which neither read the window
+  // nor kv: off the critical path of a decode step (joined before the MoE opens its region).
+  ops_->side_begin();
   ops_->window_store(kv, step.batch, state.window);
+  ops_->side_end();
 
   // The grouped low-rank output.
   TensorView z = ops_->alloc(act_dtype(), {T, G, R});
@@ -109,6 +113,7 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   TensorView out = ops_->alloc(act_dtype(), {T, D});
   const TensorView zr = z.reshape({T, G * R});
   ops_->linear(zr, aw.wo_b, out, ops_->prequantise(zr, qb));  // z is read only by wo_b
+  ops_->side_join();  // the window
   return out;
 }
 
