@@ -68,28 +68,34 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->linear_pair(ain.x, aw.wq_a, aw.wkv, q_lat, kv, ain.options);
   const int qb = fp8_act().act_quant_block;  // 0 in plain numerics: nothing to quantise
   ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_lat, qb);
+
+  // Side lane 1, beside the main query's wq_b and norm (at batch 1 each is a latency-bound chain):
+  // the shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached), and the
+  // indexer's query (heads of q_lat, quantised by its norm; RoPE, then the Hadamard FP4 rounding).
+  TensorView qi;  // [T, index heads, index head dim]
+  const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
+  ops_->side_begin(1);
+  ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
+  if (aw.indexer) {
+    qi = ops_->alloc(act_dtype(), {T, Hi, di});
+    ops_->linear(q_lat, aw.indexer->wq_b, qi.reshape({T, Hi * di}), {});
+    ops_->rope(qi, step.batch.positions, rope);
+    if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
+  }
+  ops_->side_end(1);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
   ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
-
-  // The shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached).
-  ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
+  if (side) ops_->side_join();  // lane 0: the compressed rows and index keys
+  ops_->side_join(1);           // the KV row and the index query
 
   TensorView comp_idx;
   if (aw.indexer) {
-    const loader::IndexerWeights& iw = *aw.indexer;
-    const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
-    TensorView qi = ops_->alloc(act_dtype(), {T, Hi, di});
-    ops_->linear(q_lat, iw.wq_b, qi.reshape({T, Hi * di}), {});  // q_lat: quantised by its norm
-    ops_->rope(qi, step.batch.positions, rope);
-    if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
     comp_idx = ops_->alloc(DType::kI32, {T, config_.index_topk});
-    ops_->side_join();  // the index keys
     ops_->indexer_topk(qi, idx_weights, state.idx_keys, step.batch, ratio, step.batch.block_tokens / ratio,
                        1.0f / std::sqrt(static_cast<float>(di * Hi)), comp_idx);
   }
 
-  if (side && !aw.indexer) ops_->side_join();  // the compressed rows
   ops::AttentionParams ap;
   ap.window = config_.sliding_window;
   ap.ratio = ratio;

@@ -120,7 +120,8 @@ class Ops {
   // Per-step workspace, valid until the next begin_step(), which also closes a side region a failed
   // pass left open (every backend: the call-order check below is the base class's).
   void begin_step() {
-    side_ = SideState::kNone;
+    for (SideState& s : side_) s = SideState::kNone;
+    open_lane_ = -1;
     on_begin_step();
   }
   virtual TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) = 0;
@@ -162,27 +163,41 @@ class Ops {
   // at side_begin() or that they write themselves; the ops issued on the main path until
   // side_join() neither read nor write what the side region writes, nor write what it reads.
   // side_join() orders every later op after the region. A backend may run the region concurrently
-  // with the main path (CUDA: a second stream, a fork and join in the step graph); the default runs
-  // everything in program order — and the results must be the same either way (so a region may
-  // only hold ops whose outputs do not depend on scheduling). One region at a time; it must be
-  // joined before the workspace is released. The order of the three calls is checked here, for
-  // every backend (so the CPU tests catch an unbalanced region); backends override the hooks.
-  void side_begin() {
-    DI_CHECK(side_ == SideState::kNone, "side_begin: a side region is already open or not joined");
-    side_ = SideState::kOpen;
-    on_side_begin();
+  // with the main path (CUDA: a stream of its own, a fork and join in the step graph); the default
+  // runs everything in program order — and the results must be the same either way (so a region
+  // may only hold ops whose outputs do not depend on scheduling). Regions live in kSideLanes
+  // lanes: one region per lane at a time, one region open (issuing) at a time, but a region ended
+  // and not yet joined may run beside the next lane's (the two must not touch each other's
+  // outputs either). Every region must be joined before the workspace is released. The order of
+  // the calls is checked here, for every backend (so the CPU tests catch an unbalanced region);
+  // backends override the hooks.
+  static constexpr int kSideLanes = 2;
+  void side_begin(int lane = 0) {
+    DI_CHECK(lane >= 0 && lane < kSideLanes, "side_begin: lane {} (there are {})", lane, kSideLanes);
+    DI_CHECK(side_[lane] == SideState::kNone, "side_begin: a side region is already open or not joined in lane {}",
+             lane);
+    DI_CHECK(open_lane_ < 0, "side_begin: the region of lane {} is still open (side_end it first)", open_lane_);
+    side_[lane] = SideState::kOpen;
+    open_lane_ = lane;
+    on_side_begin(lane);
   }
-  void side_end() {
-    DI_CHECK(side_ == SideState::kOpen, "side_end without side_begin");
-    side_ = SideState::kEnded;
-    on_side_end();
+  void side_end(int lane = 0) {
+    DI_CHECK(lane >= 0 && lane < kSideLanes && side_[lane] == SideState::kOpen, "side_end without side_begin");
+    side_[lane] = SideState::kEnded;
+    open_lane_ = -1;
+    on_side_end(lane);
   }
-  void side_join() {
-    DI_CHECK(side_ == SideState::kEnded, "side_join without a side region ended by side_end");
-    side_ = SideState::kNone;
-    on_side_join();
+  void side_join(int lane = 0) {
+    DI_CHECK(lane >= 0 && lane < kSideLanes && side_[lane] == SideState::kEnded,
+             "side_join without a side region ended by side_end");
+    side_[lane] = SideState::kNone;
+    on_side_join(lane);
   }
-  bool side_idle() const { return side_ == SideState::kNone; }
+  bool side_idle() const {
+    for (SideState s : side_)
+      if (s != SideState::kNone) return false;
+    return true;
+  }
 
   // ---- elementwise / norms ----
   // out[t] = table[ids[t]]: table [vocab, D] BF16/F32 -> out [T, D].
@@ -416,13 +431,14 @@ class Ops {
   // The backend's part of begin_step(): reset the per-step workspace.
   virtual void on_begin_step() = 0;
   // Side-region hooks (default: program order).
-  virtual void on_side_begin() {}
-  virtual void on_side_end() {}
-  virtual void on_side_join() {}
+  virtual void on_side_begin(int lane) { (void)lane; }
+  virtual void on_side_end(int lane) { (void)lane; }
+  virtual void on_side_join(int lane) { (void)lane; }
 
  private:
   enum class SideState : uint8_t { kNone, kOpen, kEnded };
-  SideState side_ = SideState::kNone;
+  SideState side_[kSideLanes] = {SideState::kNone, SideState::kNone};
+  int open_lane_ = -1;  // the lane whose region is open, -1: none
 };
 
 }  // namespace deepinfer::ops

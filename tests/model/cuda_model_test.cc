@@ -215,7 +215,9 @@ TEST_P(CudaModelTest, GraphReplayKeepsKvStatesApart) {
 }
 
 // Side regions (Ops::side_begin .. side_join: the compressors and the indexer's head weights beside
-// the query path, the shared expert beside the router) on a second stream compute exactly what
+// the query path in lane 0 while lane 1 runs the KV row's norm and the indexer's query beside wq_b,
+// the window store beside the output projections, the shared expert beside the router) on streams
+// of their own compute exactly what
 // program order computes: a two-sequence prefill and 80 decode steps (graphs recorded and
 // replayed), logits compared bit for bit with a model whose backend runs the regions in order. A
 // missing join or a shared scratch buffer shows up here.

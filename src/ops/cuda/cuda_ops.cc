@@ -39,7 +39,8 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
 }
 
 CudaOps::~CudaOps() {
-  if (side_stream_ != nullptr) cudaStreamSynchronize(side_stream_);
+  for (const SideLane& l : side_)
+    if (l.stream != nullptr) cudaStreamSynchronize(l.stream);
   cudaStreamSynchronize(main_stream_);
   drop_graphs();
   cudaEventDestroy(graph_done_);
@@ -47,16 +48,18 @@ CudaOps::~CudaOps() {
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   cudaFree(arena_);
-  if (side_stream_ != nullptr) {
-    cudaStreamDestroy(side_stream_);
-    cudaEventDestroy(fork_event_);
-    cudaEventDestroy(join_event_);
+  for (const SideLane& l : side_) {
+    if (l.stream == nullptr) continue;
+    cudaStreamDestroy(l.stream);
+    cudaEventDestroy(l.fork);
+    cudaEventDestroy(l.join);
   }
   cudaStreamDestroy(main_stream_);
 }
 
 void CudaOps::on_begin_step() {
   stream_ = main_stream_;  // a pass abandoned inside a side region (an error mid-forward) left it set
+  side_lane_ = -1;
   if (!retired_.empty()) {
     DI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (void* p : retired_) DI_CUDA_CHECK(cudaFree(p));
@@ -160,7 +163,8 @@ void CudaOps::fill(const TensorView& dst, float value) {
 
 void CudaOps::synchronize() {
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
-  if (side_stream_ != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(side_stream_));
+  for (const SideLane& l : side_)
+    if (l.stream != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(l.stream));
   DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));
 }
 

@@ -184,17 +184,23 @@ class CudaOps final : public Ops {
   // packed path's staging. p: the launch as it will run, but for those fields.
   void attach_gemm_workspace(kernels::GemmParams& p);
   int device_ = 0;
-  // The stream launches go to: main_stream_, or side_stream_ inside a side region.
+  // The stream launches go to: main_stream_, or a lane's side stream inside its side region.
   cudaStream_t stream_ = nullptr;
   cudaStream_t main_stream_ = nullptr;
   // ---- side regions (cuda_side_stream.cc; Ops checks the call order) ----
-  void on_side_begin() override;
-  void on_side_end() override;
-  void on_side_join() override;
+  void on_side_begin(int lane) override;
+  void on_side_end(int lane) override;
+  void on_side_join(int lane) override;
   bool side_on_ = true;  // CudaOpsOptions::side_streams and DEEPINFER_CUDA_SIDE_STREAM != 0
-  cudaStream_t side_stream_ = nullptr;  // created with the first region
-  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
-  TensorView side_counters_;  // the side stream's small-M GEMM tile counters
+  // Per lane, created with its first region: the stream, its fork / join events, and its small-M
+  // GEMM tile counters (regions of two lanes may run at once, beside the main stream).
+  struct SideLane {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t fork = nullptr, join = nullptr;
+    TensorView counters;
+  };
+  SideLane side_[kSideLanes];
+  int side_lane_ = -1;  // the lane stream_ belongs to, -1: the main stream
   // Workspace arena: the current chunk plus chunks outgrown during this step (freed next step).
   void* arena_ = nullptr;
   size_t arena_size_ = 0, arena_used_ = 0;

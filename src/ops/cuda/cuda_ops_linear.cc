@@ -80,8 +80,8 @@ void CudaOps::attach_gemm_workspace(k::GemmParams& p) {
   if (const int64_t n = k::gemm_partial_floats(p); n > 0) {
     p.partial = dptr<float>(alloc(DType::kF32, {n}));
     constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
-    // Concurrent launches must not count on the same counters: a side region has its own set.
-    TensorView& counters = stream_ == main_stream_ ? gemm_counters_ : side_counters_;
+    // Concurrent launches must not count on the same counters: each side lane has its own set.
+    TensorView& counters = side_lane_ < 0 ? gemm_counters_ : side_[side_lane_].counters;
     if (counters.data == nullptr) {
       counters = alloc_persistent(DType::kI32, {kCounters});
       DI_CUDA_CHECK(cudaMemsetAsync(counters.data, 0, counters.nbytes(), stream_));
