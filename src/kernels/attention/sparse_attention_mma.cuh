@@ -16,18 +16,10 @@
 // Tokens with at most kMmaAttnKeptRows rows keep pass 1's S in shared memory and pass 2 reads it
 // back instead of recomputing Q.K^T (the same bits either way; the choice depends on the token's
 // own row count only).
-// The canonical order is chunked (kAttnChunkTiles tiles per chunk): per-chunk statistics merged in
-// chunk order after the sink, per-chunk P.V sums folded last chunk first — which one CTA walking
-// every chunk and a thread-block cluster holding one chunk per CTA (decode-sized launches, through
-// distributed shared memory) compute bit for bit, so a launch may take either. Chunks of 4 tiles:
-// a CSA token's 640 rows split over 3 CTAs at decode, while prefill tokens pay few chunk merges
-// (2-tile chunks had cost the one-CTA kernel 2% of an 8K prefill in their merges).
 // Every sum runs in an order fixed by the token's own row count: batch invariant, like the
 // scalar kernel (sparse_attention.cuh), which serves F32 rows, the plain numerics and odd head
 // dims. Masked rows (past the token's count) are zero-filled and get probability 0.
 #pragma once
-
-#include <cooperative_groups.h>
 
 #include "kernels/attention/sparse_attention.cuh"
 #include "kernels/common/mma_utils.cuh"
@@ -49,9 +41,6 @@ inline constexpr int kMmaAttnKeptRows = 1024, kMmaAttnKeptLd = kMmaAttnKeptRows 
 // tile, on the critical path of a decode token's attention): window + top-k of CSA, or the window
 // and up to 1,024 compressed rows of HCA.
 inline constexpr int kMmaAttnAddrRows = 1152;
-// Tiles per chunk of the canonical order (pass-2 sums folded per chunk), and the most chunks (CTAs
-// of a cluster) one token's rows may be split over.
-inline constexpr int kAttnChunkTiles = 4, kAttnMaxCluster = 8;
 
 // Dynamic shared memory: KV tiles [2][kMmaAttnRows][D + pad] and P [16][kMmaAttnRows + pad], BF16,
 // then S [16][kMmaAttnKeptLd] F32 (padded: the quad's float2 stores of 8 heads take two wavefronts).
@@ -61,7 +50,7 @@ __host__ __device__ constexpr size_t mma_attention_smem_bytes(int64_t d) {
          static_cast<size_t>(kMmaAttnHeads) * kMmaAttnKeptLd * sizeof(float);
 }
 
-template <int D, int CS = 1>
+template <int D>
 __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     sparse_attention_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
                                 const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
@@ -88,6 +77,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   const int64_t first = tr.first, n_window = tr.n_window, n_rows = tr.n_rows;
   const int32_t* idx = tr.idx;
   const int n_tiles = static_cast<int>((n_rows + kMmaAttnRows - 1) / kMmaAttnRows);
+  const bool keep_s = static_cast<int64_t>(n_tiles) * kMmaAttnRows <= kMmaAttnKeptRows;
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
   // Q fragments over the whole head_dim, rows = heads h0 + g and h0 + g + 8 (zero past H): loaded
   // before the row addresses are resolved, so that the two chains of loads overlap.
@@ -144,35 +134,11 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   };
   auto row_of = [&](int i, int e) { return static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + 2 * c + (e & 1); };
 
-  // The canonical order works in chunks of kAttnChunkTiles tiles. Pass 1: per chunk, running max /
-  // denominator per (lane, head) over the lane's rows in order, combined over the quad by a fixed
-  // butterfly and over the warps in order; the chunks' statistics are merged in chunk order after
-  // the sink. Pass 2: per chunk, P.V over its tiles last to first; the chunks' sums are folded
-  // last chunk first, ((0 + O_{n-1}) + O_{n-2}) + .... One CTA walks every chunk (CS == 1); a
-  // cluster of CS CTAs gives each its chunk and exchanges statistics and sums through distributed
-  // shared memory (CS > 1) — the same operations in the same order, so the same bits.
-  const int n_chunks = (n_tiles + kAttnChunkTiles - 1) / kAttnChunkTiles;
-  const int rank = CS > 1 ? static_cast<int>(blockIdx.z) : 0;
-  const int t_lo = CS > 1 ? min(rank * kAttnChunkTiles, n_tiles) : 0;
-  const int t_hi = CS > 1 ? min(t_lo + kAttnChunkTiles, n_tiles) : n_tiles;
-  const bool keep_s = (t_hi - t_lo) * kMmaAttnRows <= kMmaAttnKeptRows;  // S rows relative to t_lo
-  auto merge = [](float& m, float& l, float m2, float l2) {
-    const float mn = fmaxf(m, m2);
-    l = (l > 0.0f ? l * expf(m - mn) : 0.0f) + (l2 > 0.0f ? l2 * expf(m2 - mn) : 0.0f);
-    m = mn;
-  };
-  float gm[2], gl[2];  // heads g, g + 8: the sink, then the chunks merged in order
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int64_t h = h0 + g + 8 * hh;
-    gm[hh] = h < p.H ? sinks[h] : -INFINITY;
-    gl[hh] = h < p.H ? 1.0f : 0.0f;
-  }
-  float cm[2] = {-INFINITY, -INFINITY}, cl[2] = {0.0f, 0.0f};  // CS > 1: this CTA's chunk
+  // Pass 1: running max / denominator per (lane, head); lane-local rows in order.
   float mx[2] = {-INFINITY, -INFINITY}, den[2] = {0.0f, 0.0f};
-  if (t_lo < t_hi) load_rows(t_lo);
-  for (int i = t_lo; i < t_hi; ++i) {
-    if (i + 1 < t_hi) {
+  load_rows(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if (i + 1 < n_tiles) {
       load_rows(i + 1);
       cp_async_wait<1>();
     } else {
@@ -182,7 +148,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     float acc[4];
     qk(i & 1, acc);
     if (keep_s) {  // rows g, g + 8 x columns 2c, 2c + 1 of this warp's 8
-      const int64_t r0 = row_of(i, 0) - static_cast<int64_t>(t_lo) * kMmaAttnRows;
+      const int64_t r0 = row_of(i, 0);
       *reinterpret_cast<float2*>(s_s + g * kMmaAttnKeptLd + r0) = make_float2(acc[0], acc[1]);
       *reinterpret_cast<float2*>(s_s + (g + 8) * kMmaAttnKeptLd + r0) = make_float2(acc[2], acc[3]);
     }
@@ -196,75 +162,39 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
       mx[hh] = new_mx;
     }
     __syncwarp();  // this warp's reads of buffer i & 1 finish before tile i + 2 lands there
-    if ((i + 1) % kAttnChunkTiles == 0 || i + 1 == t_hi) {  // the end of a chunk: its statistics
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-#pragma unroll
-        for (int off = 1; off <= 2; off <<= 1) {
-          const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
-          merge(mx[hh], den[hh], m2, l2);
-        }
-        if (c == 0) s_mx[warp][g + 8 * hh] = mx[hh], s_den[warp][g + 8 * hh] = den[hh];
-        mx[hh] = -INFINITY, den[hh] = 0.0f;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        float m = -INFINITY, l = 0.0f;
-        for (int w = 0; w < kMmaAttnWarps; ++w) merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
-        if constexpr (CS == 1) {
-          merge(gm[hh], gl[hh], m, l);
-        } else {
-          cm[hh] = m, cl[hh] = l;
-        }
-      }
-      __syncthreads();  // s_mx / s_den are read before the next chunk writes them
-    }
   }
-  if constexpr (CS > 1) {
-    // Every CTA merges the chunks' statistics in chunk order from their owners' shared memory.
-    namespace cg = cooperative_groups;
-    __shared__ float s_cm[kMmaAttnHeads], s_cl[kMmaAttnHeads];
-    if (threadIdx.x < 32 && c == 0) {
+  // Combine (max, den) pairs: over the quad (lanes c = 0..3) by a fixed butterfly, then over the
+  // warps in order with the sink first.
+  auto merge = [](float& m, float& l, float m2, float l2) {
+    const float mn = fmaxf(m, m2);
+    l = (l > 0.0f ? l * expf(m - mn) : 0.0f) + (l2 > 0.0f ? l2 * expf(m2 - mn) : 0.0f);
+    m = mn;
+  };
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) s_cm[g + 8 * hh] = cm[hh], s_cl[g + 8 * hh] = cl[hh];
-    }
-    cg::this_cluster().sync();
-    for (int q = 0; q < n_chunks; ++q) {
-      const float* rm = cg::this_cluster().map_shared_rank(s_cm, q);
-      const float* rl = cg::this_cluster().map_shared_rank(s_cl, q);
+  for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) merge(gm[hh], gl[hh], rm[g + 8 * hh], rl[g + 8 * hh]);
+    for (int off = 1; off <= 2; off <<= 1) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
+      merge(mx[hh], den[hh], m2, l2);
     }
+    if (c == 0) s_mx[warp][g + 8 * hh] = mx[hh], s_den[warp][g + 8 * hh] = den[hh];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
+    for (int w = 0; w < kMmaAttnWarps; ++w) merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
+    mx[hh] = m;
+    den[hh] = l;
   }
 
   // Pass 2: tiles last to first; the last two tiles of pass 1 are still in their buffers (tile i
-  // in buffer i & 1), so the first reload is of tile t_hi - 3. At each chunk's first tile its sum
-  // joins the fold. o: the current chunk's sum; tot: the fold (registers when S
-  // is kept, else in S's shared memory, which that case leaves free).
-  float o[NT][4] = {}, tot[NT][4] = {};
+  // in buffer i & 1), so the first reload is of tile n_tiles - 3.
+  float o[NT][4] = {};
   const int col0 = warp * (D / kMmaAttnWarps);
-  float* s_tot = s_s;  // [16 heads][D] when !keep_s
-  if (!keep_s) {
-    for (int i = threadIdx.x; i < kMmaAttnHeads * D; i += blockDim.x) s_tot[i] = 0.0f;
-    __syncthreads();
-  }
-  auto fold = [&] {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (keep_s) {
-          tot[nt][e] += o[nt][e];
-        } else {
-          float& v = s_tot[(g + (e >= 2 ? 8 : 0)) * D + col0 + nt * 8 + 2 * c + (e & 1)];
-          v += o[nt][e];
-        }
-        o[nt][e] = 0.0f;
-      }
-  };
-  for (int i = t_hi - 1; i >= t_lo; --i) {
-    if (i > t_lo && i - 1 <= t_hi - 3) {
+  for (int i = n_tiles - 1; i >= 0; --i) {
+    if (i > 0 && i - 1 <= n_tiles - 3) {
       load_rows(i - 1);
       cp_async_wait<1>();  // tile i (loaded one iteration ago, or resident)
     } else {
@@ -273,7 +203,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     __syncwarp();
     float acc[4];
     if (keep_s) {  // pass 1's S, read back by the lanes that stored it
-      const int64_t r0 = row_of(i, 0) - static_cast<int64_t>(t_lo) * kMmaAttnRows;
+      const int64_t r0 = row_of(i, 0);
       const float2 lo = *reinterpret_cast<const float2*>(s_s + g * kMmaAttnKeptLd + r0);
       const float2 hi = *reinterpret_cast<const float2*>(s_s + (g + 8) * kMmaAttnKeptLd + r0);
       acc[0] = lo.x, acc[1] = lo.y, acc[2] = hi.x, acc[3] = hi.y;
@@ -284,7 +214,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int hh = e >> 1;
-      pr[e] = row_of(i, e) < n_rows ? round_bf16(expf(acc[e] * p.softmax_scale - gm[hh]) / gl[hh]) : 0.0f;
+      pr[e] = row_of(i, e) < n_rows ? round_bf16(expf(acc[e] * p.softmax_scale - mx[hh]) / den[hh]) : 0.0f;
     }
     *reinterpret_cast<uint32_t*>(s_p + g * LDP + warp * 8 + 2 * c) = pack_bf16(pr[0], pr[1]);
     *reinterpret_cast<uint32_t*>(s_p + (g + 8) * LDP + warp * 8 + 2 * c) = pack_bf16(pr[2], pr[3]);
@@ -310,7 +240,6 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
       }
     }
     __syncthreads();  // every warp is done with P and with buffer i & 1
-    if (CS == 1 && i % kAttnChunkTiles == 0) fold();  // the chunk's first tile: its sum is complete
   }
 
   // A lane holds output columns col0 + 8 nt + 2c and + 1: a RoPE pair. With p.rope_inv_freq the
@@ -318,57 +247,24 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   // (rounded to BF16, rotated, rounded again): the bits of this kernel followed by rope().
   const float pos = static_cast<float>(positions[t]);
   const int64_t rope0 = D - p.rope_n;
-  auto store_pair = [&](int64_t h, int64_t col, float x0, float x1) {
-    if (p.rope_inv_freq != nullptr && col >= rope0) {
-      x0 = round_bf16(x0), x1 = round_bf16(x1);
-      float sn, cs;
-      rope_sincos(pos, p.rope_inv_freq[(col - rope0) >> 1], p.rope_sign, sn, cs);
-      const float r0 = rope_pair(x0, x1, sn, cs, false), r1 = rope_pair(x0, x1, sn, cs, true);
-      x0 = r0, x1 = r1;
-    }
-    *reinterpret_cast<uint32_t*>(out + (t * p.H + h) * D + col) = pack_bf16(x0, x1);
-  };
-  if constexpr (CS == 1) {
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int64_t h = h0 + g + 8 * hh;
-      if (h >= p.H) continue;
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    if (h >= p.H) continue;
+    bf16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int64_t col = col0 + nt * 8 + 2 * c;
-        float x0, x1;
-        if (keep_s) {
-          x0 = tot[nt][2 * hh], x1 = tot[nt][2 * hh + 1];
-        } else {
-          x0 = s_tot[(g + 8 * hh) * D + col], x1 = s_tot[(g + 8 * hh) * D + col + 1];
-        }
-        store_pair(h, col, x0, x1);
+    for (int nt = 0; nt < NT; ++nt) {
+      float x0 = o[nt][2 * hh], x1 = o[nt][2 * hh + 1];
+      const int64_t col = col0 + nt * 8 + 2 * c;
+      if (p.rope_inv_freq != nullptr && col >= rope0) {
+        x0 = round_bf16(x0), x1 = round_bf16(x1);
+        float sn, cs;
+        rope_sincos(pos, p.rope_inv_freq[(col - rope0) >> 1], p.rope_sign, sn, cs);
+        const float r0 = rope_pair(x0, x1, sn, cs, false), r1 = rope_pair(x0, x1, sn, cs, true);
+        x0 = r0, x1 = r1;
       }
+      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_bf16(x0, x1);
     }
-  } else {
-    // This chunk's sum to shared memory (the KV buffers are free now), then the fold of every
-    // chunk's sum from its owner, last chunk first, over this CTA's share of the output pairs.
-    namespace cg = cooperative_groups;
-    float* s_sum = reinterpret_cast<float*>(s_kv);  // [16 heads][D]
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s_sum[(g + (e >= 2 ? 8 : 0)) * D + col0 + nt * 8 + 2 * c + (e & 1)] = o[nt][e];
-    cg::this_cluster().sync();
-    constexpr int kPairs = kMmaAttnHeads * D / 2, kPerRank = (kPairs + CS - 1) / CS;
-    for (int j = rank * kPerRank + static_cast<int>(threadIdx.x); j < min(kPairs, (rank + 1) * kPerRank);
-         j += blockDim.x) {
-      const int hl = j / (D / 2), col = 2 * (j % (D / 2));
-      if (h0 + hl >= p.H) continue;
-      float x0 = 0.0f, x1 = 0.0f;
-      for (int q = n_chunks - 1; q >= 0; --q) {
-        const float* rs = cg::this_cluster().map_shared_rank(s_sum, q);
-        x0 += rs[hl * D + col];
-        x1 += rs[hl * D + col + 1];
-      }
-      store_pair(h0 + hl, col, x0, x1);
-    }
-    cg::this_cluster().sync();  // no CTA leaves while another reads its shared memory
   }
 }
 

@@ -7,7 +7,6 @@
 #include "kernels/attention/sparse_attention.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/act_dispatch.cuh"
-#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
 
@@ -87,22 +86,6 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-// CTAs per token and head group of the tensor-core attention: its rows' chunks split over a
-// cluster (one chunk each) when the rows are statically bounded (window only, or the window and the
-// K selected rows of CSA; HCA's grow with the position) into 2-8 chunks and the launch stays within
-// one wave of the H200's 132 SMs — decode-sized batches. The cluster and one CTA give the same bits
-// (sparse_attention_mma.cuh), so the choice is free; DEEPINFER_ATTN_CLUSTER=0 keeps one CTA.
-int attention_cluster(const AttentionLaunchParams& p) {
-  static const bool on = env_switch("DEEPINFER_ATTN_CLUSTER");
-  if (!on || (p.ratio > 0 && p.all_compressed)) return 1;
-  const int64_t rows = p.W + (p.ratio > 0 ? p.K : 0);
-  const int64_t tiles = (rows + kMmaAttnRows - 1) / kMmaAttnRows;
-  const int64_t chunks = (tiles + kAttnChunkTiles - 1) / kAttnChunkTiles;
-  const int64_t groups = (p.H + kMmaAttnHeads - 1) / kMmaAttnHeads;
-  if (chunks < 2 || chunks > kAttnMaxCluster || p.T * groups * chunks > 132) return 1;
-  return static_cast<int>(chunks);
-}
-
 bool attention_folds_rope(const AttentionLaunchParams& p) {
   return p.type == ActType::kBF16 && p.round_probs && mma_attention_supports(p.d);
 }
@@ -126,58 +109,22 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   // model (dtype, head_dim, numerics), never on the batch, so results stay batch invariant.
   if (attention_folds_rope(p)) {
     cudaError_t err = cudaSuccess;
-    const int cluster = attention_cluster(p);
     auto launch_mma = [&](auto d_tag) {
       constexpr int D = decltype(d_tag)::value;
       const size_t smem = mma_attention_smem_bytes(D);
-      // The cluster size is a template parameter (its share of the output pairs is compile-time);
-      // clusters only for the V4 head width.
-      auto kernel = sparse_attention_mma_kernel<D, 1>;
-      if constexpr (D == 512) {
-        switch (cluster) {
-          case 2: kernel = sparse_attention_mma_kernel<D, 2>; break;
-          case 3: kernel = sparse_attention_mma_kernel<D, 3>; break;
-          case 4: kernel = sparse_attention_mma_kernel<D, 4>; break;
-          case 5: kernel = sparse_attention_mma_kernel<D, 5>; break;
-          case 6: kernel = sparse_attention_mma_kernel<D, 6>; break;
-          case 7: kernel = sparse_attention_mma_kernel<D, 7>; break;
-          case 8: kernel = sparse_attention_mma_kernel<D, 8>; break;
-          default: break;
-        }
-      }
-      const int cs = D == 512 ? cluster : 1;
-      if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(smem));
-          e != cudaSuccess) {
-        err = e;
+      static const cudaError_t configured = cudaFuncSetAttribute(
+          sparse_attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (configured != cudaSuccess) {
+        err = configured;
         return;
       }
-      const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads),
-                      static_cast<unsigned>(cs));
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = grid;
-      cfg.blockDim = dim3(32 * kMmaAttnWarps);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = s;
-      cudaLaunchAttribute attr[2];
-      int n_attr = 0;
-      if (pdl_enabled()) {
-        attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[n_attr++].val.programmaticStreamSerializationAllowed = 1;
-      }
-      if (cs > 1) {
-        attr[n_attr].id = cudaLaunchAttributeClusterDimension;
-        attr[n_attr].val.clusterDim.x = 1;
-        attr[n_attr].val.clusterDim.y = 1;
-        attr[n_attr++].val.clusterDim.z = static_cast<unsigned>(cs);
-      }
-      cfg.attrs = attr;
-      cfg.numAttrs = n_attr;
-      err = cudaLaunchKernelEx(&cfg, kernel, static_cast<const __nv_bfloat16*>(p.q),
-                               static_cast<const __nv_bfloat16*>(p.kv_new),
-                               static_cast<const __nv_bfloat16*>(p.window),
-                               static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
-                               p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+      const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
+      launch_pdl(sparse_attention_mma_kernel<D>, grid, 32 * kMmaAttnWarps, smem, s,
+                 static_cast<const __nv_bfloat16*>(p.q),
+                 static_cast<const __nv_bfloat16*>(p.kv_new),
+                 static_cast<const __nv_bfloat16*>(p.window),
+                 static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
+                 p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
     };
     switch (p.d) {
       case 64: launch_mma(std::integral_constant<int, 64>{}); break;
