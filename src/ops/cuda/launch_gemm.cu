@@ -473,6 +473,18 @@ int lean_tiles() {
   }();
   return n;
 }
+// The same for expert launches only (DEEPINFER_GEMV_LEAN_EXPERT_TILES = 1 or 4; unset or "auto":
+// as DEEPINFER_GEMV_LEAN_TILES says): at batch 1 auto leaves the FP4 expert launches at one tile
+// (1,536 short CTAs for gate/up, each paying the routing wait and the expert-pointer loads before
+// its first weight load). Returns -1 when unset. Same bits either way.
+int lean_expert_tiles() {
+  static const int n = [] {
+    const char* v = std::getenv("DEEPINFER_GEMV_LEAN_EXPERT_TILES");
+    if (v == nullptr || std::string(v) == "auto") return -1;
+    return env_int("DEEPINFER_GEMV_LEAN_EXPERT_TILES", -1, {1, 4});
+  }();
+  return n;
+}
 // A weight the lean kernel decodes (the FP8 scale blocks are the plan's): BF16, FP8 or FP4 with
 // UE8M0 scales, 16-byte aligned rows.
 bool lean_weight_ok(const WeightDesc& w, WeightFmt f) {
@@ -505,7 +517,7 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   LeanKnobs knobs;
   knobs.max_rows = lean_max_rows();
   knobs.max_expert_tokens = lean_max_expert_tokens();
-  knobs.tiles = lean_tiles();
+  knobs.tiles = experts && lean_expert_tiles() >= 0 ? lean_expert_tiles() : lean_tiles();
   return plan_lean_gemv(d, knobs, plan);
 }
 
