@@ -473,15 +473,17 @@ int lean_tiles() {
   }();
   return n;
 }
-// The same for expert launches only (DEEPINFER_GEMV_LEAN_EXPERT_TILES = 1 or 4; unset or "auto":
-// as DEEPINFER_GEMV_LEAN_TILES says): at batch 1 auto leaves the FP4 expert launches at one tile
-// (1,536 short CTAs for gate/up, each paying the routing wait and the expert-pointer loads before
-// its first weight load). Returns -1 when unset. Same bits either way.
+// The same for expert launches only (DEEPINFER_GEMV_LEAN_EXPERT_TILES = 4 (default), 1, or "auto":
+// as DEEPINFER_GEMV_LEAN_TILES says, -1 here). auto left batch 1's FP4 expert launches at one tile:
+// 1,536 short CTAs for gate/up, each paying the routing wait and the expert-pointer loads before its
+// first weight load; four tiles per warp were +1.3% at batch 1 on the H200 (session 17, tuning
+// record; batch 8 unchanged: auto already takes 4 there, as at every larger lean expert launch).
+// Same bits either way.
 int lean_expert_tiles() {
   static const int n = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_LEAN_EXPERT_TILES");
-    if (v == nullptr || std::string(v) == "auto") return -1;
-    return env_int("DEEPINFER_GEMV_LEAN_EXPERT_TILES", -1, {1, 4});
+    if (v != nullptr && std::string(v) == "auto") return -1;
+    return env_int("DEEPINFER_GEMV_LEAN_EXPERT_TILES", 4, {1, 4});
   }();
   return n;
 }
