@@ -23,6 +23,8 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_BATCH_INVARIANT",       "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE",
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
+    // `deepinfer serve`'s --api-key (read by the CLI).
+    "DEEPINFER_API_KEY",
     // CUDA tuning knobs and A/B switches, read by the backend (numerically neutral): GEMV ring
     // depth, K sub-ranges per CTA (all launches / expert launches), tile forms, the activation
     // quantisation and RMS-norm folds, column tiles per CTA, the lean decode kernel, tokens per mHC mixing block, the fused

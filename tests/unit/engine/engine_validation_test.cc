@@ -3,6 +3,13 @@
 // naming the option; environment variables: known ones applied, unknown ones warned about,
 // malformed ones rejected naming the variable.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "engine_test_util.h"
 
@@ -146,6 +153,43 @@ TEST(EngineOptionsTest, EnvironmentVariables) {
     ASSERT_FALSE(r.is_ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().to_string();
+  }
+}
+
+// Every DEEPINFER_* name the sources read (a string literal in src/, apps/, include/ or python/)
+// is one EngineOptions knows — setting it must not warn that it is ignored — and is documented
+// (`NAME` in docs/*.md or the README). A new launch knob that skips the list or the docs fails here.
+TEST(EngineOptionsTest, EveryVariableTheSourcesReadIsKnownAndDocumented) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(testing::fixture_path("x")).parent_path().parent_path().parent_path();
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  std::set<std::string> names;
+  const std::regex literal("\"(DEEPINFER_[A-Z0-9_]+)\"");
+  for (const char* dir : {"src", "apps", "include", "python"}) {
+    if (!fs::exists(root / dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".cu" && ext != ".cuh" && ext != ".py")) continue;
+      const std::string text = read(e.path());
+      for (std::sregex_iterator m(text.begin(), text.end(), literal), end; m != end; ++m) names.insert((*m)[1]);
+    }
+  }
+  ASSERT_GT(names.size(), 30u) << "no sources found under " << root;
+  std::string docs = read(root / "README.md");
+  for (const auto& e : fs::directory_iterator(root / "docs"))
+    if (e.path().extension() == ".md") docs += read(e.path());
+  for (const std::string& name : names) {
+    std::vector<std::string> warnings;
+    auto r = EngineOptions::with_environment(EngineOptions{}, {name + "=1"}, &warnings);
+    // A value a typed variable rejects still shows it is known (the error names it).
+    if (!r.is_ok()) {
+      EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().to_string();
+    }
+    for (const std::string& w : warnings) EXPECT_EQ(w.find("unknown environment variable"), std::string::npos) << w;
+    EXPECT_NE(docs.find("`" + name + "`"), std::string::npos) << name << " is not documented";
   }
 }
 
