@@ -59,11 +59,19 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   d.experts = true, d.N = d.N1 = 2048, d.K = 4096, d.outer = 6, d.run_elems = 32;
   d.rows = 1;
   LeanLaunchPlan plan;
+  // Four tiles per warp by default even at batch 1 (1,536 one-tile CTAs would remain, under the
+  // dense launches' four-wave rule): 32 + 32 CTAs along x per expert slot.
   ASSERT_TRUE(plan_lean_gemv(d, LeanKnobs{}, plan));
-  EXPECT_EQ(plan.shape.x_ctas0, 128);
-  EXPECT_EQ(plan.grid_x, 256);
+  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.shape.x_ctas0, 32);
+  EXPECT_EQ(plan.grid_x, 64);
   EXPECT_EQ(plan.grid_z, 6);
   EXPECT_EQ(plan.shape.a_rows, 1);
+  LeanKnobs one_tile;
+  one_tile.tiles = 1;
+  ASSERT_TRUE(plan_lean_gemv(d, one_tile, plan));
+  EXPECT_EQ(plan.shape.x_ctas0, 128);
+  EXPECT_EQ(plan.grid_x, 256);
   d.rows = 257;  // batch 257 and above: the general kernel by default
   EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
   d.rows = 100, d.outer = 256;  // rows per expert in chunks of 8: eight staged

@@ -460,7 +460,8 @@ int lean_stages() {
   return n;
 }
 // Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1, 4, or "auto" (default):
-// 4 where that still leaves 4 waves of CTAs at 2 per SM, else 1): four share one CTA's activation
+// 4 for expert launches and where that still leaves 4 waves of CTAs at 2 per SM, else 1 — the
+// plan's rule, lean_plan.h): four share one CTA's activation
 // staging among 4x the columns. Measured on the H200 (session 12): auto +5% at batch 8 for the
 // dense launches alone and +1% at 1 (the LM head), the expert gains above; a fixed 4 was 3% slower
 // than auto at batches 1 and 8 (too few CTAs for the smaller launches). Returns 0 for "auto".
@@ -470,20 +471,6 @@ int lean_tiles() {
     const char* v = std::getenv("DEEPINFER_GEMV_LEAN_TILES");
     if (v == nullptr || std::string(v) == "auto") return 0;
     return env_int("DEEPINFER_GEMV_LEAN_TILES", 0, {1, 4});
-  }();
-  return n;
-}
-// The same for expert launches only (DEEPINFER_GEMV_LEAN_EXPERT_TILES = 4 (default), 1, or "auto":
-// as DEEPINFER_GEMV_LEAN_TILES says, -1 here). auto left batch 1's FP4 expert launches at one tile:
-// 1,536 short CTAs for gate/up, each paying the routing wait and the expert-pointer loads before its
-// first weight load; four tiles per warp were +1.3% at batch 1 on the H200 (session 17, tuning
-// record; batch 8 unchanged: auto already takes 4 there, as at every larger lean expert launch).
-// Same bits either way.
-int lean_expert_tiles() {
-  static const int n = [] {
-    const char* v = std::getenv("DEEPINFER_GEMV_LEAN_EXPERT_TILES");
-    if (v != nullptr && std::string(v) == "auto") return -1;
-    return env_int("DEEPINFER_GEMV_LEAN_EXPERT_TILES", 4, {1, 4});
   }();
   return n;
 }
@@ -519,7 +506,7 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   LeanKnobs knobs;
   knobs.max_rows = lean_max_rows();
   knobs.max_expert_tokens = lean_max_expert_tokens();
-  knobs.tiles = experts && lean_expert_tiles() >= 0 ? lean_expert_tiles() : lean_tiles();
+  knobs.tiles = lean_tiles();
   return plan_lean_gemv(d, knobs, plan);
 }
 
