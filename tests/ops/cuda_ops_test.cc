@@ -22,7 +22,7 @@ class CudaOpsTest : public OpHarness {
   struct Linear {
     LinearWeight host, dev;
   };
-  void moe_batch_invariance(int64_t E, int act_block);
+  void moe_batch_invariance(int64_t E, int act_block, int64_t F = 256);
   void hc_batch_invariance(int64_t D);
   // E experts of random FP4 weights (w1, w3: [F, D], w2: [D, F]) on the device; `keep` owns them.
   std::vector<tensor::ExpertWeights> make_fp4_experts(int64_t E, int64_t D, int64_t F, std::vector<Linear>& keep) {
@@ -580,14 +580,16 @@ TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
 // tiled kernel: with 8 experts ~225 rows each, two 128-row tiles; with 40, the CTA's search for
 // its (expert, tile) pair spans two 32-expert chunks). D = 1024 gives the gate/up GEMMs two K
 // sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
-// staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600.
+// staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600. F = 224: the
+// gate/up launches' second 128-column tile is partly past N (the packed expert kernels' edge).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
   moe_batch_invariance(8, 32);
+  moe_batch_invariance(8, 128, 224);
 }
 
-void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block) {
-  const int64_t k = 3, D = 1024, F = 256, T = 600;
+void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
+  const int64_t k = 3, D = 1024, T = 600;
   std::vector<Linear> keep;
   const std::vector<tensor::ExpertWeights> ed = make_fp4_experts(E, D, F, keep);
   Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
@@ -612,7 +614,7 @@ void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block) {
     Pair on = make(DType::kF32, {n, D});
     gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
     EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end()))
-        << n << " tokens, " << E << " experts, block " << act_block;
+        << n << " tokens, " << E << " experts, block " << act_block << ", F " << F;
   }
 }
 

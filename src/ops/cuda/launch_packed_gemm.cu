@@ -9,6 +9,7 @@
 
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/expert_swap_gemm.cuh"
 #include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
 
@@ -84,6 +85,23 @@ cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cud
                     packed_expert_threads(PRODUCERS), kPackedExpertSmem, s, g);
 }
 
+// The expert GEMM with swapped operands (expert_swap_gemm.cuh: the weights decoded into register
+// fragments, no producer warpgroups) unless DEEPINFER_GEMM_EXPERT_SWAP=0 (an A/B switch, same
+// bits: then the producer kernel above).
+bool expert_swap() {
+  static const bool on = env_switch("DEEPINFER_GEMM_EXPERT_SWAP");
+  return on;
+}
+
+template <WeightFmt F>
+cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      expert_swap_gemm_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSwapSmem));
+  if (configured != cudaSuccess) return configured;
+  return launch_pdl(expert_swap_gemm_kernel<F>, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))),
+                    kSwapThreads, kSwapSmem, s, g);
+}
+
 template <WeightFmt F>
 cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   auto* table = reinterpret_cast<int32_t*>(p.staging);
@@ -120,7 +138,9 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
-    e = expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s) : launch_expert_gemm<F, 1>(g, out_tiles, s);
+    e = expert_swap()               ? launch_expert_swap<F>(g, out_tiles, s)
+        : expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s)
+                                  : launch_expert_gemm<F, 1>(g, out_tiles, s);
     if (e != cudaSuccess) return e;
   }
   return cudaGetLastError();

@@ -1,0 +1,254 @@
+// The FP4 expert GEMM of large-M MoE launches (prefill) with its operands swapped: C^T = W A^T.
+// The expert weights are wgmma's A operand, decoded by the consumer threads straight into their
+// register fragments; the activations, packed per (expert, 128-row tile) as for the producer
+// kernel (pack_a_kernel<F, true>, packed_expert_gemm.cuh), are its B operand from shared memory.
+//
+// Why: the producer kernel dequantises each K tile of weights into a BF16 block in shared memory
+// that both consumer warpgroups then read — per 128 x 128 x 128 tile 32 KB written and 64 KB read
+// besides the activations, near the shared-memory bandwidth, with producers and consumers waiting
+// on each other through the stages (tuning record, sessions 13-14). Here no weight goes through
+// shared memory as BF16: the canonical k permutation of FP4 (packed_plan.h) is the mma fragment
+// layout, so lane (g, c) of a warp needs exactly run c (16 bytes, one K tile's 32 elements) of its
+// rows g and g + 8: decode_quad(run, code, j) gives the fragment words of step j. Only the raw
+// runs pass through shared memory (a per-thread cp.async ring, several K tiles ahead).
+//
+// Same products in the same k16 steps, sub-ranges folded in the same order as every GEMM kernel
+// (gemm_common.cuh); a step's sum does not depend on which operand is A, so the bits are those of
+// the other kernels (GPU suite: MoeExpertsAreBitwiseBatchInvariant compares with the small-M
+// kernels, and the MoE tests run again on the producer kernel).
+//
+// CTA: two consumer warpgroups (weight rows 64 wg .. 64 wg + 63 of a 128-row tile, warp w of the
+// CTA rows 16 w ..) and a producer warpgroup whose first lane moves the activation blocks with bulk copies
+// into a ring of stages. Each K tile is issued as two groups of four wgmma.m64n128k16 (A from
+// registers): the fragments of one half are decoded while the other half's MMAs run.
+#pragma once
+
+#include "kernels/gemm/packed_expert_gemm.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kSwapStages = 5;        // activation blocks in flight (32 KB each)
+inline constexpr int kSwapRawSlots = 4;      // K tiles of raw weights in flight per consumer thread
+inline constexpr int kSwapConsumers = 256;   // two warpgroups
+// + a producer warpgroup: setmaxnreg moves registers per warpgroup (launched at 168 each, the
+// producers keep 40 and the consumers take 232: their two accumulator sets and two fragment
+// halves fit without spills; at 288 threads ptxas capped them at 168 and spilled).
+inline constexpr int kSwapThreads = kSwapConsumers + 128;
+// A raw slot: [row half h][consumer thread] 16-byte runs (rows g + 8 h), then the rows' UE8M0 code
+// words (four codes: the K tile's four runs) in the same order. Each thread reads back only what
+// it copied itself.
+inline constexpr int kSwapRawRunBytes = 2 * kSwapConsumers * 16;
+inline constexpr int kSwapRawSlotBytes = kSwapRawRunBytes + 2 * kSwapConsumers * 4;
+inline constexpr size_t kSwapSmem = size_t{kSwapStages} * kPackBlockBytes + size_t{kSwapRawSlots} * kSwapRawSlotBytes;
+static_assert(kSwapSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
+
+// A walk over the CTA's (output tile, K tile) uses, in the consumers' order.
+struct SwapCursor {
+  int64_t t = 0;
+  int i = 0;
+  __device__ void advance(int KT) {
+    if (++i == KT) i = 0, t += gridDim.x;
+  }
+};
+
+// Issues the raw copies of use `c` for this thread (rows n_local and n_local + 8 of the output
+// tile, run `run`) into `slot`, committed as one group — an empty group past the last use, so the
+// group count stays in step with the uses. Rows past N copy zero runs and code 0 (they decode to
+// +0; their outputs are not stored).
+__device__ __forceinline__ void swap_raw_issue(const PackedExpertArgs& p, const SwapCursor& c, unsigned char* slot,
+                                               int tid, int n_local, int run, int64_t& desc_t, WeightDesc& w) {
+  if (c.t < p.y_tiles * p.n_tiles) {
+    if (c.t != desc_t) {  // a new output tile: its expert's weight (cached for the tile's K tiles)
+      desc_t = c.t;
+      const int32_t expert = p.table[c.t / p.n_tiles];
+      w = expert >= 0 ? p.experts[expert] : WeightDesc{};
+    }
+    if (w.w != nullptr) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n = (c.t % p.n_tiles) * kPackRows + n_local + 8 * h;
+        const bool ok = n < p.N;
+        cp_async16(slot + (h * kSwapConsumers + tid) * 16, w.w + (ok ? n : 0) * w.row_bytes + c.i * (kGemmBK / 2) + 16 * run,
+                   ok);
+        const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols + c.i * (kGemmBK / 32);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(slot + kSwapRawRunBytes + (h * kSwapConsumers + tid) * 4);
+        if (!ok) {
+          *dst = 0;
+        } else if ((reinterpret_cast<uintptr_t>(code) & 3) == 0) {
+          cp_async4(dst, code);
+        } else {  // an unaligned scale tensor: a plain (waiting) load, same bytes
+          *dst = code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24);
+        }
+      }
+    }
+  }
+  cp_async_commit();
+}
+
+// This thread's raw K tile: the runs of its two rows and their scale codes.
+struct SwapRaw {
+  uint4 run[2];
+  uint8_t code[2];
+  bool exact;  // both codes in the permute decoder's range (always, in practice)
+};
+
+// The fragments of steps 4 half .. 4 half + 3 of a K tile: f[q] = {row g k 2c, row g + 8 k 2c,
+// row g k 2c + 8, row g + 8 k 2c + 8} pairs of step 4 half + q (the mma.m16n8k16 A layout).
+template <WeightFmt F>
+__device__ __forceinline__ void swap_decode_half(const SwapRaw& r, int half, uint32_t (&f)[4][4]) {
+  if (r.exact) {
+    const uint32_t s0 = quad_scale<F>(r.code[0]), s1 = quad_scale<F>(r.code[1]);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      decode_quad_scaled<F>(r.run[0], s0, 4 * half + q, f[q][0], f[q][2]);
+      decode_quad_scaled<F>(r.run[1], s1, 4 * half + q, f[q][1], f[q][3]);
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      decode_quad<F>(r.run[0], r.code[0], 4 * half + q, f[q][0], f[q][2]);
+      decode_quad<F>(r.run[1], r.code[1], 4 * half + q, f[q][1], f[q][3]);
+    }
+  }
+}
+
+template <WeightFmt F>
+__global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(PackedExpertArgs p) {
+  static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
+  static_assert(kGemmBK == 4 * run_elems(F) && kPackRows == 128);
+  pdl_prologue();
+  extern __shared__ __align__(1024) unsigned char sw_smem[];  // [stage][A block], raw slots
+  __shared__ __align__(8) uint64_t full[kSwapStages], empty[kSwapStages];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+  const int64_t tiles = p.y_tiles * p.n_tiles;
+  const int KT = static_cast<int>(p.k_tiles);
+  if (tid == 0) {
+    for (int s = 0; s < kSwapStages; ++s) {
+      mbar_init(&full[s], 1);    // the producer's arrival with the block's transaction bytes
+      mbar_init(&empty[s], 8);   // lane 0 of each consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp >= kSwapConsumers / 32) {  // producer warpgroup: one thread issues the activation copies
+    warpgroup_regs_dec<40>();
+    if (tid == kSwapConsumers) {
+      int u = 0;
+      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t y = t / p.n_tiles;
+        if (p.table[y] < 0) break;  // the valid tiles are a prefix of the CTA's
+        const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
+        for (int i = 0; i < KT; ++i, ++u) {
+          const int s = u % kSwapStages;
+          if (u >= kSwapStages) mbar_wait(&empty[s], ((u / kSwapStages) - 1) & 1);
+          mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
+          bulk_copy_g2s(sw_smem + s * kPackBlockBytes, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes,
+                        &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers. This thread's rows of an output tile: n_local = 16 warp + g and + 8.
+  warpgroup_regs_inc<232>();
+  const int n_local = warp * 16 + g;
+  unsigned char* ring = sw_smem + kSwapStages * kPackBlockBytes;
+  const uint64_t desc0 = wgmma_desc(sw_smem, 128, 256);
+  const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
+  int64_t desc_t = -1;
+  WeightDesc w{};
+  SwapCursor load{static_cast<int64_t>(blockIdx.x), 0};
+  for (int j = 0; j < kSwapRawSlots; ++j, load.advance(KT))
+    swap_raw_issue(p, load, ring + j * kSwapRawSlotBytes, tid, n_local, c, desc_t, w);
+  int u = 0;  // K-tile uses so far: stage u % kSwapStages, raw slot u % kSwapRawSlots
+  // Takes use `use`'s raw tile into registers and refills its slot with the next copies.
+  auto take_raw = [&](SwapRaw& r, int use) {
+    unsigned char* slot = ring + (use % kSwapRawSlots) * kSwapRawSlotBytes;
+    cp_async_wait<kSwapRawSlots - 1>();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      r.run[h] = *reinterpret_cast<const uint4*>(slot + (h * kSwapConsumers + tid) * 16);
+      r.code[h] = static_cast<uint8_t>(
+          *reinterpret_cast<const uint32_t*>(slot + kSwapRawRunBytes + (h * kSwapConsumers + tid) * 4) >> (8 * c));
+    }
+    r.exact = quad_scale_exact<F>(r.code[0]) && quad_scale_exact<F>(r.code[1]);
+    __syncwarp();  // the slot is read (registers) before its refill is issued
+    swap_raw_issue(p, load, slot, tid, n_local, c, desc_t, w);
+    load.advance(KT);
+  };
+
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
+    if (p.table[y] < 0) break;
+    float acc[64], total[64];
+#pragma unroll
+    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+    SwapRaw raw;
+    uint32_t f0[4][4], f1[4][4];  // the two halves' fragments
+    take_raw(raw, u);
+    swap_decode_half<F>(raw, 0, f0);
+    for (int i = 0; i < KT; ++i, ++u) {
+      const int s = u % kSwapStages;
+      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc);
+#pragma unroll
+        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+      }
+      mbar_wait(&full[s], (u / kSwapStages) & 1);
+      const uint64_t b = desc0 + ((s * kPackBlockBytes) >> 4);
+      wgmma_fence_operands(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int q = 0; q < 4; ++q) wgmma_m64n128k16_rs(acc, f0[q], b + ((q * kPackStepBytes) >> 4));
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous K tile's second half is done: its stage may be refilled
+      if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kSwapStages]);
+      swap_decode_half<F>(raw, 1, f1);
+      wgmma_fence();
+#pragma unroll
+      for (int q = 0; q < 4; ++q) wgmma_m64n128k16_rs(acc, f1[q], b + (((4 + q) * kPackStepBytes) >> 4));
+      wgmma_commit();
+      wgmma_wait<1>();  // the first half is done: f0 may be overwritten
+      if (i + 1 < KT) {
+        take_raw(raw, u + 1);
+        swap_decode_half<F>(raw, 0, f0);
+      }
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc);
+    if (lane == 0) mbar_arrive(&empty[(u - 1) % kSwapStages]);  // the tile's last stage
+
+    // Outputs: acc[4 j + 2 h + e] is weight row n_local + 8 h, token 8 j + 2 c + e of the tile. With
+    // pairs, lanes g and g ^ 1 (rows n, n + 1) swap one value so that each stores two adjacent
+    // columns of one token: even g token 8 j + 2 c, odd g token 8 j + 2 c + 1.
+    const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
+    const bool even = (g & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = 4 * j + 2 * h;
+        const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
+        const int64_t n = nt * kPackRows + n_local + 8 * h;
+        const int tok0 = 8 * j + 2 * c;
+        if (p.c_pairs) {
+          const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+          const int tok = tok0 + (even ? 0 : 1);
+          const int64_t n_even = n & ~int64_t{1};
+          if (tok < count && n_even < p.N)
+            packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
+                              even ? v0 : recv, even ? recv : v1, true);
+        } else if (n < p.N) {
+          if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
+          if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();  // no copy outlives the CTA
+}
+
+}  // namespace deepinfer::kernels
