@@ -42,6 +42,13 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 #endif
 }
+// One arrival on `bar` once every cp.async this thread issued so far has completed (their writes
+// then visible to the barrier's waiters); counts against the barrier's expected arrivals (noinc).
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
+#ifndef DEEPINFER_NO_BULK_COPY
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
 // Blocks until the barrier's phase with the given parity (0, 1, 0, ... per completed phase) is
 // complete.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {

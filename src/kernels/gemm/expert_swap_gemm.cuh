@@ -10,7 +10,10 @@
 // shared memory as BF16: the canonical k permutation of FP4 (packed_plan.h) is the mma fragment
 // layout, so lane (g, c) of a warp needs exactly run c (16 bytes, one K tile's 32 elements) of its
 // rows g and g + 8: decode_quad(run, code, j) gives the fragment words of step j. Only the raw
-// runs pass through shared memory (a per-thread cp.async ring, several K tiles ahead).
+// runs pass through shared memory: the producer warpgroup copies them (cp.async, one tile row per
+// thread) into the stage beside the activation block, so the consumers' instruction stream is the
+// decode and the MMAs (with the consumers issuing their own copies, ncu showed their address work
+// and its register hazards among the top stalls, and the tensor pipe at ~42%).
 //
 // Same products in the same k16 steps, sub-ranges folded in the same order as every GEMM kernel
 // (gemm_common.cuh); a step's sum does not depend on which operand is A, so the bits are those of
@@ -18,8 +21,8 @@
 // kernels, and the MoE tests run again on the producer kernel).
 //
 // CTA: two consumer warpgroups (weight rows 64 wg .. 64 wg + 63 of a 128-row tile, warp w of the
-// CTA rows 16 w ..) and a producer warpgroup whose first lane moves the activation blocks with bulk copies
-// into a ring of stages. Each K tile is issued as two groups of four wgmma.m64n128k16 (A from
+// CTA rows 16 w ..) and a producer warpgroup filling a ring of stages: its first thread moves the
+// activation block with a bulk copy, every thread one weight row's raw K tile. Each K tile is issued as two groups of four wgmma.m64n128k16 (A from
 // registers): the fragments of one half are decoded while the other half's MMAs run.
 #pragma once
 
@@ -27,62 +30,42 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kSwapStages = 5;        // activation blocks in flight (32 KB each)
-inline constexpr int kSwapRawSlots = 4;      // K tiles of raw weights in flight per consumer thread
+inline constexpr int kSwapStages = 5;        // K tiles in flight
 inline constexpr int kSwapConsumers = 256;   // two warpgroups
 // + a producer warpgroup: setmaxnreg moves registers per warpgroup (launched at 168 each, the
 // producers keep 40 and the consumers take 232: their two accumulator sets and two fragment
 // halves fit without spills; at 288 threads ptxas capped them at 168 and spilled).
 inline constexpr int kSwapThreads = kSwapConsumers + 128;
-// A raw slot: [row half h][consumer thread] 16-byte runs (rows g + 8 h), then the rows' UE8M0 code
-// words (four codes: the K tile's four runs) in the same order. Each thread reads back only what
-// it copied itself.
-inline constexpr int kSwapRawRunBytes = 2 * kSwapConsumers * 16;
-inline constexpr int kSwapRawSlotBytes = kSwapRawRunBytes + 2 * kSwapConsumers * 4;
-inline constexpr size_t kSwapSmem = size_t{kSwapStages} * kPackBlockBytes + size_t{kSwapRawSlots} * kSwapRawSlotBytes;
+// A stage: the activation block (packed_plan.h), then the K tile's raw weights: [row half h]
+// [consumer thread] 16-byte runs (consumer (warp w, lane g, c) reads run c of row 16 w + g + 8 h)
+// and [tile row] the rows' UE8M0 code words (four codes: the K tile's four runs).
+inline constexpr int kSwapRunBytes = 2 * kSwapConsumers * 16;
+inline constexpr int kSwapStageBytes = kPackBlockBytes + kSwapRunBytes + kPackRows * 4;
+inline constexpr size_t kSwapSmem = size_t{kSwapStages} * kSwapStageBytes;
+static_assert(kSwapStageBytes % 128 == 0);
 static_assert(kSwapSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
 
-// A walk over the CTA's (output tile, K tile) uses, in the consumers' order.
-struct SwapCursor {
-  int64_t t = 0;
-  int i = 0;
-  __device__ void advance(int KT) {
-    if (++i == KT) i = 0, t += gridDim.x;
-  }
-};
-
-// Issues the raw copies of use `c` for this thread (rows n_local and n_local + 8 of the output
-// tile, run `run`) into `slot`, committed as one group — an empty group past the last use, so the
-// group count stays in step with the uses. Rows past N copy zero runs and code 0 (they decode to
-// +0; their outputs are not stored).
-__device__ __forceinline__ void swap_raw_issue(const PackedExpertArgs& p, const SwapCursor& c, unsigned char* slot,
-                                               int tid, int n_local, int run, int64_t& desc_t, WeightDesc& w) {
-  if (c.t < p.y_tiles * p.n_tiles) {
-    if (c.t != desc_t) {  // a new output tile: its expert's weight (cached for the tile's K tiles)
-      desc_t = c.t;
-      const int32_t expert = p.table[c.t / p.n_tiles];
-      w = expert >= 0 ? p.experts[expert] : WeightDesc{};
-    }
-    if (w.w != nullptr) {
+// Producer thread r's part of a stage: row r of the output tile (n = first + r; rows past N copy
+// zeros: code 0 and zero runs decode to +0, their outputs are not stored). Its four runs go to
+// the consumers that read them; the copies complete on the stage's full barrier (one arrival per
+// producer thread: cp.async's own arrive, or for an unaligned scale tensor a wait, a plain load
+// and a releasing arrive).
+__device__ __forceinline__ void swap_stage_row(unsigned char* stage, int r, const uint8_t* run, const uint8_t* code,
+                                               bool ok, bool aligned, uint64_t* full) {
+  unsigned char* raw = stage + kPackBlockBytes;
+  const int consumer = (r / 16) * 32 + (r % 8) * 4, h = (r % 16) / 8;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t n = (c.t % p.n_tiles) * kPackRows + n_local + 8 * h;
-        const bool ok = n < p.N;
-        cp_async16(slot + (h * kSwapConsumers + tid) * 16, w.w + (ok ? n : 0) * w.row_bytes + c.i * (kGemmBK / 2) + 16 * run,
-                   ok);
-        const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols + c.i * (kGemmBK / 32);
-        uint32_t* dst = reinterpret_cast<uint32_t*>(slot + kSwapRawRunBytes + (h * kSwapConsumers + tid) * 4);
-        if (!ok) {
-          *dst = 0;
-        } else if ((reinterpret_cast<uintptr_t>(code) & 3) == 0) {
-          cp_async4(dst, code);
-        } else {  // an unaligned scale tensor: a plain (waiting) load, same bytes
-          *dst = code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24);
-        }
-      }
-    }
+  for (int c = 0; c < 4; ++c) cp_async16(raw + (h * kSwapConsumers + consumer + c) * 16, run + 16 * c, ok);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(raw + kSwapRunBytes + r * 4);
+  if (aligned) {
+    cp_async4_zfill(dst, code, ok);
+    cp_async_mbar_arrive_noinc(full);
+  } else {
+    cp_async_commit();  // (wait_group covers committed copies only)
+    cp_async_wait<0>();
+    *dst = ok ? code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24) : 0;
+    mbar_arrive(full);
   }
-  cp_async_commit();
 }
 
 // This thread's raw K tile: the runs of its two rows and their scale codes.
@@ -117,66 +100,69 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
   static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
   static_assert(kGemmBK == 4 * run_elems(F) && kPackRows == 128);
   pdl_prologue();
-  extern __shared__ __align__(1024) unsigned char sw_smem[];  // [stage][A block], raw slots
+  extern __shared__ __align__(1024) unsigned char sw_smem[];  // [stage][A block, raw runs, codes]
   __shared__ __align__(8) uint64_t full[kSwapStages], empty[kSwapStages];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
   if (tid == 0) {
     for (int s = 0; s < kSwapStages; ++s) {
-      mbar_init(&full[s], 1);    // the producer's arrival with the block's transaction bytes
-      mbar_init(&empty[s], 8);   // lane 0 of each consumer warp
+      mbar_init(&full[s], 1 + 128);  // the activation copy's arrival + each producer thread's rows
+      mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
     }
     mbar_init_fence();
   }
   __syncthreads();
 
-  if (warp >= kSwapConsumers / 32) {  // producer warpgroup: one thread issues the activation copies
+  if (warp >= kSwapConsumers / 32) {  // producer warpgroup
     warpgroup_regs_dec<40>();
-    if (tid == kSwapConsumers) {
-      int u = 0;
-      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int64_t y = t / p.n_tiles;
-        if (p.table[y] < 0) break;  // the valid tiles are a prefix of the CTA's
-        const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
-        for (int i = 0; i < KT; ++i, ++u) {
-          const int s = u % kSwapStages;
-          if (u >= kSwapStages) mbar_wait(&empty[s], ((u / kSwapStages) - 1) & 1);
+    const int r = tid - kSwapConsumers;  // this thread's tile row
+    int u = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int64_t y = t / p.n_tiles;
+      const int32_t expert = p.table[y];
+      if (expert < 0) break;  // the valid tiles are a prefix of the CTA's
+      const WeightDesc w = p.experts[expert];
+      const int64_t n = (t % p.n_tiles) * kPackRows + r;
+      const bool ok = n < p.N;
+      const uint8_t* run = w.w + (ok ? n : 0) * w.row_bytes;
+      const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols;
+      const bool aligned = (reinterpret_cast<uintptr_t>(code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
+      const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
+      for (int i = 0; i < KT; ++i, ++u) {
+        const int s = u % kSwapStages;
+        if (u >= kSwapStages) mbar_wait(&empty[s], ((u / kSwapStages) - 1) & 1);
+        unsigned char* stage = sw_smem + s * kSwapStageBytes;
+        if (r == 0) {
           mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
-          bulk_copy_g2s(sw_smem + s * kPackBlockBytes, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes,
-                        &full[s]);
+          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
         }
+        swap_stage_row(stage, r, run + i * (kGemmBK / 2), code + i * (kGemmBK / 32), ok, aligned, &full[s]);
       }
     }
+    cp_async_commit();
+    cp_async_wait<0>();  // no copy outlives the thread
     return;
   }
 
   // Consumers. This thread's rows of an output tile: n_local = 16 warp + g and + 8.
   warpgroup_regs_inc<232>();
   const int n_local = warp * 16 + g;
-  unsigned char* ring = sw_smem + kSwapStages * kPackBlockBytes;
   const uint64_t desc0 = wgmma_desc(sw_smem, 128, 256);
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
-  int64_t desc_t = -1;
-  WeightDesc w{};
-  SwapCursor load{static_cast<int64_t>(blockIdx.x), 0};
-  for (int j = 0; j < kSwapRawSlots; ++j, load.advance(KT))
-    swap_raw_issue(p, load, ring + j * kSwapRawSlotBytes, tid, n_local, c, desc_t, w);
-  int u = 0;  // K-tile uses so far: stage u % kSwapStages, raw slot u % kSwapRawSlots
-  // Takes use `use`'s raw tile into registers and refills its slot with the next copies.
+  int u = 0;  // K-tile uses so far: stage u % kSwapStages
+  // Waits for use `use`'s stage and takes this thread's raw K tile into registers.
   auto take_raw = [&](SwapRaw& r, int use) {
-    unsigned char* slot = ring + (use % kSwapRawSlots) * kSwapRawSlotBytes;
-    cp_async_wait<kSwapRawSlots - 1>();
+    const int s = use % kSwapStages;
+    mbar_wait(&full[s], (use / kSwapStages) & 1);
+    const unsigned char* raw = sw_smem + s * kSwapStageBytes + kPackBlockBytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      r.run[h] = *reinterpret_cast<const uint4*>(slot + (h * kSwapConsumers + tid) * 16);
-      r.code[h] = static_cast<uint8_t>(
-          *reinterpret_cast<const uint32_t*>(slot + kSwapRawRunBytes + (h * kSwapConsumers + tid) * 4) >> (8 * c));
+      r.run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
+      r.code[h] = static_cast<uint8_t>(*reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4) >>
+                                       (8 * c));
     }
     r.exact = quad_scale_exact<F>(r.code[0]) && quad_scale_exact<F>(r.code[1]);
-    __syncwarp();  // the slot is read (registers) before its refill is issued
-    swap_raw_issue(p, load, slot, tid, n_local, c, desc_t, w);
-    load.advance(KT);
   };
 
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -189,16 +175,16 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
     uint32_t f0[4][4], f1[4][4];  // the two halves' fragments
     take_raw(raw, u);
     swap_decode_half<F>(raw, 0, f0);
-    for (int i = 0; i < KT; ++i, ++u) {
+    for (int i = 0, in_sub = 0; i < KT; ++i, ++u, ++in_sub) {
       const int s = u % kSwapStages;
-      if (i > 0 && i % tiles_per_sub == 0) {  // a sub-range ends: fold it (canonical order)
+      if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
+        in_sub = 0;
         wgmma_wait<0>();
         wgmma_fence_operands(acc);
 #pragma unroll
         for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
       }
-      mbar_wait(&full[s], (u / kSwapStages) & 1);
-      const uint64_t b = desc0 + ((s * kPackBlockBytes) >> 4);
+      const uint64_t b = desc0 + ((s * kSwapStageBytes) >> 4);
       wgmma_fence_operands(acc);
       wgmma_fence();
 #pragma unroll
@@ -248,7 +234,6 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
       }
     }
   }
-  cp_async_wait<0>();  // no copy outlives the CTA
 }
 
 }  // namespace deepinfer::kernels
