@@ -22,8 +22,8 @@
 //
 // CTA: two consumer warpgroups (weight rows 64 wg .. 64 wg + 63 of a 128-row tile, warp w of the
 // CTA rows 16 w ..) and a producer warpgroup filling a ring of stages: its first thread moves the
-// activation block with a bulk copy, every thread one weight row's raw K tile. Each K tile is issued as two groups of four wgmma.m64n128k16 (A from
-// registers): the fragments of one half are decoded while the other half's MMAs run.
+// activation block with a bulk copy, every thread one weight row's raw K tile. Each K tile's eight wgmma.m64n128k16 (A from
+// registers) is one commit group; the next K tile's fragments are decoded while it runs.
 #pragma once
 
 #include "kernels/gemm/packed_expert_gemm.cuh"
@@ -75,22 +75,22 @@ struct SwapRaw {
   bool exact;  // both codes in the permute decoder's range (always, in practice)
 };
 
-// The fragments of steps 4 half .. 4 half + 3 of a K tile: f[q] = {row g k 2c, row g + 8 k 2c,
-// row g k 2c + 8, row g + 8 k 2c + 8} pairs of step 4 half + q (the mma.m16n8k16 A layout).
-template <WeightFmt F>
-__device__ __forceinline__ void swap_decode_half(const SwapRaw& r, int half, uint32_t (&f)[4][4]) {
+// The fragments of steps first .. first + STEPS - 1 of a K tile: f[q] = {row g k 2c, row g + 8
+// k 2c, row g k 2c + 8, row g + 8 k 2c + 8} pairs of step first + q (the mma.m16n8k16 A layout).
+template <WeightFmt F, int STEPS>
+__device__ __forceinline__ void swap_decode_steps(const SwapRaw& r, int first, uint32_t (&f)[STEPS][4]) {
   if (r.exact) {
     const uint32_t s0 = quad_scale<F>(r.code[0]), s1 = quad_scale<F>(r.code[1]);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      decode_quad_scaled<F>(r.run[0], s0, 4 * half + q, f[q][0], f[q][2]);
-      decode_quad_scaled<F>(r.run[1], s1, 4 * half + q, f[q][1], f[q][3]);
+    for (int q = 0; q < STEPS; ++q) {
+      decode_quad_scaled<F>(r.run[0], s0, first + q, f[q][0], f[q][2]);
+      decode_quad_scaled<F>(r.run[1], s1, first + q, f[q][1], f[q][3]);
     }
   } else {
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      decode_quad<F>(r.run[0], r.code[0], 4 * half + q, f[q][0], f[q][2]);
-      decode_quad<F>(r.run[1], r.code[1], 4 * half + q, f[q][1], f[q][3]);
+    for (int q = 0; q < STEPS; ++q) {
+      decode_quad<F>(r.run[0], r.code[0], first + q, f[q][0], f[q][2]);
+      decode_quad<F>(r.run[1], r.code[1], first + q, f[q][1], f[q][3]);
     }
   }
 }
@@ -172,10 +172,12 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
 #pragma unroll
     for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
     SwapRaw raw;
-    uint32_t f0[4][4], f1[4][4];  // the two halves' fragments
-    take_raw(raw, u);
-    swap_decode_half<F>(raw, 0, f0);
-    for (int i = 0, in_sub = 0; i < KT; ++i, ++u, ++in_sub) {
+    // A K tile is one commit group of eight wgmma on fragments x; the next tile's fragments are
+    // decoded into y while they run (y's previous MMAs, two tiles back, are done: wgmma_wait<1>).
+    uint32_t fa[8][4], fb[8][4];
+    auto decode_tile = [&](uint32_t (&f)[8][4]) { swap_decode_steps<F, 8>(raw, 0, f); };
+    int in_sub = 0;
+    auto k_tile = [&](int i, uint32_t (&x)[8][4], uint32_t (&y)[8][4]) {
       const int s = u % kSwapStages;
       if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
         in_sub = 0;
@@ -188,20 +190,21 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
       wgmma_fence_operands(acc);
       wgmma_fence();
 #pragma unroll
-      for (int q = 0; q < 4; ++q) wgmma_m64n128k16_rs(acc, f0[q], b + ((q * kPackStepBytes) >> 4));
+      for (int q = 0; q < 8; ++q) wgmma_m64n128k16_rs(acc, x[q], b + ((q * kPackStepBytes) >> 4));
       wgmma_commit();
-      wgmma_wait<1>();  // the previous K tile's second half is done: its stage may be refilled
+      wgmma_wait<1>();  // the previous K tile is done: its stage may be refilled, y rewritten
       if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kSwapStages]);
-      swap_decode_half<F>(raw, 1, f1);
-      wgmma_fence();
-#pragma unroll
-      for (int q = 0; q < 4; ++q) wgmma_m64n128k16_rs(acc, f1[q], b + (((4 + q) * kPackStepBytes) >> 4));
-      wgmma_commit();
-      wgmma_wait<1>();  // the first half is done: f0 may be overwritten
       if (i + 1 < KT) {
         take_raw(raw, u + 1);
-        swap_decode_half<F>(raw, 0, f0);
+        decode_tile(y);
       }
+      ++u, ++in_sub;
+    };
+    take_raw(raw, u);
+    decode_tile(fa);
+    for (int i = 0; i < KT; i += 2) {
+      k_tile(i, fa, fb);
+      if (i + 1 < KT) k_tile(i + 1, fb, fa);
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);
