@@ -183,10 +183,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
       const int s = u % kSwapStages;
       if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
         in_sub = 0;
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc);
-#pragma unroll
-        for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+        wgmma_fold_subrange(acc, total);
       }
       const uint64_t b = desc0 + ((s * kSwapStageBytes) >> 4);
       wgmma_fence_operands(acc);

@@ -166,6 +166,15 @@ __device__ __forceinline__ PackedTile packed_tile(const PackedGemmArgs& p, int64
   return {t / per_weight, first_m + (id % per_group) % gm, (id % per_group) / gm};
 }
 
+// The canonical fold at the end of a K sub-range (gemm_common.cuh) for a wgmma accumulator: waits
+// for the issued MMAs, adds the finished sub-range's sums into `total` and restarts `acc` at zero.
+__device__ __forceinline__ void wgmma_fold_subrange(float (&acc)[64], float (&total)[64]) {
+  wgmma_wait<0>();
+  wgmma_fence_operands(acc);
+#pragma unroll
+  for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+}
+
 // The consumers' part of one output tile (both packed kernels): its KT K tiles from stage use `it`
 // on — wait for the stage, issue its 8 wgmma (A rows 64 wg .. 64 wg + 63, row groups 8 wg ..),
 // release the previous stage once its MMAs are done — folding each canonical K sub-range into
@@ -180,10 +189,7 @@ __device__ __forceinline__ void packed_consume_tile(const unsigned char* smem, u
     const int s = it % kPackedStages;
     if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
       in_sub = 0;
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc);
-#pragma unroll
-      for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+      wgmma_fold_subrange(acc, total);
     }
     mbar_wait(&full[s], (it / kPackedStages) & 1);
     const unsigned char* stage = smem + s * 2 * kPackBlockBytes;
