@@ -121,6 +121,35 @@ TEST(PackedPlanTest, ExpertLaunchesStageTheTableAndTheActivations) {
   EXPECT_FALSE(plan_packed_experts(8192, 49152, 256, 2048, 4096, 0, plan));     // switched off
   EXPECT_FALSE(plan_packed_experts(600, 3600, 256, 2048, 4096, 1024, plan));    // under the threshold
   EXPECT_FALSE(plan_packed_experts(8192, 49152, 256, 2048, 4000, 1, plan));     // not whole K tiles
+  // A batch-512 decode step's gate/up launch in 32-pair tiles (the swapped kernel's small form):
+  // 3,072 pairs, at most 96 + 256 tiles of 8 KB per K tile.
+  ASSERT_TRUE(plan_packed_experts(512, 3072, 256, 2048, 4096, 1, plan, 32));
+  EXPECT_EQ(plan.tile_rows, 32);
+  EXPECT_EQ(plan.y_tiles, 96 + 256);
+  EXPECT_EQ(plan.n_tiles, 16);
+  EXPECT_EQ(plan.block_bytes(), 8192);
+  EXPECT_EQ(plan.a_bytes, int64_t{352} * 32 * 8192);
+  EXPECT_FALSE(plan_packed_experts(512, 3072, 256, 2048, 4096, 1, plan, 64));  // 128 or 32 only
+}
+
+// Blocks of 32 rows (the small token tiles): the same layout with 1 KB steps, a bijection onto
+// the 8 KB block, each step's core matrices where the wgmma descriptor (LBO 128, SBO 256) reads.
+TEST(PackedPlanTest, SmallBlocksKeepTheLayoutWithShorterSteps) {
+  constexpr int rows = 32;
+  std::vector<int> seen(rows * kGemmBK, 0);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < kGemmBK; ++k) {
+      const int off = packed_offset(r, k, 32, rows);
+      ASSERT_GE(off, 0);
+      ASSERT_LT(off, rows * kGemmBK * 2);
+      ++seen[off / 2];
+      // Step, row group and core matrix as in a 128-row block, with steps rows x 32 bytes apart.
+      const int full = packed_offset(r, k, 32);
+      ASSERT_EQ(off % (rows * 32), full % kPackStepBytes) << r << " " << k;
+      ASSERT_EQ(off / (rows * 32), full / kPackStepBytes) << r << " " << k;
+    }
+  }
+  for (int n : seen) ASSERT_EQ(n, 1);
 }
 
 // The expert kernel's producers store a tile row's four FP4 runs per step as two 16-byte core-

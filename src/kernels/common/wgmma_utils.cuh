@@ -101,6 +101,32 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
 #endif
 }
 
+// D[64 x 32] += A[64 x 16] (registers, BF16) B[16 x 32] (shared memory, K-major, descriptor); F32
+// accumulate. d: this thread's 16 accumulators (4 n8 tiles x 4).
+__device__ __forceinline__ void wgmma_m64n32k16_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b_desc) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+#endif
+}
+// The register-A form for N = 128 or 32 columns (R = N / 2 accumulators).
+template <int R>
+__device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[R], const uint32_t (&a)[4], uint64_t b_desc) {
+  static_assert(R == 64 || R == 16);
+  if constexpr (R == 64) {
+    wgmma_m64n128k16_rs(d, a, b_desc);
+  } else {
+    wgmma_m64n32k16_rs(d, a, b_desc);
+  }
+}
+
 // D[64 x 128] += A[64 x 16] B[16 x 128], both from shared memory (K-major, descriptors); F32
 // accumulate. Same accumulation as the register-A form (tools/device/probes/wgmma_probe.cu: the
 // shared-memory A chain is bitwise the mma.sync chain too).

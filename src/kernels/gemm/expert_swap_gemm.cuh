@@ -32,29 +32,37 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kSwapStages = 5;        // K tiles in flight
 inline constexpr int kSwapConsumers = 256;   // two warpgroups
 // + a producer warpgroup: setmaxnreg moves registers per warpgroup (launched at 168 each, the
 // producers keep 40 and the consumers take 232: their two accumulator sets and two fragment
 // sets fit without spills; at 288 threads ptxas capped them at 168 and spilled).
 inline constexpr int kSwapThreads = kSwapConsumers + 128;
-// A stage: the activation block (packed_plan.h), then the K tile's raw weights: [row half h]
-// [consumer thread] 16-byte runs (consumer (warp w, lane g, c) reads run c of row 16 w + g + 8 h)
-// and [tile row] the rows' UE8M0 code words (four codes: the K tile's four runs).
+// A stage: the activation block (packed_plan.h: NT token rows x one K tile), then the K tile's
+// raw weights: [row half h][consumer thread] 16-byte runs (consumer (warp w, lane g, c) reads run
+// c of row 16 w + g + 8 h) and [tile row] the rows' UE8M0 code words (four codes: the K tile's
+// four runs).
 inline constexpr int kSwapRunBytes = 2 * kSwapConsumers * 16;
-inline constexpr int kSwapStageBytes = kPackBlockBytes + kSwapRunBytes + kPackRows * 4;
-inline constexpr size_t kSwapSmem = size_t{kSwapStages} * kSwapStageBytes;
-static_assert(kSwapStageBytes % 128 == 0);
-static_assert(kSwapSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
+// The token tile: NT = 128 (prefill) or 32 (decode batches of ~10-30 rows per expert, where the
+// launches are memory bound: more stages in flight instead of wider MMAs).
+template <int NT>
+struct SwapTile {
+  static_assert(NT == 128 || NT == 32);
+  static constexpr int kBlockBytes = NT * kGemmBK * 2;
+  static constexpr int kStepBytes = NT * 32;  // one k16 step of the block
+  static constexpr int kStageBytes = kBlockBytes + kSwapRunBytes + kPackRows * 4;
+  static constexpr int kStages = NT == 128 ? 5 : 10;
+  static constexpr size_t kSmem = size_t{kStages} * kStageBytes;
+  static_assert(kStageBytes % 128 == 0);
+  static_assert(kSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
+};
 
 // Producer thread r's part of a stage: row r of the output tile (n = first + r; rows past N copy
 // zeros: code 0 and zero runs decode to +0, their outputs are not stored). Its four runs go to
 // the consumers that read them; the copies complete on the stage's full barrier (one arrival per
 // producer thread: cp.async's own arrive, or for an unaligned scale tensor a wait, a plain load
 // and a releasing arrive).
-__device__ __forceinline__ void swap_stage_row(unsigned char* stage, int r, const uint8_t* run, const uint8_t* code,
+__device__ __forceinline__ void swap_stage_row(unsigned char* raw, int r, const uint8_t* run, const uint8_t* code,
                                                bool ok, bool aligned, uint64_t* full) {
-  unsigned char* raw = stage + kPackBlockBytes;
   const int consumer = (r / 16) * 32 + (r % 8) * 4, h = (r % 16) / 8;
 #pragma unroll
   for (int c = 0; c < 4; ++c) cp_async16(raw + (h * kSwapConsumers + consumer + c) * 16, run + 16 * c, ok);
@@ -97,18 +105,20 @@ __device__ __forceinline__ void swap_decode_steps(const SwapRaw& r, int first, u
   }
 }
 
-template <WeightFmt F>
+template <WeightFmt F, int NT>
 __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(PackedExpertArgs p) {
   static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
   static_assert(kGemmBK == 4 * run_elems(F) && kPackRows == 128);
+  using T = SwapTile<NT>;
+  constexpr int kStages = T::kStages, R = NT / 2;  // R: accumulators per thread
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char sw_smem[];  // [stage][A block, raw runs, codes]
-  __shared__ __align__(8) uint64_t full[kSwapStages], empty[kSwapStages];
+  __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
   if (tid == 0) {
-    for (int s = 0; s < kSwapStages; ++s) {
+    for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1 + 128);  // the activation copy's arrival + each producer thread's rows
       mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
     }
@@ -130,16 +140,17 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
       const uint8_t* run = w.w + (ok ? n : 0) * w.row_bytes;
       const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols;
       const bool aligned = (reinterpret_cast<uintptr_t>(code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
-      const uint8_t* a = p.a + y * p.k_tiles * kPackBlockBytes;
+      const uint8_t* a = p.a + y * p.k_tiles * T::kBlockBytes;
       for (int i = 0; i < KT; ++i, ++u) {
-        const int s = u % kSwapStages;
-        if (u >= kSwapStages) mbar_wait(&empty[s], ((u / kSwapStages) - 1) & 1);
-        unsigned char* stage = sw_smem + s * kSwapStageBytes;
+        const int s = u % kStages;
+        if (u >= kStages) mbar_wait(&empty[s], ((u / kStages) - 1) & 1);
+        unsigned char* stage = sw_smem + s * T::kStageBytes;
         if (r == 0) {
-          mbar_arrive_expect_tx(&full[s], kPackBlockBytes);
-          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * kPackBlockBytes, kPackBlockBytes, &full[s]);
+          mbar_arrive_expect_tx(&full[s], T::kBlockBytes);
+          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * T::kBlockBytes, T::kBlockBytes, &full[s]);
         }
-        swap_stage_row(stage, r, run + i * (kGemmBK / 2), code + i * (kGemmBK / 32), ok, aligned, &full[s]);
+        swap_stage_row(stage + T::kBlockBytes, r, run + i * (kGemmBK / 2), code + i * (kGemmBK / 32), ok, aligned,
+                       &full[s]);
       }
     }
     cp_async_commit();
@@ -152,12 +163,12 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
   const int n_local = warp * 16 + g;
   const uint64_t desc0 = wgmma_desc(sw_smem, 128, 256);
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
-  int u = 0;  // K-tile uses so far: stage u % kSwapStages
+  int u = 0;  // K-tile uses so far: stage u % kStages
   // Waits for use `use`'s stage and takes this thread's raw K tile into registers.
   auto take_raw = [&](SwapRaw& r, int use) {
-    const int s = use % kSwapStages;
-    mbar_wait(&full[s], (use / kSwapStages) & 1);
-    const unsigned char* raw = sw_smem + s * kSwapStageBytes + kPackBlockBytes;
+    const int s = use % kStages;
+    mbar_wait(&full[s], (use / kStages) & 1);
+    const unsigned char* raw = sw_smem + s * T::kStageBytes + T::kBlockBytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       r.run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
@@ -170,9 +181,9 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
     if (p.table[y] < 0) break;
-    float acc[64], total[64];
+    float acc[R], total[R];
 #pragma unroll
-    for (int e = 0; e < 64; ++e) acc[e] = 0.0f, total[e] = 0.0f;
+    for (int e = 0; e < R; ++e) acc[e] = 0.0f, total[e] = 0.0f;
     SwapRaw raw;
     // A K tile is one commit group of eight wgmma on fragments x; the next tile's fragments are
     // decoded into y while they run (y's previous MMAs, two tiles back, are done: wgmma_wait<1>).
@@ -180,19 +191,19 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
     auto decode_tile = [&](uint32_t (&f)[8][4]) { swap_decode_steps<F, 8>(raw, 0, f); };
     int in_sub = 0;
     auto k_tile = [&](int i, uint32_t (&x)[8][4], uint32_t (&y)[8][4]) {
-      const int s = u % kSwapStages;
+      const int s = u % kStages;
       if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
         in_sub = 0;
         wgmma_fold_subrange(acc, total);
       }
-      const uint64_t b = desc0 + ((s * kSwapStageBytes) >> 4);
+      const uint64_t b = desc0 + ((s * T::kStageBytes) >> 4);
       wgmma_fence_operands(acc);
       wgmma_fence();
 #pragma unroll
-      for (int q = 0; q < 8; ++q) wgmma_m64n128k16_rs(acc, x[q], b + ((q * kPackStepBytes) >> 4));
+      for (int q = 0; q < 8; ++q) wgmma_m64k16_rs(acc, x[q], b + ((q * T::kStepBytes) >> 4));
       wgmma_commit();
       wgmma_wait<1>();  // the previous K tile is done: its stage may be refilled, y rewritten
-      if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kSwapStages]);
+      if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);
       if (i + 1 < KT) {
         take_raw(raw, u + 1);
         decode_tile(y);
@@ -207,7 +218,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);
-    if (lane == 0) mbar_arrive(&empty[(u - 1) % kSwapStages]);  // the tile's last stage
+    if (lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);  // the tile's last stage
 
     // Outputs: acc[4 j + 2 h + e] is weight row n_local + 8 h, token 8 j + 2 c + e of the tile. With
     // pairs, lanes g and g ^ 1 (rows n, n + 1) swap one value so that each stores two adjacent
@@ -215,7 +226,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
     const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
     const bool even = (g & 1) == 0;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < NT / 8; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int e = 4 * j + 2 * h;

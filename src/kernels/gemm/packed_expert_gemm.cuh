@@ -14,15 +14,15 @@ namespace deepinfer::kernels {
 // Threads of the expert kernel: 2 consumer warpgroups and 1 or 2 producer warpgroups.
 __host__ __device__ constexpr int packed_expert_threads(int producers) { return (2 + producers) * 128; }
 
-// One block: the (expert, 128-row tile) table of an expert launch, in expert order (as
-// gemm_tile_rows enumerates them), -1 past the last tile. E <= 1024.
+// One block: the (expert, tile of `tile_rows` pairs) table of an expert launch, in expert order
+// (as gemm_tile_rows enumerates them), -1 past the last tile. E <= 1024.
 __global__ void __launch_bounds__(1024) expert_tile_table_kernel(const int32_t* offsets, int E, int64_t y_tiles,
-                                                                 int32_t* table) {
+                                                                 int tile_rows, int32_t* table) {
   pdl_prologue();
   __shared__ int32_t scan[1024];
   const int e = threadIdx.x;
   const int32_t rows = e < E ? offsets[e + 1] - offsets[e] : 0;
-  const int32_t n = (rows + kPackRows - 1) / kPackRows;
+  const int32_t n = (rows + tile_rows - 1) / tile_rows;
   scan[e] = n;
   __syncthreads();
   for (int off = 1; off < 1024; off <<= 1) {  // inclusive scan of the tile counts
@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(1024) expert_tile_table_kernel(const int32_t* 
   int32_t* t_rows = table + 2 * y_tiles;
   for (int32_t j = 0; j < n; ++j) {
     t_expert[first + j] = e;
-    t_begin[first + j] = offsets[e] + j * kPackRows;
-    t_rows[first + j] = min(kPackRows, rows - j * kPackRows);
+    t_begin[first + j] = offsets[e] + j * tile_rows;
+    t_rows[first + j] = min(tile_rows, rows - j * tile_rows);
   }
   for (int64_t y = total + e; y < y_tiles; y += 1024) t_expert[y] = -1, t_begin[y] = 0, t_rows[y] = 0;
 }

@@ -48,18 +48,21 @@ struct PackedRows {
 // k_tiles + k tile). Each thread reads 16 coalesced bytes of a row (4 pairs of consecutive k,
 // which stay together in the layout) and puts the pairs in their packed places (packed_offset)
 // in a block staged in shared memory, which is then written out whole.
-template <WeightFmt F, bool EXPERTS>
+// ROWS: rows per block (128; 32 for the swapped expert kernel's small token tiles, experts only).
+template <WeightFmt F, bool EXPERTS, int ROWS = kPackRows>
 __global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, int64_t lda, int64_t K,
                                                                 PackedRows rows) {
+  static_assert(ROWS == kPackRows || (EXPERTS && ROWS == 32));
+  constexpr int kBlockBytes = ROWS * kGemmBK * 2;
   pdl_prologue();
-  __shared__ __align__(16) unsigned char block[kPackBlockBytes];
-  __shared__ int32_t src_row[kPackRows];  // A row of each tile row, -1: none (zeros)
+  __shared__ __align__(16) unsigned char block[kBlockBytes];
+  __shared__ int32_t src_row[ROWS];  // A row of each tile row, -1: none (zeros)
   const int64_t blk = blockIdx.x, kt = blk % op.k_tiles, gt = blk / op.k_tiles;
   int64_t group = 0;
   if constexpr (EXPERTS) {
     if (rows.table[gt] < 0) return;  // past the routed tiles (uniform)
     const int32_t begin = rows.table[rows.y_tiles + gt], count = rows.table[2 * rows.y_tiles + gt];
-    for (int r = threadIdx.x; r < kPackRows; r += kPackThreads) src_row[r] = r < count ? rows.perm[begin + r] / rows.a_div : -1;
+    for (int r = threadIdx.x; r < ROWS; r += kPackThreads) src_row[r] = r < count ? rows.perm[begin + r] / rows.a_div : -1;
   } else {
     group = gt / op.tiles;
     const int64_t row0 = (gt % op.tiles) * kPackRows;
@@ -70,8 +73,8 @@ __global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, 
   const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(op.src) + group * K + kt * kGemmBK;
   // All of a thread's loads first, then its stores: one memory latency per block instead of one
   // per 16-byte chunk (the packing launches ran at ~40% of the copy bandwidth in an 8K prefill).
-  constexpr int kChunks = kPackRows * 16 / kPackThreads;  // 16-byte chunks per thread
-  static_assert(kChunks * kPackThreads == kPackRows * 16);
+  constexpr int kChunks = ROWS * 16 / kPackThreads;  // 16-byte chunks per thread
+  static_assert(kChunks * kPackThreads == ROWS * 16);
   uint4 v[kChunks];
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
@@ -85,11 +88,11 @@ __global__ void __launch_bounds__(kPackThreads) pack_a_kernel(PackedOperand op, 
     const uint32_t words[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-      *reinterpret_cast<uint32_t*>(block + packed_offset(r, ch * 8 + 2 * q, run_elems(F))) = words[q];
+      *reinterpret_cast<uint32_t*>(block + packed_offset(r, ch * 8 + 2 * q, run_elems(F), ROWS)) = words[q];
   }
   __syncthreads();
-  uint4* out = reinterpret_cast<uint4*>(op.out + blk * kPackBlockBytes);
-  for (int o = threadIdx.x; o < kPackBlockBytes / 16; o += kPackThreads) out[o] = reinterpret_cast<const uint4*>(block)[o];
+  uint4* out = reinterpret_cast<uint4*>(op.out + blk * kBlockBytes);
+  for (int o = threadIdx.x; o < kBlockBytes / 16; o += kPackThreads) out[o] = reinterpret_cast<const uint4*>(block)[o];
 }
 
 // A 16-byte weight run (scale code `code`) decoded into a packed block: dst = packed_offset of its
@@ -168,11 +171,12 @@ __device__ __forceinline__ PackedTile packed_tile(const PackedGemmArgs& p, int64
 
 // The canonical fold at the end of a K sub-range (gemm_common.cuh) for a wgmma accumulator: waits
 // for the issued MMAs, adds the finished sub-range's sums into `total` and restarts `acc` at zero.
-__device__ __forceinline__ void wgmma_fold_subrange(float (&acc)[64], float (&total)[64]) {
+template <int R>
+__device__ __forceinline__ void wgmma_fold_subrange(float (&acc)[R], float (&total)[R]) {
   wgmma_wait<0>();
   wgmma_fence_operands(acc);
 #pragma unroll
-  for (int e = 0; e < 64; ++e) total[e] += acc[e], acc[e] = 0.0f;
+  for (int e = 0; e < R; ++e) total[e] += acc[e], acc[e] = 0.0f;
 }
 
 // The consumers' part of one output tile (both packed kernels): its KT K tiles from stage use `it`

@@ -26,12 +26,14 @@ static_assert(kPackBlockBytes == 8 * kPackStepBytes);
 // window at kw takes k = kw + c L + 4 j + e (c, e = 0..3) as logical k 2c + (e & 1) + 8 (e >> 1);
 // a step's operand is 16 row groups of two 128-byte core matrices (logical k 0-7, 8-15), each
 // 8 rows x 16 bytes.
-DI_HOST_DEVICE inline int packed_offset(int r, int k, int run_elems) {
+// Blocks of fewer rows (`rows`, a multiple of 8: the small token tiles of the swapped expert GEMM)
+// have the same layout with steps of rows x 32 bytes.
+DI_HOST_DEVICE inline int packed_offset(int r, int k, int run_elems, int rows = kPackRows) {
   const int L = run_elems, spw = L / 4;                 // steps per window of 4 L elements
   const int window = k / (4 * L), t = k % (4 * L);
   const int c = t / L, u = t % L, j = u / 4, e = u % 4;
   const int step = window * spw + j;
-  return step * kPackStepBytes + (r / 8) * 256 + (e >> 1) * 128 + (r % 8) * 16 + c * 4 + (e & 1) * 2;
+  return step * rows * 32 + (r / 8) * 256 + (e >> 1) * 128 + (r % 8) * 16 + c * 4 + (e & 1) * 2;
 }
 
 struct PackedGemmDims {
@@ -67,29 +69,35 @@ inline bool plan_packed_gemm(const PackedGemmDims& d, int64_t min_rows, int64_t 
   return true;
 }
 
-// MoE expert launches (packed_expert_gemm.cuh): M (token, slot) pairs routed to E experts of N
-// (and a second set's N1 = N) output columns over K. A is packed per (expert, 128-row tile) in
-// the tile enumeration of gemm_tile_rows.cuh, bounded by ceil(M / 128) + min(E, M) tiles; the
-// weights are dequantised inside the GEMM kernel, so only A and the tile table are staged.
+// MoE expert launches (packed_expert_gemm.cuh, expert_swap_gemm.cuh): M (token, slot) pairs
+// routed to E experts of N (and a second set's N1 = N) output columns over K. A is packed per
+// (expert, tile of `tile_rows` pairs: 128, or 32 for the swapped kernel's small token tiles) in
+// the tile enumeration of gemm_tile_rows.cuh, bounded by ceil(M / tile_rows) + min(E, M) tiles;
+// the weights are dequantised inside the GEMM kernel, so only A and the tile table are staged.
 struct PackedExpertPlan {
-  int64_t y_tiles = 0;     // bound on the (expert, m tile) pairs
+  int tile_rows = kPackRows;  // pairs per A tile (block rows)
+  int64_t y_tiles = 0;        // bound on the (expert, m tile) pairs
   int64_t n_tiles = 0, k_tiles = 0;
   int64_t table_bytes = 0;  // int32 [3][y_tiles] (expert, first pair, rows), 256-byte rounded
-  int64_t a_bytes = 0;      // [y_tiles][k_tiles] blocks
+  int64_t a_bytes = 0;      // [y_tiles][k_tiles] blocks of tile_rows x kGemmBK BF16
+  int64_t block_bytes() const { return int64_t{tile_rows} * kGemmBK * 2; }
   int64_t staging_bytes() const { return table_bytes + a_bytes; }
 };
 
 // Whether an expert launch takes the packed path: at least `min_tokens` tokens (0: never; the
-// launcher only asks for launches the large-M kernels take), whole K tiles.
+// launcher asks for the launches its rules give this path), whole K tiles; A tiles of `tile_rows`
+// pairs (128 or 32).
 inline bool plan_packed_experts(int64_t tokens, int64_t M, int64_t E, int64_t N, int64_t K, int64_t min_tokens,
-                                PackedExpertPlan& plan) {
+                                PackedExpertPlan& plan, int tile_rows = kPackRows) {
   if (min_tokens <= 0 || tokens < min_tokens || M <= 0 || E <= 0 || N <= 0 || K <= 0 || K % kGemmBK != 0)
     return false;
-  plan.y_tiles = (M + kPackRows - 1) / kPackRows + std::min(E, M);
+  if (tile_rows != kPackRows && tile_rows != 32) return false;
+  plan.tile_rows = tile_rows;
+  plan.y_tiles = (M + tile_rows - 1) / tile_rows + std::min(E, M);
   plan.n_tiles = (N + kPackRows - 1) / kPackRows;
   plan.k_tiles = K / kGemmBK;
   plan.table_bytes = (3 * plan.y_tiles * 4 + 255) / 256 * 256;
-  plan.a_bytes = plan.y_tiles * plan.k_tiles * kPackBlockBytes;
+  plan.a_bytes = plan.y_tiles * plan.k_tiles * plan.block_bytes();
   return true;
 }
 

@@ -395,9 +395,22 @@ int packed_expert_min_tokens() {
   static const int n = env_switch("DEEPINFER_GEMM_PACKED_EXPERTS") ? env_int("DEEPINFER_GEMM_PACKED_EXPERTS", 1) : 0;
   return n;
 }
+// Streaming (small-M) expert launches of at least DEEPINFER_GEMM_EXPERT_SWAP_SMALL tokens (default
+// 0: never; an A/B switch, same bits) take the swapped-operand expert kernel with 32-pair token
+// tiles instead (expert_swap_gemm.cuh): each weight decoded once per 32 of an expert's rows, where
+// the streaming kernel's 16-row chunks read the weights of experts above 16 rows again.
+int expert_swap_small_min_tokens() {
+  static const int n = env_int("DEEPINFER_GEMM_EXPERT_SWAP_SMALL", 0);
+  return n;
+}
 bool packed_expert_plan(const GemmParams& p, PackedExpertPlan& plan) {
   if (!use_wgmma() || p.experts == nullptr || p.a_quant_block > 0 || !sets_valid(p)) return false;
-  if (p.w.fmt != WeightFmt::kFp4Block || gemm_path(p) != GemmPath::kPipelined) return false;
+  if (p.w.fmt != WeightFmt::kFp4Block) return false;
+  const GemmPath path = gemm_path(p);
+  if (path == GemmPath::kStreaming && expert_swap_small_min_tokens() > 0 && expert_swap_enabled())
+    return plan_packed_experts(p.max_rows_per_expert, p.M, p.n_experts, p.N, p.K, expert_swap_small_min_tokens(), plan,
+                               32);
+  if (path != GemmPath::kPipelined) return false;
   return plan_packed_experts(p.max_rows_per_expert, p.M, p.n_experts, p.N, p.K, packed_expert_min_tokens(), plan);
 }
 
@@ -557,6 +570,7 @@ int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
+  if (PackedExpertPlan plan; packed_expert_plan(p, plan) && plan.tile_rows != kPackRows) return 0;  // in registers
   switch (gemm_path(p)) {
     case GemmPath::kStreaming: return P * p.M * (p.ldc + (p.n_sets > 1 ? p.ldc1 : 0));
     case GemmPath::kPipelined: return pipe_splits(p) > 1 ? P * p.M * p.ldc : 0;
@@ -585,6 +599,10 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
+  // The small-token-tile expert launches first: they would otherwise take a small-M kernel.
+  if (PackedExpertPlan plan; experts && p.staging != nullptr && packed_expert_plan(p, plan) &&
+                             plan.tile_rows != kPackRows && p.staging_bytes >= plan.staging_bytes())
+    return launch_packed_experts(p, plan, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, s);

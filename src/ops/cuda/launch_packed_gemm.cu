@@ -93,20 +93,25 @@ bool expert_swap() {
   return on;
 }
 
-template <WeightFmt F>
+template <WeightFmt F, int NT>
 cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
+  constexpr size_t smem = SwapTile<NT>::kSmem;
   static const cudaError_t configured = cudaFuncSetAttribute(
-      expert_swap_gemm_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSwapSmem));
+      expert_swap_gemm_kernel<F, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (configured != cudaSuccess) return configured;
-  return launch_pdl(expert_swap_gemm_kernel<F>, dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))),
-                    kSwapThreads, kSwapSmem, s, g);
+  return launch_pdl(expert_swap_gemm_kernel<F, NT>,
+                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))), kSwapThreads, smem, s,
+                    g);
 }
 
 template <WeightFmt F>
 cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   auto* table = reinterpret_cast<int32_t*>(p.staging);
   uint8_t* a_out = p.staging + plan.table_bytes;
-  cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles, table);
+  const bool small = plan.tile_rows != kPackRows;  // 32-pair tiles: the swapped kernel only
+  if (small && !expert_swap()) return cudaErrorInvalidValue;
+  cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles,
+                             plan.tile_rows, table);
   if (e != cudaSuccess) return e;
   PackedOperand a;
   a.src = p.A;
@@ -119,8 +124,8 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
   rows.y_tiles = plan.y_tiles;
   rows.perm = p.perm;
   rows.a_div = p.a_div;
-  e = launch_pdl(pack_a_kernel<F, true>, dim3(static_cast<unsigned>(plan.y_tiles * plan.k_tiles)), kPackThreads, 0, s,
-                 a, p.lda, p.K, rows);
+  e = launch_pdl(small ? pack_a_kernel<F, true, 32> : pack_a_kernel<F, true>,
+                 dim3(static_cast<unsigned>(plan.y_tiles * plan.k_tiles)), kPackThreads, 0, s, a, p.lda, p.K, rows);
   if (e != cudaSuccess) return e;
   for (int set = 0; set < p.n_sets; ++set) {
     PackedExpertArgs g;
@@ -138,7 +143,8 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
-    e = expert_swap()               ? launch_expert_swap<F>(g, out_tiles, s)
+    e = small                       ? launch_expert_swap<F, 32>(g, out_tiles, s)
+        : expert_swap()             ? launch_expert_swap<F, 128>(g, out_tiles, s)
         : expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s)
                                   : launch_expert_gemm<F, 1>(g, out_tiles, s);
     if (e != cudaSuccess) return e;
@@ -147,6 +153,8 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
 }
 
 }  // namespace
+
+bool expert_swap_enabled() { return expert_swap(); }
 
 cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   switch (p.w.fmt) {

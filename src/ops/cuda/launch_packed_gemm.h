@@ -16,6 +16,9 @@ cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, 
 // The expert form: the (expert, tile) table and the packed activations into p.staging (at least
 // plan.staging_bytes()), then per weight set the expert GEMM dequantising its weights in-kernel.
 // p: an expert launch of FP4 experts on whole K tiles, 16-byte aligned A rows, E <= 1024.
+// Plans of 32-pair tiles (plan.tile_rows) run on the swapped-operand kernel only.
 cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s);
+// Whether expert launches take the swapped-operand kernel (DEEPINFER_GEMM_EXPERT_SWAP, default on).
+bool expert_swap_enabled();
 
 }  // namespace deepinfer::kernels
