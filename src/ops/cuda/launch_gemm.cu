@@ -396,11 +396,15 @@ int packed_expert_min_tokens() {
   return n;
 }
 // Streaming (small-M) expert launches of at least DEEPINFER_GEMM_EXPERT_SWAP_SMALL tokens (default
-// 0: never; an A/B switch, same bits) take the swapped-operand expert kernel with 32-pair token
-// tiles instead (expert_swap_gemm.cuh): each weight decoded once per 32 of an expert's rows, where
-// the streaming kernel's 16-row chunks read the weights of experts above 16 rows again.
+// 384; 0 = never: an A/B switch, same bits) take the swapped-operand expert kernel with 32-pair
+// token tiles instead (expert_swap_gemm.cuh): each weight decoded once per 32 of an expert's rows,
+// where the streaming kernel's 16-row chunks read the weights of experts above 16 rows again.
+// Measured on the H200 (decode, 4 full-width layers, ABAB, session 18): batch 512 +4.8%, 256
+// level, 128 -13% (~3 rows per expert: the lean kernel's territory); 384 sits between the
+// measured points.
 int expert_swap_small_min_tokens() {
-  static const int n = env_int("DEEPINFER_GEMM_EXPERT_SWAP_SMALL", 0);
+  static const int n =
+      env_switch("DEEPINFER_GEMM_EXPERT_SWAP_SMALL") ? env_int("DEEPINFER_GEMM_EXPERT_SWAP_SMALL", 384) : 0;
   return n;
 }
 bool packed_expert_plan(const GemmParams& p, PackedExpertPlan& plan) {
