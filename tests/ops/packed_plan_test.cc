@@ -130,6 +130,8 @@ TEST(PackedPlanTest, ExpertLaunchesStageTheTableAndTheActivations) {
   EXPECT_EQ(plan.block_bytes(), 8192);
   EXPECT_EQ(plan.a_bytes, int64_t{352} * 32 * 8192);
   EXPECT_FALSE(plan_packed_experts(512, 3072, 256, 2048, 4096, 1, plan, 64));  // 128 or 32 only
+  EXPECT_FALSE(plan_packed_experts(512, 3072, 2048, 2048, 4096, 1, plan, 32));  // > 1024 experts
+  EXPECT_TRUE(plan_packed_experts(512, 3072, 1024, 2048, 4096, 1, plan, 32));
 }
 
 // Blocks of 32 rows (the small token tiles): the same layout with 1 KB steps, a bijection onto

@@ -91,6 +91,7 @@ inline bool plan_packed_experts(int64_t tokens, int64_t M, int64_t E, int64_t N,
                                 PackedExpertPlan& plan, int tile_rows = kPackRows) {
   if (min_tokens <= 0 || tokens < min_tokens || M <= 0 || E <= 0 || N <= 0 || K <= 0 || K % kGemmBK != 0)
     return false;
+  if (E > 1024) return false;  // the tile table is one 1024-thread block's scan
   if (tile_rows != kPackRows && tile_rows != 32) return false;
   plan.tile_rows = tile_rows;
   plan.y_tiles = (M + tile_rows - 1) / tile_rows + std::min(E, M);
