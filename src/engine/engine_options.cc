@@ -42,7 +42,8 @@ constexpr const char* kKnownVariables[] = {
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits)
     // and the packed paths' thresholds (rows; output tiles; expert tokens).
     "DEEPINFER_GEMM_KERNEL", "DEEPINFER_GEMM_PACKED_ROWS", "DEEPINFER_GEMM_PACKED_MIN_TILES",
-    "DEEPINFER_GEMM_PACKED_EXPERTS", "DEEPINFER_GEMM_EXPERT_SWAP", "DEEPINFER_GEMM_EXPERT_SWAP_SMALL", "DEEPINFER_GEMM_EXPERT_PRODUCERS", "DEEPINFER_MOE_SWIGLU_QUANT",
+    "DEEPINFER_GEMM_PACKED_EXPERTS", "DEEPINFER_GEMM_EXPERT_SWAP", "DEEPINFER_GEMM_EXPERT_SWAP_SMALL",
+    "DEEPINFER_GEMM_EXPERT_PRODUCERS", "DEEPINFER_MOE_SWIGLU_QUANT",
     "DEEPINFER_MOE_QUANT_ONCE", "DEEPINFER_GEMM_PREQUANT", "DEEPINFER_MOE_COMBINE_CHUNK", "DEEPINFER_HC_SINKHORN_CTA",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",

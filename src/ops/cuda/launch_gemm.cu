@@ -603,9 +603,10 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
-  // The small-token-tile expert launches first: they would otherwise take a small-M kernel.
-  if (PackedExpertPlan plan; experts && p.staging != nullptr && packed_expert_plan(p, plan) &&
-                             plan.tile_rows != kPackRows && p.staging_bytes >= plan.staging_bytes())
+  // Packed expert launches first: the 32-pair-tile ones would otherwise take a small-M kernel (the
+  // 128-pair ones take no other kernel's path: they are large-M).
+  if (PackedExpertPlan plan;
+      experts && p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_experts(p, plan, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
@@ -624,9 +625,6 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (p.a_quant_block > 0) return cudaErrorInvalidValue;  // only the streaming kernel quantises A
   if (PackedGemmPlan plan; p.staging != nullptr && packed_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_gemm(p, plan, s);
-  if (PackedExpertPlan plan;
-      p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
-    return launch_packed_experts(p, plan, s);
   const GemmPath path = gemm_path(p);
   if (p.n_sets > 1) return per_set(p, s, launch_dequant_gemm);  // the other kernels take one set
   if (path == GemmPath::kPipelined || (path == GemmPath::kStreaming && pipelined_ok(p))) {

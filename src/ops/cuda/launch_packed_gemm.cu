@@ -85,14 +85,6 @@ cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cud
                     packed_expert_threads(PRODUCERS), kPackedExpertSmem, s, g);
 }
 
-// The expert GEMM with swapped operands (expert_swap_gemm.cuh: the weights decoded into register
-// fragments, no producer warpgroups) unless DEEPINFER_GEMM_EXPERT_SWAP=0 (an A/B switch, same
-// bits: then the producer kernel above).
-bool expert_swap() {
-  static const bool on = env_switch("DEEPINFER_GEMM_EXPERT_SWAP");
-  return on;
-}
-
 template <WeightFmt F, int NT>
 cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
   constexpr size_t smem = SwapTile<NT>::kSmem;
@@ -109,7 +101,7 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
   auto* table = reinterpret_cast<int32_t*>(p.staging);
   uint8_t* a_out = p.staging + plan.table_bytes;
   const bool small = plan.tile_rows != kPackRows;  // 32-pair tiles: the swapped kernel only
-  if (small && !expert_swap()) return cudaErrorInvalidValue;
+  if (small && !expert_swap_enabled()) return cudaErrorInvalidValue;
   cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles,
                              plan.tile_rows, table);
   if (e != cudaSuccess) return e;
@@ -144,7 +136,7 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
     e = small                       ? launch_expert_swap<F, 32>(g, out_tiles, s)
-        : expert_swap()             ? launch_expert_swap<F, 128>(g, out_tiles, s)
+        : expert_swap_enabled()     ? launch_expert_swap<F, 128>(g, out_tiles, s)
         : expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s)
                                   : launch_expert_gemm<F, 1>(g, out_tiles, s);
     if (e != cudaSuccess) return e;
@@ -154,7 +146,13 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
 
 }  // namespace
 
-bool expert_swap_enabled() { return expert_swap(); }
+// The expert GEMM with swapped operands (expert_swap_gemm.cuh: the weights decoded by the
+// consumers into register fragments, the producer warpgroup only copying) unless
+// DEEPINFER_GEMM_EXPERT_SWAP=0 (an A/B switch, same bits: then the producer-decoding kernel).
+bool expert_swap_enabled() {
+  static const bool on = env_switch("DEEPINFER_GEMM_EXPERT_SWAP");
+  return on;
+}
 
 cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   switch (p.w.fmt) {
