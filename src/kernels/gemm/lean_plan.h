@@ -19,6 +19,7 @@ inline constexpr int kLeanCols = 16;         // columns per warp: two n8 tiles
 inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B operand)
 inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
 inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
+inline constexpr int kLeanExpertMidTiles = 2;  // expert launches only: 1, 2 or 4 tiles
 inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
 inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
 inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per staged activation row
@@ -27,7 +28,7 @@ inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per sta
 struct LeanGemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one warp each
   int groups = 1;      // column groups of kLeanCols side by side per CTA (warps = groups P)
-  int tiles = 1;       // column groups each warp streams in turn (1 or 4): the CTA's columns are
+  int tiles = 1;       // column groups each warp streams in turn (1, 4; experts also 2): the CTA's columns are
                        // tiles x groups x kLeanCols, its staged activations shared by all of them
   int x_ctas0 = 0;     // CTAs along x of weight set 0 (set 1's follow)
   int a_rows = 0;      // staged activation rows (<= 8)
@@ -53,8 +54,9 @@ struct LeanGemmDims {
 struct LeanKnobs {
   int max_rows = 8;            // dense launches of at most this many rows (0: none)
   int max_expert_tokens = 256; // expert launches of at most this many tokens (0: none)
-  int tiles = 0;               // 1, 4, or 0 = auto: 4 for expert launches and where >= 4 waves
-                               // of CTAs remain, else 1
+  int tiles = 0;               // 1, 4, or 0 = auto: for expert launches 4, or 2 where that
+                               // spreads the weight bytes more evenly over the SMs (lean_expert_tiles);
+                               // dense launches 4 where >= 4 waves of CTAs remain, else 1
   size_t max_smem = 80 << 10;  // staged activation bytes a CTA may hold
   int64_t sms = 132;           // for `auto`: CTA waves at 2 CTAs per SM
 };
@@ -67,6 +69,20 @@ struct LeanLaunchPlan {
 };
 
 inline bool lean_pow2_at_least(int v, int least) { return v >= least && (v & (v - 1)) == 0; }
+
+// Column groups per warp for an expert launch, given its CTA count at t tiles (ctas_at(t)): the
+// CTAs are alike (one expert's columns each), so the busiest SM streams ceil(CTAs / SMs) of them,
+// t column groups each. Four tiles unless two leave that busiest SM at most 90% of the bytes:
+// batch 1's FP4 down projection (6 experts x 4,096 columns) has 192 four-tile CTAs, two on 60
+// SMs and one on 72 (8 column groups on the busiest SMs, where 384 two-tile CTAs put 6), while
+// its gate/up launch (384 four-tile CTAs, about 3 on every SM) keeps 4. Fewer tiles also mean
+// more CTAs paying the routing wait and the expert-pointer loads (one tile measured slower at
+// batch 1, session 17), hence the margin and no single tiles.
+template <typename CtasAt>
+int lean_expert_tiles(CtasAt ctas_at, int64_t sms) {
+  auto busiest = [&](int t) { return (ctas_at(t) + sms - 1) / sms * t; };
+  return busiest(kLeanExpertMidTiles) * 10 <= busiest(kLeanMaxTiles) * 9 ? kLeanExpertMidTiles : kLeanMaxTiles;
+}
 
 // Whether the lean kernel takes the launch, and its geometry.
 inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLaunchPlan& plan) {
@@ -92,15 +108,18 @@ inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLa
     const int64_t cols = static_cast<int64_t>(tiles) * sh.groups * kLeanCols;
     return (n + cols - 1) / cols;
   };
+  auto ctas_at = [&](int tiles) { return (x_ctas(d.N, tiles) + (d.N1 > 0 ? x_ctas(d.N1, tiles) : 0)) * d.outer; };
   sh.tiles = knobs.tiles;
   if (sh.tiles == 0) {
-    // Expert launches always take 4: with fewer CTAs fewer of them pay the routing wait and the
-    // expert-pointer loads before their first weight load (batch 1's FP4 gate/up: 384 CTAs instead
-    // of 1,536, +1.3% per decode step on the H200, session 17); larger batches had 4 already.
-    const int64_t ctas = (x_ctas(d.N, 1) + (d.N1 > 0 ? x_ctas(d.N1, 1) : 0)) * d.outer;
-    sh.tiles = d.experts || ctas / kLeanMaxTiles >= 4 * 2 * knobs.sms ? kLeanMaxTiles : 1;
+    // Expert launches take 4 unless that leaves the SMs' bytes uneven (lean_expert_tiles): with
+    // fewer CTAs fewer of them pay the routing wait and the expert-pointer loads before their
+    // first weight load (batch 1's FP4 gate/up: 384 CTAs instead of 1,536, +1.3% per decode step
+    // on the H200, session 17); larger batches have enough CTAs for 4 to stay even.
+    sh.tiles = d.experts                                           ? lean_expert_tiles(ctas_at, knobs.sms)
+               : ctas_at(1) / kLeanMaxTiles >= 4 * 2 * knobs.sms ? kLeanMaxTiles
+                                                                   : 1;
   }
-  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles) return false;
+  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles && !(d.experts && sh.tiles == kLeanExpertMidTiles)) return false;
   if (d.fp8 && sh.tiles * windows > kLeanMaxWindows) sh.tiles = 1;  // a code per window in a lane
   sh.x_ctas0 = static_cast<int>(x_ctas(d.N, sh.tiles));
   plan.grid_x = sh.x_ctas0 + (d.N1 > 0 ? x_ctas(d.N1, sh.tiles) : 0);
