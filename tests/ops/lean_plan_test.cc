@@ -72,25 +72,26 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   ASSERT_TRUE(plan_lean_gemv(d, one_tile, plan));
   EXPECT_EQ(plan.shape.x_ctas0, 128);
   EXPECT_EQ(plan.grid_x, 256);
-  // The down projection (6 experts x 4,096 columns, K = 2,048: four sub-ranges, two column groups
-  // per CTA) at batch 1: 192 four-tile CTAs would put 2 on 60 SMs and 1 on 72 (8 column groups on
-  // the busiest), 384 two-tile CTAs put 3 (6): two tiles.
+  // The down projection (6 experts x 4,096 columns, K = 2,048: four sub-ranges, so two column
+  // groups per CTA) at batch 1: 192 eight-warp CTAs would put 2 on 60 SMs and 1 on 72 (16 warps on
+  // the busiest), 384 four-warp CTAs put 3 (12): one group, still four tiles per warp.
   LeanGemmDims down;
   down.experts = true, down.N = 4096, down.K = 2048, down.outer = 6, down.run_elems = 32, down.rows = 1;
   ASSERT_TRUE(plan_lean_gemv(down, LeanKnobs{}, plan));
   EXPECT_EQ(plan.shape.P, 4);
-  EXPECT_EQ(plan.shape.groups, 2);
-  EXPECT_EQ(plan.shape.tiles, 2);
+  EXPECT_EQ(plan.shape.groups, 1);
+  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.threads, 128);
   EXPECT_EQ(plan.grid_x, 64);
   EXPECT_EQ(plan.grid_z, 6);
-  down.outer = 48;  // batch 8: 1,536 four-tile CTAs are even enough
+  down.outer = 48;  // batch 8: 1,536 eight-warp CTAs are even enough
   ASSERT_TRUE(plan_lean_gemv(down, LeanKnobs{}, plan));
-  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.shape.groups, 2);
   LeanKnobs four;
-  four.tiles = 4;  // a fixed count is taken as it is
+  four.tiles = 4;  // a fixed tile count keeps the widest CTAs
   down.outer = 6;
   ASSERT_TRUE(plan_lean_gemv(down, four, plan));
-  EXPECT_EQ(plan.shape.tiles, 4);
+  EXPECT_EQ(plan.shape.groups, 2);
   EXPECT_EQ(plan.grid_x, 32);
   d.rows = 257;  // batch 257 and above: the general kernel by default
   EXPECT_FALSE(plan_lean_gemv(d, LeanKnobs{}, plan));
@@ -139,14 +140,14 @@ TEST(LeanPlanTest, RejectsWhatTheKernelCannotTake) {
   EXPECT_EQ(plan.shape.tiles, 1);
 }
 
-TEST(LeanPlanTest, ExpertTilesEvenOutTheBusiestSm) {
-  // ctas_at(t): the launch's CTAs at t tiles per warp.
-  auto at = [](int64_t one_tile_ctas) { return [=](int t) { return (one_tile_ctas + t - 1) / t; }; };
-  EXPECT_EQ(lean_expert_tiles(at(400), 10), 4);    // 100 CTAs: 10 per SM (40 column groups) either way
-  EXPECT_EQ(lean_expert_tiles(at(768), 132), 2);   // batch 1's down: 2 x 4 = 8 on the busiest vs 3 x 2 = 6
-  EXPECT_EQ(lean_expert_tiles(at(1536), 132), 4);  // its gate/up: 3 x 4 vs 6 x 2, level
-  EXPECT_EQ(lean_expert_tiles(at(204), 10), 4);    // 6 x 4 = 24 vs 11 x 2 = 22: within the 10% margin
-  EXPECT_EQ(lean_expert_tiles(at(4), 10), 2);      // one CTA of 4 vs two of 2 on two SMs
+TEST(LeanPlanTest, ExpertGroupsEvenOutTheBusiestSm) {
+  // ctas_at(g): the launch's CTAs at g column groups per CTA.
+  auto at = [](int64_t one_group_ctas) { return [=](int g) { return (one_group_ctas + g - 1) / g; }; };
+  EXPECT_EQ(lean_expert_groups(at(400), 4, 10), 4);  // 100 CTAs: 10 per SM (40 groups) at any width
+  EXPECT_EQ(lean_expert_groups(at(384), 2, 132), 1);  // batch 1's down: 2 x 2 = 4 on the busiest vs 3 x 1
+  EXPECT_EQ(lean_expert_groups(at(384), 1, 132), 1);  // one group: nothing to split
+  EXPECT_EQ(lean_expert_groups(at(204), 2, 10), 2);   // 11 x 2 = 22 vs 21 x 1: within the 10% margin
+  EXPECT_EQ(lean_expert_groups(at(8), 8, 10), 1);     // 1 CTA of 8 groups vs 8 CTAs of 1 on 8 SMs
 }
 
 TEST(LeanPlanTest, EveryAcceptedPlanCoversItsColumnsAndFits) {

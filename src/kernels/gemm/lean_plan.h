@@ -19,7 +19,6 @@ inline constexpr int kLeanCols = 16;         // columns per warp: two n8 tiles
 inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B operand)
 inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
 inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
-inline constexpr int kLeanExpertMidTiles = 2;  // expert launches only: 1, 2 or 4 tiles
 inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
 inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
 inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per staged activation row
@@ -28,7 +27,7 @@ inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per sta
 struct LeanGemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one warp each
   int groups = 1;      // column groups of kLeanCols side by side per CTA (warps = groups P)
-  int tiles = 1;       // column groups each warp streams in turn (1, 4; experts also 2): the CTA's columns are
+  int tiles = 1;       // column groups each warp streams in turn (1 or 4): the CTA's columns are
                        // tiles x groups x kLeanCols, its staged activations shared by all of them
   int x_ctas0 = 0;     // CTAs along x of weight set 0 (set 1's follow)
   int a_rows = 0;      // staged activation rows (<= 8)
@@ -54,9 +53,9 @@ struct LeanGemmDims {
 struct LeanKnobs {
   int max_rows = 8;            // dense launches of at most this many rows (0: none)
   int max_expert_tokens = 256; // expert launches of at most this many tokens (0: none)
-  int tiles = 0;               // 1, 4, or 0 = auto: for expert launches 4, or 2 where that
-                               // spreads the weight bytes more evenly over the SMs (lean_expert_tiles);
-                               // dense launches 4 where >= 4 waves of CTAs remain, else 1
+  int tiles = 0;               // 1, 4, or 0 = auto: 4 for expert launches (with fewer column
+                               // groups side by side where that evens out the SMs' bytes:
+                               // lean_expert_groups) and where >= 4 waves of CTAs remain, else 1
   size_t max_smem = 80 << 10;  // staged activation bytes a CTA may hold
   int64_t sms = 132;           // for `auto`: CTA waves at 2 CTAs per SM
 };
@@ -70,18 +69,23 @@ struct LeanLaunchPlan {
 
 inline bool lean_pow2_at_least(int v, int least) { return v >= least && (v & (v - 1)) == 0; }
 
-// Column groups per warp for an expert launch, given its CTA count at t tiles (ctas_at(t)): the
-// CTAs are alike (one expert's columns each), so the busiest SM streams ceil(CTAs / SMs) of them,
-// t column groups each. Four tiles unless two leave that busiest SM at most 90% of the bytes:
-// batch 1's FP4 down projection (6 experts x 4,096 columns) has 192 four-tile CTAs, two on 60
-// SMs and one on 72 (8 column groups on the busiest SMs, where 384 two-tile CTAs put 6), while
-// its gate/up launch (384 four-tile CTAs, about 3 on every SM) keeps 4. Fewer tiles also mean
-// more CTAs paying the routing wait and the expert-pointer loads (one tile measured slower at
-// batch 1, session 17), hence the margin and no single tiles.
+// Column groups side by side per CTA for an expert launch (of `groups` at most, one warp per K
+// sub-range each), given its CTA count at g groups (ctas_at(g)): the CTAs are alike (one expert's
+// columns each), so the busiest SM streams ceil(CTAs / SMs) of them, g column groups per tile
+// each. Half as many groups (so twice the CTAs, each of fewer warps) where that leaves the busiest
+// SM at most 90% of the column groups: batch 1's FP4 down projection (6 experts x 4,096 columns,
+// four sub-ranges, so two groups) has 192 eight-warp CTAs, 2 on 60 SMs and 1 on 72 (ncu: 1.43
+// TB/s, where the gate/up launch, ~3 CTAs on every SM, reads 1.88), and 384 four-warp CTAs put 3
+// (12 warps instead of 16 on the busiest SMs). Fewer groups but the same four tiles per warp: two
+// tiles (twice the CTAs of eight warps, two resident per SM: a second wave) ran that launch
+// slower, 21.5 vs 18.7 us (ncu, session 19).
 template <typename CtasAt>
-int lean_expert_tiles(CtasAt ctas_at, int64_t sms) {
-  auto busiest = [&](int t) { return (ctas_at(t) + sms - 1) / sms * t; };
-  return busiest(kLeanExpertMidTiles) * 10 <= busiest(kLeanMaxTiles) * 9 ? kLeanExpertMidTiles : kLeanMaxTiles;
+int lean_expert_groups(CtasAt ctas_at, int groups, int64_t sms) {
+  auto busiest = [&](int g) { return (ctas_at(g) + sms - 1) / sms * g; };
+  int best = groups;
+  for (int g = groups / 2; g >= 1; g /= 2)
+    if (busiest(g) * 10 <= busiest(best) * 9) best = g;
+  return best;
 }
 
 // Whether the lean kernel takes the launch, and its geometry.
@@ -104,25 +108,26 @@ inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLa
   if (plan.smem > knobs.max_smem) return false;
   sh.in_shift = d.fp8 ? __builtin_ctz(static_cast<unsigned>(d.block_in)) : 0;
   sh.out_shift = d.fp8 ? __builtin_ctz(static_cast<unsigned>(d.block_out)) : 0;
-  auto x_ctas = [&](int64_t n, int tiles) {
-    const int64_t cols = static_cast<int64_t>(tiles) * sh.groups * kLeanCols;
+  auto x_ctas = [&](int64_t n, int tiles, int groups) {
+    const int64_t cols = static_cast<int64_t>(tiles) * groups * kLeanCols;
     return (n + cols - 1) / cols;
   };
-  auto ctas_at = [&](int tiles) { return (x_ctas(d.N, tiles) + (d.N1 > 0 ? x_ctas(d.N1, tiles) : 0)) * d.outer; };
+  auto ctas_at = [&](int tiles, int groups) {
+    return (x_ctas(d.N, tiles, groups) + (d.N1 > 0 ? x_ctas(d.N1, tiles, groups) : 0)) * d.outer;
+  };
   sh.tiles = knobs.tiles;
   if (sh.tiles == 0) {
-    // Expert launches take 4 unless that leaves the SMs' bytes uneven (lean_expert_tiles): with
-    // fewer CTAs fewer of them pay the routing wait and the expert-pointer loads before their
-    // first weight load (batch 1's FP4 gate/up: 384 CTAs instead of 1,536, +1.3% per decode step
-    // on the H200, session 17); larger batches have enough CTAs for 4 to stay even.
-    sh.tiles = d.experts                                           ? lean_expert_tiles(ctas_at, knobs.sms)
-               : ctas_at(1) / kLeanMaxTiles >= 4 * 2 * knobs.sms ? kLeanMaxTiles
-                                                                   : 1;
+    // Expert launches always take 4: with fewer CTAs fewer of them pay the routing wait and the
+    // expert-pointer loads before their first weight load (batch 1's FP4 gate/up: 384 CTAs instead
+    // of 1,536, +1.3% per decode step on the H200, session 17); larger batches had 4 already.
+    sh.tiles = d.experts || ctas_at(1, sh.groups) / kLeanMaxTiles >= 4 * 2 * knobs.sms ? kLeanMaxTiles : 1;
   }
-  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles && !(d.experts && sh.tiles == kLeanExpertMidTiles)) return false;
+  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles) return false;
   if (d.fp8 && sh.tiles * windows > kLeanMaxWindows) sh.tiles = 1;  // a code per window in a lane
-  sh.x_ctas0 = static_cast<int>(x_ctas(d.N, sh.tiles));
-  plan.grid_x = sh.x_ctas0 + (d.N1 > 0 ? x_ctas(d.N1, sh.tiles) : 0);
+  if (knobs.tiles == 0 && d.experts)
+    sh.groups = lean_expert_groups([&](int g) { return ctas_at(sh.tiles, g); }, sh.groups, knobs.sms);
+  sh.x_ctas0 = static_cast<int>(x_ctas(d.N, sh.tiles, sh.groups));
+  plan.grid_x = sh.x_ctas0 + (d.N1 > 0 ? x_ctas(d.N1, sh.tiles, sh.groups) : 0);
   plan.grid_z = d.outer;
   plan.threads = sh.groups * sh.P * 32;
   return true;

@@ -477,9 +477,9 @@ int lean_stages() {
   return n;
 }
 // Column groups each warp streams in turn (DEEPINFER_GEMV_LEAN_TILES = 1, 4, or "auto" (default):
-// for expert launches 4, or 2 / 1 where that evens out the SMs' bytes (batch 1's down projection),
-// for dense ones 4 where that still leaves 4 waves of CTAs at 2 per SM, else 1 — the plan's
-// rule, lean_plan.h): four share one CTA's activation
+// 4 for expert launches (in CTAs of fewer column groups where that evens out the SMs' bytes:
+// batch 1's down projection) and where that still leaves 4 waves of CTAs at 2 per SM, else 1 —
+// the plan's rule, lean_plan.h): four share one CTA's activation
 // staging among 4x the columns. Measured on the H200 (session 12): auto +5% at batch 8 for the
 // dense launches alone and +1% at 1 (the LM head), the expert gains above; a fixed 4 was 3% slower
 // than auto at batches 1 and 8 (too few CTAs for the smaller launches). Returns 0 for "auto".
@@ -546,8 +546,6 @@ cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaS
   if (plan.shape.tiles == kLeanMaxTiles)
     return experts ? launch_lean_kernel<F, S, true, kLeanMaxTiles>(p, plan, s)
                    : launch_lean_kernel<F, S, false, kLeanMaxTiles>(p, plan, s);
-  if (plan.shape.tiles == kLeanExpertMidTiles)  // expert launches only (the plan's rule)
-    return experts ? launch_lean_kernel<F, S, true, kLeanExpertMidTiles>(p, plan, s) : cudaErrorInvalidValue;
   return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
