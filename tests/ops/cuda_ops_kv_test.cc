@@ -192,6 +192,28 @@ TEST_F(CudaKvOpsTest, IndexerAtV4ShapesMatchesAndIsBatchInvariant) {
   EXPECT_EQ(download(one.dev), std::vector<float>(all.begin() + 70 * K, all.begin() + 71 * K));
 }
 
+// Long rows with integer scores (many ties): decode tokens at 128K context (32,768 keys: the
+// shared-memory top-k at its 1,024-thread capacity) and at ~20K (ranges per thread partly filled),
+// then with a prefill-sized batch (>= 132 tokens: 256 threads), whose 32K-key rows exceed that
+// block's capacity (the strided path) while the ~20K ones still fit. Both match the reference.
+TEST_F(CudaKvOpsTest, IndexerTopkOfLongRowsMatches) {
+  const int64_t Hi = 4, di = 32, K = 512;
+  const int32_t blocks = 1024;  // 128K positions of 128 tokens per block, 32 keys each at ratio 4
+  Pair keys = random(DType::kBF16, {3 * blocks * 32, di}, 1.0f, /*integers=*/true, 1);
+  for (int32_t long_tokens : {0, 140}) {
+    std::vector<ops::SeqSpan> seqs = {{0, 0, 1, 131071, 0, 0}, {1, 1, 2, 19998, 0, 0}};
+    if (long_tokens > 0) seqs.push_back({2, 3, long_tokens, 130900, 0, 0});
+    set_batch(seqs, blocks);
+    const int64_t T = host_.n_tokens;
+    Pair q = random(DType::kBF16, {T, Hi, di}, 1.0f, true, 2);
+    Pair w = random(DType::kF32, {T, Hi}, 1.0f, true, 2);
+    Pair idx = make(DType::kI32, {T, K});
+    cpu_.indexer_topk(q.host, w.host, keys.host, host_, 4, 32, 0.5f, idx.host);
+    gpu_->indexer_topk(q.dev, w.dev, keys.dev, dev_, 4, 32, 0.5f, idx.dev);
+    EXPECT_EQ(download(idx.dev), values(idx.host)) << T << " tokens";
+  }
+}
+
 TEST_F(CudaKvOpsTest, SparseAttentionWindowCompressedAndSinks) {
   const int64_t T = host_.n_tokens, H = 12, d = 128, W = 16;
   for (DType dt : {DType::kF32, DType::kBF16}) {

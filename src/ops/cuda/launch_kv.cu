@@ -1,6 +1,7 @@
 // Launch functions of the KV-state, indexer and sparse-attention kernels.
 #include "kernels/attention/indexer.cuh"
 #include "kernels/attention/kv_state.cuh"
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/attention/indexer_mma.cuh"
@@ -52,6 +53,23 @@ cudaError_t launch_store_rows(const StoreRowsParams& p, cudaStream_t s) {
 // is exact and emitted in index order, so the block size changes no output.
 static unsigned topk_threads(int64_t T) { return T < 132 ? 1024u : 256u; }
 
+// The top-k launch: rows of up to threads x kTopkKeysPerThread scores (all of a decode token's
+// 32,768 at 128K context) kept in shared memory, longer ones on the strided path
+// (DEEPINFER_TOPK_SMEM=0: every row strided, an A/B switch; the same selection either way).
+static cudaError_t launch_topk(const IndexerParams& p, cudaStream_t s) {
+  static const bool smem_rows = env_switch("DEEPINFER_TOPK_SMEM");
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(topk_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(topk_smem_bytes(1024 * kTopkKeysPerThread)));
+  if (configured != cudaSuccess) return configured;
+  const unsigned threads = topk_threads(p.T);
+  const int32_t capacity =
+      smem_rows ? static_cast<int32_t>(std::min<int64_t>(p.ld, int64_t{threads} * kTopkKeysPerThread)) : 0;
+  launch_pdl(topk_select_kernel, p.T, threads, topk_smem_bytes(capacity), s, p.scores, p.ld, p.positions, p.ratio,
+             p.K, capacity, p.idx);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
   // BF16 queries and keys take the tensor-core scores (a model property: batch invariant).
   if (p.q_type == ActType::kBF16 && p.k_type == ActType::kBF16 && indexer_mma_supports(p.Hi, p.di)) {
@@ -64,9 +82,7 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                static_cast<const __nv_bfloat16*>(p.q), p.w,
                static_cast<const __nv_bfloat16*>(p.keys), p.positions, p.token_seq, p.block_tables,
                p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
-    launch_pdl(topk_select_kernel, p.T, topk_threads(p.T), 0, s, p.scores, p.ld, p.positions, p.ratio, p.K,
-               p.idx);
-    return cudaGetLastError();
+    return launch_topk(p, s);
   }
   const size_t smem = (static_cast<size_t>(p.Hi) * (p.di + 1) + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
   cudaError_t err = cudaSuccess;
@@ -82,8 +98,7 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
   });
   if (err != cudaSuccess) return err;
-  launch_pdl(topk_select_kernel, p.T, topk_threads(p.T), 0, s, p.scores, p.ld, p.positions, p.ratio, p.K, p.idx);
-  return cudaGetLastError();
+  return launch_topk(p, s);
 }
 
 bool attention_folds_rope(const AttentionLaunchParams& p) {
