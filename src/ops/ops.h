@@ -84,11 +84,6 @@ struct MoeParams {
   float route_scale = 1.0f;
   float swiglu_limit = 0.0f;  // 0: no clamp
   int act_quant_block = 0;
-  // moe_experts_out only: >= 0 when `shared` is written by this side lane's region, ended and not
-  // yet joined. The call joins it itself, before it first reads `shared`, so the routed experts'
-  // launches may run beside the shared expert's (at batch 1 its three GEMMs outlast the router and
-  // the routing beside which the region starts).
-  int shared_lane = -1;
 };
 
 // ---- DeepSeek-V4.1 (model_v41_flash.md) parameter types ----
@@ -365,15 +360,13 @@ class Ops {
   // The MoE sublayer's output: out [T, D] (activation dtype) = convert(routed + shared), routed as
   // moe_experts computes it (F32) and shared [T, D] (the shared expert's output, or empty: none)
   // added in F32. One call so a backend can fold the add and the rounding into its combine (same
-  // bits as moe_experts + add + convert, which is the default). params.shared_lane >= 0: the call
-  // joins that side lane before it reads `shared` (every backend must, whatever it computes first).
+  // bits as moe_experts + add + convert, which is the default).
   virtual void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                                std::span<const ExpertWeights> experts, const MoeParams& params,
                                const TensorView& shared, const TensorView& out) {
     const size_t mark = workspace_mark();
     const TensorView acc = alloc(DType::kF32, {x.shape[0], out.shape[1]});
     moe_experts(x, sel, weights, experts, params, acc);
-    if (params.shared_lane >= 0) side_join(params.shared_lane);
     if (!shared.empty()) add(acc, shared, acc);
     convert(acc, out);
     workspace_release(mark);

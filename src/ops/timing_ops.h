@@ -133,11 +133,7 @@ class TimingOps final : public Ops {
   void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& w,
                        std::span<const ExpertWeights> e, const MoeParams& p, const TensorView& s,
                        const TensorView& o) override {
-    // The regions are this decorator's (run in program order): the inner backend has none to join.
-    MoeParams inner_p = p;
-    inner_p.shared_lane = -1;
-    timed("moe_experts", [&] { inner_->moe_experts_out(x, sel, w, e, inner_p, s, o); });
-    if (p.shared_lane >= 0) side_join(p.shared_lane);
+    timed("moe_experts", [&] { inner_->moe_experts_out(x, sel, w, e, p, s, o); });
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });

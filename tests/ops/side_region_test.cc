@@ -37,43 +37,6 @@ TEST(SideRegionTest, HooksRunInOrderAndTheRegionIsTracked) {
   EXPECT_EQ(ops.log, "b0e0j0b0e0j0");
 }
 
-// The MoE output call joins the shared expert's lane itself (MoeParams::shared_lane): after the
-// routed experts, which may run beside that region, before the first op that reads `shared`.
-class MoeLog final : public cpu::CpuOps {
- public:
-  std::string log;
-  void moe_experts(const TensorView&, const TensorView&, const TensorView&, std::span<const tensor::ExpertWeights>,
-                   const MoeParams&, const TensorView& out) override {
-    log += "m";
-    fill(out, 1.0f);
-  }
-  void add(const TensorView& a, const TensorView& b, const TensorView& out) override {
-    log += "a";
-    CpuOps::add(a, b, out);
-  }
-
- protected:
-  void on_side_join(int lane) override { log += "j" + std::to_string(lane); }
-};
-
-TEST(SideRegionTest, MoeOutputJoinsTheSharedLaneBeforeReadingIt) {
-  MoeLog ops;
-  const TensorView x = ops.alloc(DType::kF32, {2, 4}), shared = ops.alloc(DType::kF32, {2, 4});
-  const TensorView out = ops.alloc(DType::kF32, {2, 4});
-  ops.side_begin();
-  ops.fill(shared, 2.0f);  // the shared expert's output, written in the region
-  ops.side_end();
-  MoeParams mp;
-  mp.shared_lane = 0;
-  ops.moe_experts_out(x, TensorView{}, TensorView{}, {}, mp, shared, out);
-  EXPECT_EQ(ops.log, "mj0a");
-  EXPECT_TRUE(ops.side_idle());
-  EXPECT_EQ(out.as<float>()[0], 3.0f);  // routed 1 + shared 2
-  ops.log.clear();
-  ops.moe_experts_out(x, TensorView{}, TensorView{}, {}, MoeParams{}, shared, out);  // no lane: none joined
-  EXPECT_EQ(ops.log, "ma");
-}
-
 TEST(SideRegionTest, ANewStepClearsAnAbandonedRegion) {
   HookLog ops;
   ops.side_begin();

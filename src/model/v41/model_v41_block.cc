@@ -96,8 +96,8 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   mp.swiglu_limit = static_cast<float>(config_.swiglu_limit);
   mp.act_quant_block = fp8_act().act_quant_block;
   // The shared expert before the routed ones, so that their combine can add it (out = routed (F32)
-  // + shared, rounded once) — in a side region beside the router, the routing and the routed
-  // experts' launches (V4's block does the same).
+  // + shared, rounded once) — in a side region beside the router and the routing (V4's block does
+  // the same).
   TensorView y;
   if (w.shared) {
     ops_->side_begin();
@@ -115,7 +115,7 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
   // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
   ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
-  if (w.shared) mp.shared_lane = 0;  // joined by the call, right before it reads y
+  if (w.shared) ops_->side_join();
   TensorView out = alloc_act({T, D});
   ops_->moe_experts_out(b, sel, weights, w.experts, mp, y, out);
   return out;

@@ -141,9 +141,7 @@ const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> 
 void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const TensorView& weights,
                           std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) {
   DI_CHECK(out.dtype == DType::kF32, "moe_experts: out must be F32, not {}", dtype_name(out.dtype));
-  MoeParams p = params;
-  p.shared_lane = -1;  // no shared output read here: moe_experts_out's caller joins its lane
-  moe_experts_impl(x, sel, weights, experts, p, TensorView{}, out);
+  moe_experts_impl(x, sel, weights, experts, params, TensorView{}, out);
 }
 
 void CudaOps::moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
@@ -153,19 +151,13 @@ void CudaOps::moe_experts_out(const TensorView& x, const TensorView& sel, const 
            x.shape_string());
   DI_CHECK(shared.empty() || shared.numel() == out.numel(), "moe_experts_out: shared {} for out {}",
            shared.shape_string(), out.shape_string());
-  // The shared expert's side lane is joined right before the combine (params.shared_lane), so
-  // the routed launches run beside that region; DEEPINFER_MOE_LATE_SHARED_JOIN=0 joins it first,
-  // before the grouping launch (an A/B switch; same bits).
-  static const bool late_join = k::env_switch("DEEPINFER_MOE_LATE_SHARED_JOIN");
-  MoeParams p = params;
-  if (p.shared_lane >= 0 && !late_join) side_join(p.shared_lane), p.shared_lane = -1;
   // DEEPINFER_MOE_FUSED_COMBINE=0: combine into F32, then add and convert (an A/B switch; same bits).
   static const bool fused = k::env_switch("DEEPINFER_MOE_FUSED_COMBINE");
   if (!fused) {
-    Ops::moe_experts_out(x, sel, weights, experts, p, shared, out);
+    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out);
     return;
   }
-  moe_experts_impl(x, sel, weights, experts, p, shared, out);
+  moe_experts_impl(x, sel, weights, experts, params, shared, out);
 }
 
 void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
@@ -173,10 +165,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
                                const TensorView& shared, const TensorView& out) {
   const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
   const int E = static_cast<int>(experts.size());
-  if (T == 0) {
-    if (params.shared_lane >= 0) side_join(params.shared_lane);
-    return;
-  }
+  if (T == 0) return;
   const int64_t n_pairs = T * kk, F = experts[0].w1.out;
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
@@ -262,9 +251,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     launch(down, h, params.act_quant_block);
   }
   // The combine adds the shared expert's output and rounds to the output dtype (add + convert's
-  // arithmetic) when asked to: the first launch that reads it, so the shared expert's region is
-  // joined here.
-  if (params.shared_lane >= 0) side_join(params.shared_lane);
+  // arithmetic) when asked to.
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                    shared.empty() ? nullptr : shared.data,
                                    shared.empty() ? k::ActType::kF32 : act_type(shared), out.data,
