@@ -5,11 +5,11 @@
 //
 // One block per token. Where the token's scores fit the block's shared-memory capacity (a decode
 // token's 32,768 at 128K context over 1,024 threads) they are read from global memory once, kept
-// as order-preserving keys in shared memory for the four 8-bit digit passes (each histogram bin
-// counted once per warp: __match_any_sync groups a warp's equal digits, one atomic per group,
-// where one atomic per key serialised on the few bins the top digit of similar scores falls in),
-// and emitted in one pass: each thread owns a contiguous index range, two block scans rank its
-// ties and its selected indices. Longer rows (prefill blocks beyond their capacity) take the
+// as order-preserving keys in shared memory for the four 8-bit digit passes, and emitted in one
+// pass: each thread owns a contiguous index range, two block scans rank its ties and its selected
+// indices. (Grouping a warp's equal digits with __match_any_sync for one atomic per group made the
+// 128K row's selection 128 us instead of 86: the match instruction costs more than the atomics'
+// contention, H200, session 19.) Longer rows (prefill blocks beyond their capacity) take the
 // strided path: the same digit passes from global memory, then the emission chunk by chunk.
 #pragma once
 
@@ -106,20 +106,14 @@ __device__ inline int32_t topk_block_exclusive_scan(int32_t v, TopkShared& sh, i
 
 // The fast path: keys [0, n) in shared memory (n <= blockDim.x * kTopkKeysPerThread).
 __device__ inline void topk_select_smem(const float* sc, int32_t n, int32_t* out, TopkShared& sh, uint32_t* keys) {
-  const int lane = threadIdx.x & 31;
   for (int32_t g = threadIdx.x; g < n; g += blockDim.x) keys[topk_smem_slot(g)] = float_key(sc[g]);
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
     __syncthreads();  // (the first pass: the keys are written too)
     const uint32_t mask = shift == 24 ? 0u : (0xffffffffu << (shift + 8)), prefix = sh.prefix & mask;
-    // Warp-uniform trip count: every lane takes part in the match.
-    for (int32_t base = threadIdx.x - lane; base < n; base += blockDim.x) {
-      const int32_t g = base + lane;
-      const uint32_t key = g < n ? keys[topk_smem_slot(g)] : 0u;
-      const bool counted = g < n && (key & mask) == prefix;
-      const uint32_t digit = counted ? (key >> shift) & 0xffu : 256u + lane;  // uncounted: a group alone
-      const uint32_t peers = __match_any_sync(0xffffffffu, digit);
-      if (counted && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[digit], static_cast<uint32_t>(__popc(peers)));
+    for (int32_t g = threadIdx.x; g < n; g += blockDim.x) {
+      const uint32_t key = keys[topk_smem_slot(g)];
+      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 0xffu], 1u);
     }
     __syncthreads();
     topk_pick_digit(sh, shift);
