@@ -74,9 +74,9 @@ __device__ inline void topk_pick_digit(TopkShared& sh, int shift) {
   __syncthreads();
 }
 
-// Exclusive prefix sum of v over the block's threads in thread order (and the total), through
-// sh.warp_counts. Every thread must call it; it holds barriers.
-__device__ inline int32_t topk_block_exclusive_scan(int32_t v, TopkShared& sh, int32_t& total) {
+// Exclusive prefix sum of v over the block's threads in thread order, through sh.warp_counts.
+// Every thread must call it; it holds barriers.
+__device__ inline int32_t topk_block_exclusive_scan(int32_t v, TopkShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
   int32_t incl = v;
 #pragma unroll
@@ -95,29 +95,34 @@ __device__ inline int32_t topk_block_exclusive_scan(int32_t v, TopkShared& sh, i
     }
     __syncwarp();
     if (lane < n_warps) sh.warp_counts[lane] = wi - w;  // exclusive, per warp
-    if (lane == 31) sh.base = wi;                        // the total (reused as scratch here)
   }
   __syncthreads();
   const int32_t out = sh.warp_counts[warp] + incl - v;
-  total = sh.base;
-  __syncthreads();  // warp_counts / base are free again
+  __syncthreads();  // warp_counts is free again
   return out;
 }
 
-// The fast path: keys [0, n) in shared memory (n <= blockDim.x * kTopkKeysPerThread).
-__device__ inline void topk_select_smem(const float* sc, int32_t n, int32_t* out, TopkShared& sh, uint32_t* keys) {
-  for (int32_t g = threadIdx.x; g < n; g += blockDim.x) keys[topk_smem_slot(g)] = float_key(sc[g]);
+// The four 8-bit digit passes of the radix select over keys [0, n) (key_at(g): row g's key):
+// after them sh.prefix is the K-th largest key and sh.remaining the number of its ties selected.
+template <typename KeyAt>
+__device__ inline void topk_digit_passes(int32_t n, TopkShared& sh, KeyAt key_at) {
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
-    __syncthreads();  // (the first pass: the keys are written too)
+    __syncthreads();  // (also orders whatever the caller wrote before the first pass)
     const uint32_t mask = shift == 24 ? 0u : (0xffffffffu << (shift + 8)), prefix = sh.prefix & mask;
     for (int32_t g = threadIdx.x; g < n; g += blockDim.x) {
-      const uint32_t key = keys[topk_smem_slot(g)];
+      const uint32_t key = key_at(g);
       if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 0xffu], 1u);
     }
     __syncthreads();
     topk_pick_digit(sh, shift);
   }
+}
+
+// The fast path: keys [0, n) in shared memory (n <= blockDim.x * kTopkKeysPerThread).
+__device__ inline void topk_select_smem(const float* sc, int32_t n, int32_t* out, TopkShared& sh, uint32_t* keys) {
+  for (int32_t g = threadIdx.x; g < n; g += blockDim.x) keys[topk_smem_slot(g)] = float_key(sc[g]);
+  topk_digit_passes(n, sh, [&](int32_t g) { return keys[topk_smem_slot(g)]; });
   const uint32_t tau = sh.prefix;  // the K-th largest key; sh.remaining of its ties are selected
   const int32_t ties_wanted = static_cast<int32_t>(sh.remaining);
   // Each thread's contiguous range [begin, end): its keys above tau and its ties, ranked in
@@ -130,10 +135,9 @@ __device__ inline void topk_select_smem(const float* sc, int32_t n, int32_t* out
     above += key > tau;
     ties += key == tau;
   }
-  int32_t total = 0;
-  const int32_t ties_before = topk_block_exclusive_scan(ties, sh, total);
+  const int32_t ties_before = topk_block_exclusive_scan(ties, sh);
   const int32_t my_ties = max(0, min(ties, ties_wanted - ties_before));  // the first ties in index order
-  int32_t pos = topk_block_exclusive_scan(above + my_ties, sh, total);
+  int32_t pos = topk_block_exclusive_scan(above + my_ties, sh);
   int32_t ties_taken = 0;
   for (int32_t g = begin; g < end; ++g) {
     const uint32_t key = keys[topk_smem_slot(g)];
@@ -144,17 +148,7 @@ __device__ inline void topk_select_smem(const float* sc, int32_t n, int32_t* out
 // The strided path (rows beyond the shared-memory capacity): the digit passes read the scores from
 // global memory, and the emission walks the row in chunks of blockDim.x indices.
 __device__ inline void topk_select_strided(const float* sc, int32_t n, int32_t* out, TopkShared& sh) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) sh.hist[i] = 0;
-    __syncthreads();
-    const uint32_t mask = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
-    for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint32_t key = float_key(sc[i]);
-      if ((key & mask) == (sh.prefix & mask)) atomicAdd(&sh.hist[(key >> shift) & 0xff], 1u);
-    }
-    __syncthreads();
-    topk_pick_digit(sh, shift);
-  }
+  topk_digit_passes(n, sh, [&](int32_t g) { return float_key(sc[g]); });
   const uint32_t tau = sh.prefix;
   if (threadIdx.x == 0) {
     sh.base = 0;

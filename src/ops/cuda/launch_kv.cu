@@ -1,10 +1,10 @@
 // Launch functions of the KV-state, indexer and sparse-attention kernels.
-#include "kernels/attention/indexer.cuh"
-#include "kernels/attention/kv_state.cuh"
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/attention/indexer.cuh"
 #include "kernels/attention/indexer_mma.cuh"
+#include "kernels/attention/kv_state.cuh"
 #include "kernels/attention/sparse_attention.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/act_dispatch.cuh"
