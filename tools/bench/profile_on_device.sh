@@ -11,7 +11,8 @@
 #                                                            # launch of kernel NAME in a batch-1 step
 #                                                            # (NAME_BASE=demangled: NAME matches the
 #                                                            # demangled name, e.g. one instantiation:
-#                                                            # 'regex:WeightFmt\)2, \(int\)4, \(bool\)1')
+#                                                            # 'regex:WeightFmt\)2, \(int\)4, \(bool\)1';
+#                                                            # RUN=prefill: a launch of the 8K prefill)
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
 # default flushes caches before every kernel, which inflates small decode kernels several-fold.
 # CUDA graphs are off so ncu sees each launch; kernel names filter by base name (e.g.
@@ -48,10 +49,12 @@ case "${1:-kernels}" in
     ;;
   source)
     name="${2:?kernel base name}" skip="${3:-0}"
+    run=("${DECODE[@]}")
+    [ "${RUN:-decode}" = prefill ] && run=("${PREFILL[@]}")
     timeout 300 "$NCU" --cache-control none --clock-control none --section SpeedOfLight --section WarpStateStats \
       --section Occupancy --section LaunchStats --section SourceCounters --section MemoryWorkloadAnalysis \
       --section SchedulerStats --kernel-name-base "${NAME_BASE:-function}" --kernel-name "$name" \
-      --launch-skip "$skip" --launch-count 1 -o "$OUT/profile" "${DECODE[@]}" > "$OUT/profile.log" 2>&1
+      --launch-skip "$skip" --launch-count 1 -o "$OUT/profile" "${run[@]}" > "$OUT/profile.log" 2>&1
     "$NCU" --import "$OUT/profile.ncu-rep" > "$OUT/profile.txt" 2>&1
     "$NCU" --import "$OUT/profile.ncu-rep" --page source --csv --print-source sass > "$OUT/profile_sass.csv" 2>&1
     grep -E "Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Spilling|Eligible|Grid Size" "$OUT/profile.txt" | sed 's/  */ /g'
