@@ -46,6 +46,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_GEMM_EXPERT_PRODUCERS", "DEEPINFER_MOE_SWIGLU_QUANT",
     "DEEPINFER_MOE_QUANT_ONCE", "DEEPINFER_GEMM_PREQUANT", "DEEPINFER_MOE_COMBINE_CHUNK", "DEEPINFER_HC_SINKHORN_CTA",
     "DEEPINFER_TOPK_SMEM",
+    "DEEPINFER_HADAMARD_WARP",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

@@ -48,7 +48,9 @@ bool norm_rope_fusable(const NormRopeParams& p);
 cudaError_t launch_norm_rope(const NormRopeParams& p, cudaStream_t stream);
 struct FakeQuantParams { void* x; ActType type; int64_t rows, width, n_dims; int block; };
 cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t stream);
-cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t stream);  // n_dims = width
+// n_dims = width. Rows of 32..256 (aligned) run one warp per row unless warp_rows is false or
+// DEEPINFER_HADAMARD_WARP=0 (then one block per row): the same bits either way.
+cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t stream, bool warp_rows = true);
 struct ActQuantParams { const void* x; ActType x_type; void* out_bf16; int64_t rows, width; int block; };
 cudaError_t launch_act_quant_bf16(const ActQuantParams& p, cudaStream_t stream);
 

@@ -2,7 +2,8 @@
 // output quantised, SwiGLU with its output quantised, the mHC calls with u's quantised copy, and
 // prequantise. Each is bitwise the separate ops (the op, then fp8_fake_quant / the copy) on the
 // device, in the fused launches and in the shapes that fall back to the separate ones, and the
-// fused results match the CPU reference's (which runs the separate ops).
+// fused results match the CPU reference's (which runs the separate ops). Also the indexer's Hadamard
+// FP4 rounding: its warp-per-row kernel against the block-per-row one.
 #include <string>
 #include <tuple>
 #include <utility>
@@ -143,6 +144,32 @@ TEST_F(CudaQuantProducersTest, PrequantiseKeepsTheGemmInput) {
       EXPECT_EQ(quantised(x.dev), before) << T;
     }
     EXPECT_EQ(gpu_->prequantise(x.dev, 0).act_quant_block, 0) << T;  // nothing to do
+  }
+}
+
+// The indexer's Hadamard transform + FP4 fake-quant one warp per row (rows of 32..256 elements) is
+// bitwise the one-block-per-row kernel, in BF16 and F32, for any row count (512-wide rows take the
+// block kernel both times); and the result matches the CPU reference's.
+TEST_F(CudaQuantProducersTest, HadamardWarpRowsAreBitwiseTheBlockKernel) {
+  for (int64_t n : {32, 64, 128, 256, 512}) {
+    for (int64_t rows : {1, 7, 64, 1001}) {
+      for (DType dt : {DType::kBF16, DType::kF32}) {
+        const std::string what = "n " + std::to_string(n) + " rows " + std::to_string(rows) + " dtype " +
+                                 std::to_string(int(dt));
+        Pair a = random(dt, {rows, n}, 2.0f);
+        Pair b = make(dt, {rows, n});
+        gpu_->copy(a.dev, b.dev);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const kernels::ActType t = dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32;
+        ASSERT_EQ(kernels::launch_hadamard_fp4({a.dev.data, t, rows, n, n, 32}, nullptr, true), cudaSuccess);
+        ASSERT_EQ(kernels::launch_hadamard_fp4({b.dev.data, t, rows, n, n, 32}, nullptr, false), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> warp = download(a.dev);
+        EXPECT_EQ(warp, download(b.dev)) << what;
+        cpu_.hadamard_fp4_fake_quant(a.host);
+        EXPECT_LE(rel_error(warp, values(a.host)), 1e-3f) << what;
+      }
+    }
   }
 }
 

@@ -397,4 +397,106 @@ __global__ void hadamard_fp4_kernel(T* x, int n) {
   }
 }
 
+// ---- the same transform, one warp per row (rows of n = 32 E, E <= 8: the indexer's 128) -------
+// Lane l holds elements l E .. l E + E - 1. Level `len` pairs (j, j + len) as hadamard_fp4_kernel
+// does: inside the lane while len < E, else with lane l ^ (len / E) through a shuffle — the lower
+// lane keeps a + b, the upper a - b, the same two operations on the same operands — so every value
+// is the block kernel's bit for bit; then the same normalisation and, per 32-block (32 / E lanes),
+// the same maximum (exact in any order), scale and rounding. No shared memory and no barrier:
+// the block kernel (128 threads per 128-wide row, 9 barriers) took ~0.47 ms per launch in an 8K
+// prefill (524,288 rows of the CSA layer's index queries).
+inline constexpr int kHadamardWarpRows = 8;  // rows (one warp each) per block
+inline constexpr int kHadamardWarpMaxE = 8;  // n <= 256
+
+// E consecutive elements of a row at p (E sizeof(T) bytes, aligned to that or 16 bytes).
+template <int E, typename T>
+__device__ __forceinline__ void load_row_part(const T* p, float (&v)[E]) {
+  if constexpr (sizeof(T) == 2 && E % 2 == 0) {
+    uint32_t w[E / 2];
+    if constexpr (E == 8) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else if constexpr (E == 4) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    } else {
+      w[0] = *reinterpret_cast<const uint32_t*>(p);
+    }
+#pragma unroll
+    for (int i = 0; i < E / 2; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = to_f32(p[i]);
+  }
+}
+
+// The E values to p as T (rounded to nearest, as from_f32), in one vector store where 2-byte.
+template <int E, typename T>
+__device__ __forceinline__ void store_row_part(T* p, const float (&v)[E]) {
+  if constexpr (sizeof(T) == 2 && E % 2 == 0) {
+    uint32_t w[E / 2];
+#pragma unroll
+    for (int i = 0; i < E / 2; ++i) {
+      const __nv_bfloat162 b = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+      w[i] = *reinterpret_cast<const uint32_t*>(&b);
+    }
+    if constexpr (E == 8) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (E == 4) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else {
+      *reinterpret_cast<uint32_t*>(p) = w[0];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) p[i] = from_f32<T>(v[i]);
+  }
+}
+
+template <typename T, int E>
+__global__ void __launch_bounds__(32 * kHadamardWarpRows) hadamard_fp4_warp_kernel(T* x, int64_t rows) {
+  static_assert(E >= 1 && E <= kHadamardWarpMaxE && (E & (E - 1)) == 0, "32 E elements per row");
+  pdl_prologue();
+  constexpr int n = 32 * E, G = 32 / E;  // row width; lanes per 32-block
+  const int lane = threadIdx.x & 31;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kHadamardWarpRows + (threadIdx.x >> 5);
+  if (r >= rows) return;  // warp-uniform
+  T* p = x + r * n + lane * E;
+  float v[E];  // elements lane E + i
+  load_row_part<E>(p, v);
+#pragma unroll
+  for (int len = 1; len < n; len <<= 1) {
+    if (len < E) {
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        if ((i & len) != 0) continue;
+        const float a = v[i], b = v[i + len];
+        v[i] = a + b;
+        v[i + len] = a - b;
+      }
+    } else {
+      const int m = len / E;
+      const bool upper = (lane & m) != 0;  // holds b (element j + len); the partner holds a
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const float o = __shfl_xor_sync(0xffffffffu, v[i], m);
+        v[i] = upper ? o - v[i] : v[i] + o;
+      }
+    }
+  }
+  const float norm = rsqrtf(static_cast<float>(n));
+  float amax = 6.0f * 1.1754943508222875e-38f;
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    v[i] *= norm;
+    amax = fmaxf(amax, fabsf(v[i]));
+  }
+#pragma unroll
+  for (int o = 1; o < G; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float s = pow2_scale(amax, 6.0f);
+#pragma unroll
+  for (int i = 0; i < E; ++i) v[i] = round_e2m1(v[i] / s) * s;
+  store_row_part<E>(p, v);
+}
+
 }  // namespace deepinfer::kernels

@@ -196,11 +196,26 @@ cudaError_t launch_fp8_fake_quant(const FakeQuantParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t s) {
+cudaError_t launch_hadamard_fp4(const FakeQuantParams& p, cudaStream_t s, bool warp_rows) {
+  static const bool warp_knob = env_switch("DEEPINFER_HADAMARD_WARP");
+  const int64_t E = p.width / 32;
+  const bool warp = warp_rows && warp_knob && p.width % 32 == 0 && E >= 1 && E <= kHadamardWarpMaxE &&
+                    (E & (E - 1)) == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
-    launch_pdl(hadamard_fp4_kernel<T>, p.rows, 128, p.width * sizeof(float), s,
-               static_cast<T*>(p.x), static_cast<int>(p.width));
+    T* x = static_cast<T*>(p.x);
+    if (!warp) {
+      launch_pdl(hadamard_fp4_kernel<T>, p.rows, 128, p.width * sizeof(float), s, x, static_cast<int>(p.width));
+      return;
+    }
+    const dim3 grid(static_cast<unsigned>((p.rows + kHadamardWarpRows - 1) / kHadamardWarpRows));
+    const int threads = 32 * kHadamardWarpRows;
+    switch (E) {
+      case 1: launch_pdl(hadamard_fp4_warp_kernel<T, 1>, grid, threads, 0, s, x, p.rows); break;
+      case 2: launch_pdl(hadamard_fp4_warp_kernel<T, 2>, grid, threads, 0, s, x, p.rows); break;
+      case 4: launch_pdl(hadamard_fp4_warp_kernel<T, 4>, grid, threads, 0, s, x, p.rows); break;
+      default: launch_pdl(hadamard_fp4_warp_kernel<T, 8>, grid, threads, 0, s, x, p.rows); break;
+    }
   });
   return cudaGetLastError();
 }
