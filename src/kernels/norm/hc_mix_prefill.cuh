@@ -56,34 +56,49 @@ __global__ void __launch_bounds__(kHcMixThreads, 1)
   }
   // Group inputs: token t0 + tt at this thread's k (0 past the tokens or past k1: never used),
   // kept in the stream dtype until the FMAs use them — converting at the load made the thread
-  // wait for the next group's loads before reducing this one (ncu: 47% of the stalls).
+  // wait for the next group's loads before reducing this one (ncu: 47% of the stalls). Token
+  // rows are K apart and the thread's k 256 apart: one pointer per token, constant offsets.
   T v[G][KPT];
+  const T* xk = x + k0 + tid;
   auto load = [&](int64_t t0) {
+    const int here = static_cast<int>(min64(G, n_tokens - t0));
+    const T* row = xk + t0 * K;
 #pragma unroll
-    for (int tt = 0; tt < G; ++tt)
+    for (int tt = 0; tt < G; ++tt, row += K)
 #pragma unroll
-      for (int j = 0; j < KPT; ++j)
-        v[tt][j] = t0 + tt < n_tokens && kv[j] ? x[(t0 + tt) * K + k0 + tid + j * kHcMixThreads] : from_f32<T>(0.0f);
+      for (int j = 0; j < KPT; ++j) v[tt][j] = tt < here && kv[j] ? row[j * kHcMixThreads] : from_f32<T>(0.0f);
   };
+  // All KPT k of the thread inside the split (every split of the V4 mix: chunk 1,024 = 4 x 256):
+  // then the chains run unguarded and each starts from its first product (fma(v, f, 0), the same
+  // value as zeroing the accumulator first; ncu: the zeroing was ~5% of the instructions).
+  const bool full = kv[KPT - 1];
   load(tb0);
   for (int g0 = 0; g0 < TB; g0 += G) {
     const int64_t t0 = tb0 + g0;
     if (t0 >= n_tokens) break;  // block-uniform
     float acc[G][C];
-#pragma unroll
-    for (int tt = 0; tt < G; ++tt)
-#pragma unroll
-      for (int m = 0; m < C; ++m) acc[tt][m] = 0.0f;
     // hc_mix_partial_kernel's step, k in order: the square, then the columns.
-#pragma unroll
-    for (int j = 0; j < KPT; ++j) {
-      if (!kv[j]) break;  // kv is a prefix of j
+    auto step = [&](int j) {
 #pragma unroll
       for (int tt = 0; tt < G; ++tt) {
         const float vt = to_f32(v[tt][j]);
         acc[tt][N] = __fmaf_rn(vt, vt, acc[tt][N]);
 #pragma unroll
         for (int m = 0; m < N; ++m) acc[tt][m] = __fmaf_rn(vt, f[j][m], acc[tt][m]);
+      }
+    };
+#pragma unroll
+    for (int tt = 0; tt < G; ++tt)
+#pragma unroll
+      for (int m = 0; m < C; ++m) acc[tt][m] = 0.0f;
+    if (full) {
+#pragma unroll
+      for (int j = 0; j < KPT; ++j) step(j);
+    } else {
+#pragma unroll
+      for (int j = 0; j < KPT; ++j) {
+        if (!kv[j]) break;  // kv is a prefix of j
+        step(j);
       }
     }
     if (g0 + G < TB) load(t0 + G);  // in flight while this group is reduced
