@@ -4,8 +4,10 @@ dram__bytes_read.sum and launch__grid_size (tools/bench/profile_on_device.sh lau
 launch in launch order (the last --last launches: one measured forward), with its DRAM read
 bandwidth, so latency-bound launches (short, far below the copy bandwidth) stand out.
 With --by-name: those launches' totals per kernel (time, calls, bytes), largest first — two
-binaries' profiles side by side.
-Usage: ncu_launches.py LOG.csv [--last N] [--by-name]"""
+binaries' profiles side by side. With --first-grid-at-least N: only the 0-based index of the first
+launch whose grid has >= N CTAs (exit 1 if none): which launch of a kernel is a prefill-sized one
+(profile_on_device.sh source with GRID_MIN).
+Usage: ncu_launches.py LOG.csv [--last N] [--by-name | --first-grid-at-least N]"""
 import argparse
 import collections
 import os
@@ -23,6 +25,7 @@ def main():
     ap.add_argument("log")
     ap.add_argument("--last", type=int, default=0)
     ap.add_argument("--by-name", action="store_true")
+    ap.add_argument("--first-grid-at-least", type=int, default=0)
     a = ap.parse_args()
     launches = collections.OrderedDict()
     for r in read_ncu_rows(a.log):
@@ -30,6 +33,12 @@ def main():
         v = float(r["Metric Value"].replace(",", "")) * SCALE.get(r.get("Metric Unit", ""), 1.0)
         rec[r["Metric Name"]] = v
     rows = list(launches.values())[-a.last:] if a.last else list(launches.values())
+    if a.first_grid_at_least:
+        for i, rec in enumerate(rows):
+            if rec.get("launch__grid_size", 0) >= a.first_grid_at_least:
+                print(i)
+                return
+        sys.exit(f"no launch with a grid of >= {a.first_grid_at_least} CTAs in {a.log}")
     if a.by_name:
         by = collections.defaultdict(lambda: [0.0, 0, 0.0])
         for rec in rows:

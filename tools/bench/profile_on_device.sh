@@ -12,7 +12,10 @@
 #                                                            # (NAME_BASE=demangled: NAME matches the
 #                                                            # demangled name, e.g. one instantiation:
 #                                                            # 'regex:WeightFmt\)2, \(int\)4, \(bool\)1';
-#                                                            # RUN=prefill: a launch of the 8K prefill)
+#                                                            # RUN=prefill: a launch of the 8K prefill;
+#                                                            # GRID_MIN=n: SKIP counts from the first
+#                                                            # launch of NAME with >= n CTAs, e.g. a
+#                                                            # prefill's, not the decode warm-up's)
 # ncu runs with caches and clocks left alone (--cache-control none --clock-control none): its
 # default flushes caches before every kernel, which inflates small decode kernels several-fold.
 # CUDA graphs are off so ncu sees each launch; kernel names filter by base name (e.g.
@@ -21,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/device/unpack.sh
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DEEPINFER_CUDA_GRAPHS=0
-NCU=/usr/local/cuda/bin/ncu
+NCU="${NCU:-/usr/local/cuda/bin/ncu}"  # (a stand-in for testing the script)
 LAYERS="${LAYERS:-4}"
 BATCH="${BATCH:-1}"  # decode batch of `launches` and `source` (the CSV names it)
 # Decode rows only (--prefill 0): the run ends on the measured decode step, which is what `launches`
@@ -51,6 +54,13 @@ case "${1:-kernels}" in
     name="${2:?kernel base name}" skip="${3:-0}"
     run=("${DECODE[@]}")
     [ "${RUN:-decode}" = prefill ] && run=("${PREFILL[@]}")
+    if [ -n "${GRID_MIN:-}" ]; then  # the launches' grid sizes first: skip to the first large one
+      timeout 200 "$NCU" --cache-control none --clock-control none --csv --metrics launch__grid_size \
+        --kernel-name-base "${NAME_BASE:-function}" --kernel-name "$name" "${run[@]}" > "$OUT/grids.csv" 2>&1
+      first=$(python3 tools/bench/ncu_launches.py "$OUT/grids.csv" --first-grid-at-least "$GRID_MIN") || exit 1
+      skip=$((first + skip))
+      echo "first launch of $name with >= $GRID_MIN CTAs: $first; profiling launch $skip"
+    fi
     timeout 300 "$NCU" --cache-control none --clock-control none --section SpeedOfLight --section WarpStateStats \
       --section Occupancy --section LaunchStats --section SourceCounters --section MemoryWorkloadAnalysis \
       --section SchedulerStats --kernel-name-base "${NAME_BASE:-function}" --kernel-name "$name" \
