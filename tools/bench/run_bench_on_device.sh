@@ -9,7 +9,7 @@ LAYERS="${LAYERS:-4}"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv
 timeout 240 python3 tools/bench/hf_baseline.py --layers "$LAYERS" --batch 1,8,32,128 --context 4096 --prefill 8192 --out "$OUT/hf_baseline.json" \
   || echo '{"rows": [], "error": "baseline did not finish"}' > "$OUT/hf_baseline.json"
-.carry/bin/deepinfer bench --layers "$LAYERS" --batch "${BATCHES:-1,8,32,128,512}" --context "${CONTEXTS:-4096,32768,131072}" \
+.carry/bin/deepinfer bench --layers "$LAYERS" --batch "${BATCHES:-1,8,32,128,256,512}" --context "${CONTEXTS:-4096,32768,131072}" \
   --prefill "${PREFILL:-8192,131072}" --baseline "$OUT/hf_baseline.json" --commit "${COMMIT:-unknown}" --out "$OUT/bench.json"
 python3 tools/bench/plot_bench.py "$OUT/bench.json" "$OUT/bench.svg" || true
 python3 - "$OUT/bench.json" <<'PY'
