@@ -4,6 +4,7 @@
 // device, in the fused launches and in the shapes that fall back to the separate ones, and the
 // fused results match the CPU reference's (which runs the separate ops). Also the indexer's Hadamard
 // FP4 rounding: its warp-per-row kernel against the block-per-row one.
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -144,6 +145,48 @@ TEST_F(CudaQuantProducersTest, PrequantiseKeepsTheGemmInput) {
       EXPECT_EQ(quantised(x.dev), before) << T;
     }
     EXPECT_EQ(gpu_->prequantise(x.dev, 0).act_quant_block, 0) << T;  // nothing to do
+  }
+}
+
+// The mHC finalize's collapse with 16-byte loads (HcParamsDev::vec_collapse) gives the bits of the
+// one-column loads: u, post, comb and u's quantised copy, with and without the folded norm, for
+// decode-sized (1,024-thread) and prefill-sized (256-thread) launches, BF16 and F32 streams.
+TEST_F(CudaQuantProducersTest, HcVectorCollapseIsBitwiseTheScalarOne) {
+  const int64_t hc = 4;
+  for (auto [T, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {3, 2048}, {70, 4096}, {66, 512}}) {
+    for (DType dt : {DType::kBF16, DType::kF32}) {
+      std::vector<Pair> keep;
+      const tensor::HcWeights wd = hc_weights(hc, D, keep);
+      Pair nw = random(DType::kBF16, {D}, 0.5f);
+      Pair x = random(dt, {T, hc, D});
+      const int splits = static_cast<int>(std::clamp<int64_t>(hc * D / 1024, 1, 32));
+      Pair partial = make(DType::kF32, {T, splits, (2 + hc) * hc + 1});
+      const bool fold = kernels::hc_pre_folds_norm(D);
+      std::vector<std::vector<float>> got[2];
+      for (int vec : {0, 1}) {
+        Pair u = make(DType::kBF16, {T, D}), uq = make(DType::kBF16, {T, D});
+        Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+        kernels::HcParamsDev p{x.dev.data, dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32,
+                               static_cast<const float*>(wd.fn.data), static_cast<const float*>(wd.base.data),
+                               static_cast<const float*>(wd.scale.data), static_cast<float*>(partial.dev.data), T, D,
+                               static_cast<int>(hc), splits, 20, 1e-6f, 1e-6f, u.dev.data, kernels::ActType::kBF16,
+                               static_cast<float*>(post.dev.data), static_cast<float*>(comb.dev.data)};
+        if (fold) {
+          p.fold_norm = true, p.norm = nw.dev.data, p.norm_type = kernels::ActType::kBF16, p.rms_eps = 1e-6f;
+          if (kernels::hc_pre_quant_copies(D, 128)) p.uq = uq.dev.data;
+        }
+        p.vec_collapse = vec;
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        got[vec] = {download(u.dev), download(post.dev), download(comb.dev), download(uq.dev)};
+      }
+      const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " dtype " + std::to_string(int(dt));
+      EXPECT_EQ(got[1][0], got[0][0]) << what << " u";
+      EXPECT_EQ(got[1][1], got[0][1]) << what << " post";
+      EXPECT_EQ(got[1][2], got[0][2]) << what << " comb";
+      EXPECT_EQ(got[1][3], got[0][3]) << what << " uq";
+    }
   }
 }
 

@@ -186,6 +186,9 @@ struct HcPreParams {
   // hc_pre_finalize: grid (T, 2), the token's Sinkhorn (post, comb) in block y = 1 beside its
   // collapse and norm (u) in block y = 0, instead of in warp 0 of the one block.
   bool sinkhorn_cta = false;
+  // hc_pre_finalize: the collapse reads 8 consecutive columns of each stream per 16-byte load
+  // (D % 8 == 0, x 16-byte aligned; the launcher checks) instead of one column per load.
+  bool vec_collapse = false;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -343,9 +346,89 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
+// hc_pre_finalize's collapse with 8 consecutive columns of each stream per 16-byte load (the
+// vec_collapse form, DEEPINFER_HC_VEC_COLLAPSE=1; default off until measured): a thread takes
+// column groups g = c0, c0 + c_step, .. of 8, so a prefill token's 4,096 columns are 512 groups
+// over its block's 224 collapsing threads (2-3 groups each: the loads of two in flight at once)
+// instead of ~18 one-column rounds of 4 loads. Each column's value is the scalar loop's — the
+// same products added in stream order, staged or stored the same way — and the mix columns,
+// Sinkhorn and the folded norm are unchanged, so the bits do not depend on the form.
+template <int HC, typename T, typename Tu>
+__device__ inline void hc_pre_finalize_vec(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
+                                           float* post_out, float* comb_out, const HcNormWeights& nw,
+                                           bool sinkhorn_warp, int64_t c0, int64_t c_step) {
+  constexpr int hc = HC, W = sizeof(T) == 2 ? 1 : 2;  // 16-byte words per 8 columns of a stream
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t groups = p.D / 8;
+  // The thread's first group, loaded before the mix columns (whose partial sums are the previous
+  // kernel's last writes) and kept raw until they are in: the two load latencies overlap.
+  uint4 raw[hc][W];
+  const bool has0 = c0 >= 0 && c0 < groups;
+  if (has0) {
+#pragma unroll
+    for (int i = 0; i < hc; ++i)
+#pragma unroll
+      for (int w = 0; w < W; ++w) raw[i][w] = reinterpret_cast<const uint4*>(x + (t * hc + i) * p.D + 8 * c0)[w];
+  }
+  const HcMix m = hc_mix_columns<HC>(partial, p, t);
+  if (sinkhorn_warp && warp == 0) {
+    hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+    return;
+  }
+  float pre[hc];
+  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
+  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
+#pragma unroll
+  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+  // Group g's 8 columns from its raw words: sum_i pre_i X_i in stream order, as the scalar loop.
+  // Column e of 8 from a stream's raw words (BF16 pairs in 32-bit words, or F32).
+  auto elem = [](const uint4 (&q)[W], int e) -> float {
+    const uint4& v = q[W == 1 ? 0 : e / 4];
+    const int k = W == 1 ? e / 2 : e % 4;
+    const uint32_t wd = k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w));
+    if constexpr (W == 1) return __uint_as_float((e & 1) ? (wd & 0xffff0000u) : (wd << 16));
+    return __uint_as_float(wd);
+  };
+  auto collapse = [&](int64_t g, const uint4 (&q)[hc][W]) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int64_t c = 8 * g + e;
+      float acc = 0.0f;
+#pragma unroll
+      for (int i = 0; i < hc; ++i) acc += pre[i] * elem(q[i], e);
+      if (p.fold_norm) {
+        hc_u_stage()[c] = to_f32(from_f32<Tu>(acc));  // u as rms_norm would read it; written normalised
+      } else {
+        u[t * p.D + c] = from_f32<Tu>(acc);
+      }
+    }
+  };
+  // Group by group, the next group's loads issued before this one's arithmetic.
+  auto load = [&](int64_t g, uint4 (&q)[hc][W]) {
+#pragma unroll
+    for (int i = 0; i < hc; ++i)
+#pragma unroll
+      for (int w = 0; w < W; ++w) q[i][w] = reinterpret_cast<const uint4*>(x + (t * hc + i) * p.D)[W * g + w];
+  };
+  for (int64_t g = c0; has0 && g < groups; g += c_step) {
+    uint4 next[hc][W];
+    const bool more = g + c_step < groups;
+    if (more) load(g + c_step, next);
+    collapse(g, raw);
+    if (!more) break;
+#pragma unroll
+    for (int i = 0; i < hc; ++i)
+#pragma unroll
+      for (int w = 0; w < W; ++w) raw[i][w] = next[i][w];
+  }
+  if (blockDim.x == 32 && !p.sinkhorn_cta) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+}
+
 // Columns per thread of the collapse loaded ahead (a decode token's 4,096 over 1,024 threads: all).
 inline constexpr int kHcCollapsePre = 4;
-template <int HC, typename T, typename Tu>
+template <int HC, bool VEC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
@@ -358,6 +441,10 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const bool sinkhorn_warp = !p.sinkhorn_cta && blockDim.x > 32;
   const int first = sinkhorn_warp ? 32 : 0;
   const int64_t c0 = static_cast<int64_t>(threadIdx.x) - first, c_step = blockDim.x - first;
+  if constexpr (VEC) {
+    hc_pre_finalize_vec<HC>(x, partial, p, t, u, post_out, comb_out, nw, sinkhorn_warp, c0, c_step);
+    return;
+  }
   // The thread's first kHcCollapsePre columns of every stream, loaded before the mix columns
   // (whose partial sums are the previous kernel's last writes): the two load latencies overlap.
   float xr[kHcCollapsePre][hc];
@@ -414,17 +501,19 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
 // X_i (31 warps) takes one or two memory latencies while warp 0 runs Sinkhorn; prefill 256. Both
 // >= 256, which the folded norm needs.
 inline constexpr int kHcFinalizeDecodeThreads = 1024, kHcFinalizePrefillThreads = 256;
-template <typename T, typename Tu>
+// VEC: the collapse's 16-byte loads (hc_pre_finalize_vec; HcPreParams::vec_collapse), a kernel of
+// its own so that the default one keeps its registers.
+template <typename T, typename Tu, bool VEC = false>
 __global__ void __launch_bounds__(kHcFinalizeDecodeThreads)
     hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out, float* comb_out) {
   const HcNormWeights nw = hc_norm_preload(p);  // before the wait: weights only
   pdl_prologue();
   const int64_t t = blockIdx.x;
   switch (p.hc) {
-    case 1: hc_pre_finalize<1>(x, partial, p, t, u, post_out, comb_out, nw); break;
-    case 2: hc_pre_finalize<2>(x, partial, p, t, u, post_out, comb_out, nw); break;
-    case 3: hc_pre_finalize<3>(x, partial, p, t, u, post_out, comb_out, nw); break;
-    default: hc_pre_finalize<4>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    case 1: hc_pre_finalize<1, VEC>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    case 2: hc_pre_finalize<2, VEC>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    case 3: hc_pre_finalize<3, VEC>(x, partial, p, t, u, post_out, comb_out, nw); break;
+    default: hc_pre_finalize<4, VEC>(x, partial, p, t, u, post_out, comb_out, nw); break;
   }
 }
 

@@ -372,6 +372,11 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   fp.uq = static_cast<__nv_bfloat16*>(p.uq);
   static const bool sinkhorn_cta = env_switch("DEEPINFER_HC_SINKHORN_CTA");
   fp.sinkhorn_cta = sinkhorn_cta && p.T < 64;
+  // The collapse's 16-byte loads (DEEPINFER_HC_VEC_COLLAPSE=1; off by default: written in session
+  // 20 for the prefill finalize, ~4x its memory floor, and not yet run on a GPU). Same bits.
+  static const bool vec_knob = env_int("DEEPINFER_HC_VEC_COLLAPSE", 0, {1}) == 1;
+  fp.vec_collapse = (p.vec_collapse < 0 ? vec_knob : p.vec_collapse == 1) && p.D % 8 == 0 &&
+                    reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
@@ -384,8 +389,9 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     // Sinkhorn block takes the serial iterations off the path to u (decode-sized batches, unless
     // DEEPINFER_HC_SINKHORN_CTA=0).
     const dim3 grid(static_cast<unsigned>(p.T), fp.sinkhorn_cta ? 2u : 1u);
-    launch_pdl(hc_pre_finalize_kernel<X, U>, grid, p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads, 0, s,
-               static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
+    const int threads = p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads;
+    launch_pdl(fp.vec_collapse ? hc_pre_finalize_kernel<X, U, true> : hc_pre_finalize_kernel<X, U, false>, grid,
+               threads, 0, s, static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();
 }
