@@ -346,6 +346,25 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
+// The collapse weights pre_i = sigmoid(scale_0 rho mu_i + base_i) + eps, in every lane of the warp.
+template <int HC>
+__device__ __forceinline__ void hc_pre_weights(const HcMix& m, const HcPreParams& p, float (&pre)[HC]) {
+  const int lane = threadIdx.x & 31;
+  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < HC ? lane : 0);
+  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < HC ? lane : 0]) + p.hc_eps;
+#pragma unroll
+  for (int i = 0; i < HC; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+}
+
+// Warp 0's part where it runs Sinkhorn beside the block's collapse: post and comb, then its share
+// of the folded norm (whose barriers the collapsing warps wait at).
+template <int HC, typename Tu>
+__device__ inline void hc_sinkhorn_then_norm(const HcMix& m, const HcPreParams& p, int64_t t, Tu* u, float* post_out,
+                                             float* comb_out, const HcNormWeights& nw) {
+  hc_sinkhorn_warp<HC>(m, p, post_out + t * HC, comb_out + t * HC * HC);
+  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+}
+
 // hc_pre_finalize's collapse with 8 consecutive columns of each stream per 16-byte load (the
 // vec_collapse form, DEEPINFER_HC_VEC_COLLAPSE=1; default off until measured): a thread takes
 // column groups g = c0, c0 + c_step, .. of 8, so a prefill token's 4,096 columns are 512 groups
@@ -358,7 +377,7 @@ __device__ inline void hc_pre_finalize_vec(const T* x, const float* partial, con
                                            float* post_out, float* comb_out, const HcNormWeights& nw,
                                            bool sinkhorn_warp, int64_t c0, int64_t c_step) {
   constexpr int hc = HC, W = sizeof(T) == 2 ? 1 : 2;  // 16-byte words per 8 columns of a stream
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5;
   const int64_t groups = p.D / 8;
   // The thread's first group, loaded before the mix columns (whose partial sums are the previous
   // kernel's last writes) and kept raw until they are in: the two load latencies overlap.
@@ -372,16 +391,11 @@ __device__ inline void hc_pre_finalize_vec(const T* x, const float* partial, con
   }
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   if (sinkhorn_warp && warp == 0) {
-    hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+    hc_sinkhorn_then_norm<HC>(m, p, t, u, post_out, comb_out, nw);
     return;
   }
   float pre[hc];
-  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
-  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
-#pragma unroll
-  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-  // Group g's 8 columns from its raw words: sum_i pre_i X_i in stream order, as the scalar loop.
+  hc_pre_weights<HC>(m, p, pre);
   // Column e of 8 from a stream's raw words (BF16 pairs in 32-bit words, or F32).
   auto elem = [](const uint4 (&q)[W], int e) -> float {
     const uint4& v = q[W == 1 ? 0 : e / 4];
@@ -390,6 +404,7 @@ __device__ inline void hc_pre_finalize_vec(const T* x, const float* partial, con
     if constexpr (W == 1) return __uint_as_float((e & 1) ? (wd & 0xffff0000u) : (wd << 16));
     return __uint_as_float(wd);
   };
+  // Group g's 8 columns: sum_i pre_i X_i in stream order, as the scalar loop.
   auto collapse = [&](int64_t g, const uint4 (&q)[hc][W]) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
@@ -432,7 +447,7 @@ template <int HC, bool VEC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5;
   if (p.sinkhorn_cta && blockIdx.y == 1) {  // the Sinkhorn block: warp 0 alone
     if (warp == 0) hc_sinkhorn_warp<HC>(hc_mix_columns<HC>(partial, p, t), p, post_out + t * hc, comb_out + t * hc * hc);
     return;
@@ -458,15 +473,11 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   }
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   if (sinkhorn_warp && warp == 0) {
-    hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
+    hc_sinkhorn_then_norm<HC>(m, p, t, u, post_out, comb_out, nw);
     return;
   }
   float pre[hc];
-  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
-  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
-#pragma unroll
-  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+  hc_pre_weights<HC>(m, p, pre);
   // u's column c: sum_i pre_i X_i in stream order (the same operations for preloaded columns).
   auto put = [&](int64_t c, float acc) {
     if (p.fold_norm) {
