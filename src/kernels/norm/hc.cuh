@@ -6,6 +6,8 @@
 // sizes a second block per token), and the collapsed input u = sum_i pre_i X_i (the other warps). hc_post: out[t,k] = post_k o + sum_j comb[j,k] X_j.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/common/device_utils.cuh"
 #include "kernels/common/mma_utils.cuh"
 #include "kernels/norm/elementwise.cuh"
@@ -186,9 +188,6 @@ struct HcPreParams {
   // hc_pre_finalize: grid (T, 2), the token's Sinkhorn (post, comb) in block y = 1 beside its
   // collapse and norm (u) in block y = 0, instead of in warp 0 of the one block.
   bool sinkhorn_cta = false;
-  // hc_pre_finalize: the collapse reads 8 consecutive columns of each stream per 16-byte load
-  // (D % 8 == 0, x 16-byte aligned; the launcher checks) instead of one column per load.
-  bool vec_collapse = false;
 };
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -346,99 +345,52 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
-// The collapse weights pre_i = sigmoid(scale_0 rho mu_i + base_i) + eps, in every lane of the warp.
-template <int HC>
-__device__ __forceinline__ void hc_pre_weights(const HcMix& m, const HcPreParams& p, float (&pre)[HC]) {
-  const int lane = threadIdx.x & 31;
-  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < HC ? lane : 0);
-  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < HC ? lane : 0]) + p.hc_eps;
+// The 16-byte-load collapse (hc_pre_finalize_kernel<.., VEC = true>; DEEPINFER_HC_VEC_COLLAPSE=1,
+// default off until measured; D % 8 == 0 and x 16-byte aligned, which the launcher checks): a
+// thread takes column groups g = c0, c0 + c_step, .. of 8 consecutive columns, one 16-byte load
+// per stream and group (two for F32), so a prefill token's 4,096 columns are 512 groups over its
+// block's 224 collapsing threads instead of ~18 one-column rounds of 4 loads. Each column is put
+// with the scalar loop's value (the same products added in stream order), so the bits do not
+// depend on the form.
+template <typename T, int HC>
+struct HcVecGroup {
+  static constexpr int W = sizeof(T) == 2 ? 1 : 2;  // 16-byte words per 8 columns of a stream
+  uint4 q[HC][W];
+  __device__ __forceinline__ void load(const T* x, const HcPreParams& p, int64_t t, int64_t g) {
 #pragma unroll
-  for (int i = 0; i < HC; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
-}
-
-// Warp 0's part where it runs Sinkhorn beside the block's collapse: post and comb, then its share
-// of the folded norm (whose barriers the collapsing warps wait at).
-template <int HC, typename Tu>
-__device__ inline void hc_sinkhorn_then_norm(const HcMix& m, const HcPreParams& p, int64_t t, Tu* u, float* post_out,
-                                             float* comb_out, const HcNormWeights& nw) {
-  hc_sinkhorn_warp<HC>(m, p, post_out + t * HC, comb_out + t * HC * HC);
-  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
-}
-
-// hc_pre_finalize's collapse with 8 consecutive columns of each stream per 16-byte load (the
-// vec_collapse form, DEEPINFER_HC_VEC_COLLAPSE=1; default off until measured): a thread takes
-// column groups g = c0, c0 + c_step, .. of 8, so a prefill token's 4,096 columns are 512 groups
-// over its block's 224 collapsing threads (2-3 groups each: the loads of two in flight at once)
-// instead of ~18 one-column rounds of 4 loads. Each column's value is the scalar loop's — the
-// same products added in stream order, staged or stored the same way — and the mix columns,
-// Sinkhorn and the folded norm are unchanged, so the bits do not depend on the form.
-template <int HC, typename T, typename Tu>
-__device__ inline void hc_pre_finalize_vec(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
-                                           float* post_out, float* comb_out, const HcNormWeights& nw,
-                                           bool sinkhorn_warp, int64_t c0, int64_t c_step) {
-  constexpr int hc = HC, W = sizeof(T) == 2 ? 1 : 2;  // 16-byte words per 8 columns of a stream
-  const int warp = threadIdx.x >> 5;
-  const int64_t groups = p.D / 8;
-  // The thread's first group, loaded before the mix columns (whose partial sums are the previous
-  // kernel's last writes) and kept raw until they are in: the two load latencies overlap.
-  uint4 raw[hc][W];
-  const bool has0 = c0 >= 0 && c0 < groups;
-  if (has0) {
+    for (int i = 0; i < HC; ++i)
 #pragma unroll
-    for (int i = 0; i < hc; ++i)
-#pragma unroll
-      for (int w = 0; w < W; ++w) raw[i][w] = reinterpret_cast<const uint4*>(x + (t * hc + i) * p.D + 8 * c0)[w];
+      for (int w = 0; w < W; ++w) q[i][w] = reinterpret_cast<const uint4*>(x + (t * HC + i) * p.D)[W * g + w];
   }
-  const HcMix m = hc_mix_columns<HC>(partial, p, t);
-  if (sinkhorn_warp && warp == 0) {
-    hc_sinkhorn_then_norm<HC>(m, p, t, u, post_out, comb_out, nw);
-    return;
-  }
-  float pre[hc];
-  hc_pre_weights<HC>(m, p, pre);
-  // Column e of 8 from a stream's raw words (BF16 pairs in 32-bit words, or F32).
-  auto elem = [](const uint4 (&q)[W], int e) -> float {
-    const uint4& v = q[W == 1 ? 0 : e / 4];
+  // Column e of the 8 of stream i (BF16 pairs in 32-bit words, or F32).
+  __device__ __forceinline__ float at(int i, int e) const {
+    const uint4& v = q[i][W == 1 ? 0 : e / 4];
     const int k = W == 1 ? e / 2 : e % 4;
     const uint32_t wd = k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w));
     if constexpr (W == 1) return __uint_as_float((e & 1) ? (wd & 0xffff0000u) : (wd << 16));
     return __uint_as_float(wd);
-  };
-  // Group g's 8 columns: sum_i pre_i X_i in stream order, as the scalar loop.
-  auto collapse = [&](int64_t g, const uint4 (&q)[hc][W]) {
+  }
+};
+// The thread's groups from c0 on (`cur`: group c0, loaded already when the thread has one), the
+// next group's loads issued before this one's arithmetic; put(c, value) as the scalar loop's.
+template <int HC, typename T, typename Put>
+__device__ inline void hc_collapse_vec(const T* x, const HcPreParams& p, int64_t t, int64_t c0, int64_t c_step,
+                                       HcVecGroup<T, HC> cur, const float (&pre)[HC], Put put) {
+  const int64_t groups = p.D / 8;
+  for (int64_t g = c0; c0 >= 0 && g < groups; g += c_step) {
+    HcVecGroup<T, HC> next;
+    const bool more = g + c_step < groups;
+    if (more) next.load(x, p, t, g + c_step);
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int64_t c = 8 * g + e;
       float acc = 0.0f;
 #pragma unroll
-      for (int i = 0; i < hc; ++i) acc += pre[i] * elem(q[i], e);
-      if (p.fold_norm) {
-        hc_u_stage()[c] = to_f32(from_f32<Tu>(acc));  // u as rms_norm would read it; written normalised
-      } else {
-        u[t * p.D + c] = from_f32<Tu>(acc);
-      }
+      for (int i = 0; i < HC; ++i) acc += pre[i] * cur.at(i, e);
+      put(8 * g + e, acc);
     }
-  };
-  // Group by group, the next group's loads issued before this one's arithmetic.
-  auto load = [&](int64_t g, uint4 (&q)[hc][W]) {
-#pragma unroll
-    for (int i = 0; i < hc; ++i)
-#pragma unroll
-      for (int w = 0; w < W; ++w) q[i][w] = reinterpret_cast<const uint4*>(x + (t * hc + i) * p.D)[W * g + w];
-  };
-  for (int64_t g = c0; has0 && g < groups; g += c_step) {
-    uint4 next[hc][W];
-    const bool more = g + c_step < groups;
-    if (more) load(g + c_step, next);
-    collapse(g, raw);
     if (!more) break;
-#pragma unroll
-    for (int i = 0; i < hc; ++i)
-#pragma unroll
-      for (int w = 0; w < W; ++w) raw[i][w] = next[i][w];
+    cur = next;
   }
-  if (blockDim.x == 32 && !p.sinkhorn_cta) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
-  if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
 }
 
 // Columns per thread of the collapse loaded ahead (a decode token's 4,096 over 1,024 threads: all).
@@ -447,7 +399,7 @@ template <int HC, bool VEC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
-  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (p.sinkhorn_cta && blockIdx.y == 1) {  // the Sinkhorn block: warp 0 alone
     if (warp == 0) hc_sinkhorn_warp<HC>(hc_mix_columns<HC>(partial, p, t), p, post_out + t * hc, comb_out + t * hc * hc);
     return;
@@ -456,28 +408,34 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
   const bool sinkhorn_warp = !p.sinkhorn_cta && blockDim.x > 32;
   const int first = sinkhorn_warp ? 32 : 0;
   const int64_t c0 = static_cast<int64_t>(threadIdx.x) - first, c_step = blockDim.x - first;
+  // The thread's first kHcCollapsePre columns of every stream (VEC: its first group of 8, kept
+  // raw), loaded before the mix columns (whose partial sums are the previous kernel's last
+  // writes): the two load latencies overlap.
+  struct ScalarCols {
+    float v[kHcCollapsePre][hc];
+  };
+  std::conditional_t<VEC, HcVecGroup<T, HC>, ScalarCols> ahead;
   if constexpr (VEC) {
-    hc_pre_finalize_vec<HC>(x, partial, p, t, u, post_out, comb_out, nw, sinkhorn_warp, c0, c_step);
-    return;
-  }
-  // The thread's first kHcCollapsePre columns of every stream, loaded before the mix columns
-  // (whose partial sums are the previous kernel's last writes): the two load latencies overlap.
-  float xr[kHcCollapsePre][hc];
-  if (c0 >= 0) {
+    if (c0 >= 0 && c0 < p.D / 8) ahead.load(x, p, t, c0);
+  } else if (c0 >= 0) {
 #pragma unroll
     for (int j = 0; j < kHcCollapsePre; ++j) {
       const int64_t c = c0 + j * c_step;
 #pragma unroll
-      for (int i = 0; i < hc; ++i) xr[j][i] = c < p.D ? to_f32(x[(t * hc + i) * p.D + c]) : 0.0f;
+      for (int i = 0; i < hc; ++i) ahead.v[j][i] = c < p.D ? to_f32(x[(t * hc + i) * p.D + c]) : 0.0f;
     }
   }
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   if (sinkhorn_warp && warp == 0) {
-    hc_sinkhorn_then_norm<HC>(m, p, t, u, post_out, comb_out, nw);
+    hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
+    if (p.fold_norm) hc_fold_norm(u + t * p.D, p, nw, p.uq == nullptr ? nullptr : p.uq + t * p.D);
     return;
   }
   float pre[hc];
-  hc_pre_weights<HC>(m, p, pre);
+  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
+  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
+#pragma unroll
+  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
   // u's column c: sum_i pre_i X_i in stream order (the same operations for preloaded columns).
   auto put = [&](int64_t c, float acc) {
     if (p.fold_norm) {
@@ -486,21 +444,25 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
       u[t * p.D + c] = from_f32<Tu>(acc);
     }
   };
+  if constexpr (VEC) {
+    hc_collapse_vec<HC>(x, p, t, c0, c_step, ahead, pre, put);
+  } else {
 #pragma unroll
-  for (int j = 0; j < kHcCollapsePre; ++j) {
-    const int64_t c = c0 + j * c_step;
-    if (c >= p.D) break;
-    float acc = 0.0f;
+    for (int j = 0; j < kHcCollapsePre; ++j) {
+      const int64_t c = c0 + j * c_step;
+      if (c >= p.D) break;
+      float acc = 0.0f;
 #pragma unroll
-    for (int i = 0; i < hc; ++i) acc += pre[i] * xr[j][i];
-    put(c, acc);
-  }
+      for (int i = 0; i < hc; ++i) acc += pre[i] * ahead.v[j][i];
+      put(c, acc);
+    }
 #pragma unroll 4
-  for (int64_t c = c0 + kHcCollapsePre * c_step; c < p.D; c += c_step) {
-    float acc = 0.0f;
+    for (int64_t c = c0 + kHcCollapsePre * c_step; c < p.D; c += c_step) {
+      float acc = 0.0f;
 #pragma unroll
-    for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
-    put(c, acc);
+      for (int i = 0; i < hc; ++i) acc += pre[i] * to_f32(x[(t * hc + i) * p.D + c]);
+      put(c, acc);
+    }
   }
   if (blockDim.x == 32 && !p.sinkhorn_cta) hc_sinkhorn_warp<HC>(m, p, post_out + t * hc, comb_out + t * hc * hc);
   if (p.fold_norm) {  // (launch_hc_pre folds only with >= 256 threads)
@@ -512,8 +474,8 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
 // X_i (31 warps) takes one or two memory latencies while warp 0 runs Sinkhorn; prefill 256. Both
 // >= 256, which the folded norm needs.
 inline constexpr int kHcFinalizeDecodeThreads = 1024, kHcFinalizePrefillThreads = 256;
-// VEC: the collapse's 16-byte loads (hc_pre_finalize_vec; HcPreParams::vec_collapse), a kernel of
-// its own so that the default one keeps its registers.
+// VEC: the collapse's 16-byte loads (HcVecGroup, hc_collapse_vec), a kernel of its own so that
+// the default one keeps its registers.
 template <typename T, typename Tu, bool VEC = false>
 __global__ void __launch_bounds__(kHcFinalizeDecodeThreads)
     hc_pre_finalize_kernel(const T* x, const float* partial, HcPreParams p, Tu* u, float* post_out, float* comb_out) {

@@ -375,8 +375,8 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   // The collapse's 16-byte loads (DEEPINFER_HC_VEC_COLLAPSE=1; off by default: written in session
   // 20 for the prefill finalize, ~4x its memory floor, and not yet run on a GPU). Same bits.
   static const bool vec_knob = env_int("DEEPINFER_HC_VEC_COLLAPSE", 0, {1}) == 1;
-  fp.vec_collapse = (p.vec_collapse < 0 ? vec_knob : p.vec_collapse == 1) && p.D % 8 == 0 &&
-                    reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+  const bool vec_collapse = (p.vec_collapse < 0 ? vec_knob : p.vec_collapse == 1) && p.D % 8 == 0 &&
+                            reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
   with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) {
     using X = decltype(tx);
     using U = decltype(tu);
@@ -390,7 +390,7 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     // DEEPINFER_HC_SINKHORN_CTA=0).
     const dim3 grid(static_cast<unsigned>(p.T), fp.sinkhorn_cta ? 2u : 1u);
     const int threads = p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads;
-    launch_pdl(fp.vec_collapse ? hc_pre_finalize_kernel<X, U, true> : hc_pre_finalize_kernel<X, U, false>, grid,
+    launch_pdl(vec_collapse ? hc_pre_finalize_kernel<X, U, true> : hc_pre_finalize_kernel<X, U, false>, grid,
                threads, 0, s, static_cast<const X*>(p.x), p.partial, fp, static_cast<U*>(p.u), p.post, p.comb);
   });
   return cudaGetLastError();
