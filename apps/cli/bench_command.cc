@@ -16,7 +16,7 @@ void setup(CLI::App* app) {
   app->add_option("--layers", o->layers, "synthetic model: main layers")->capture_default_str();
   app->add_option("--device", o->device, "cuda | cpu")->capture_default_str();
   app->add_option("--numerics", o->numerics, "official | plain")->capture_default_str();
-  app->add_option("--batch", o->batches, "decode batch sizes")->delimiter(',');
+  app->add_option("--batch", o->batches, "decode batch sizes (0: none)")->delimiter(',');
   app->add_option("--context", o->contexts, "decode context lengths")->delimiter(',');
   app->add_option("--prefill", o->prefill_lengths, "prefill prompt lengths (0: none)")->delimiter(',');
   app->add_option("--prefill-chunk", o->prefill_chunk, "prefill chunk tokens")->capture_default_str();

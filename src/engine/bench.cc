@@ -218,6 +218,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   };
   for (int64_t context : o.contexts) {
     for (int64_t batch : o.batches) {
+      if (batch <= 0 || context <= 0) continue;  // --batch 0: no decode rows (a prefill-only run)
       json row = row_base("decode", batch, context);
       const int64_t n_blocks = batch * (context / block_tokens + 1);
       if (static_cast<double>(engine::kv_bytes_estimate(b.config, batch, n_blocks, block_tokens)) > budget) {

@@ -144,6 +144,16 @@ TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
   EXPECT_EQ(j["rows"][1]["kind"], "prefill");
   for (const auto& row : j["rows"]) EXPECT_GT(row.at("tokens_per_s").get<double>(), 0.0) << row.dump();
   EXPECT_NE(j.at("command").get<std::string>().find("--iters 2"), std::string::npos) << j["command"];
+  // --batch 0: a prefill-only run (the kernel profiles' launch sequence has no decode warm-up).
+  const std::string out0 = testing::temp_path("bench_prefill_only.json");
+  r = run_shell("OMP_NUM_THREADS=1 " + kCli + " bench --model " + testing::tiny_model_dir() +
+                    " --device cpu --batch 0 --context 64 --prefill 32 --iters 1 --no-breakdown --out " + out0,
+                true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f0(out0);
+  const nlohmann::json j0 = nlohmann::json::parse(f0);
+  ASSERT_EQ(j0.at("rows").size(), 1u) << j0.dump();
+  EXPECT_EQ(j0["rows"][0]["kind"], "prefill");
   r = run_shell(kCli + " bench --model " + testing::tiny_model_dir() + " --device cpu --iters 0", true);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("--iters must be >= 1 (got 0)"), std::string::npos) << r.out;

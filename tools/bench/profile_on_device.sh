@@ -31,7 +31,10 @@ BATCH="${BATCH:-1}"  # decode batch of `launches` and `source` (the CSV names it
 # prints (before, a trailing 1-token prefill at context 1 was the last forward: same GEMMs, but
 # attention, indexer and compressor over no history).
 DECODE=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch "$BATCH" --context "${CONTEXT:-4096}" --prefill 0 --iters 1 --no-breakdown)
-PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 1 --context 1 --prefill 8192 --iters 1 --no-breakdown)
+# The prefill run has no decode rows (--batch 0): their warm-up runs for a time, not a step count,
+# so under ncu (every launch slowed in the GRID_MIN pass, only one in the profiling pass) the two
+# passes would see different launch sequences and SKIP would land in a decode step.
+PREFILL=(.carry/bin/deepinfer bench --layers "$LAYERS" --batch 0 --context 1 --prefill 8192 --iters 1 --no-breakdown)
 case "${1:-kernels}" in
   kernels)
     timeout 200 "$NCU" --cache-control none --clock-control none --metrics gpu__time_duration.sum --csv \
@@ -40,7 +43,7 @@ case "${1:-kernels}" in
     python3 tools/bench/ncu_summary.py "$OUT/ncu_decode_b1.csv" --top 30
     timeout 300 "$NCU" --cache-control none --clock-control none --metrics gpu__time_duration.sum --csv \
       --kernel-name regex:'^(?!fill_random).*' "${PREFILL[@]}" > "$OUT/ncu_prefill_8k.csv" 2>&1
-    echo "== 8K prefill (with the decode warm-up's kernels)"
+    echo "== 8K prefill (warm-up and timed runs)"
     python3 tools/bench/ncu_summary.py "$OUT/ncu_prefill_8k.csv" --top 30
     ;;
   launches)
