@@ -75,7 +75,8 @@ struct HcParamsDev {
   const void* post_o = nullptr; ActType post_o_type = ActType::kF32; const void* post_x = nullptr;
   const float* post_in = nullptr; const float* comb_in = nullptr;
   // hc_pre: the finalize's collapse with 16-byte loads (the same bits): -1 = as
-  // DEEPINFER_HC_VEC_COLLAPSE says (default off), 0 / 1 = off / on (tests compare the two).
+  // DEEPINFER_HC_VEC_COLLAPSE says (default: prefill-sized launches), 0 / 1 = off / on (tests
+  // compare the two).
   int vec_collapse = -1;
 };
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);

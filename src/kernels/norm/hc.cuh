@@ -345,8 +345,8 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
   }
 }
 
-// The 16-byte-load collapse (hc_pre_finalize_kernel<.., VEC = true>; DEEPINFER_HC_VEC_COLLAPSE=1,
-// default off until measured; D % 8 == 0 and x 16-byte aligned, which the launcher checks): a
+// The 16-byte-load collapse (hc_pre_finalize_kernel<.., VEC = true>; by default for prefill-sized
+// launches, DEEPINFER_HC_VEC_COLLAPSE; D % 8 == 0 and x 16-byte aligned, which the launcher checks): a
 // thread takes column groups g = c0, c0 + c_step, .. of 8 consecutive columns, one 16-byte load
 // per stream and group (two for F32), so a prefill token's 4,096 columns are 512 groups over its
 // block's 224 collapsing threads instead of ~18 one-column rounds of 4 loads. Each column is put
