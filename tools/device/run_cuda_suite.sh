@@ -31,7 +31,8 @@
 # then both test binaries run
 # again with every kernel launched plainly instead of as a programmatic dependent
 # (DEEPINFER_CUDA_PDL=0), and the indexer tests with every top-k row on the strided path
-# (DEEPINFER_TOPK_SMEM=0), so every kernel and launch mode stays verified.
+# (DEEPINFER_TOPK_SMEM=0), the attention and model tests with the wgmma attention kernel taking every
+# launch of 2+ tokens (DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2), so every kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,6 +59,10 @@ DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe
 DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || status=1
+# The attention tests and the model tests with every launch of 2+ tokens on the wgmma attention kernel
+# (default: 1,024+): the batch-invariance test then compares its bits with the mma.sync kernel's.
+DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
+DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -50,6 +50,42 @@ __host__ __device__ constexpr size_t mma_attention_smem_bytes(int64_t d) {
          static_cast<size_t>(kMmaAttnHeads) * kMmaAttnKeptLd * sizeof(float);
 }
 
+// The per-element arithmetic of both tensor-core kernels (this one and the wgmma one of
+// sparse_attention_wgmma.cuh), written once so that both do the same operations on the same
+// values and a token's output has the same bits whichever kernel its launch takes.
+// Pass 1: one more row of a (lane, head) running max and denominator.
+__device__ __forceinline__ void attn_stat_update(float s, float scale, float& mx, float& den) {
+  const float z = s * scale;
+  const float new_mx = fmaxf(mx, z);
+  den = den * expf(mx - new_mx) + expf(z - new_mx);
+  mx = new_mx;
+}
+// Two (max, den) pairs into one (the quad butterfly, then the warps' or row blocks' in order).
+__device__ __forceinline__ void attn_stat_merge(float& m, float& l, float m2, float l2) {
+  const float mn = fmaxf(m, m2);
+  l = (l > 0.0f ? l * expf(m - mn) : 0.0f) + (l2 > 0.0f ? l2 * expf(m2 - mn) : 0.0f);
+  m = mn;
+}
+// Pass 2: the exactly normalised probability, rounded to BF16 (the official contract).
+__device__ __forceinline__ float attn_prob(float s, float scale, float mx, float den) {
+  return round_bf16(expf(s * scale - mx) / den);
+}
+
+// A lane's output pair (columns col, col + 1 of a head's row) stored as BF16; with
+// p.rope_inv_freq the pairs from column rope0 on are de-rotated as rope_kernel does it to the stored
+// output (rounded to BF16, rotated, rounded again): the bits of the kernel followed by rope().
+__device__ __forceinline__ void attn_store_pair(__nv_bfloat16* dst, float x0, float x1, int64_t col, int64_t rope0,
+                                                float pos, const AttentionParamsDev& p) {
+  if (p.rope_inv_freq != nullptr && col >= rope0) {
+    x0 = round_bf16(x0), x1 = round_bf16(x1);
+    float sn, cs;
+    rope_sincos(pos, p.rope_inv_freq[(col - rope0) >> 1], p.rope_sign, sn, cs);
+    const float r0 = rope_pair(x0, x1, sn, cs, false), r1 = rope_pair(x0, x1, sn, cs, true);
+    x0 = r0, x1 = r1;
+  }
+  *reinterpret_cast<uint32_t*>(dst) = pack_bf16(x0, x1);
+}
+
 template <int D>
 __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     sparse_attention_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
@@ -155,27 +191,18 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       if (row_of(i, e) >= n_rows) continue;
-      const float z = acc[e] * p.softmax_scale;
-      const int hh = e >> 1;
-      const float new_mx = fmaxf(mx[hh], z);
-      den[hh] = den[hh] * expf(mx[hh] - new_mx) + expf(z - new_mx);
-      mx[hh] = new_mx;
+      attn_stat_update(acc[e], p.softmax_scale, mx[e >> 1], den[e >> 1]);
     }
     __syncwarp();  // this warp's reads of buffer i & 1 finish before tile i + 2 lands there
   }
   // Combine (max, den) pairs: over the quad (lanes c = 0..3) by a fixed butterfly, then over the
   // warps in order with the sink first.
-  auto merge = [](float& m, float& l, float m2, float l2) {
-    const float mn = fmaxf(m, m2);
-    l = (l > 0.0f ? l * expf(m - mn) : 0.0f) + (l2 > 0.0f ? l2 * expf(m2 - mn) : 0.0f);
-    m = mn;
-  };
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
     for (int off = 1; off <= 2; off <<= 1) {
       const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
-      merge(mx[hh], den[hh], m2, l2);
+      attn_stat_merge(mx[hh], den[hh], m2, l2);
     }
     if (c == 0) s_mx[warp][g + 8 * hh] = mx[hh], s_den[warp][g + 8 * hh] = den[hh];
   }
@@ -184,7 +211,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   for (int hh = 0; hh < 2; ++hh) {
     const int64_t h = h0 + g + 8 * hh;
     float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
-    for (int w = 0; w < kMmaAttnWarps; ++w) merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
+    for (int w = 0; w < kMmaAttnWarps; ++w) attn_stat_merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
     mx[hh] = m;
     den[hh] = l;
   }
@@ -214,7 +241,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int hh = e >> 1;
-      pr[e] = row_of(i, e) < n_rows ? round_bf16(expf(acc[e] * p.softmax_scale - mx[hh]) / den[hh]) : 0.0f;
+      pr[e] = row_of(i, e) < n_rows ? attn_prob(acc[e], p.softmax_scale, mx[hh], den[hh]) : 0.0f;
     }
     *reinterpret_cast<uint32_t*>(s_p + g * LDP + warp * 8 + 2 * c) = pack_bf16(pr[0], pr[1]);
     *reinterpret_cast<uint32_t*>(s_p + (g + 8) * LDP + warp * 8 + 2 * c) = pack_bf16(pr[2], pr[3]);
@@ -254,16 +281,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     bf16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      float x0 = o[nt][2 * hh], x1 = o[nt][2 * hh + 1];
-      const int64_t col = col0 + nt * 8 + 2 * c;
-      if (p.rope_inv_freq != nullptr && col >= rope0) {
-        x0 = round_bf16(x0), x1 = round_bf16(x1);
-        float sn, cs;
-        rope_sincos(pos, p.rope_inv_freq[(col - rope0) >> 1], p.rope_sign, sn, cs);
-        const float r0 = rope_pair(x0, x1, sn, cs, false), r1 = rope_pair(x0, x1, sn, cs, true);
-        x0 = r0, x1 = r1;
-      }
-      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_bf16(x0, x1);
+      attn_store_pair(dst + nt * 8, o[nt][2 * hh], o[nt][2 * hh + 1], col0 + nt * 8 + 2 * c, rope0, pos, p);
     }
   }
 }

@@ -7,7 +7,9 @@
 #include "kernels/attention/kv_state.cuh"
 #include "kernels/attention/sparse_attention.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
+#include "kernels/attention/sparse_attention_wgmma.cuh"
 #include "kernels/common/act_dispatch.cuh"
+#include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/launch.h"
 
@@ -105,6 +107,26 @@ bool attention_folds_rope(const AttentionLaunchParams& p) {
   return p.type == ActType::kBF16 && p.round_probs && mma_attention_supports(p.d);
 }
 
+// Launches of at least DEEPINFER_ATTN_WGMMA_MIN_TOKENS tokens (default 1,024: prefill chunks; 0 =
+// never, an A/B switch) whose rows take the tensor-core path take its wgmma form
+// (sparse_attention_wgmma.cuh: 64 heads per CTA) where the head_dim allows and the build and GPU
+// have wgmma. The same bits as the mma.sync kernel, so the choice may depend on the batch.
+int attention_wgmma_min_tokens() {
+  static const int n =
+      env_switch("DEEPINFER_ATTN_WGMMA_MIN_TOKENS") ? env_int("DEEPINFER_ATTN_WGMMA_MIN_TOKENS", 1024) : 0;
+  return n;
+}
+bool attention_takes_wgmma(const AttentionLaunchParams& p) {
+#ifndef DI_CUDA_WGMMA
+  (void)p;
+  return false;
+#else
+  static const bool hopper = device_cc_major() == 9;
+  const int min_tokens = attention_wgmma_min_tokens();
+  return hopper && min_tokens > 0 && p.T >= min_tokens && wgmma_attention_supports(p.d);
+#endif
+}
+
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t s) {
   AttentionParamsDev d;
   d.H = p.H;
@@ -122,6 +144,30 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   d.rope_sign = p.rope_sign;
   // BF16 rows under the official contract take the tensor-core kernel; the choice depends on the
   // model (dtype, head_dim, numerics), never on the batch, so results stay batch invariant.
+  if (attention_folds_rope(p) && attention_takes_wgmma(p)) {
+    cudaError_t err = cudaSuccess;
+    auto launch_wg = [&](auto d_tag) {
+      constexpr int D = decltype(d_tag)::value;
+      const size_t smem = wgmma_attention_smem_bytes(D);
+      static const cudaError_t configured = cudaFuncSetAttribute(
+          sparse_attention_wgmma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (configured != cudaSuccess) {
+        err = configured;
+        return;
+      }
+      const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kWgAttnHeads - 1) / kWgAttnHeads));
+      launch_pdl(sparse_attention_wgmma_kernel<D>, grid, kWgAttnThreads, smem, s,
+                 static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
+                 static_cast<const __nv_bfloat16*>(p.window), static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx,
+                 p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+    };
+    if (p.d == 256) {
+      launch_wg(std::integral_constant<int, 256>{});
+    } else {
+      launch_wg(std::integral_constant<int, 512>{});
+    }
+    return err != cudaSuccess ? err : cudaGetLastError();
+  }
   if (attention_folds_rope(p)) {
     cudaError_t err = cudaSuccess;
     auto launch_mma = [&](auto d_tag) {

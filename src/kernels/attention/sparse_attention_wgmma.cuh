@@ -1,0 +1,254 @@
+// Sparse shared-KV attention with sinks on Hopper's warpgroup MMA, for prefill-sized launches:
+// one CTA per (token, 64 heads) instead of the mma.sync kernel's (token, 16 heads), so a token's
+// rows cross from L2 into shared memory once rather than four times, and Q.K^T / P.V run as wgmma
+// chains instead of one dependent mma.sync chain per warp (ncu, 8K prefill, session 21: the
+// mma.sync kernel issued in 21% of cycles, stalled on its MMA chain and its loads; 22 ms of the
+// 87 ms prefill).
+//
+// The same arithmetic as sparse_attention_mma_kernel, value for value, so a token's output has the
+// same bits whichever kernel its launch takes (batch invariance; GPU suite: the attention tests
+// with DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 compare a decode token alone, on the mma.sync kernel,
+// with the same token in a batch on this one):
+//   - S = Q.K^T as the same chain of k16 steps from zero (a wgmma k16 chain is bitwise the
+//     mma.sync chain: tools/device/probes/wgmma_probe.cu);
+//   - pass 1's statistics: in the m64n64 accumulator, lane (g, c) of warp v holds heads 16 v + g,
+//     + 8 and, in n8 block j, the tile's rows 8 j + 2c, + 1 — exactly the rows lane (g, c) of warp
+//     j holds in the mma.sync kernel, so keeping one running (max, den) per (j, head) and merging
+//     them as that kernel merges its warps (quad butterfly, then j in order after the sink)
+//     repeats its operations (attn_stat_update / attn_stat_merge);
+//   - pass 2: tiles last to first, P = attn_prob(S) in BF16, O += P.V as the same k16 steps.
+// S is recomputed in pass 2 (64 heads x 1,024 rows of F32 would not fit beside the tiles).
+//
+// CTA: two warpgroups, 256 threads; shared memory: Q [64 heads x D] and two row tiles [64 x D],
+// each in core matrices of 8 rows x 16 bytes (wg_attn_offset), the layout both a K-major operand
+// (Q.K^T: rows as N) and an MN-major one (P.V: rows as K, transposed B) read. Every thread copies
+// its share of each tile with cp.async (a tile's rows are gathered: window, then selected
+// compressed rows). Pass 1 runs on warpgroup 0 alone (the statistics need every tile of a head in
+// one thread); in pass 2 both compute S and P of the tile and each accumulates its half of O's
+// columns (64 heads x D / 2 in 128 registers per thread).
+#pragma once
+
+#include "kernels/attention/sparse_attention_mma.cuh"
+#include "kernels/common/wgmma_utils.cuh"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kWgAttnHeads = 64;     // heads per CTA: wgmma's M
+inline constexpr int kWgAttnRows = 64;      // rows per tile: the m64n64 N of Q.K^T
+inline constexpr int kWgAttnThreads = 256;  // two warpgroups
+
+__host__ __device__ constexpr bool wgmma_attention_supports(int64_t d) { return d == 256 || d == 512; }
+
+// Dynamic shared memory: Q, then two row tiles, each [64][D] BF16.
+__host__ __device__ constexpr size_t wgmma_attention_smem_bytes(int64_t d) {
+  return 3 * static_cast<size_t>(kWgAttnRows) * static_cast<size_t>(d) * sizeof(__nv_bfloat16);
+}
+
+// Byte offset of (row r < 64, 16-byte chunk ch) in a [64][D] operand: core matrices of 8 rows x
+// 16 bytes; the 8 row blocks of one chunk column 128 bytes apart, chunk columns 1 KB apart.
+// Descriptors: K-major (chunks along K) lbo = 1024, sbo = 128; MN-major (rows along K) lbo = 128,
+// sbo = 1024.
+__device__ __forceinline__ uint32_t wg_attn_offset(int r, int ch) {
+  return static_cast<uint32_t>((ch * 8 + (r >> 3)) * 128 + (r & 7) * 16);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kWgAttnThreads, 1)
+    sparse_attention_wgmma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
+                                  const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
+                                  const int32_t* positions, const int32_t* token_seq, const SeqSpanDev* seqs,
+                                  const int32_t* block_tables, AttentionParamsDev p, __nv_bfloat16* out) {
+  pdl_prologue();
+  using bf16 = __nv_bfloat16;
+  static_assert(wgmma_attention_supports(D));
+  constexpr int KS = D / 16;      // k16 steps of Q.K^T
+  constexpr int CH = D / 8;       // 16-byte chunks per row
+  constexpr int NH = D / 256;     // n128 blocks of P.V per warpgroup (its D / 2 columns)
+  constexpr int kOpBytes = kWgAttnRows * D * 2;
+  extern __shared__ __align__(128) unsigned char wg_attn_smem[];
+  unsigned char* s_q = wg_attn_smem;               // [64 heads][D]
+  unsigned char* s_tiles = wg_attn_smem + kOpBytes;  // [2][64 rows][D]
+  __shared__ float s_mx[kWgAttnHeads], s_den[kWgAttnHeads];
+  __shared__ const bf16* s_row_addr[kMmaAttnAddrRows];
+
+  const int64_t t = blockIdx.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int wg = warp >> 2, wv = warp & 3;  // warpgroup; warp within it (heads 16 wv .. 16 wv + 15)
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kWgAttnHeads;
+  const SeqSpanDev s = seqs[token_seq[t]];
+  const TokenRows tr = token_rows(t, positions[t], s, comp_idx, p);
+  const int64_t first = tr.first, n_window = tr.n_window, n_rows = tr.n_rows;
+  const int32_t* idx = tr.idx;
+  const int n_tiles = static_cast<int>((n_rows + kWgAttnRows - 1) / kWgAttnRows);
+  const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
+
+  // Copies: warp w takes rows (heads) 8 w .. 8 w + 7 of an operand; lane (rr = lane & 7,
+  // cc = lane >> 3) row 8 w + rr, chunks cc, cc + 4, ..: per instruction 8 rows x 64 contiguous
+  // bytes from global memory, and each 8 lanes of one chunk fill one 128-byte core matrix.
+  const int rr = lane & 7, cc = lane >> 3;
+  {  // Q, heads past H zero-filled (their outputs are not stored); committed with tile 0
+    const int64_t h = h0 + warp * 8 + rr;
+    const bool valid = h < p.H;
+    const bf16* src = q + (t * p.H + (valid ? h : 0)) * D;
+#pragma unroll 4
+    for (int ch = cc; ch < CH; ch += 4) cp_async16(s_q + wg_attn_offset(warp * 8 + rr, ch), src + ch * 8, valid);
+  }
+  const int n_addr = static_cast<int>(min64(n_rows, kMmaAttnAddrRows));
+  for (int r = threadIdx.x; r < n_addr; r += blockDim.x)
+    s_row_addr[r] = attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
+  __syncthreads();
+
+  // Tile i into buffer i & 1 (rows past n_rows zero-filled), one commit group.
+  auto load_rows = [&](int i) {
+    const int64_t r = static_cast<int64_t>(i) * kWgAttnRows + warp * 8 + rr;
+    const bool valid = r < n_rows;
+    const bf16* src = !valid                 ? kv_new
+                      : r < kMmaAttnAddrRows ? s_row_addr[r]
+                                             : attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
+    unsigned char* dst = s_tiles + (i & 1) * kOpBytes;
+#pragma unroll 4
+    for (int ch = cc; ch < CH; ch += 4) cp_async16(dst + wg_attn_offset(warp * 8 + rr, ch), src + ch * 8, valid);
+    cp_async_commit();
+  };
+  // The tile's copies (this thread's) complete and are visible to the MMAs (async proxy), then
+  // everyone's.
+  auto tile_ready = [&](bool newer_in_flight) {
+    if (newer_in_flight) {
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_proxy_async();
+    __syncthreads();
+  };
+  // S of the tile in buffer b for the warpgroup's 64 heads: sc[4 j + e] = (head 16 wv + g + 8 (e >> 1),
+  // row 8 j + 2c + (e & 1)).
+  auto qk = [&](int b, float (&sc)[32]) {
+#pragma unroll
+    for (int k = 0; k < 32; ++k) sc[k] = 0.0f;
+    const unsigned char* tile = s_tiles + b * kOpBytes;
+    wgmma_fence_operands(sc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+      wgmma_m64n64k16_ss(sc, wgmma_desc(s_q + ks * 2048, 1024, 128), wgmma_desc(tile + ks * 2048, 1024, 128));
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(sc);
+  };
+  auto row_of = [&](int i, int j, int e) {
+    return static_cast<int64_t>(i) * kWgAttnRows + 8 * j + 2 * c + (e & 1);
+  };
+
+  // Pass 1 (warpgroup 0): running (max, den) per (row block j, head half hh), rows in order.
+  load_rows(0);
+  {
+    float mx[8][2], den[8][2];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) mx[j][0] = mx[j][1] = -INFINITY, den[j][0] = den[j][1] = 0.0f;
+    for (int i = 0; i < n_tiles; ++i) {
+      if (i + 1 < n_tiles) load_rows(i + 1);
+      tile_ready(i + 1 < n_tiles);
+      if (wg == 0) {
+        float sc[32];
+        qk(i & 1, sc);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (row_of(i, j, e) < n_rows) attn_stat_update(sc[4 * j + e], p.softmax_scale, mx[j][e >> 1], den[j][e >> 1]);
+      }
+      __syncthreads();  // buffer i & 1 is read before tile i + 2 lands there
+    }
+    if (wg == 0) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int off = 1; off <= 2; off <<= 1) {
+            const float m2 = __shfl_xor_sync(0xffffffffu, mx[j][hh], off);
+            const float l2 = __shfl_xor_sync(0xffffffffu, den[j][hh], off);
+            attn_stat_merge(mx[j][hh], den[j][hh], m2, l2);
+          }
+        const int hl = 16 * wv + g + 8 * hh;
+        const int64_t h = h0 + hl;
+        float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) attn_stat_merge(m, l, mx[j][hh], den[j][hh]);
+        if (c == 0) s_mx[hl] = m, s_den[hl] = l;
+      }
+    }
+  }
+  if (n_tiles == 0) cp_async_wait<0>();  // (no rows: tile 0's zero-fill was the only copy)
+  __syncthreads();
+  float fmx[2], fden[2];
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) fmx[hh] = s_mx[16 * wv + g + 8 * hh], fden[hh] = s_den[16 * wv + g + 8 * hh];
+
+  // Pass 2: tiles last to first (the last two of pass 1 still resident); each warpgroup O's
+  // columns 256 wg + 128 nh + 8 nt + 2c (+ 1) in o[nh][4 nt + e].
+  float o[NH][64];
+#pragma unroll
+  for (int nh = 0; nh < NH; ++nh)
+#pragma unroll
+    for (int k = 0; k < 64; ++k) o[nh][k] = 0.0f;
+  for (int i = n_tiles - 1; i >= 0; --i) {
+    const bool load = i > 0 && i - 1 <= n_tiles - 3;
+    if (load) load_rows(i - 1);
+    tile_ready(load);
+    float sc[32];
+    qk(i & 1, sc);
+    // P as the A fragments of the tile's four k16 steps: step ks = row blocks 2 ks, 2 ks + 1.
+    uint32_t pa[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      float pr[2][4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int j = 2 * ks + half;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          pr[half][e] = row_of(i, j, e) < n_rows ? attn_prob(sc[4 * j + e], p.softmax_scale, fmx[e >> 1], fden[e >> 1])
+                                                 : 0.0f;
+      }
+      pa[ks][0] = pack_bf16(pr[0][0], pr[0][1]);
+      pa[ks][1] = pack_bf16(pr[0][2], pr[0][3]);
+      pa[ks][2] = pack_bf16(pr[1][0], pr[1][1]);
+      pa[ks][3] = pack_bf16(pr[1][2], pr[1][3]);
+    }
+    const unsigned char* tile = s_tiles + (i & 1) * kOpBytes;
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) wgmma_fence_operands(o[nh]);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int nh = 0; nh < NH; ++nh)
+        wgmma_m64n128k16_rs_tb(o[nh], pa[ks],
+                               wgmma_desc(tile + wg_attn_offset(16 * ks, (D / 16) * wg + 16 * nh), 128, 1024));
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) wgmma_fence_operands(o[nh]);
+    __syncthreads();  // both warpgroups are done with buffer i & 1
+  }
+
+  const float pos = static_cast<float>(positions[t]);
+  const int64_t rope0 = D - p.rope_n;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + 16 * wv + g + 8 * hh;
+    if (h >= p.H) continue;
+    bf16* dst = out + (t * p.H + h) * D;
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh)
+#pragma unroll
+      for (int nt = 0; nt < 16; ++nt) {
+        const int64_t col = (D / 2) * wg + 128 * nh + 8 * nt + 2 * c;
+        attn_store_pair(dst + col, o[nh][4 * nt + 2 * hh], o[nh][4 * nt + 2 * hh + 1], col, rope0, pos, p);
+      }
+  }
+}
+
+}  // namespace deepinfer::kernels
