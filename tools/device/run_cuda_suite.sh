@@ -60,7 +60,7 @@ DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_o
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || status=1
 # The attention tests and the model tests with every launch of 2+ tokens on the wgmma attention kernel
-# (default: 1,024+): the batch-invariance test then compares its bits with the mma.sync kernel's.
+# (default: 128+): the batch-invariance test then compares its bits with the mma.sync kernel's.
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

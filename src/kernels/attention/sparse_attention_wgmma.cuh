@@ -19,13 +19,14 @@
 //   - pass 2: tiles last to first, P = attn_prob(S) in BF16, O += P.V as the same k16 steps.
 // S is recomputed in pass 2 (64 heads x 1,024 rows of F32 would not fit beside the tiles).
 //
-// CTA: two warpgroups, 256 threads; shared memory: Q [64 heads x D] and two row tiles [64 x D],
-// each in core matrices of 8 rows x 16 bytes (wg_attn_offset), the layout both a K-major operand
-// (Q.K^T: rows as N) and an MN-major one (P.V: rows as K, transposed B) read. Every thread copies
-// its share of each tile with cp.async (a tile's rows are gathered: window, then selected
-// compressed rows). Pass 1 runs on warpgroup 0 alone (the statistics need every tile of a head in
-// one thread); in pass 2 both compute S and P of the tile and each accumulates its half of O's
-// columns (64 heads x D / 2 in 128 registers per thread).
+// CTA: two warpgroups, 256 threads; shared memory: Q [64 heads x D], two row tiles [64 x D] and
+// P [64 heads x 64 rows], each in core matrices of 8 rows x 16 bytes (wg_attn_offset), the layout
+// both a K-major operand (Q.K^T: rows as N; P.V's P) and an MN-major one (P.V's V: rows as K,
+// transposed B) read. Every thread copies its share of each tile with cp.async (a tile's rows
+// are gathered: window, then selected compressed rows). Warpgroup w takes the tile's rows
+// 32 w .. 32 w + 31 (row blocks 4 w .. 4 w + 3) in Q.K^T, the statistics and P — no work done
+// twice — and P goes through shared memory, so that in P.V each warpgroup accumulates its half of
+// O's columns (64 heads x D / 2 in 128 registers per thread) over all 64 rows.
 #pragma once
 
 #include "kernels/attention/sparse_attention_mma.cuh"
@@ -39,9 +40,10 @@ inline constexpr int kWgAttnThreads = 256;  // two warpgroups
 
 __host__ __device__ constexpr bool wgmma_attention_supports(int64_t d) { return d == 256 || d == 512; }
 
-// Dynamic shared memory: Q, then two row tiles, each [64][D] BF16.
+// Dynamic shared memory: Q, then two row tiles, each [64][D] BF16, then P [64 heads][64 rows] BF16.
 __host__ __device__ constexpr size_t wgmma_attention_smem_bytes(int64_t d) {
-  return 3 * static_cast<size_t>(kWgAttnRows) * static_cast<size_t>(d) * sizeof(__nv_bfloat16);
+  return (3 * static_cast<size_t>(kWgAttnRows) * static_cast<size_t>(d) + kWgAttnHeads * kWgAttnRows) *
+         sizeof(__nv_bfloat16);
 }
 
 // Byte offset of (row r < 64, 16-byte chunk ch) in a [64][D] operand: core matrices of 8 rows x
@@ -69,6 +71,7 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
   unsigned char* s_q = wg_attn_smem;               // [64 heads][D]
   unsigned char* s_tiles = wg_attn_smem + kOpBytes;  // [2][64 rows][D]
   __shared__ float s_mx[kWgAttnHeads], s_den[kWgAttnHeads];
+  __shared__ float s_hi[4][kWgAttnHeads][2];  // warpgroup 1's (max, den) of row blocks 4..7
   __shared__ const bf16* s_row_addr[kMmaAttnAddrRows];
 
   const int64_t t = blockIdx.x;
@@ -121,73 +124,91 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
     fence_proxy_async();
     __syncthreads();
   };
-  // S of the tile in buffer b for the warpgroup's 64 heads: sc[4 j + e] = (head 16 wv + g + 8 (e >> 1),
-  // row 8 j + 2c + (e & 1)).
-  auto qk = [&](int b, float (&sc)[32]) {
+  // S of the warpgroup's half of the tile in buffer b (rows 32 wg .. 32 wg + 31) for the 64 heads:
+  // sc[4 jj + e] = (head 16 wv + g + 8 (e >> 1), row 32 wg + 8 jj + 2c + (e & 1)) — row block
+  // j = 4 wg + jj of the tile.
+  auto qk = [&](int b, float (&sc)[16]) {
 #pragma unroll
-    for (int k = 0; k < 32; ++k) sc[k] = 0.0f;
-    const unsigned char* tile = s_tiles + b * kOpBytes;
+    for (int k = 0; k < 16; ++k) sc[k] = 0.0f;
+    const unsigned char* rows = s_tiles + b * kOpBytes + wg * 4 * 128;  // row blocks 4 wg ..
     wgmma_fence_operands(sc);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks)
-      wgmma_m64n64k16_ss(sc, wgmma_desc(s_q + ks * 2048, 1024, 128), wgmma_desc(tile + ks * 2048, 1024, 128));
+      wgmma_m64n32k16_ss(sc, wgmma_desc(s_q + ks * 2048, 1024, 128), wgmma_desc(rows + ks * 2048, 1024, 128));
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operands(sc);
   };
-  auto row_of = [&](int i, int j, int e) {
-    return static_cast<int64_t>(i) * kWgAttnRows + 8 * j + 2 * c + (e & 1);
+  auto row_of = [&](int i, int jj, int e) {
+    return static_cast<int64_t>(i) * kWgAttnRows + 32 * wg + 8 * jj + 2 * c + (e & 1);
   };
 
-  // Pass 1 (warpgroup 0): running (max, den) per (row block j, head half hh), rows in order.
+  // Pass 1: running (max, den) per (row block j = 4 wg + jj, head half hh), rows in order; each
+  // warpgroup its four row blocks of every tile.
   load_rows(0);
   {
-    float mx[8][2], den[8][2];
+    float mx[4][2], den[4][2];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) mx[j][0] = mx[j][1] = -INFINITY, den[j][0] = den[j][1] = 0.0f;
+    for (int jj = 0; jj < 4; ++jj) mx[jj][0] = mx[jj][1] = -INFINITY, den[jj][0] = den[jj][1] = 0.0f;
     for (int i = 0; i < n_tiles; ++i) {
       if (i + 1 < n_tiles) load_rows(i + 1);
       tile_ready(i + 1 < n_tiles);
-      if (wg == 0) {
-        float sc[32];
-        qk(i & 1, sc);
+      float sc[16];
+      qk(i & 1, sc);
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+      for (int jj = 0; jj < 4; ++jj)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (row_of(i, j, e) < n_rows) attn_stat_update(sc[4 * j + e], p.softmax_scale, mx[j][e >> 1], den[j][e >> 1]);
-      }
+        for (int e = 0; e < 4; ++e)
+          if (row_of(i, jj, e) < n_rows) attn_stat_update(sc[4 * jj + e], p.softmax_scale, mx[jj][e >> 1], den[jj][e >> 1]);
       __syncthreads();  // buffer i & 1 is read before tile i + 2 lands there
     }
-    if (wg == 0) {
+    // The quad butterfly per row block; then the blocks in order 0..7 after the sink: warpgroup 1
+    // hands its blocks 4..7 to warpgroup 0 through shared memory.
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int off = 1; off <= 2; off <<= 1) {
+          const float m2 = __shfl_xor_sync(0xffffffffu, mx[jj][hh], off);
+          const float l2 = __shfl_xor_sync(0xffffffffu, den[jj][hh], off);
+          attn_stat_merge(mx[jj][hh], den[jj][hh], m2, l2);
+        }
+    if (n_tiles == 0) cp_async_wait<0>();  // (no rows: tile 0's zero-fill was the only copy)
+    if (wg == 1 && c == 0) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          s_hi[jj][16 * wv + g + 8 * hh][0] = mx[jj][hh];
+          s_hi[jj][16 * wv + g + 8 * hh][1] = den[jj][hh];
+        }
+    }
+    __syncthreads();
+    if (wg == 0 && c == 0) {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int off = 1; off <= 2; off <<= 1) {
-            const float m2 = __shfl_xor_sync(0xffffffffu, mx[j][hh], off);
-            const float l2 = __shfl_xor_sync(0xffffffffu, den[j][hh], off);
-            attn_stat_merge(mx[j][hh], den[j][hh], m2, l2);
-          }
         const int hl = 16 * wv + g + 8 * hh;
         const int64_t h = h0 + hl;
         float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) attn_stat_merge(m, l, mx[j][hh], den[j][hh]);
-        if (c == 0) s_mx[hl] = m, s_den[hl] = l;
+        for (int jj = 0; jj < 4; ++jj) attn_stat_merge(m, l, mx[jj][hh], den[jj][hh]);
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) attn_stat_merge(m, l, s_hi[jj][hl][0], s_hi[jj][hl][1]);
+        s_mx[hl] = m, s_den[hl] = l;
       }
     }
   }
-  if (n_tiles == 0) cp_async_wait<0>();  // (no rows: tile 0's zero-fill was the only copy)
   __syncthreads();
   float fmx[2], fden[2];
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) fmx[hh] = s_mx[16 * wv + g + 8 * hh], fden[hh] = s_den[16 * wv + g + 8 * hh];
 
-  // Pass 2: tiles last to first (the last two of pass 1 still resident); each warpgroup O's
-  // columns 256 wg + 128 nh + 8 nt + 2c (+ 1) in o[nh][4 nt + e].
+  // Pass 2: tiles last to first; each warpgroup S and P of its half of the tile's rows, P to shared
+  // memory ([64 heads][64 rows] as a K-major A operand, wg_attn_offset), then both O's columns
+  // 256 wg + 128 nh + 8 nt + 2c (+ 1) in o[nh][4 nt + e] over all 64 rows.
+  unsigned char* s_p = s_tiles + 2 * kOpBytes;
   float o[NH][64];
 #pragma unroll
   for (int nh = 0; nh < NH; ++nh)
@@ -197,26 +218,20 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
     const bool load = i > 0 && i - 1 <= n_tiles - 3;
     if (load) load_rows(i - 1);
     tile_ready(load);
-    float sc[32];
+    float sc[16];
     qk(i & 1, sc);
-    // P as the A fragments of the tile's four k16 steps: step ks = row blocks 2 ks, 2 ks + 1.
-    uint32_t pa[4][4];
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      float pr[2][4];
+    for (int jj = 0; jj < 4; ++jj) {
+      float pr[4];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int j = 2 * ks + half;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          pr[half][e] = row_of(i, j, e) < n_rows ? attn_prob(sc[4 * j + e], p.softmax_scale, fmx[e >> 1], fden[e >> 1])
-                                                 : 0.0f;
-      }
-      pa[ks][0] = pack_bf16(pr[0][0], pr[0][1]);
-      pa[ks][1] = pack_bf16(pr[0][2], pr[0][3]);
-      pa[ks][2] = pack_bf16(pr[1][0], pr[1][1]);
-      pa[ks][3] = pack_bf16(pr[1][2], pr[1][3]);
+      for (int e = 0; e < 4; ++e)
+        pr[e] = row_of(i, jj, e) < n_rows ? attn_prob(sc[4 * jj + e], p.softmax_scale, fmx[e >> 1], fden[e >> 1]) : 0.0f;
+      const int chunk = 4 * wg + jj, hl = 16 * wv + g;
+      *reinterpret_cast<uint32_t*>(s_p + wg_attn_offset(hl, chunk) + 4 * c) = pack_bf16(pr[0], pr[1]);
+      *reinterpret_cast<uint32_t*>(s_p + wg_attn_offset(hl + 8, chunk) + 4 * c) = pack_bf16(pr[2], pr[3]);
     }
+    fence_proxy_async();
+    __syncthreads();  // P complete
     const unsigned char* tile = s_tiles + (i & 1) * kOpBytes;
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh) wgmma_fence_operands(o[nh]);
@@ -225,13 +240,13 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
       for (int nh = 0; nh < NH; ++nh)
-        wgmma_m64n128k16_rs_tb(o[nh], pa[ks],
+        wgmma_m64n128k16_ss_tb(o[nh], wgmma_desc(s_p + ks * 2048, 1024, 128),
                                wgmma_desc(tile + wg_attn_offset(16 * ks, (D / 16) * wg + 16 * nh), 128, 1024));
     wgmma_commit();
     wgmma_wait<0>();
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh) wgmma_fence_operands(o[nh]);
-    __syncthreads();  // both warpgroups are done with buffer i & 1
+    __syncthreads();  // both warpgroups are done with buffer i & 1 and with P
   }
 
   const float pos = static_cast<float>(positions[t]);

@@ -179,4 +179,35 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_de
 #endif
 }
 
+// D[64 x 128] += A[64 x 16] (shared memory, K-major) B[16 x 128] (shared memory, MN-major, as for
+// wgmma_m64n128k16_rs_tb); F32 accumulate.
+__device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " DI_WGMMA_D64_REGS
+      ", %64, %65, p, 1, 1, 0, 1;\n}\n"
+      : DI_WGMMA_D64_OPERANDS(d)
+      : "l"(a_desc), "l"(b_desc));
+#endif
+}
+
+// D[64 x 32] += A[64 x 16] B[16 x 32], both from shared memory (K-major, descriptors); F32
+// accumulate. d: this thread's 16 accumulators (4 n8 tiles x 4).
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], uint64_t a_desc, uint64_t b_desc) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a_desc), "l"(b_desc));
+#endif
+}
+
 }  // namespace deepinfer::kernels
