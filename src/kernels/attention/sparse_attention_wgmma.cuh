@@ -54,6 +54,13 @@ __device__ __forceinline__ uint32_t wg_attn_offset(int r, int ch) {
   return static_cast<uint32_t>((ch * 8 + (r >> 3)) * 128 + (r & 7) * 16);
 }
 
+// attn_store_pair as a call: the epilogue's 64 pairs per thread inlined with their RoPE made the
+// kernel ~11K instructions, and ncu counted 37% of its warps' stalls as instruction fetch.
+__device__ __noinline__ void attn_store_pair_call(__nv_bfloat16* dst, float x0, float x1, int64_t col, int64_t rope0,
+                                                  float pos, const AttentionParamsDev& p) {
+  attn_store_pair(dst, x0, x1, col, rope0, pos, p);
+}
+
 template <int D>
 __global__ void __launch_bounds__(kWgAttnThreads, 1)
     sparse_attention_wgmma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
@@ -130,12 +137,13 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
   auto qk = [&](int b, float (&sc)[16]) {
 #pragma unroll
     for (int k = 0; k < 16; ++k) sc[k] = 0.0f;
-    const unsigned char* rows = s_tiles + b * kOpBytes + wg * 4 * 128;  // row blocks 4 wg ..
+    // Step ks's operands start 2 KB on (two chunk columns): 128 in the descriptors' address field.
+    const uint64_t q_desc = wgmma_desc(s_q, 1024, 128);
+    const uint64_t k_desc = wgmma_desc(s_tiles + b * kOpBytes + wg * 4 * 128, 1024, 128);  // row blocks 4 wg ..
     wgmma_fence_operands(sc);
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-      wgmma_m64n32k16_ss(sc, wgmma_desc(s_q + ks * 2048, 1024, 128), wgmma_desc(rows + ks * 2048, 1024, 128));
+    for (int ks = 0; ks < KS; ++ks) wgmma_m64n32k16_ss(sc, q_desc + 128 * ks, k_desc + 128 * ks);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operands(sc);
@@ -232,16 +240,17 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
     }
     fence_proxy_async();
     __syncthreads();  // P complete
-    const unsigned char* tile = s_tiles + (i & 1) * kOpBytes;
+    // P's step ks: 2 KB on; V's: row blocks 2 ks (256 bytes on), columns 128 nh (16 chunk columns:
+    // 16 KB on) — 16 and 1,024 in the descriptors' address field.
+    const uint64_t p_desc = wgmma_desc(s_p, 1024, 128);
+    const uint64_t v_desc = wgmma_desc(s_tiles + (i & 1) * kOpBytes + wg_attn_offset(0, (D / 16) * wg), 128, 1024);
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh) wgmma_fence_operands(o[nh]);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-      for (int nh = 0; nh < NH; ++nh)
-        wgmma_m64n128k16_ss_tb(o[nh], wgmma_desc(s_p + ks * 2048, 1024, 128),
-                               wgmma_desc(tile + wg_attn_offset(16 * ks, (D / 16) * wg + 16 * nh), 128, 1024));
+      for (int nh = 0; nh < NH; ++nh) wgmma_m64n128k16_ss_tb(o[nh], p_desc + 128 * ks, v_desc + 16 * ks + 1024 * nh);
     wgmma_commit();
     wgmma_wait<0>();
 #pragma unroll
@@ -261,7 +270,12 @@ __global__ void __launch_bounds__(kWgAttnThreads, 1)
 #pragma unroll
       for (int nt = 0; nt < 16; ++nt) {
         const int64_t col = (D / 2) * wg + 128 * nh + 8 * nt + 2 * c;
-        attn_store_pair(dst + col, o[nh][4 * nt + 2 * hh], o[nh][4 * nt + 2 * hh + 1], col, rope0, pos, p);
+        const float x0 = o[nh][4 * nt + 2 * hh], x1 = o[nh][4 * nt + 2 * hh + 1];
+        if (p.rope_inv_freq != nullptr && col >= rope0) {
+          attn_store_pair_call(dst + col, x0, x1, col, rope0, pos, p);
+        } else {
+          *reinterpret_cast<uint32_t*>(dst + col) = pack_bf16(x0, x1);  // (attn_store_pair without RoPE)
+        }
       }
   }
 }
