@@ -111,8 +111,9 @@ bool attention_folds_rope(const AttentionLaunchParams& p) {
 // switch) whose rows take the tensor-core path take its wgmma form (sparse_attention_wgmma.cuh: 64
 // heads per CTA) where the head_dim allows and the build and GPU have wgmma. The same bits as the
 // mma.sync kernel, so the choice may depend on the batch. Measured on the H200 (4 full-width
-// layers, ABAB, session 21): 8K prefill +6.8%; decode at 4K context, threshold 64: batch 128
-// +0.4%, 256 +1.1%, 512 +1.9% (below 128 not measured: those keep the mma.sync kernel).
+// layers, ABAB, session 21, decode tuning record): 8K prefill +9.5%, decode batch 512 at 4K
+// context +4.9%; an earlier form at threshold 64: batch 128 +0.4%, 256 +1.1% (below 128 not
+// measured: those keep the mma.sync kernel).
 int attention_wgmma_min_tokens() {
   static const int n =
       env_switch("DEEPINFER_ATTN_WGMMA_MIN_TOKENS") ? env_int("DEEPINFER_ATTN_WGMMA_MIN_TOKENS", 128) : 0;
