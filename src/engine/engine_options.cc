@@ -47,6 +47,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_MOE_QUANT_ONCE", "DEEPINFER_GEMM_PREQUANT", "DEEPINFER_MOE_COMBINE_CHUNK", "DEEPINFER_HC_SINKHORN_CTA",
     "DEEPINFER_TOPK_SMEM",
     "DEEPINFER_HADAMARD_WARP", "DEEPINFER_HC_VEC_COLLAPSE", "DEEPINFER_ATTN_WGMMA_MIN_TOKENS",
+    "DEEPINFER_ATTN_WGMMA_WARPGROUPS",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

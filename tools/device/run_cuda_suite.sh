@@ -32,7 +32,8 @@
 # again with every kernel launched plainly instead of as a programmatic dependent
 # (DEEPINFER_CUDA_PDL=0), and the indexer tests with every top-k row on the strided path
 # (DEEPINFER_TOPK_SMEM=0), the attention and model tests with the wgmma attention kernel taking every
-# launch of 2+ tokens (DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2), so every kernel and launch mode stays verified.
+# launch of 2+ tokens (DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2), with two and with four warpgroups per CTA
+# (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4), so every kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,6 +64,8 @@ DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || sta
 # (default: 128+): the batch-invariance test then compares its bits with the mma.sync kernel's.
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test || status=1
+DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
+DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

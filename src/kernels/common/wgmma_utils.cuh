@@ -210,4 +210,29 @@ __device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], uint64_t a_de
 #endif
 }
 
+// D[64 x 16] += A[64 x 16] B[16 x 16], both from shared memory (K-major, descriptors); F32
+// accumulate. d: this thread's 8 accumulators (2 n8 tiles x 4).
+__device__ __forceinline__ void wgmma_m64n16k16_ss(float (&d)[8], uint64_t a_desc, uint64_t b_desc) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(a_desc), "l"(b_desc));
+#endif
+}
+// The shared-memory form for N = 32 or 16 columns (R = N / 2 accumulators).
+template <int R>
+__device__ __forceinline__ void wgmma_m64k16_ss(float (&d)[R], uint64_t a_desc, uint64_t b_desc) {
+  static_assert(R == 16 || R == 8);
+  if constexpr (R == 16) {
+    wgmma_m64n32k16_ss(d, a_desc, b_desc);
+  } else {
+    wgmma_m64n16k16_ss(d, a_desc, b_desc);
+  }
+}
+
 }  // namespace deepinfer::kernels

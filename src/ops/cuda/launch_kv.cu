@@ -149,25 +149,30 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   // model (dtype, head_dim, numerics), never on the batch, so results stay batch invariant.
   if (attention_folds_rope(p) && attention_takes_wgmma(p)) {
     cudaError_t err = cudaSuccess;
-    auto launch_wg = [&](auto d_tag) {
-      constexpr int D = decltype(d_tag)::value;
+    auto launch_wg = [&](auto d_tag, auto nwg_tag) {
+      constexpr int D = decltype(d_tag)::value, NWG = decltype(nwg_tag)::value;
       const size_t smem = wgmma_attention_smem_bytes(D);
       static const cudaError_t configured = cudaFuncSetAttribute(
-          sparse_attention_wgmma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+          sparse_attention_wgmma_kernel<D, NWG>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (configured != cudaSuccess) {
         err = configured;
         return;
       }
       const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.H + kWgAttnHeads - 1) / kWgAttnHeads));
-      launch_pdl(sparse_attention_wgmma_kernel<D>, grid, kWgAttnThreads, smem, s,
+      launch_pdl(sparse_attention_wgmma_kernel<D, NWG>, grid, kWgAttnThreads<NWG>, smem, s,
                  static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
                  static_cast<const __nv_bfloat16*>(p.window), static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx,
                  p.sinks, p.positions, p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
     };
+    // Four warpgroups per CTA (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4; head_dim 512): 16 warps per SM for
+    // the same shared memory. Written in session 21, not yet run on a GPU: off by default.
+    static const bool four = env_int("DEEPINFER_ATTN_WGMMA_WARPGROUPS", 2, {2, 4}) == 4;
     if (p.d == 256) {
-      launch_wg(std::integral_constant<int, 256>{});
+      launch_wg(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+    } else if (four) {
+      launch_wg(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
     } else {
-      launch_wg(std::integral_constant<int, 512>{});
+      launch_wg(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
     }
     return err != cudaSuccess ? err : cudaGetLastError();
   }
