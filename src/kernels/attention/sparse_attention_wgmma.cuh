@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kWgAttnThreads<NWG>, 1)
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-      for (int nh = 0; nh < NH; ++nh) wgmma_m64n128k16_ss_tb(o[nh], p_desc + 128 * ks, v_desc + 16 * ks + 1024 * nh);
+      for (int nh = 0; nh < NH; ++nh) wgmma_m64n128k16_ss<1>(o[nh], p_desc + 128 * ks, v_desc + 16 * ks + 1024 * nh);
     wgmma_commit();
     wgmma_wait<0>();
 #pragma unroll

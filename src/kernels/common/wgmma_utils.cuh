@@ -86,6 +86,12 @@ __device__ __forceinline__ void warpgroup_regs_inc() {
       "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),      \
       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
+// The 16 F32 accumulators of an m64n32 wgmma as asm operands %0 .. %15.
+#define DI_WGMMA_D16_REGS "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
+#define DI_WGMMA_D16_OPERANDS(d)                                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),     \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+
 // D[64 x 128] += A[64 x 16] (registers, BF16) B[16 x 128] (shared memory, K-major, descriptor);
 // F32 accumulate. d: this thread's 64 accumulators (16 n8 tiles x 4).
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b_desc) {
@@ -110,9 +116,8 @@ __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&d)[16], const uint32_
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      DI_WGMMA_D16_REGS ", {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+      : DI_WGMMA_D16_OPERANDS(d)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
 #endif
 }
@@ -127,70 +132,23 @@ __device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[R], const uint32_t (&
   }
 }
 
-// D[64 x 128] += A[64 x 16] B[16 x 128], both from shared memory (K-major, descriptors); F32
-// accumulate. Same accumulation as the register-A form (tools/device/probes/wgmma_probe.cu: the
-// shared-memory A chain is bitwise the mma.sync chain too).
+// D[64 x 128] += A[64 x 16] B[16 x 128], both from shared memory (descriptors; A K-major, B
+// K-major, or MN-major with TB = 1: B's 16 rows of K each holding the 128 columns, lbo = bytes
+// between core matrices adjacent in K, sbo = adjacent in N); F32 accumulate. Same accumulation
+// as the register-A form (tools/device/probes/wgmma_probe.cu: the shared-memory A chain is
+// bitwise the mma.sync chain too).
+template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
+  static_assert(TB == 0 || TB == 1);
 #ifdef DEEPINFER_NO_WGMMA
   __trap();
 #else
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " DI_WGMMA_D64_REGS
-      ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+      ", %64, %65, p, 1, 1, 0, %66;\n}\n"
       : DI_WGMMA_D64_OPERANDS(d)
-      : "l"(a_desc), "l"(b_desc));
-#endif
-}
-
-// D[64 x 128] += A[64 x 16] (registers, BF16) B[16 x 128] (shared memory, MN-major: the 16 rows
-// of K each hold the 128 columns, descriptor with lbo = bytes between core matrices adjacent in
-// K, sbo = adjacent in N); the transposed-B form of wgmma_m64n128k16_rs, for P.V with V's rows
-// as K. F32 accumulate, same accumulation.
-__device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t b_desc) {
-#ifdef DEEPINFER_NO_WGMMA
-  __trap();
-#else
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " DI_WGMMA_D64_REGS
-      ", {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
-      : DI_WGMMA_D64_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
-#endif
-}
-
-// D[64 x 64] += A[64 x 16] B[16 x 64], both from shared memory (K-major, descriptors); F32
-// accumulate. d: this thread's 32 accumulators (8 n8 tiles x 4).
-__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
-#ifdef DEEPINFER_NO_WGMMA
-  __trap();
-#else
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,"
-      "%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a_desc), "l"(b_desc));
-#endif
-}
-
-// D[64 x 128] += A[64 x 16] (shared memory, K-major) B[16 x 128] (shared memory, MN-major, as for
-// wgmma_m64n128k16_rs_tb); F32 accumulate.
-__device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
-#ifdef DEEPINFER_NO_WGMMA
-  __trap();
-#else
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " DI_WGMMA_D64_REGS
-      ", %64, %65, p, 1, 1, 0, 1;\n}\n"
-      : DI_WGMMA_D64_OPERANDS(d)
-      : "l"(a_desc), "l"(b_desc));
+      : "l"(a_desc), "l"(b_desc), "n"(TB));
 #endif
 }
 
@@ -203,9 +161,8 @@ __device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], uint64_t a_de
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      DI_WGMMA_D16_REGS ", %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : DI_WGMMA_D16_OPERANDS(d)
       : "l"(a_desc), "l"(b_desc));
 #endif
 }
