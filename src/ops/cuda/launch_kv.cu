@@ -167,9 +167,7 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
     // Four warpgroups per CTA (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4; head_dim 512): 16 warps per SM for
     // the same shared memory. Written in session 21, not yet run on a GPU: off by default.
     static const bool four = env_int("DEEPINFER_ATTN_WGMMA_WARPGROUPS", 2, {2, 4}) == 4;
-    if (p.d == 256) {
-      launch_wg(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
-    } else if (four) {
+    if (four) {  // (p.d == 512: wgmma_attention_supports)
       launch_wg(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
     } else {
       launch_wg(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
