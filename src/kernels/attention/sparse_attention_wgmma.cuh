@@ -11,11 +11,12 @@
 // with the same token in a batch on this one):
 //   - S = Q.K^T as the same chain of k16 steps from zero (a wgmma k16 chain is bitwise the
 //     mma.sync chain: tools/device/probes/wgmma_probe.cu);
-//   - pass 1's statistics: in the m64n64 accumulator, lane (g, c) of warp v holds heads 16 v + g,
-//     + 8 and, in n8 block j, the tile's rows 8 j + 2c, + 1 — exactly the rows lane (g, c) of warp
-//     j holds in the mma.sync kernel, so keeping one running (max, den) per (j, head) and merging
-//     them as that kernel merges its warps (quad butterfly, then j in order after the sink)
-//     repeats its operations (attn_stat_update / attn_stat_merge);
+//   - pass 1's statistics: in a warpgroup's Q.K^T accumulator (64 heads x its row blocks), lane
+//     (g, c) of warp v holds heads 16 v + g, + 8 and, in n8 block jj, the tile's rows 8 j + 2c, + 1
+//     (row block j = 8 wg / NWG + jj) — exactly the rows lane (g, c) of warp j holds in the mma.sync
+//     kernel, so keeping one running (max, den) per (j, head) and merging them as that kernel merges
+//     its warps (quad butterfly, then j in order after the sink) repeats its operations
+//     (attn_stat_update / attn_stat_merge);
 //   - pass 2: tiles last to first, P = attn_prob(S) in BF16, O += P.V as the same k16 steps.
 // S is recomputed in pass 2 (64 heads x 1,024 rows of F32 would not fit beside the tiles).
 //
@@ -35,7 +36,7 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kWgAttnHeads = 64;     // heads per CTA: wgmma's M
-inline constexpr int kWgAttnRows = 64;      // rows per tile: the m64n64 N of Q.K^T
+inline constexpr int kWgAttnRows = 64;      // rows per tile (the mma.sync kernel's: 8 row blocks)
 // Warpgroups per CTA: 2 (default) or 4 (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4, head_dim 512 only):
 // warpgroup w takes rows 64 w / NWG .. of each tile in Q.K^T, the statistics and P, and O's
 // columns D w / NWG .. in P.V; four give 16 warps per SM for the same shared memory (each holding
