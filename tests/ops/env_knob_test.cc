@@ -1,5 +1,6 @@
 // The CUDA launchers' environment knobs (src/kernels/common/env_knob.h) without a GPU: switches
-// are on unless "0"; integers fall back when unset, not positive or outside the allowed set.
+// are on unless "0"; integers fall back when unset, not positive or outside the allowed set;
+// three-way settings are automatic (-1) unless exactly "0" or "1".
 #include "kernels/common/env_knob.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,20 @@ TEST(EnvKnobTest, IntegerFallsBackOutsideItsRange) {
   EXPECT_EQ(env_int(kName, 3, {2, 3, 4, 6}), 4);
   setenv(kName, "5", 1);
   EXPECT_EQ(env_int(kName, 3, {2, 3, 4, 6}), 3);
+  unsetenv(kName);
+}
+
+TEST(EnvKnobTest, TristateIsAutomaticUnlessExactlyZeroOrOne) {
+  unsetenv(kName);
+  EXPECT_EQ(env_tristate(kName), -1);
+  setenv(kName, "0", 1);
+  EXPECT_EQ(env_tristate(kName), 0);
+  setenv(kName, "1", 1);
+  EXPECT_EQ(env_tristate(kName), 1);
+  setenv(kName, "01", 1);
+  EXPECT_EQ(env_tristate(kName), -1);
+  setenv(kName, "auto", 1);
+  EXPECT_EQ(env_tristate(kName), -1);
   unsetenv(kName);
 }
 

@@ -25,4 +25,12 @@ inline int env_int(const char* name, int fallback, std::initializer_list<int> al
   return n;
 }
 
+// A three-way setting: 0 or 1 when the variable is exactly "0" or "1", else -1 (unset or
+// anything else: the caller's automatic choice).
+inline int env_tristate(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return -1;
+  return std::strcmp(v, "0") == 0 ? 0 : std::strcmp(v, "1") == 0 ? 1 : -1;
+}
+
 }  // namespace deepinfer::kernels

@@ -1,7 +1,4 @@
 // Launch functions of the elementwise, norm, RoPE, fake-quant and hyper-connection kernels.
-#include <cstdlib>
-#include <string_view>
-
 #include "kernels/common/act_dispatch.cuh"
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
@@ -379,12 +376,7 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   // block: an 8K prefill +0.8%, session 21 ABAB), not for decode-sized ones, whose 1,024 threads
   // would leave half idle on a row's 512 groups of 8 columns (batch 1 and 32 measured level to
   // -0.4%). DEEPINFER_HC_VEC_COLLAPSE=0 / 1: never / always (A/B switch).
-  static const int vec_knob = [] {
-    const char* v = std::getenv("DEEPINFER_HC_VEC_COLLAPSE");
-    if (v == nullptr) return -1;
-    const std::string_view s(v);
-    return s == "0" ? 0 : s == "1" ? 1 : -1;
-  }();
+  static const int vec_knob = env_tristate("DEEPINFER_HC_VEC_COLLAPSE");
   const int vec_mode = p.vec_collapse >= 0 ? p.vec_collapse : vec_knob;
   const bool vec_collapse = (vec_mode < 0 ? p.T >= 64 : vec_mode == 1) && p.D % 8 == 0 &&
                             reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
