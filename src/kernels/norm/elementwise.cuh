@@ -411,12 +411,11 @@ inline constexpr int kHadamardWarpMaxE = 8;  // n <= 256
 // E consecutive elements of a row at p (E sizeof(T) bytes, aligned to that or 16 bytes).
 template <int E, typename T>
 __device__ __forceinline__ void load_row_part(const T* p, float (&v)[E]) {
-  if constexpr (sizeof(T) == 2 && E % 2 == 0) {
+  if constexpr (E == 8) {
+    load8_f32(p, v);
+  } else if constexpr (sizeof(T) == 2 && E % 2 == 0) {
     uint32_t w[E / 2];
-    if constexpr (E == 8) {
-      const uint4 q = *reinterpret_cast<const uint4*>(p);
-      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-    } else if constexpr (E == 4) {
+    if constexpr (E == 4) {
       const uint2 q = *reinterpret_cast<const uint2*>(p);
       w[0] = q.x, w[1] = q.y;
     } else {
