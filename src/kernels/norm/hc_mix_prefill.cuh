@@ -69,8 +69,7 @@ __global__ void __launch_bounds__(kHcMixThreads, 1)
       for (int j = 0; j < KPT; ++j) v[tt][j] = tt < here && kv[j] ? row[j * kHcMixThreads] : from_f32<T>(0.0f);
   };
   // All KPT k of the thread inside the split (every split of the V4 mix: chunk 1,024 = 4 x 256):
-  // then the chains run unguarded and each starts from its first product (fma(v, f, 0), the same
-  // value as zeroing the accumulator first; ncu: the zeroing was ~5% of the instructions).
+  // then the chains run without the per-step bound check.
   const bool full = kv[KPT - 1];
   load(tb0);
   for (int g0 = 0; g0 < TB; g0 += G) {
