@@ -101,11 +101,16 @@ __global__ void __launch_bounds__(kWgAttnThreads<NWG>, 1)
   const int n_tiles = static_cast<int>((n_rows + kWgAttnRows - 1) / kWgAttnRows);
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
 
-  // Copies: warp w takes rows (heads) 8 rb .. 8 rb + 7 of an operand (rb = w % 8); lane
-  // (rr = lane & 7, cc = lane >> 3) row 8 rb + rr, chunks cc + 4 k for k = w / 8, w / 8 + NWG / 2,
-  // ..: per instruction 8 rows x 64 contiguous bytes from global memory, and each 8 lanes of one
-  // chunk fill one 128-byte core matrix.
-  const int rr = lane & 7, cc = lane >> 3, rb = warp & 7, k0 = warp >> 3;
+  // Copies: warp w takes rows (heads) 8 rb .. 8 rb + 7 of an operand (rb = w % 8), each lane row
+  // 8 rb + rr, chunks cc + 4 k for k = w / 8, w / 8 + NWG / 2, ..: per instruction 8 rows x 64
+  // contiguous bytes from global memory. A 16-byte copy is issued per quarter warp (8 lanes), so
+  // quarter q takes rows 4 (q & 1) .. + 3 and the two chunks 2 (q >> 1), + 1 of each — full 32-byte
+  // sectors. (With the 8 lanes of a quarter on 8 rows of one chunk, every sector was requested
+  // twice, once per half: ncu, session 22, 2x the ideal L2 sectors on these copies.) In shared
+  // memory a quarter's two chunks of a row are 1 KB apart: a 2-way bank conflict. Measured: the
+  // CSA launch of an 8K prefill 1% faster, the others level (the copies' cost is their issue).
+  const int q4 = lane >> 3, rr = 4 * (q4 & 1) + ((lane >> 1) & 3), cc = 2 * (q4 >> 1) + (lane & 1);
+  const int rb = warp & 7, k0 = warp >> 3;
   constexpr int kStep = NWG / 2;
   {  // Q, heads past H zero-filled (their outputs are not stored); committed with tile 0
     const int64_t h = h0 + rb * 8 + rr;

@@ -22,7 +22,7 @@
 //
 // CTA: two consumer warpgroups (weight rows 64 wg .. 64 wg + 63 of a 128-row tile, warp w of the
 // CTA rows 16 w ..) and a producer warpgroup filling a ring of stages: its first thread moves the
-// activation block with a bulk copy, every thread one weight row's raw K tile. A K tile's eight
+// activation block with a bulk copy, every thread four 16-byte runs and one code word of the K tile (swap_stage_rows). A K tile's eight
 // wgmma.m64n128k16 (A from registers) are one commit group; the next K tile's fragments are
 // decoded into the other register set while it runs (two groups of four per K tile measured 3%
 // slower, four of two 7-10% slower: tuning record).
@@ -56,24 +56,40 @@ struct SwapTile {
   static_assert(kSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
 };
 
-// Producer thread r's part of a stage: row r of the output tile (n = first + r; rows past N copy
-// zeros: code 0 and zero runs decode to +0, their outputs are not stored). Its four runs go to
-// the consumers that read them; the copies complete on the stage's full barrier (one arrival per
-// producer thread: cp.async's own arrive, or for an unaligned scale tensor a wait, a plain load
-// and a releasing arrive).
-__device__ __forceinline__ void swap_stage_row(unsigned char* raw, int r, const uint8_t* run, const uint8_t* code,
-                                               bool ok, bool aligned, uint64_t* full) {
-  const int consumer = (r / 16) * 32 + (r % 8) * 4, h = (r % 16) / 8;
+// Producer thread r's part of a stage: the raw runs of tile rows 32 q + r / 4 (run r % 4), q = 0..3,
+// and the scale code word of tile row r (n = first + row; rows past N copy zeros: code 0 and zero
+// runs decode to +0, their outputs are not stored). Each quarter warp (8 lanes: one 16-byte copy
+// each) thus copies two rows' 64 contiguous bytes — whole 32-byte sectors, and 128 contiguous
+// bytes of the consumers' slots. (One row per thread put 8 rows of one run in a quarter: every
+// sector requested twice, ncu session 22.) The copies complete on the stage's full barrier (one
+// arrival per producer thread: cp.async's own arrive, or for an unaligned scale tensor a wait, a
+// plain load and a releasing arrive).
+struct SwapRows {
+  const uint8_t* run[4];  // the runs' K-tile 0 address of rows 32 q + r / 4 (row 0's when past N)
+  bool run_ok[4];
+  const uint8_t* code;  // row r's code bytes of K tile 0
+  bool code_ok;
+};
+__device__ __forceinline__ void swap_stage_rows(unsigned char* raw, int r, const SwapRows& rows, int i, bool aligned,
+                                                uint64_t* full) {
+  const int c = r & 3;
 #pragma unroll
-  for (int c = 0; c < 4; ++c) cp_async16(raw + (h * kSwapConsumers + consumer + c) * 16, run + 16 * c, ok);
+  for (int q = 0; q < 4; ++q) {
+    const int row = 32 * q + (r >> 2);
+    const int consumer = (row / 16) * 32 + (row % 8) * 4, h = (row % 16) / 8;
+    cp_async16(raw + (h * kSwapConsumers + consumer + c) * 16, rows.run[q] + i * (kGemmBK / 2) + 16 * c,
+               rows.run_ok[q]);
+  }
+  const uint8_t* code = rows.code + i * (kGemmBK / 32);
   uint32_t* dst = reinterpret_cast<uint32_t*>(raw + kSwapRunBytes + r * 4);
   if (aligned) {
-    cp_async4_zfill(dst, code, ok);
+    cp_async4_zfill(dst, code, rows.code_ok);
     cp_async_mbar_arrive_noinc(full);
   } else {
     cp_async_commit();  // (wait_group covers committed copies only)
     cp_async_wait<0>();
-    *dst = ok ? code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24) : 0;
+    *dst = rows.code_ok ? code[0] | (uint32_t{code[1]} << 8) | (uint32_t{code[2]} << 16) | (uint32_t{code[3]} << 24)
+                        : 0;
     mbar_arrive(full);
   }
 }
@@ -135,11 +151,17 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
       const int32_t expert = p.table[y];
       if (expert < 0) break;  // the valid tiles are a prefix of the CTA's
       const WeightDesc w = p.experts[expert];
-      const int64_t n = (t % p.n_tiles) * kPackRows + r;
-      const bool ok = n < p.N;
-      const uint8_t* run = w.w + (ok ? n : 0) * w.row_bytes;
-      const uint8_t* code = w.scale + (ok ? n : 0) * w.scale_cols;
-      const bool aligned = (reinterpret_cast<uintptr_t>(code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
+      const int64_t n0 = (t % p.n_tiles) * kPackRows;
+      SwapRows rows;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int64_t n = n0 + 32 * q + (r >> 2);
+        rows.run_ok[q] = n < p.N;
+        rows.run[q] = w.w + (rows.run_ok[q] ? n : 0) * w.row_bytes;
+      }
+      rows.code_ok = n0 + r < p.N;
+      rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
+      const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
       const uint8_t* a = p.a + y * p.k_tiles * T::kBlockBytes;
       for (int i = 0; i < KT; ++i, ++u) {
         const int s = u % kStages;
@@ -149,8 +171,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
           mbar_arrive_expect_tx(&full[s], T::kBlockBytes);
           bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * T::kBlockBytes, T::kBlockBytes, &full[s]);
         }
-        swap_stage_row(stage + T::kBlockBytes, r, run + i * (kGemmBK / 2), code + i * (kGemmBK / 32), ok, aligned,
-                       &full[s]);
+        swap_stage_rows(stage + T::kBlockBytes, r, rows, i, aligned, &full[s]);
       }
     }
     cp_async_commit();
