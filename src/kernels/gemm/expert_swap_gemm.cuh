@@ -22,10 +22,10 @@
 //
 // CTA: two consumer warpgroups (weight rows 64 wg .. 64 wg + 63 of a 128-row tile, warp w of the
 // CTA rows 16 w ..) and a producer warpgroup filling a ring of stages: its first thread moves the
-// activation block with a bulk copy, every thread four 16-byte runs and one code word of the K tile (swap_stage_rows). A K tile's eight
-// wgmma.m64n128k16 (A from registers) are one commit group; the next K tile's fragments are
-// decoded into the other register set while it runs (two groups of four per K tile measured 3%
-// slower, four of two 7-10% slower: tuning record).
+// activation block with a bulk copy, every thread four 16-byte runs and one code word of the K
+// tile (swap_stage_rows). A K tile's eight wgmma.m64n128k16 (A from registers) are one commit
+// group; the next K tile's fragments are decoded into the other register set while it runs (two
+// groups of four per K tile measured 3% slower, four of two 7-10% slower: tuning record).
 #pragma once
 
 #include "kernels/gemm/packed_expert_gemm.cuh"
