@@ -104,6 +104,10 @@ struct WeightDesc {
   bool scale_f32 = false;          // F32 scales (Flash-Base) instead of UE8M0
   int64_t row_bytes = 0;           // bytes per stored row
   int64_t scale_cols = 0;          // columns of the scale grid
+  // The whole weight already in the packed GEMM's layout (launch_pack_weight: [n tiles][k tiles]
+  // blocks of one group), which ungrouped launches on the packed path read instead of packing it
+  // (the same bits); null: packed per launch.
+  const uint8_t* packed = nullptr;
 };
 struct GemmParams {
   int64_t M = 0, N = 0, K = 0;
@@ -170,6 +174,12 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block);
 // operands into; 0: it does not take the packed path (kernels/gemm/packed_plan.h; dense launches
 // of at least DEEPINFER_GEMM_PACKED_ROWS rows, default 512, with a wave of output tiles).
 int64_t gemm_staging_bytes(const GemmParams& p);
+// Bytes launch_pack_weight writes for an N x K weight; 0: the packed path cannot read it (K not
+// whole 128-element tiles, or no wgmma kernel on this device).
+int64_t packed_weight_bytes(int64_t N, int64_t K);
+// Packs (dequantises) the whole N x K weight w into `out` (packed_weight_bytes(N, K) bytes) in the
+// layout WeightDesc::packed names, as every packed launch would.
+cudaError_t launch_pack_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t stream);
 // Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
 // splits K into; 0: none needed.
 int64_t gemm_partial_floats(const GemmParams& p);

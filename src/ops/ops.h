@@ -221,6 +221,14 @@ class Ops {
   virtual void convert(const TensorView& x, const TensorView& out) = 0;
 
   // ---- linear algebra ----
+  // Lets the backend keep a prepared copy of a weight the model multiplies by many rows at once
+  // (LinearWeight::prepared; the LM head), so no step re-lays it out. Called after loading,
+  // before any step is recorded into a graph. Returns whether w now has one; the results are the
+  // same bits either way. The base class keeps none.
+  virtual bool prepare_linear(LinearWeight& w) {
+    (void)w;
+    return false;
+  }
   // y [T, out] = x [T, in] @ W^T for W in any LinearWeight format.
   virtual void linear(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) = 0;

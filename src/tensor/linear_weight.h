@@ -26,6 +26,10 @@ struct LinearWeight {
   TensorView scale;        // empty for F32/BF16
   int block_out = 1;       // FP8: block rows; FP4: 1
   int block_in = 1;        // FP8: block columns; FP4: 32
+  // A backend's own copy of `weight` in the layout its large-batch kernels read (CUDA: the packed
+  // GEMM's BF16 blocks), made once by Ops::prepare_linear; empty: none. It holds the same values,
+  // so results are bitwise those without it.
+  TensorView prepared;
 
   bool empty() const { return weight.empty(); }
   bool is_quantized() const { return format == WeightFormat::kFp8Block || format == WeightFormat::kFp4Block; }

@@ -81,6 +81,21 @@ TEST(PackedPlanTest, PrefillProjectionsTakeThePath) {
   grouped.M = 4096, grouped.N = 1024, grouped.K = 512, grouped.groups = 8;
   ASSERT_TRUE(plan_packed_gemm(grouped, 512, 132, plan));
   EXPECT_EQ(plan.a_bytes, int64_t{8} * 32 * 4 * kPackBlockBytes);
+  // A weight packed once (the LM head at a 512-row decode batch) is not staged again; the other set
+  // of a pair still is, and grouped launches ignore the packed copy (it holds one group).
+  PackedGemmDims head;
+  head.M = 512, head.N = 129280, head.K = 4096, head.w_packed = true;
+  ASSERT_TRUE(plan_packed_gemm(head, 512, 132, plan));
+  EXPECT_EQ(plan.n_tiles, 1010);
+  EXPECT_EQ(plan.b_bytes, 0);
+  EXPECT_EQ(plan.staging_bytes(), plan.a_bytes);
+  d.w1_packed = true;
+  ASSERT_TRUE(plan_packed_gemm(d, 512, 1, plan));
+  EXPECT_EQ(plan.b_bytes, int64_t{8} * 32 * kPackBlockBytes);
+  EXPECT_EQ(plan.b1_bytes, 0);
+  grouped.w_packed = true;
+  ASSERT_TRUE(plan_packed_gemm(grouped, 512, 132, plan));
+  EXPECT_EQ(plan.b_bytes, int64_t{8} * 8 * 4 * kPackBlockBytes);
 }
 
 TEST(PackedPlanTest, OtherLaunchesKeepTheDequantisingKernel) {

@@ -41,12 +41,13 @@ struct PackedGemmDims {
   int64_t N1 = 0;               // a second weight set's columns (0: none)
   int groups = 1;               // block-diagonal groups
   bool experts = false;
+  bool w_packed = false, w1_packed = false;  // a set's weight already packed (one group): not staged
 };
 
 struct PackedGemmPlan {
   int64_t m_tiles = 0, n_tiles = 0, n1_tiles = 0, k_tiles = 0;
   int64_t a_bytes = 0;        // packed activations: [groups][m_tiles][k_tiles] blocks
-  int64_t b_bytes = 0;        // packed weights of set 0: [groups][n_tiles][k_tiles] blocks
+  int64_t b_bytes = 0;        // packed weights of set 0: [groups][n_tiles][k_tiles] blocks (0: packed already)
   int64_t b1_bytes = 0;       // ... of set 1
   int64_t staging_bytes() const { return a_bytes + b_bytes + b1_bytes; }
 };
@@ -64,8 +65,8 @@ inline bool plan_packed_gemm(const PackedGemmDims& d, int64_t min_rows, int64_t 
   if (tiles < sms) return false;
   const int64_t per_k = plan.k_tiles * kPackBlockBytes * d.groups;
   plan.a_bytes = plan.m_tiles * per_k;
-  plan.b_bytes = plan.n_tiles * per_k;
-  plan.b1_bytes = plan.n1_tiles * per_k;
+  plan.b_bytes = d.w_packed && d.groups == 1 ? 0 : plan.n_tiles * per_k;
+  plan.b1_bytes = d.w1_packed && d.groups == 1 ? 0 : plan.n1_tiles * per_k;
   return true;
 }
 

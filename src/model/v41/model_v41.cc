@@ -35,6 +35,9 @@ ModelV41::ModelV41(loader::ModelConfig config, loader::ModelWeightsV41 weights, 
   inv_freq_main_ = upload(layer_inv_freq(config_, 0));
   inv_freq_compress_ = upload(layer_inv_freq(config_, 1));
   zero_ape_ = ops_->alloc_persistent(DType::kF32, {config_.max_ratio(), config_.head_dim});
+  // The LM head multiplies every sampled row of a batch (and every DSpark draft row): the backend
+  // may keep it pre-laid-out. Plain numerics take an F32 path that reads the weight as stored.
+  if (official()) ops_->prepare_linear(weights_.head);
 }
 
 DType ModelV41::act_dtype() const { return official() ? DType::kBF16 : DType::kF32; }

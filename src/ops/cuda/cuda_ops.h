@@ -80,6 +80,7 @@ class CudaOps final : public Ops {
   void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
   void convert(const TensorView& x, const TensorView& out) override;
 
+  bool prepare_linear(LinearWeight& w) override;
   void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) override;
   void linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
                    const TensorView& y1, const LinearOptions& options) override;
@@ -213,6 +214,7 @@ class CudaOps final : public Ops {
   };
   std::unordered_map<const void*, ExpertDescs> expert_descs_;  // per MoE layer
   TensorView gemm_counters_;
+  int64_t prepared_bytes_ = 0;  // LinearWeight::prepared copies made (prepare_linear's budget)
 };
 
 // True when a CUDA device is present (tests skip otherwise).

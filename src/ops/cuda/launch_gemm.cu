@@ -384,6 +384,8 @@ bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {
   d.N1 = p.n_sets > 1 ? p.N1 : 0;
   d.K = p.K;
   d.groups = p.n_groups;
+  d.w_packed = p.w.packed != nullptr;
+  d.w1_packed = p.n_sets > 1 && p.w1.packed != nullptr;
   return plan_packed_gemm(d, packed_min_rows(), packed_min_tiles(), plan);
 }
 
@@ -563,6 +565,11 @@ int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGe
 
 int64_t gemm_counter_slots(const GemmParams& p) {
   return set_tiles(p, kGemvMinCtaCols) * gemv_outer(p);  // the narrowest CTAs
+}
+
+int64_t packed_weight_bytes(int64_t N, int64_t K) {
+  if (!use_wgmma() || N <= 0 || K <= 0 || K % kGemmBK != 0) return 0;
+  return (N + kPackRows - 1) / kPackRows * (K / kGemmBK) * kPackBlockBytes;
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {

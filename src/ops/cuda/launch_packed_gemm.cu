@@ -35,17 +35,21 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
   for (int set = 0; set < p.n_sets; ++set) {
     const WeightDesc& w = set == 0 ? p.w : p.w1;
     const int64_t N = set == 0 ? p.N : p.N1, tiles = set == 0 ? plan.n_tiles : plan.n1_tiles;
-    PackedOperand b;
-    b.rows = N;
-    b.tiles = tiles;
-    b.k_tiles = plan.k_tiles;
-    b.out = w_out;
-    e = launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(groups * tiles * plan.k_tiles)), kPackThreads, 0, s, b,
-                   w);
-    if (e != cudaSuccess) return e;
+    // A weight packed once (launch_pack_weight) has no staging (plan: b_bytes 0) and no pack launch.
+    const bool prepacked = (set == 0 ? plan.b_bytes : plan.b1_bytes) == 0;
+    if (!prepacked) {
+      PackedOperand b;
+      b.rows = N;
+      b.tiles = tiles;
+      b.k_tiles = plan.k_tiles;
+      b.out = w_out;
+      e = launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(groups * tiles * plan.k_tiles)), kPackThreads, 0, s,
+                     b, w);
+      if (e != cudaSuccess) return e;
+    }
     PackedGemmArgs g;
     g.a = p.staging;
-    g.w = w_out;
+    g.w = prepacked ? w.packed : w_out;
     g.M = p.M;
     g.N = N;
     g.K = p.K;
@@ -144,7 +148,27 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
   return cudaGetLastError();
 }
 
+template <WeightFmt F>
+cudaError_t launch_pack_weight_fmt(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
+  PackedOperand b;
+  b.rows = N;
+  b.tiles = (N + kPackRows - 1) / kPackRows;
+  b.k_tiles = K / kGemmBK;
+  b.out = out;
+  return launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(b.tiles * b.k_tiles)), kPackThreads, 0, s, b, w);
+}
+
 }  // namespace
+
+cudaError_t launch_pack_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
+  if (packed_weight_bytes(N, K) == 0 || out == nullptr) return cudaErrorInvalidValue;
+  switch (w.fmt) {
+    case WeightFmt::kBF16: return launch_pack_weight_fmt<WeightFmt::kBF16>(w, N, K, out, s);
+    case WeightFmt::kFp8Block: return launch_pack_weight_fmt<WeightFmt::kFp8Block>(w, N, K, out, s);
+    case WeightFmt::kFp4Block: return launch_pack_weight_fmt<WeightFmt::kFp4Block>(w, N, K, out, s);
+  }
+  return cudaErrorInvalidValue;
+}
 
 // The expert GEMM with swapped operands (expert_swap_gemm.cuh: the weights decoded by the
 // consumers into register fragments, the producer warpgroup only copying) unless
