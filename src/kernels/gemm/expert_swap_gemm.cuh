@@ -44,15 +44,26 @@ inline constexpr int kSwapThreads = kSwapConsumers + 128;
 inline constexpr int kSwapRunBytes = 2 * kSwapConsumers * 16;
 // The token tile: NT = 128 (prefill) or 32 (decode batches of ~10-30 rows per expert, where the
 // launches are memory bound: more stages in flight instead of wider MMAs).
-template <int NT>
+// CTAS: CTAs per SM. Two (NT = 32 only; DEEPINFER_GEMM_EXPERT_SWAP_CTAS) give each scheduler four
+// consumer warps instead of two — the batch-512 launch is issue bound at two (ncu, session 22:
+// 0.53 issued per scheduler cycle) — at half the registers each: one fragment set decoded in two
+// halves (steps 0-3 while the previous tile's second half runs, 4-7 while this tile's first
+// does) and half the stages per CTA.
+template <int NT, int CTAS = 1>
 struct SwapTile {
   static_assert(NT == 128 || NT == 32);
+  static_assert(CTAS == 1 || (CTAS == 2 && NT == 32));
   static constexpr int kBlockBytes = NT * kGemmBK * 2;
   static constexpr int kStepBytes = NT * 32;  // one k16 step of the block
   static constexpr int kStageBytes = kBlockBytes + kSwapRunBytes + kPackRows * 4;
-  static constexpr int kStages = NT == 128 ? 5 : 10;
+  static constexpr int kStages = NT == 128 ? 5 : (CTAS == 1 ? 10 : 6);
   static constexpr size_t kSmem = size_t{kStages} * kStageBytes;
+  // setmaxnreg budgets: the launch's registers (a 64K file shared by CTAS CTAs of kSwapThreads, in
+  // units of 8) less the producers' 40, over the consumers.
+  static constexpr int kLaunchRegs = 65536 / (CTAS * kSwapThreads) / 8 * 8;
+  static constexpr int kConsumerRegs = (kLaunchRegs * kSwapThreads - 40 * 128) / kSwapConsumers / 8 * 8;
   static_assert(kStageBytes % 128 == 0);
+  static_assert(CTAS * (kSmem + 1024) <= 228 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 SM's");
   static_assert(kSmem + 1024 <= 227 * 1024, "the swapped expert kernel's shared memory exceeds an H100/H200 block's");
 };
 
@@ -121,11 +132,11 @@ __device__ __forceinline__ void swap_decode_steps(const SwapRaw& r, int first, u
   }
 }
 
-template <WeightFmt F, int NT>
-__global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(PackedExpertArgs p) {
+template <WeightFmt F, int NT, int CTAS = 1>
+__global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(PackedExpertArgs p) {
   static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
   static_assert(kGemmBK == 4 * run_elems(F) && kPackRows == 128);
-  using T = SwapTile<NT>;
+  using T = SwapTile<NT, CTAS>;
   constexpr int kStages = T::kStages, R = NT / 2;  // R: accumulators per thread
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char sw_smem[];  // [stage][A block, raw runs, codes]
@@ -180,7 +191,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
   }
 
   // Consumers. This thread's rows of an output tile: n_local = 16 warp + g and + 8.
-  warpgroup_regs_inc<232>();
+  warpgroup_regs_inc<T::kConsumerRegs>();
   const int n_local = warp * 16 + g;
   const uint64_t desc0 = wgmma_desc(sw_smem, 128, 256);
   const int tiles_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
@@ -206,36 +217,68 @@ __global__ void __launch_bounds__(kSwapThreads, 1) expert_swap_gemm_kernel(Packe
 #pragma unroll
     for (int e = 0; e < R; ++e) acc[e] = 0.0f, total[e] = 0.0f;
     SwapRaw raw;
-    // A K tile is one commit group of eight wgmma on fragments x; the next tile's fragments are
-    // decoded into y while they run (y's previous MMAs, two tiles back, are done: wgmma_wait<1>).
-    uint32_t fa[8][4], fb[8][4];
-    auto decode_tile = [&](uint32_t (&f)[8][4]) { swap_decode_steps<F, 8>(raw, 0, f); };
-    int in_sub = 0;
-    auto k_tile = [&](int i, uint32_t (&x)[8][4], uint32_t (&y)[8][4]) {
-      const int s = u % kStages;
-      if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
-        in_sub = 0;
-        wgmma_fold_subrange(acc, total);
-      }
-      const uint64_t b = desc0 + ((s * T::kStageBytes) >> 4);
-      wgmma_fence_operands(acc);
-      wgmma_fence();
+    if constexpr (CTAS == 2) {
+      // Two commit groups per K tile on halves lo (steps 0-3) and hi (4-7) of one fragment set: a
+      // half is decoded while the other half's group runs (wgmma_wait<1> before rewriting it).
+      uint32_t lo[4][4], hi[4][4];
+      take_raw(raw, u);
+      swap_decode_steps<F, 4>(raw, 0, lo);
+      for (int i = 0, in_sub = 0; i < KT; ++i, ++u, ++in_sub) {
+        if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order)
+          in_sub = 0;
+          wgmma_fold_subrange(acc, total);
+        }
+        const uint64_t b = desc0 + (((u % kStages) * T::kStageBytes) >> 4);
+        wgmma_fence_operands(acc);
+        wgmma_fence();
 #pragma unroll
-      for (int q = 0; q < 8; ++q) wgmma_m64k16_rs(acc, x[q], b + ((q * T::kStepBytes) >> 4));
-      wgmma_commit();
-      wgmma_wait<1>();  // the previous K tile is done: its stage may be refilled, y rewritten
-      if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);
-      if (i + 1 < KT) {
-        take_raw(raw, u + 1);
-        decode_tile(y);
+        for (int q = 0; q < 4; ++q) wgmma_m64k16_rs(acc, lo[q], b + ((q * T::kStepBytes) >> 4));
+        wgmma_commit();
+        wgmma_wait<1>();  // the previous tile's hi group is done: its stage may be refilled, hi rewritten
+        if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);
+        swap_decode_steps<F, 4>(raw, 4, hi);
+        wgmma_fence();
+#pragma unroll
+        for (int q = 0; q < 4; ++q) wgmma_m64k16_rs(acc, hi[q], b + (((4 + q) * T::kStepBytes) >> 4));
+        wgmma_commit();
+        wgmma_wait<1>();  // this tile's lo group is done: lo may be rewritten
+        if (i + 1 < KT) {
+          take_raw(raw, u + 1);
+          swap_decode_steps<F, 4>(raw, 0, lo);
+        }
       }
-      ++u, ++in_sub;
-    };
-    take_raw(raw, u);
-    decode_tile(fa);
-    for (int i = 0; i < KT; i += 2) {
-      k_tile(i, fa, fb);
-      if (i + 1 < KT) k_tile(i + 1, fb, fa);
+    } else {
+      // A K tile is one commit group of eight wgmma on fragments x; the next tile's fragments are
+      // decoded into y while they run (y's previous MMAs, two tiles back, are done: wgmma_wait<1>).
+      uint32_t fa[8][4], fb[8][4];
+      auto decode_tile = [&](uint32_t (&f)[8][4]) { swap_decode_steps<F, 8>(raw, 0, f); };
+      int in_sub = 0;
+      auto k_tile = [&](int i, uint32_t (&x)[8][4], uint32_t (&y)[8][4]) {
+        const int s = u % kStages;
+        if (in_sub == tiles_per_sub) {  // a sub-range ends: fold it (canonical order; no division)
+          in_sub = 0;
+          wgmma_fold_subrange(acc, total);
+        }
+        const uint64_t b = desc0 + ((s * T::kStageBytes) >> 4);
+        wgmma_fence_operands(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int q = 0; q < 8; ++q) wgmma_m64k16_rs(acc, x[q], b + ((q * T::kStepBytes) >> 4));
+        wgmma_commit();
+        wgmma_wait<1>();  // the previous K tile is done: its stage may be refilled, y rewritten
+        if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);
+        if (i + 1 < KT) {
+          take_raw(raw, u + 1);
+          decode_tile(y);
+        }
+        ++u, ++in_sub;
+      };
+      take_raw(raw, u);
+      decode_tile(fa);
+      for (int i = 0; i < KT; i += 2) {
+        k_tile(i, fa, fb);
+        if (i + 1 < KT) k_tile(i + 1, fb, fa);
+      }
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);

@@ -89,15 +89,22 @@ cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cud
                     packed_expert_threads(PRODUCERS), kPackedExpertSmem, s, g);
 }
 
-template <WeightFmt F, int NT>
+// CTAs per SM of the swapped expert kernel's 32-pair (decode) tiles: DEEPINFER_GEMM_EXPERT_SWAP_CTAS
+// = 1 (default) or 2 (expert_swap_gemm.cuh SwapTile; tuning, same bits).
+int expert_swap_ctas() {
+  static const int n = env_int("DEEPINFER_GEMM_EXPERT_SWAP_CTAS", 1, {1, 2});
+  return n;
+}
+
+template <WeightFmt F, int NT, int CTAS = 1>
 cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
-  constexpr size_t smem = SwapTile<NT>::kSmem;
+  constexpr size_t smem = SwapTile<NT, CTAS>::kSmem;
   static const cudaError_t configured = cudaFuncSetAttribute(
-      expert_swap_gemm_kernel<F, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      expert_swap_gemm_kernel<F, NT, CTAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (configured != cudaSuccess) return configured;
-  return launch_pdl(expert_swap_gemm_kernel<F, NT>,
-                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))), kSwapThreads, smem, s,
-                    g);
+  return launch_pdl(expert_swap_gemm_kernel<F, NT, CTAS>,
+                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, int64_t{CTAS} * device_sm_count()))),
+                    kSwapThreads, smem, s, g);
 }
 
 template <WeightFmt F>
@@ -139,7 +146,8 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
-    e = small                       ? launch_expert_swap<F, 32>(g, out_tiles, s)
+    e = small && expert_swap_ctas() == 2 ? launch_expert_swap<F, 32, 2>(g, out_tiles, s)
+        : small                     ? launch_expert_swap<F, 32>(g, out_tiles, s)
         : expert_swap_enabled()     ? launch_expert_swap<F, 128>(g, out_tiles, s)
         : expert_producers() == 2 ? launch_expert_gemm<F, 2>(g, out_tiles, s)
                                   : launch_expert_gemm<F, 1>(g, out_tiles, s);
