@@ -44,7 +44,7 @@ inline constexpr int kSwapThreads = kSwapConsumers + 128;
 inline constexpr int kSwapRunBytes = 2 * kSwapConsumers * 16;
 // The token tile: NT = 128 (prefill) or 32 (decode batches of ~10-30 rows per expert, where the
 // launches are memory bound: more stages in flight instead of wider MMAs).
-// CTAS: CTAs per SM. Two (NT = 32 only; DEEPINFER_GEMM_EXPERT_SWAP_CTAS) give each scheduler four
+// CTAS: CTAs per SM. Two (NT = 32 only; default, DEEPINFER_GEMM_EXPERT_SWAP_CTAS) give each scheduler four
 // consumer warps instead of two — the batch-512 launch is issue bound at two (ncu, session 22:
 // 0.53 issued per scheduler cycle) — at half the registers each: one fragment set decoded in two
 // halves (steps 0-3 while the previous tile's second half runs, 4-7 while this tile's first

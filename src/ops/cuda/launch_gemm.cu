@@ -368,10 +368,12 @@ int packed_min_rows() {
   static const int n = env_switch("DEEPINFER_GEMM_PACKED_ROWS") ? env_int("DEEPINFER_GEMM_PACKED_ROWS", 512) : 0;
   return n;
 }
-// Output tiles a packed launch needs per weight set (DEEPINFER_GEMM_PACKED_MIN_TILES, default 132 =
-// one wave on the H200; the tests lower it to run the path on small shapes).
+// Output tiles a packed launch needs per weight set (DEEPINFER_GEMM_PACKED_MIN_TILES, default 128:
+// 97% of a wave on the H200, which takes the 4096-column projections at 512 rows — batch-512 decode
+// +1.6% against 132, 8K prefill and batch 256 level, ABAB session 23; the tests lower it to run the
+// path on small shapes).
 int packed_min_tiles() {
-  static const int n = env_int("DEEPINFER_GEMM_PACKED_MIN_TILES", 132);
+  static const int n = env_int("DEEPINFER_GEMM_PACKED_MIN_TILES", 128);
   return n;
 }
 bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {

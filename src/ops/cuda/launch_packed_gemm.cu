@@ -90,9 +90,11 @@ cudaError_t launch_expert_gemm(const PackedExpertArgs& g, int64_t out_tiles, cud
 }
 
 // CTAs per SM of the swapped expert kernel's 32-pair (decode) tiles: DEEPINFER_GEMM_EXPERT_SWAP_CTAS
-// = 1 (default) or 2 (expert_swap_gemm.cuh SwapTile; tuning, same bits).
+// = 2 (default) or 1 (expert_swap_gemm.cuh SwapTile; tuning, same bits). Measured on the H200
+// (session 23): expert launches at batch 512 577-610 us with two, 610-661 us with one; the batch-512
+// step +3.2% (ABAB).
 int expert_swap_ctas() {
-  static const int n = env_int("DEEPINFER_GEMM_EXPERT_SWAP_CTAS", 1, {1, 2});
+  static const int n = env_int("DEEPINFER_GEMM_EXPERT_SWAP_CTAS", 2, {1, 2});
   return n;
 }
 
