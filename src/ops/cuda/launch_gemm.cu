@@ -368,12 +368,13 @@ int packed_min_rows() {
   static const int n = env_switch("DEEPINFER_GEMM_PACKED_ROWS") ? env_int("DEEPINFER_GEMM_PACKED_ROWS", 512) : 0;
   return n;
 }
-// Output tiles a packed launch needs per weight set (DEEPINFER_GEMM_PACKED_MIN_TILES, default 128:
-// 97% of a wave on the H200, which takes the 4096-column projections at 512 rows — batch-512 decode
-// +1.6% against 132, 8K prefill and batch 256 level, ABAB session 23; the tests lower it to run the
-// path on small shapes).
+// Output tiles a packed launch needs per weight set (DEEPINFER_GEMM_PACKED_MIN_TILES, default 64:
+// half a wave on the H200; without split-K the packed kernel still beats the dequantising one on
+// the 2048- and 4096-column projections at 512 rows — batch-512 decode +1.6% at 128 against 132,
+// +1.1% more at 64, batch 128-256 and 8K prefill level, ABAB session 23; the tests lower it to run
+// the path on small shapes).
 int packed_min_tiles() {
-  static const int n = env_int("DEEPINFER_GEMM_PACKED_MIN_TILES", 128);
+  static const int n = env_int("DEEPINFER_GEMM_PACKED_MIN_TILES", 64);
   return n;
 }
 bool packed_plan(const GemmParams& p, PackedGemmPlan& plan) {
@@ -400,15 +401,15 @@ int packed_expert_min_tokens() {
   return n;
 }
 // Streaming (small-M) expert launches of at least DEEPINFER_GEMM_EXPERT_SWAP_SMALL tokens (default
-// 384; 0 = never: an A/B switch, same bits) take the swapped-operand expert kernel with 32-pair
+// 256; 0 = never: an A/B switch, same bits) take the swapped-operand expert kernel with 32-pair
 // token tiles instead (expert_swap_gemm.cuh): each weight decoded once per 32 of an expert's rows,
 // where the streaming kernel's 16-row chunks read the weights of experts above 16 rows again.
-// Measured on the H200 (decode, 4 full-width layers, ABAB, session 18): batch 512 +4.8%, 256
-// level, 128 -13% (~3 rows per expert: the lean kernel's territory); 384 sits between the
-// measured points.
+// Measured on the H200 (decode, 4 full-width layers, ABAB): session 18 batch 512 +4.8%, 256 level,
+// 128 -13% (~3 rows per expert: the lean kernel's territory); session 23, with the kernel at two
+// CTAs per SM, batch 256 +6%, 128 -8% (threshold 128 against 384).
 int expert_swap_small_min_tokens() {
   static const int n =
-      env_switch("DEEPINFER_GEMM_EXPERT_SWAP_SMALL") ? env_int("DEEPINFER_GEMM_EXPERT_SWAP_SMALL", 384) : 0;
+      env_switch("DEEPINFER_GEMM_EXPERT_SWAP_SMALL") ? env_int("DEEPINFER_GEMM_EXPERT_SWAP_SMALL", 256) : 0;
   return n;
 }
 bool packed_expert_plan(const GemmParams& p, PackedExpertPlan& plan) {
