@@ -33,9 +33,10 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kSwapConsumers = 256;   // two warpgroups
-// + a producer warpgroup: setmaxnreg moves registers per warpgroup (launched at 168 each, the
-// producers keep 40 and the consumers take 232: their two accumulator sets and two fragment
-// sets fit without spills; at 288 threads ptxas capped them at 168 and spilled).
+// + a producer warpgroup: setmaxnreg moves registers per warpgroup (one CTA per SM: launched at 168
+// each, the producers keep 40 and the consumers take 232: their two accumulator sets and two
+// fragment sets fit without spills; at 288 threads ptxas capped them at 168 and spilled. Two CTAs:
+// 80, 40 and 96, SwapTile::kConsumerRegs).
 inline constexpr int kSwapThreads = kSwapConsumers + 128;
 // A stage: the activation block (packed_plan.h: NT token rows x one K tile), then the K tile's
 // raw weights: [row half h][consumer thread] 16-byte runs (consumer (warp w, lane g, c) reads run
