@@ -16,6 +16,19 @@
 namespace deepinfer::kernels {
 namespace {
 
+// pack_w_kernel over a weight of `groups` x N rows (tiles 128-row tiles per group, k_tiles K tiles)
+// into blocks [group][tile][k tile] at out: the per-launch staging and the prepared copy alike.
+template <WeightFmt F>
+cudaError_t launch_pack_w(const WeightDesc& w, int64_t N, int64_t groups, int64_t tiles, int64_t k_tiles, uint8_t* out,
+                          cudaStream_t s) {
+  PackedOperand b;
+  b.rows = N;
+  b.tiles = tiles;
+  b.k_tiles = k_tiles;
+  b.out = out;
+  return launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(groups * tiles * k_tiles)), kPackThreads, 0, s, b, w);
+}
+
 template <WeightFmt F>
 cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, cudaStream_t s) {
   static const cudaError_t configured = cudaFuncSetAttribute(
@@ -37,16 +50,7 @@ cudaError_t launch_packed_fmt(const GemmParams& p, const PackedGemmPlan& plan, c
     const int64_t N = set == 0 ? p.N : p.N1, tiles = set == 0 ? plan.n_tiles : plan.n1_tiles;
     // A weight packed once (launch_pack_weight) has no staging (plan: b_bytes 0) and no pack launch.
     const bool prepacked = (set == 0 ? plan.b_bytes : plan.b1_bytes) == 0;
-    if (!prepacked) {
-      PackedOperand b;
-      b.rows = N;
-      b.tiles = tiles;
-      b.k_tiles = plan.k_tiles;
-      b.out = w_out;
-      e = launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(groups * tiles * plan.k_tiles)), kPackThreads, 0, s,
-                     b, w);
-      if (e != cudaSuccess) return e;
-    }
+    if (!prepacked && (e = launch_pack_w<F>(w, N, groups, tiles, plan.k_tiles, w_out, s)) != cudaSuccess) return e;
     PackedGemmArgs g;
     g.a = p.staging;
     g.w = prepacked ? w.packed : w_out;
@@ -158,24 +162,15 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
   return cudaGetLastError();
 }
 
-template <WeightFmt F>
-cudaError_t launch_pack_weight_fmt(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
-  PackedOperand b;
-  b.rows = N;
-  b.tiles = (N + kPackRows - 1) / kPackRows;
-  b.k_tiles = K / kGemmBK;
-  b.out = out;
-  return launch_pdl(pack_w_kernel<F>, dim3(static_cast<unsigned>(b.tiles * b.k_tiles)), kPackThreads, 0, s, b, w);
-}
-
 }  // namespace
 
 cudaError_t launch_pack_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
   if (packed_weight_bytes(N, K) == 0 || out == nullptr) return cudaErrorInvalidValue;
+  const int64_t tiles = (N + kPackRows - 1) / kPackRows, k_tiles = K / kGemmBK;
   switch (w.fmt) {
-    case WeightFmt::kBF16: return launch_pack_weight_fmt<WeightFmt::kBF16>(w, N, K, out, s);
-    case WeightFmt::kFp8Block: return launch_pack_weight_fmt<WeightFmt::kFp8Block>(w, N, K, out, s);
-    case WeightFmt::kFp4Block: return launch_pack_weight_fmt<WeightFmt::kFp4Block>(w, N, K, out, s);
+    case WeightFmt::kBF16: return launch_pack_w<WeightFmt::kBF16>(w, N, 1, tiles, k_tiles, out, s);
+    case WeightFmt::kFp8Block: return launch_pack_w<WeightFmt::kFp8Block>(w, N, 1, tiles, k_tiles, out, s);
+    case WeightFmt::kFp4Block: return launch_pack_w<WeightFmt::kFp4Block>(w, N, 1, tiles, k_tiles, out, s);
   }
   return cudaErrorInvalidValue;
 }
