@@ -294,6 +294,27 @@ TEST_F(CudaOpsTest, PreparedLinearWeightIsBitwiseTheUnpreparedOne) {
         EXPECT_EQ(download(d.dev), download(c.dev)) << what << " pair, second";
       }
     }
+    // The equalities above would also hold if no launch read the copy: with it zeroed, a launch on
+    // the packed path (600 rows x 32 column tiles: at the default thresholds and the suite's packed
+    // run alike) must give zeros, and a small-M one (streaming kernel) still the stored weight's sums.
+    const char* packed_rows = std::getenv("DEEPINFER_GEMM_PACKED_ROWS");
+    if (made && N == 4000 && (packed_rows == nullptr || std::string(packed_rows) != "0")) {
+      gpu_->fill(TensorView::contiguous(prepared.prepared.data, DType::kBF16, {prepared.prepared.numel() / 2},
+                                        tensor::Device::kCuda),
+                 0.0f);
+      for (int64_t M : {1, 600}) {
+        Pair x = random(DType::kBF16, {M, K});
+        Pair a = make(DType::kF32, {M, N}), b = make(DType::kF32, {M, N});
+        gpu_->linear(x.dev, w.dev, a.dev, {});
+        gpu_->linear(x.dev, prepared, b.dev, {});
+        if (M == 1) {
+          EXPECT_EQ(download(b.dev), download(a.dev)) << "small M read the prepared copy";
+        } else {
+          EXPECT_EQ(download(b.dev), std::vector<float>(static_cast<size_t>(M * N), 0.0f))
+              << "the packed launch did not read the prepared copy";
+        }
+      }
+    }
   }
 }
 
