@@ -121,6 +121,43 @@ __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&d)[16], const uint32_
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
 #endif
 }
+// D[64 x N] += A[64 x 16] (registers) B[16 x N] (shared memory) for N = 8, 16, 24 or 32, on the
+// first N / 2 of d's 16 accumulators (the n8 tiles 0 .. N / 8 - 1 of the m64n32 layout): the
+// narrow token tiles of the swapped expert kernel run only the MMA columns they have tokens for.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nk16_rs_narrow(float (&d)[16], const uint32_t (&a)[4], uint64_t b_desc) {
+  static_assert(N == 8 || N == 16 || N == 24 || N == 32);
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  if constexpr (N == 32) {
+    wgmma_m64n32k16_rs(d, a, b_desc);
+  } else if constexpr (N == 24) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, %16, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+  } else if constexpr (N == 16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+  }
+#endif
+}
+
 // The register-A form for N = 128 or 32 columns (R = N / 2 accumulators).
 template <int R>
 __device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[R], const uint32_t (&a)[4], uint64_t b_desc) {

@@ -28,6 +28,8 @@
 // groups of four per K tile measured 3% slower, four of two 7-10% slower: tuning record).
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/gemm/packed_expert_gemm.cuh"
 
 namespace deepinfer::kernels {
@@ -133,6 +135,38 @@ __device__ __forceinline__ void swap_decode_steps(const SwapRaw& r, int first, u
   }
 }
 
+// One commit group's wgmma: steps first .. first + Q - 1 of a K tile (fragments f, the stage's
+// activation block at descriptor b). 32-pair tiles run only the tile's 8 * groups token columns
+// (groups = ceil(tokens / 8): wgmma m64n8 .. m64n32; a tile of ~12 of 32 tokens, typical at batch
+// 512, then takes half the tensor time); the columns left out hold no token and are not stored.
+template <int NT, int STEP_BYTES, int Q>
+__device__ __forceinline__ void swap_mma_group(float (&acc)[NT / 2], const uint32_t (&f)[Q][4], uint64_t b, int first,
+                                               int groups) {
+  auto run = [&](auto n) {
+    wgmma_fence();  // (in each branch: a fence before the branch made ptxas inject its own in each)
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+      const uint64_t d = b + (((first + q) * STEP_BYTES) >> 4);
+      if constexpr (NT == 128) {
+        wgmma_m64k16_rs(acc, f[q], d);
+      } else {
+        wgmma_m64nk16_rs_narrow<decltype(n)::value>(acc, f[q], d);
+      }
+    }
+  };
+  if constexpr (NT == 128) {
+    run(std::integral_constant<int, 128>{});
+  } else if (groups == 1) {
+    run(std::integral_constant<int, 8>{});
+  } else if (groups == 2) {
+    run(std::integral_constant<int, 16>{});
+  } else if (groups == 3) {
+    run(std::integral_constant<int, 24>{});
+  } else {
+    run(std::integral_constant<int, 32>{});
+  }
+}
+
 template <WeightFmt F, int NT, int CTAS = 1>
 __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(PackedExpertArgs p) {
   static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
@@ -175,13 +209,26 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
       rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
       const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
       const uint8_t* a = p.a + y * p.k_tiles * T::kBlockBytes;
+      // Only the tile's token rows of the activation block move: a step's rows 0 .. 8 G - 1 are
+      // its first 256 G bytes (packed_offset). The rows past them keep an older tile's values;
+      // each output column depends on its own token row only, and those columns are not stored.
+      const int groups = p.trim ? (p.table[2 * p.y_tiles + y] + 7) / 8 : NT / 8;
+      const uint32_t step_bytes = 256u * static_cast<uint32_t>(groups);
       for (int i = 0; i < KT; ++i, ++u) {
         const int s = u % kStages;
         if (u >= kStages) mbar_wait(&empty[s], ((u / kStages) - 1) & 1);
         unsigned char* stage = sw_smem + s * T::kStageBytes;
         if (r == 0) {
-          mbar_arrive_expect_tx(&full[s], T::kBlockBytes);
-          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * T::kBlockBytes, T::kBlockBytes, &full[s]);
+          const uint8_t* src = a + static_cast<int64_t>(i) * T::kBlockBytes;
+          if (groups == NT / 8) {
+            mbar_arrive_expect_tx(&full[s], T::kBlockBytes);
+            bulk_copy_g2s(stage, src, T::kBlockBytes, &full[s]);
+          } else {
+            mbar_arrive_expect_tx(&full[s], 8 * step_bytes);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              bulk_copy_g2s(stage + j * T::kStepBytes, src + j * T::kStepBytes, step_bytes, &full[s]);
+          }
         }
         swap_stage_rows(stage + T::kBlockBytes, r, rows, i, aligned, &full[s]);
       }
@@ -214,6 +261,7 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
     if (p.table[y] < 0) break;
+    const int groups = p.trim ? (p.table[2 * p.y_tiles + y] + 7) / 8 : NT / 8;  // token columns in use / 8
     float acc[R], total[R];
 #pragma unroll
     for (int e = 0; e < R; ++e) acc[e] = 0.0f, total[e] = 0.0f;
@@ -231,16 +279,12 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
         }
         const uint64_t b = desc0 + (((u % kStages) * T::kStageBytes) >> 4);
         wgmma_fence_operands(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int q = 0; q < 4; ++q) wgmma_m64k16_rs(acc, lo[q], b + ((q * T::kStepBytes) >> 4));
+        swap_mma_group<NT, T::kStepBytes>(acc, lo, b, 0, groups);
         wgmma_commit();
         wgmma_wait<1>();  // the previous tile's hi group is done: its stage may be refilled, hi rewritten
         if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);
         swap_decode_steps<F, 4>(raw, 4, hi);
-        wgmma_fence();
-#pragma unroll
-        for (int q = 0; q < 4; ++q) wgmma_m64k16_rs(acc, hi[q], b + (((4 + q) * T::kStepBytes) >> 4));
+        swap_mma_group<NT, T::kStepBytes>(acc, hi, b, 4, groups);
         wgmma_commit();
         wgmma_wait<1>();  // this tile's lo group is done: lo may be rewritten
         if (i + 1 < KT) {
@@ -262,9 +306,7 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
         }
         const uint64_t b = desc0 + ((s * T::kStageBytes) >> 4);
         wgmma_fence_operands(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int q = 0; q < 8; ++q) wgmma_m64k16_rs(acc, x[q], b + ((q * T::kStepBytes) >> 4));
+        swap_mma_group<NT, T::kStepBytes>(acc, x, b, 0, groups);
         wgmma_commit();
         wgmma_wait<1>();  // the previous K tile is done: its stage may be refilled, y rewritten
         if (i > 0 && lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);

@@ -54,6 +54,7 @@ struct PackedExpertArgs {
   int64_t ldc = 0;
   bool c_bf16 = false;
   bool c_pairs = false;  // ldc and N even, C aligned: two adjacent outputs in one store
+  bool trim = true;      // swapped kernel: a token tile moves and multiplies only its tokens' rows
 };
 
 // The raw side of the producers: each producer warpgroup streams the FP4 runs and UE8M0 code

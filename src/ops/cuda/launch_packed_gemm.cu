@@ -102,6 +102,13 @@ int expert_swap_ctas() {
   return n;
 }
 
+// Whether the swapped expert kernel's token tiles copy and multiply only their tokens' rows
+// (DEEPINFER_GEMM_EXPERT_TRIM, default on; 0: whole tiles, the same bits).
+bool expert_trim() {
+  static const bool on = env_switch("DEEPINFER_GEMM_EXPERT_TRIM");
+  return on;
+}
+
 template <WeightFmt F, int NT, int CTAS = 1>
 cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cudaStream_t s) {
   constexpr size_t smem = SwapTile<NT, CTAS>::kSmem;
@@ -151,6 +158,7 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
     g.ldc = set == 0 ? p.ldc : p.ldc1;
     g.c_bf16 = p.c_bf16;
     g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
+    g.trim = expert_trim();
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
     e = small && expert_swap_ctas() == 2 ? launch_expert_swap<F, 32, 2>(g, out_tiles, s)
         : small                     ? launch_expert_swap<F, 32>(g, out_tiles, s)
