@@ -13,7 +13,8 @@
 # (DEEPINFER_GEMM_PACKED_EXPERTS=0), on the producer-warpgroup expert kernel instead of the swapped
 # one (DEEPINFER_GEMM_EXPERT_SWAP=0, with two and with one producer warpgroup), with the small-M
 # expert launches on the swapped kernel's 32-pair tiles (DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1; the MoE and model
-# tests again with those tiles at one CTA per SM, DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1) and with SwiGLU and the
+# tests again with those tiles at one CTA per SM, DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1, and the MoE tests with whole
+# token tiles, DEEPINFER_GEMM_EXPERT_TRIM=0) and with SwiGLU and the
 # down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0) and with the
 # small-M expert activations quantised in every CTA's staging instead of once (DEEPINFER_MOE_QUANT_ONCE=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0), with sparse expert launches in
@@ -61,6 +62,7 @@ DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe
 DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' \
   || status=1
 DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test || status=1
+DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || status=1
