@@ -46,6 +46,7 @@ class DeviceSource final : public loader::TensorSource {
     for (const auto& [n, v] : views_) out.push_back(n);
     return out;
   }
+  bool fp4_device_layout() const override { return true; }  // FP4 codes rewritten after their fill
   std::map<std::string, tensor::TensorView> views_;
 };
 
@@ -91,7 +92,10 @@ Result<std::unique_ptr<loader::TensorSource>> synthetic_device_weights(const loa
           DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kBF16Normal, k, p.stddev > 0 ? p.stddev : 1.0f));
           break;
         case tensor::DType::kF8E4M3: DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kFp8Code, k, 1.0f)); break;
-        case tensor::DType::kI8: DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kFp4Byte, k, 1.0f)); break;
+        case tensor::DType::kI8:
+          DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kFp4Byte, k, 1.0f));
+          if (!ops->to_fp4_device_layout(v)) return internal_error("{}: FP4 codes not rewritten into the device layout", f.name);
+          break;
         case tensor::DType::kF8E8M0: {
           // FP8 codes ~N(0, 64): scale 2^-6 / sqrt(in); FP4 codes |x| <= 6: scale 2^-2 / sqrt(in).
           const int e = p.format == tensor::WeightFormat::kFp4Block ? 127 - 2 - log_fan : 127 - 6 - log_fan;

@@ -33,6 +33,7 @@ DeviceTensorSource::DeviceTensorSource(const loader::TensorSource& host, ops::Op
       default: d = ops->alloc_persistent(h.dtype, {h.numel()}); d = d.reshape({h.numel()});
     }
     ops->copy(h, d);
+    if (h.dtype == tensor::DType::kI8) fp4_device_layout_ = ops->to_fp4_device_layout(d) && fp4_device_layout_;
     bytes_ += static_cast<int64_t>(h.nbytes());
     views_[name] = d;
   }

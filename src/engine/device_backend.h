@@ -14,19 +14,22 @@ namespace deepinfer::engine {
 // "cpu", or "cuda" / "cuda:N" when the CUDA backend is built and a GPU is present.
 Result<std::unique_ptr<ops::Ops>> make_ops(const std::string& device);
 
-// Device copies of every tensor of a host source (one persistent allocation each).
+// Device copies of every tensor of a host source (one persistent allocation each); the FP4 code
+// tensors (the checkpoint's only I8 tensors) in the ops' device layout.
 class DeviceTensorSource final : public loader::TensorSource {
  public:
   DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops);
   std::optional<tensor::TensorView> get(const std::string& name) const override;
   std::vector<std::string> names() const override;
   std::string where(const std::string& name) const override { return host_.where(name); }
+  bool fp4_device_layout() const override { return fp4_device_layout_; }
   int64_t bytes() const { return bytes_; }
 
  private:
   const loader::TensorSource& host_;
   std::map<std::string, tensor::TensorView> views_;
   int64_t bytes_ = 0;
+  bool fp4_device_layout_ = true;  // every FP4 code tensor (I8) rewritten by the ops
 };
 
 }  // namespace deepinfer::engine

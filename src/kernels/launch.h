@@ -180,6 +180,9 @@ int64_t packed_weight_bytes(int64_t N, int64_t K);
 // Packs (dequantises) the whole N x K weight w into `out` (packed_weight_bytes(N, K) bytes) in the
 // layout WeightDesc::packed names, as every packed launch would.
 cudaError_t launch_pack_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t stream);
+// Rewrites FP4 weight codes (`bytes` of the checkpoint's [out, in / 2] bytes, in % 8 == 0) in place
+// into the device layout every FP4 decoder reads (kernels/gemm/fp4_layout.h): once per weight.
+cudaError_t launch_fp4_to_device_layout(uint8_t* codes, int64_t bytes, cudaStream_t stream);
 // Floats of GemmParams::partial the launch of p (every field but partial and the counters set)
 // splits K into; 0: none needed.
 int64_t gemm_partial_floats(const GemmParams& p);

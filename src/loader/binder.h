@@ -75,6 +75,7 @@ class Binder {
     w.block_in = p.block_in;
     w.weight = *src_.get(name);
     if (p.format == WeightFormat::kFp8Block || p.format == WeightFormat::kFp4Block) w.scale = *src_.get(p.scale_name());
+    w.fp4_device_layout = p.format == WeightFormat::kFp4Block && src_.fp4_device_layout();
     return w;
   }
 

@@ -23,6 +23,9 @@ class TensorSource {
   virtual std::vector<std::string> names() const = 0;
   // Where a tensor lives, for error messages (a shard path).
   virtual std::string where(const std::string& name) const { return ""; }
+  // Whether its FP4 code tensors are in the backend's device layout (Ops::to_fp4_device_layout);
+  // the LinearWeights bound over them carry it.
+  virtual bool fp4_device_layout() const { return false; }
 };
 
 // Host views into a mapped checkpoint.

@@ -229,6 +229,14 @@ class Ops {
     (void)w;
     return false;
   }
+  // Rewrites FP4 weight codes (a tensor on this backend's device in the checkpoint's I8 [out, in / 2]
+  // layout) in place into the layout this backend's kernels decode, and returns whether it did:
+  // LinearWeights over them then say so (LinearWeight::fp4_device_layout). Called once per tensor,
+  // where the weights reach the device. The base class reads the checkpoint layout: no change.
+  virtual bool to_fp4_device_layout(const TensorView& codes) {
+    (void)codes;
+    return false;
+  }
   // y [T, out] = x [T, in] @ W^T for W in any LinearWeight format.
   virtual void linear(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) = 0;

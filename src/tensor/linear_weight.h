@@ -30,6 +30,10 @@ struct LinearWeight {
   // GEMM's BF16 blocks), made once by Ops::prepare_linear; empty: none. It holds the same values,
   // so results are bitwise those without it.
   TensorView prepared;
+  // FP4: the codes are in the backend's device layout (CUDA: the bits of every 32-bit word
+  // permuted for its decoders, kernels/gemm/fp4_layout.h), written so once where the weight reached
+  // the device (Ops::to_fp4_device_layout); false: the checkpoint's nibble order.
+  bool fp4_device_layout = false;
 
   bool empty() const { return weight.empty(); }
   bool is_quantized() const { return format == WeightFormat::kFp8Block || format == WeightFormat::kFp4Block; }

@@ -4,11 +4,13 @@
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include "kernels/gemm/fp4_layout.h"
 #include "op_test_harness.h"
 
 namespace deepinfer::testing {
@@ -84,6 +86,10 @@ class CudaOpsTest : public OpHarness {
     TensorView sd = gpu_->alloc_persistent(DType::kF8E8M0, {sr, sc});
     gpu_->copy(qh, qd);
     gpu_->copy(sh, sd);
+    // FP4 codes reach the device as the loader's do: rewritten into the kernels' layout (the host
+    // copy, which the CPU reference reads, keeps the checkpoint's).
+    if (fp4) l.dev.fp4_device_layout = gpu_->to_fp4_device_layout(qd);
+    EXPECT_EQ(l.dev.fp4_device_layout, fp4);
     l.host.weight = qh;
     l.host.scale = sh;
     l.dev.weight = qd;
@@ -260,6 +266,25 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
 // path: small M never reads the copy, large M reads it instead of packing (N = 4000, M = 600 takes
 // the packed path at the default thresholds; the suite's packed run sends every large M there).
 // Quantised weights are not prepared (their BF16 copy would be 2-4x their size).
+// The device layout of FP4 codes: the permuting kernel writes exactly fp4_layout.h's words (the
+// layout's own algebra is tested on the CPU, fp4_layout_test), in place, over every word.
+TEST_F(CudaOpsTest, Fp4CodesReachTheDeviceLayout) {
+  const int64_t rows = 3, row_bytes = 2048 + 16;  // 4128 codes per row
+  host_bufs_.emplace_back(std::make_unique<tensor::Buffer>(rows * row_bytes));
+  TensorView h = host_bufs_.back()->view(DType::kI8, {rows, row_bytes});
+  std::vector<uint32_t> words(static_cast<size_t>(rows * row_bytes / 4));
+  for (uint32_t& w : words) w = static_cast<uint32_t>(rng_());
+  std::memcpy(h.data, words.data(), h.nbytes());
+  TensorView d = gpu_->alloc_persistent(DType::kI8, {rows, row_bytes});
+  gpu_->copy(h, d);
+  ASSERT_TRUE(gpu_->to_fp4_device_layout(d));
+  gpu_->copy(d, h);
+  gpu_->synchronize();
+  std::vector<uint32_t> got(words.size());
+  std::memcpy(got.data(), h.data, h.nbytes());
+  for (size_t i = 0; i < words.size(); ++i) ASSERT_EQ(got[i], kernels::fp4_to_device_word(words[i])) << "word " << i;
+}
+
 TEST_F(CudaOpsTest, PreparedLinearWeightIsBitwiseTheUnpreparedOne) {
   const bool can_prepare =
       std::getenv("DEEPINFER_GEMM_KERNEL") == nullptr && std::getenv("DEEPINFER_GEMM_PREPACK_MB") == nullptr;

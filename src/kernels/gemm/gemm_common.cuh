@@ -25,6 +25,7 @@
 #include "kernels/common/device_utils.cuh"
 #include "kernels/common/mma_utils.cuh"
 #include "kernels/gemm/canonical_k.h"
+#include "kernels/gemm/fp4_layout.h"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
@@ -49,6 +50,12 @@ __device__ __forceinline__ float e2m1_value(uint32_t code) {
   return (code & 8) ? -mag : mag;
 }
 
+// The device-layout word (fp4_layout.h) holding FP4 element (n, k): eight elements per aligned
+// 4 bytes (rows of K % 32 == 0 elements: CudaOps checks).
+__device__ __forceinline__ uint32_t fp4_word(const WeightDesc& w, int64_t n, int64_t k) {
+  return *reinterpret_cast<const uint32_t*>(w.w + n * w.row_bytes + (k / 8) * 4);
+}
+
 // One weight element as F32 (0 outside the matrix is the caller's business).
 __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, int64_t k) {
   switch (w.fmt) {
@@ -56,10 +63,8 @@ __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, 
       return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(w.w + n * w.row_bytes)[k]);
     case WeightFmt::kFp8Block:
       return e4m3_to_f32(w.w[n * w.row_bytes + k]) * weight_scale(w, n, k);
-    case WeightFmt::kFp4Block: {
-      const uint8_t b = w.w[n * w.row_bytes + k / 2];
-      return e2m1_value((k & 1) ? (b >> 4) : (b & 0xf)) * weight_scale(w, n, k);
-    }
+    case WeightFmt::kFp4Block:
+      return e2m1_value(fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8))) * weight_scale(w, n, k);
   }
   return 0.0f;
 }
@@ -100,26 +105,16 @@ __device__ __forceinline__ void fp4_quad(uint32_t v, uint32_t scale_bf16x2, uint
   b0 = hmul2_bits(m0, scale_bf16x2);
   b1 = hmul2_bits(m1, scale_bf16x2);
 }
-// Elements 4h .. 4h+3 of the eight E2M1 codes of `word` (nibbles, lowest first) times a UE8M0
-// scale as two BF16 pairs — the fast form of fp4_quad, about half its instructions (the FP4
-// experts' decode dominates their GEMMs). A code's bits moved into a BF16 (exponent and mantissa
-// bits 0-2 to bits 6-8, sign bit 3 to bit 15) are its value times 2^-126, the E2M1 subnormal 0.5
-// included, so one BF16x2 multiply by scale x 2^126 (e8m0_times_2p126_bf16x2) gives the exact
-// dequantised values, the bits fp4_quad gives. The codes are split into even and odd nibbles
-// (bytes), a permute puts the pair's two codes in the low bytes of the two halves (zero bytes
-// from sign replication of a byte < 0x80), and one multiply by 2^6 + 2^12 places both fields of
-// both halves at once (no carries: a code is 4 bits); the mask keeps the 4 wanted bits per half.
+// Elements 4h .. 4h+3 of the eight E2M1 codes of a device-layout `word` (fp4_layout.h: pairs
+// 2h and 2h + 1) times a UE8M0 scale as two BF16 pairs — the fast form of fp4_quad (the FP4
+// experts' decode dominates their GEMMs). fp4_pair_bits places a pair's code bits where, read as
+// BF16, they are the codes' values times 2^-126 (the E2M1 subnormal 0.5 included), so one BF16x2
+// multiply by scale x 2^126 (e8m0_times_2p126_bf16x2) gives the exact dequantised values, the
+// bits fp4_quad gives: per word 9 integer instructions and 4 multiplies.
 __device__ __forceinline__ void fp4_quad_fast(uint32_t word, int h, uint32_t scale_2p126_bf16x2, uint32_t& b0,
                                               uint32_t& b1) {
-  const uint32_t even = word & 0x0f0f0f0fu, odd = (word >> 4) & 0x0f0f0f0fu;
-  constexpr uint32_t kPlace = (1u << 6) | (1u << 12), kKeep = 0x81c081c0u;
-  // Pair (elements 2b, 2b + 1) = (even byte b, odd byte b): selector 0xC(4+b)C(b).
-  const uint32_t sel0 = 0xc4c0u + 2u * h * 0x101u, sel1 = sel0 + 0x101u;
-  uint32_t t0, t1;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t0) : "r"(even), "r"(odd), "r"(sel0));
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t1) : "r"(even), "r"(odd), "r"(sel1));
-  b0 = hmul2_bits((t0 * kPlace) & kKeep, scale_2p126_bf16x2);
-  b1 = hmul2_bits((t1 * kPlace) & kKeep, scale_2p126_bf16x2);
+  b0 = hmul2_bits(fp4_pair_bits(word, 2 * h), scale_2p126_bf16x2);
+  b1 = hmul2_bits(fp4_pair_bits(word, 2 * h + 1), scale_2p126_bf16x2);
 }
 // A UE8M0 scale 2^(e-127) times 2^126 as a BF16x2 pair (exponent field e + 126; e <= 128 fits).
 __device__ __forceinline__ uint32_t e8m0_times_2p126_bf16x2(uint8_t e) {
@@ -211,7 +206,7 @@ __device__ __forceinline__ void decode_quad(const uint4& raw, uint8_t code, int 
   } else {
     const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
     if constexpr (F == WeightFmt::kFp4Block) {
-      fp4_quad((words[j / 2] >> (16 * (j % 2))) & 0xffffu, e8m0_bf16x2(code), b0, b1);
+      fp4_quad((fp4_from_device_word(words[j / 2]) >> (16 * (j % 2))) & 0xffffu, e8m0_bf16x2(code), b0, b1);
     } else {
       fp8_quad_f32(words[j], e8m0_to_f32(code), b0, b1);
     }
@@ -226,9 +221,9 @@ __device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w
     if (w.scale_f32) return __float2bfloat16_rn(dequant_weight(w, n, k));
     decode_quad<WeightFmt::kFp8Block>(make_uint4(w.w[n * w.row_bytes + k], 0, 0, 0), fp8_scale_code(w, n, k), 0, b0, b1);
   } else if (w.fmt == WeightFmt::kFp4Block) {
-    const uint8_t b = w.w[n * w.row_bytes + k / 2];
-    decode_quad<WeightFmt::kFp4Block>(make_uint4((k & 1) ? (b >> 4) : (b & 0xf), 0, 0, 0), fp4_scale_code(w, n, k), 0,
-                                      b0, b1);
+    // Element 0 of a word holding only element k's code (in the device layout, as decode_quad reads).
+    const uint32_t code = fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8));
+    decode_quad<WeightFmt::kFp4Block>(make_uint4(fp4_to_device_word(code), 0, 0, 0), fp4_scale_code(w, n, k), 0, b0, b1);
   } else {
     return __float2bfloat16_rn(dequant_weight(w, n, k));
   }

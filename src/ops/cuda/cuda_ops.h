@@ -81,6 +81,7 @@ class CudaOps final : public Ops {
   void convert(const TensorView& x, const TensorView& out) override;
 
   bool prepare_linear(LinearWeight& w) override;
+  bool to_fp4_device_layout(const TensorView& codes) override;
   void linear(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& options) override;
   void linear_pair(const TensorView& x, const LinearWeight& w0, const LinearWeight& w1, const TensorView& y0,
                    const TensorView& y1, const LinearOptions& options) override;

@@ -28,6 +28,12 @@ k::WeightDesc weight_desc(const LinearWeight& w) {
       d.scale_cols = w.scale.shape[1];
       break;
     case tensor::WeightFormat::kFp4Block:
+      // The decoders read the device layout and whole 8-code words of a row (fp4_layout.h).
+      DI_CHECK(w.fp4_device_layout,
+               "FP4 weight {} holds the checkpoint's code order: the CUDA kernels read the device layout "
+               "(Ops::to_fp4_device_layout, where the weight reaches the device)",
+               w.describe());
+      DI_CHECK(w.in % 32 == 0, "FP4 weight {}: in must be a multiple of 32 (one scale per 32 codes)", w.describe());
       d.fmt = k::WeightFmt::kFp4Block;
       d.row_bytes = w.in / 2;
       d.scale = static_cast<const uint8_t*>(w.scale.data);
@@ -61,6 +67,16 @@ bool CudaOps::prepare_linear(LinearWeight& w) {
   DI_LAUNCH(k::launch_pack_weight(weight_desc(w), w.out, w.in, dptr<uint8_t>(packed), stream_));
   w.prepared = packed;
   prepared_bytes_ += bytes;
+  return true;
+}
+
+bool CudaOps::to_fp4_device_layout(const TensorView& codes) {
+  DI_CHECK(codes.device == tensor::Device::kCuda && (codes.dtype == DType::kI8 || codes.dtype == DType::kU8),
+           "to_fp4_device_layout: FP4 codes must be an I8 tensor on the device ({})", codes.shape_string());
+  DI_CHECK(codes.nbytes() % 4 == 0 && codes.shape[codes.rank - 1] % 4 == 0,
+           "to_fp4_device_layout: rows of {} bytes are not whole 8-code words", codes.shape[codes.rank - 1]);
+  DI_LAUNCH(k::launch_fp4_to_device_layout(static_cast<uint8_t*>(codes.data), static_cast<int64_t>(codes.nbytes()),
+                                           stream_));
   return true;
 }
 
