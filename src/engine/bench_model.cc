@@ -94,7 +94,9 @@ Result<std::unique_ptr<loader::TensorSource>> synthetic_device_weights(const loa
         case tensor::DType::kF8E4M3: DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kFp8Code, k, 1.0f)); break;
         case tensor::DType::kI8:
           DI_RETURN_IF_ERROR(fill(ops, v, RandomKind::kFp4Byte, k, 1.0f));
-          if (!ops->to_fp4_device_layout(v)) return internal_error("{}: FP4 codes not rewritten into the device layout", f.name);
+          if (!ops->to_fp4_device_layout(v)) {
+            return internal_error("{}: FP4 codes not rewritten into the device layout", f.name);
+          }
           break;
         case tensor::DType::kF8E8M0: {
           // FP8 codes ~N(0, 64): scale 2^-6 / sqrt(in); FP4 codes |x| <= 6: scale 2^-2 / sqrt(in).

@@ -62,7 +62,8 @@ DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe
 DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' \
   || status=1
 DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test || status=1
-DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
+DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' \
+  || status=1
 DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
 DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || status=1

@@ -223,7 +223,8 @@ __device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w
   } else if (w.fmt == WeightFmt::kFp4Block) {
     // Element 0 of a word holding only element k's code (in the device layout, as decode_quad reads).
     const uint32_t code = fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8));
-    decode_quad<WeightFmt::kFp4Block>(make_uint4(fp4_to_device_word(code), 0, 0, 0), fp4_scale_code(w, n, k), 0, b0, b1);
+    decode_quad<WeightFmt::kFp4Block>(make_uint4(fp4_to_device_word(code), 0, 0, 0), fp4_scale_code(w, n, k), 0, b0,
+                                      b1);
   } else {
     return __float2bfloat16_rn(dequant_weight(w, n, k));
   }
