@@ -195,7 +195,9 @@ TEST_F(CudaOpsTest, DequantisedWeightsAreExactForEveryCodeAndScale) {
     for (int64_t i = 0; i < n_scales; ++i)
       scales[i] = static_cast<uint8_t>(fp4 ? 2 + i % 251 : 10 + i * 235 / (n_scales - 1));
     gpu_->copy(w.host.weight, w.dev.weight);
-    if (fp4) ASSERT_TRUE(gpu_->to_fp4_device_layout(w.dev.weight));  // the rewritten codes reach the device anew
+    if (fp4) {  // the rewritten codes reach the device anew
+      ASSERT_TRUE(gpu_->to_fp4_device_layout(w.dev.weight));
+    }
     gpu_->copy(w.host.scale, w.dev.scale);
     auto expected = [&](int64_t n, int64_t k) {
       if (fp4) {
