@@ -52,13 +52,14 @@ Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const Lo
   lm->checkpoint = std::make_unique<loader::Checkpoint>(std::move(ckpt));
   DI_ASSIGN_OR_RETURN(lm->ops, make_ops(options.device));
   loader::CheckpointSource host_source(*lm->checkpoint);
+  // (Before any device copy: V4.1 refuses device backends, and should not upload the checkpoint first.)
+  if (lm->config.family == loader::ModelFamily::kV41) return load_v41(std::move(lm), host_source, options);
   // On a device backend, weights are copied once into device memory; the CPU reads the mapping.
   std::unique_ptr<DeviceTensorSource> device_source;
   if (lm->ops->device() != tensor::Device::kCpu) {
     device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get());
   }
   const loader::TensorSource& source = device_source ? *device_source : static_cast<const loader::TensorSource&>(host_source);
-  if (lm->config.family == loader::ModelFamily::kV41) return load_v41(std::move(lm), host_source, options);
   auto weights = loader::bind_weights(lm->config, source);
   if (!weights.is_ok()) return weights.status().with_context(dir);
   lm->model = std::make_unique<model::Model>(lm->config, std::move(weights).value(), lm->ops.get(),
