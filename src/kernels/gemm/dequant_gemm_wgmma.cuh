@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kWgmmaWarps * 32, 1) dequant_gemm_wgmma_kernel
   // takes (8 rows, one window) per task: lane (g, c) = row g, run c, so the 32 lanes' 4-byte
   // stores to a core-matrix pair cover 32 distinct banks. Rows past N hold zero runs (the copy
   // zero-fills them) and decode to zeros, so no lane branches; the scale codes are all fetched
-  // first, then one warp vote picks the permute decoder (every code in range, always in
+  // first, then one warp vote picks the fast decoder (every code in range, always in
   // practice) or decode_quad's general path for the whole tile — same bits either way.
   constexpr int WIN = RUNS / 4, TASKS = (BN / 8) * WIN / kWgmmaWarps;
   auto dequant_tile = [&](int i) {

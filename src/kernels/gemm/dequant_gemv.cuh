@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
         }
       };
       // Scales once per run (not per quad), and one warp-wide branch per window for the FP8 codes
-      // the permute decoder does not cover (rare); both paths give decode_quad's bits.
+      // the fast decoder does not cover (rare); both paths give decode_quad's bits.
       uint32_t scale[NT];
       bool exact = true;
 #pragma unroll

@@ -112,7 +112,7 @@ __device__ __forceinline__ void swap_stage_rows(unsigned char* raw, int r, const
 struct SwapRaw {
   uint4 run[2];
   uint8_t code[2];
-  bool exact;  // both codes in the permute decoder's range (always, in practice)
+  bool exact;  // both codes in the fast decoder's range (always, in practice)
 };
 
 // The fragments of steps first .. first + STEPS - 1 of a K tile: f[q] = {row g k 2c, row g + 8

@@ -83,7 +83,8 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   return *reinterpret_cast<const uint32_t*>(&r);
 }
 
-// Four E2M1 codes (the nibbles of v, lowest first) times a UE8M0 scale as two BF16 pairs, built
+// Four E2M1 codes (the nibbles of v in checkpoint order, lowest first: decode_quad un-permutes the
+// device-layout word first) times a UE8M0 scale as two BF16 pairs, built
 // with byte permutes: the magnitude's BF16 bytes come from two 8-entry tables, the signs (nibble
 // bits 3, 7 -> pair bits 15, 31) are routed by one multiply (bit 3 x 2^12 lands on 15, bit 7 x
 // 2^24 on 31; the cross terms land on bits 19 and 27, masked off), then one BF16x2 multiply by the
@@ -162,7 +163,7 @@ __device__ __forceinline__ void fp8_quad_f32(uint32_t v, float s, uint32_t& b0, 
   b1 = pack_bf16(e4m3_to_f32((v >> 16) & 0xff) * s, e4m3_to_f32(v >> 24) * s);
 }
 
-// A run's UE8M0 scale code as the BF16x2 factor of the permute decoders (unused for BF16), and
+// A run's UE8M0 scale code as the BF16x2 factor of the fast decoders (unused for BF16), and
 // whether that decoder covers the code (FP8 codes above 134 take the F32 path, FP4 codes above
 // 128 fp4_quad with the plain scale).
 template <WeightFmt F>
