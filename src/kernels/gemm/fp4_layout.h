@@ -7,11 +7,11 @@
 // A checkpoint word holds eight E2M1 codes, pair p = byte p (element 2p in its low nibble, 2p + 1
 // in its high one; code bits m, e0, e1, sign). The decoders want each pair as two BF16 whose bits
 // are the codes' values times 2^-126 — code bits m, e0, e1 at BF16 bits 6-8, sign at 15, i.e. at
-// kPairBits = {6, 7, 8, 15, 22, 23, 24, 31} of the pair's 32 bits — then one BF16x2 multiply by
+// kFp4PairBits = {6, 7, 8, 15, 22, 23, 24, 31} of the pair's 32 bits — then one BF16x2 multiply by
 // the scale. In the device layout pair 0 is stored at exactly those bits, pair 1 three bits lower
 // and pair 2 six bits lower (three disjoint copies of the pattern: word & mask, (word << 3) &
 // mask, (word << 6) & mask), and pair 3 in the eight bits left, from which one shift, one mask
-// and one multiply place it (fp4_last_pair_bits). Per word that is 9 integer instructions instead
+// and one multiply place it (fp4_pair_bits). Per word that is 9 integer instructions instead
 // of the 15 of the checkpoint layout (even/odd nibble split, byte permute, multiply, mask per
 // pair); with the 4 BF16x2 multiplies, 13 instead of 19 per eight weights.
 #pragma once
@@ -59,8 +59,8 @@ DI_HOST_DEVICE constexpr uint32_t fp4_device_code(uint32_t d, int e) {
   return code;
 }
 
-// Pair h * 2 + q (q = 0, 1) of a device-layout word, placed (kFp4PairBits; the decoders' integer
-// part): pairs 0-2 are masked shifts, pair 3 a shift, a mask and a multiply.
+// Pair `pair` (0-3) of a device-layout word, placed (kFp4PairBits; the decoders' integer part):
+// pairs 0-2 are masked shifts, pair 3 a shift, a mask and a multiply.
 DI_HOST_DEVICE constexpr uint32_t fp4_pair_bits(uint32_t d, int pair) {
   switch (pair) {
     case 0: return d & kFp4PairBits;
