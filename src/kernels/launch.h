@@ -222,11 +222,16 @@ struct AttentionLaunchParams {
   // Output de-rotation folded into the kernel (rope_inv_freq non-null; only where
   // attention_folds_rope says so): rope() of the output with these parameters.
   const float* rope_inv_freq = nullptr; int rope_n = 0; float rope_sign = 1.0f;
+  // CTAs per (token, 16 heads) on the tensor-core path (attention_cluster_size): -1 = automatic,
+  // 0 or 1 = the one-CTA kernel, 2 / 4 / 8 = that cluster where the head_dim allows. Same bits.
+  int cluster = -1;
 };
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t stream);
 // Whether launch_sparse_attention takes the tensor-core kernel for p, which can fold the output's
 // RoPE de-rotation (the scalar kernel cannot: the caller runs rope() after it).
 bool attention_folds_rope(const AttentionLaunchParams& p);
+// The cluster size a tensor-core (mma.sync) launch of p takes: 1 = the one-CTA kernel.
+int attention_cluster_size(const AttentionLaunchParams& p);
 
 // ---- MoE -------------------------------------------------------------------------------
 struct MoeRouteParams { const float* logits; const float* bias; const int64_t* tid2eid; const int32_t* ids; int64_t T; int E, k; float route_scale; int32_t* sel; float* weights; };

@@ -3,8 +3,11 @@
 // sparse attention and MoE, on multi-sequence batches mixing prefill chunks and decode tokens.
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <tuple>
+#include <utility>
 
+#include "kernels/launch.h"
 #include "op_test_harness.h"
 
 namespace deepinfer::testing {
@@ -316,6 +319,77 @@ TEST_F(CudaKvOpsTest, SparseAttentionOutputRopeIsBitwiseAttentionThenRope) {
       const std::vector<float> c = download(plain.dev);
       for (size_t i = 0; i < c.size(); ++i) rotated += c[i] != a[i];
       EXPECT_GT(rotated, T * H * n_rope / 4) << "d " << d << " dtype " << int(dt);
+    }
+  }
+}
+
+// The cluster kernel (sparse_attention_cluster.cuh: a (token, 16 heads) CTA's work spread over 2, 4
+// or 8 CTAs) gives the one-CTA kernel's bits at every cluster size the head_dim allows, for decode
+// tokens whose rows fill one partial tile (position 5), two tiles (the window), 3 to 12 tiles (HCA
+// at positions 130 to 2500), 10 (CSA: the window and 512 listed rows), and more than its S array
+// holds (HCA at 4400: CTA 0 alone); 64 heads and 20 (head masking) at head_dim 512, 20 at 128 (two
+// CTAs at most); and the tokens as one batch (the launcher's own choice of kernel) agree too, and
+// with the reference.
+TEST_F(CudaKvOpsTest, SparseAttentionClusterKernelIsBitwiseTheOneCtaKernel) {
+  const int64_t W = 128, K = 512;
+  const int32_t blocks = 35;
+  const std::vector<int32_t> pos = {5, 200, 1000, 2500, 4400, 130};
+  std::vector<ops::SeqSpan> batch;
+  for (int32_t i = 0; i < static_cast<int32_t>(pos.size()); ++i) batch.push_back({i, i, 1, pos[i], 0, 0});
+  set_batch(batch, blocks);
+  const int64_t T = host_.n_tokens;
+  for (auto [d, H] : std::vector<std::pair<int64_t, int64_t>>{{512, 64}, {512, 20}, {128, 20}}) {
+    Pair q = random(DType::kBF16, {T, H, d}, 0.3f), kv = random(DType::kBF16, {T, d});
+    Pair window = random(DType::kBF16, {T, W, d}), comp = random(DType::kBF16, {T * blocks * 32, d});
+    Pair sinks = random(DType::kF32, {H});
+    Pair idx = make(DType::kI32, {T, K});
+    for (int64_t t = 0; t < T; ++t) {  // ascending rows, every other one past the first 200, -1 tail
+      const int32_t n_avail = (positions_[t] + 1) / 4;
+      int32_t k = 0;
+      for (int32_t g = 0; g < n_avail && k < K; g += g < 200 ? 1 : 2) set(idx.host, t * K + k++, static_cast<float>(g));
+      for (; k < K; ++k) set(idx.host, t * K + k, -1.0f);
+    }
+    upload(idx);
+    for (int mode = 0; mode < 3; ++mode) {  // 0: window only, 1: all compressed rows (HCA), 2: listed (CSA)
+      const std::string what = "d " + std::to_string(d) + " H " + std::to_string(H) + " mode " + std::to_string(mode);
+      const ops::AttentionParams ap{W, mode == 0 ? 0 : 4, mode == 1, 32, 1.0f / std::sqrt(static_cast<float>(d))};
+      const TensorView none;
+      Pair batched = make(DType::kBF16, {T, H, d});
+      gpu_->sparse_attention(q.dev, kv.dev, window.dev, mode ? comp.dev : none, mode == 2 ? idx.dev : none,
+                             sinks.dev, dev_, ap, batched.dev);
+      cpu_.sparse_attention(q.host, kv.host, window.host, mode ? comp.host : none, mode == 2 ? idx.host : none,
+                            sinks.host, host_, ap, batched.host);
+      const std::vector<float> batch_out = download(batched.dev);
+      EXPECT_LE(rel_error(batch_out, values(batched.host)), 1e-2f) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (int64_t t = 0; t < T; ++t) {  // each token alone (a decode-sized launch), every cluster size
+        std::vector<float> one_cta;
+        for (int cluster : {1, 2, 4, 8}) {
+          Pair out = make(DType::kBF16, {1, H, d});
+          kernels::AttentionLaunchParams p{
+              static_cast<const char*>(q.dev.data) + t * H * d * 2, kv.dev.data, window.dev.data,
+              mode ? comp.dev.data : nullptr, kernels::ActType::kBF16,
+              mode == 2 ? static_cast<const int32_t*>(idx.dev.data) + t * K : nullptr,
+              static_cast<const float*>(sinks.dev.data), static_cast<const int32_t*>(dev_.positions.data) + t,
+              static_cast<const int32_t*>(dev_.token_seq.data) + t,
+              static_cast<const kernels::SeqSpanDev*>(dev_.seqs.data),
+              static_cast<const int32_t*>(dev_.block_tables.data), out.dev.data, 1, H, d, W, ap.ratio,
+              ap.all_compressed, ap.rows_per_block, blocks, mode == 2 ? static_cast<int>(K) : 0, ap.softmax_scale,
+              true};
+          p.cluster = cluster;
+          const bool fits = cluster > 1 && d % (64 * cluster) == 0;
+          EXPECT_EQ(kernels::attention_cluster_size(p), fits ? cluster : 1) << what;
+          ASSERT_EQ(kernels::launch_sparse_attention(p, nullptr), cudaSuccess) << what;
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+          const std::vector<float> got = download(out.dev);
+          if (cluster == 1) {
+            one_cta = got;
+            EXPECT_TRUE(std::equal(got.begin(), got.end(), batch_out.begin() + t * H * d)) << what << " token " << t;
+          } else {
+            EXPECT_EQ(got, one_cta) << what << " token " << t << " cluster " << cluster;
+          }
+        }
+      }
     }
   }
 }

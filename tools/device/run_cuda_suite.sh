@@ -18,7 +18,13 @@
 # down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0) and with the
 # small-M expert activations quantised in every CTA's staging instead of once (DEEPINFER_MOE_QUANT_ONCE=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0), with sparse expert launches in
-# 32-row chunks on the general small-M kernel (DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
+# 32-row chunks on the general small-M kernel (# The attention and model tests with every tensor-core launch below the wgmma threshold on the
+# cluster attention kernel at two CTAs (the default takes it for decode-sized launches only, at the
+# largest size whose clusters run at once), and with it off.
+DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
+DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test || status=1
+DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test || status=1
+DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
 # with split-K launches folded by their tiles' last CTAs instead of the fold kernel
 # (DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
@@ -35,7 +41,9 @@
 # (DEEPINFER_CUDA_PDL=0), and the indexer tests with every top-k row on the strided path
 # (DEEPINFER_TOPK_SMEM=0), the attention and model tests with the wgmma attention kernel taking every
 # launch of 2+ tokens (DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2), with two and with four warpgroups per CTA
-# (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4), so every kernel and launch mode stays verified.
+# (DEEPINFER_ATTN_WGMMA_WARPGROUPS=4), and on the cluster attention kernel at two CTAs per token and 16
+# heads for every launch below that threshold (DEEPINFER_ATTN_CLUSTER=2) and never (=0), so every
+# kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -86,13 +86,137 @@ __device__ __forceinline__ void attn_store_pair(__nv_bfloat16* dst, float x0, fl
   *reinterpret_cast<uint32_t*>(dst) = pack_bf16(x0, x1);
 }
 
+// Static shared memory of the tensor-core kernels that walk a token's rows with 8 warps (this one
+// and the cluster kernel of sparse_attention_cluster.cuh, which may call this one's body): one
+// allocation per kernel whichever of them declares it.
+struct MmaAttnShared {
+  float mx[kMmaAttnWarps][kMmaAttnHeads], den[kMmaAttnWarps][kMmaAttnHeads];  // per-warp statistics
+  const __nv_bfloat16* row_addr[kMmaAttnAddrRows];                           // resolved row addresses
+};
+__device__ __forceinline__ MmaAttnShared& mma_attn_shared() {
+  __shared__ MmaAttnShared sh;
+  return sh;
+}
+
+// S for the calling warp's 8 rows of a tile [64 rows][LD] (BF16) in shared memory: lane holds
+// heads g, g + 8 x rows 2c, 2c + 1 — one mma chain over the k16 steps in order.
+template <int KS, int LD>
+__device__ __forceinline__ void mma_attn_qk(float* acc, const uint32_t (&qf)[KS][4], const __nv_bfloat16* tile) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+  // ldmatrix x4: matrices (k 0-7, k 8-15) of step ks and of step ks + 1, rows = this warp's 8.
+  const __nv_bfloat16* base = tile + (warp * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
+#pragma unroll
+  for (int ks = 0; ks < KS; ks += 2) {
+    uint32_t bf[4];
+    ldmatrix_x4(bf, base + ks * 16);
+    mma_bf16_16816(acc, qf[ks], bf);
+    mma_bf16_16816(acc, qf[ks + 1], bf + 2);
+  }
+}
+
+// The end of pass 1: a lane's (max, den) pairs of heads g, g + 8 combined over the quad (lanes
+// c = 0..3) by a fixed butterfly, then over the warps in order with the sink first; every lane
+// leaves with its heads' final pair. One block barrier.
+__device__ __forceinline__ void mma_attn_combine(float (&mx)[2], float (&den)[2], const float* sinks, int64_t h0,
+                                                 int64_t H) {
+  MmaAttnShared& sh = mma_attn_shared();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
+      attn_stat_merge(mx[hh], den[hh], m2, l2);
+    }
+    if (c == 0) sh.mx[warp][g + 8 * hh] = mx[hh], sh.den[warp][g + 8 * hh] = den[hh];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    float m = h < H ? sinks[h] : -INFINITY, l = h < H ? 1.0f : 0.0f;
+    for (int w = 0; w < kMmaAttnWarps; ++w) attn_stat_merge(m, l, sh.mx[w][g + 8 * hh], sh.den[w][g + 8 * hh]);
+    mx[hh] = m;
+    den[hh] = l;
+  }
+}
+
+// Pass 2's probabilities of one tile: a lane's S values (heads g, g + 8 x rows 2c, 2c + 1 of its
+// warp's 8; `row` is the first one's index, rows >= n_rows get 0) into P [16 heads][LDP] as BF16.
+template <int LDP>
+__device__ __forceinline__ void mma_attn_write_p(__nv_bfloat16* s_p, const float (&acc)[4], int64_t row,
+                                                 int64_t n_rows, float scale, const float (&mx)[2],
+                                                 const float (&den)[2]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  float pr[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int hh = e >> 1;
+    pr[e] = row + (e & 1) < n_rows ? attn_prob(acc[e], scale, mx[hh], den[hh]) : 0.0f;
+  }
+  *reinterpret_cast<uint32_t*>(s_p + g * LDP + warp * 8 + 2 * c) = pack_bf16(pr[0], pr[1]);
+  *reinterpret_cast<uint32_t*>(s_p + (g + 8) * LDP + warp * 8 + 2 * c) = pack_bf16(pr[2], pr[3]);
+}
+
+// O[16 x 8 NT] += P[16 x 64] . V[64 x 8 NT]: the warp's NT n8 column tiles from column col0 of a
+// tile V [64 rows][LDV] (BF16) in shared memory, k16 steps in row order.
+template <int NT, int LDP, int LDV>
+__device__ __forceinline__ void mma_attn_pv(float (&o)[NT][4], const __nv_bfloat16* s_p, const __nv_bfloat16* v,
+                                            int col0) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int ks = 0; ks < kMmaAttnRows / 16; ++ks) {
+    uint32_t af[4];
+    ldmatrix_x4(af, s_p + ((lane & 7) + ((lane >> 3) & 1) * 8) * LDP + ks * 16 + (lane >> 4) * 8);
+    const __nv_bfloat16* vrow = v + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDV + col0 + (lane >> 4) * 8;
+    if constexpr (NT == 1) {
+      uint32_t bf[2];
+      ldmatrix_x2_trans(bf, vrow);
+      mma_bf16_16816(o[0], af, bf);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; nt += 2) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, vrow + nt * 8);
+        mma_bf16_16816(o[nt], af, bf);
+        mma_bf16_16816(o[nt + 1], af, bf + 2);
+      }
+    }
+  }
+}
+
+// A lane holds output columns col0 + 8 nt + 2c and + 1 of heads h0 + g, + 8: a RoPE pair each. With
+// p.rope_inv_freq the pairs of the last rope_n dims are de-rotated as rope_kernel does it to the
+// stored output (rounded to BF16, rotated, rounded again): the bits of the kernel followed by rope().
+template <int D, int NT>
+__device__ __forceinline__ void mma_attn_store(__nv_bfloat16* out, const float (&o)[NT][4], int64_t t, int64_t h0,
+                                               int col0, const int32_t* positions, const AttentionParamsDev& p) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const float pos = static_cast<float>(positions[t]);
+  const int64_t rope0 = D - p.rope_n;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t h = h0 + g + 8 * hh;
+    if (h >= p.H) continue;
+    __nv_bfloat16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      attn_store_pair(dst + nt * 8, o[nt][2 * hh], o[nt][2 * hh + 1], col0 + nt * 8 + 2 * c, rope0, pos, p);
+    }
+  }
+}
+
+// One CTA's work: token t, heads h0 .. h0 + 15 (the kernel below; the cluster kernel's fallback for
+// tokens with more rows than its S store holds).
 template <int D>
-__global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
-    sparse_attention_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
-                                const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
-                                const int32_t* positions, const int32_t* token_seq, const SeqSpanDev* seqs,
-                                const int32_t* block_tables, AttentionParamsDev p, __nv_bfloat16* out) {
-  pdl_prologue();
+__device__ __forceinline__ void sparse_attention_mma_cta(const __nv_bfloat16* q, const __nv_bfloat16* kv_new,
+                                                         const __nv_bfloat16* window, const __nv_bfloat16* comp,
+                                                         const int32_t* comp_idx, const float* sinks,
+                                                         const int32_t* positions, const int32_t* token_seq,
+                                                         const SeqSpanDev* seqs, const int32_t* block_tables,
+                                                         const AttentionParamsDev& p, __nv_bfloat16* out, int64_t t,
+                                                         int64_t h0) {
   using bf16 = __nv_bfloat16;
   constexpr int LD = D + kMmaAttnPad, LDP = kMmaAttnRows + kMmaAttnPad;
   constexpr int KS = D / 16;                          // k16 steps of Q.K^T
@@ -103,11 +227,8 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   bf16* s_kv = reinterpret_cast<bf16*>(attn_smem);  // [2][kMmaAttnRows][LD]
   bf16* s_p = s_kv + 2 * kMmaAttnRows * LD;          // [16 heads][LDP]
   float* s_s = reinterpret_cast<float*>(s_p + kMmaAttnHeads * LDP);  // [16 heads][kMmaAttnKeptLd]
-  __shared__ float s_mx[kMmaAttnWarps][kMmaAttnHeads], s_den[kMmaAttnWarps][kMmaAttnHeads];
 
-  const int64_t t = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kMmaAttnHeads;
   const SeqSpanDev s = seqs[token_seq[t]];
   const TokenRows tr = token_rows(t, positions[t], s, comp_idx, p);
   const int64_t first = tr.first, n_window = tr.n_window, n_rows = tr.n_rows;
@@ -132,7 +253,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     }
   }
 
-  __shared__ const bf16* s_row_addr[kMmaAttnAddrRows];
+  const bf16** s_row_addr = mma_attn_shared().row_addr;
   const int n_addr = static_cast<int>(min64(n_rows, kMmaAttnAddrRows));
   for (int r = threadIdx.x; r < n_addr; r += blockDim.x)
     s_row_addr[r] = attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
@@ -155,19 +276,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     cp_async_commit();
   };
 
-  // S for this warp's 8 rows of the tile in buffer b: lane holds heads g, g + 8 x rows 2c, 2c + 1.
-  auto qk = [&](int b, float* acc) {
-    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    // ldmatrix x4: matrices (k 0-7, k 8-15) of step ks and of step ks + 1, rows = this warp's 8.
-    const bf16* base = s_kv + (b * kMmaAttnRows + warp * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
-#pragma unroll
-    for (int ks = 0; ks < KS; ks += 2) {
-      uint32_t bf[4];
-      ldmatrix_x4(bf, base + ks * 16);
-      mma_bf16_16816(acc, qf[ks], bf);
-      mma_bf16_16816(acc, qf[ks + 1], bf + 2);
-    }
-  };
+  auto qk = [&](int b, float* acc) { mma_attn_qk<KS, LD>(acc, qf, s_kv + b * kMmaAttnRows * LD); };
   auto row_of = [&](int i, int e) { return static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + 2 * c + (e & 1); };
 
   // Pass 1: running max / denominator per (lane, head); lane-local rows in order.
@@ -195,26 +304,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     }
     __syncwarp();  // this warp's reads of buffer i & 1 finish before tile i + 2 lands there
   }
-  // Combine (max, den) pairs: over the quad (lanes c = 0..3) by a fixed butterfly, then over the
-  // warps in order with the sink first.
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      const float m2 = __shfl_xor_sync(0xffffffffu, mx[hh], off), l2 = __shfl_xor_sync(0xffffffffu, den[hh], off);
-      attn_stat_merge(mx[hh], den[hh], m2, l2);
-    }
-    if (c == 0) s_mx[warp][g + 8 * hh] = mx[hh], s_den[warp][g + 8 * hh] = den[hh];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int64_t h = h0 + g + 8 * hh;
-    float m = h < p.H ? sinks[h] : -INFINITY, l = h < p.H ? 1.0f : 0.0f;
-    for (int w = 0; w < kMmaAttnWarps; ++w) attn_stat_merge(m, l, s_mx[w][g + 8 * hh], s_den[w][g + 8 * hh]);
-    mx[hh] = m;
-    den[hh] = l;
-  }
+  mma_attn_combine(mx, den, sinks, h0, p.H);
 
   // Pass 2: tiles last to first; the last two tiles of pass 1 are still in their buffers (tile i
   // in buffer i & 1), so the first reload is of tile n_tiles - 3.
@@ -237,53 +327,24 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     } else {
       qk(i & 1, acc);
     }
-    float pr[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int hh = e >> 1;
-      pr[e] = row_of(i, e) < n_rows ? attn_prob(acc[e], p.softmax_scale, mx[hh], den[hh]) : 0.0f;
-    }
-    *reinterpret_cast<uint32_t*>(s_p + g * LDP + warp * 8 + 2 * c) = pack_bf16(pr[0], pr[1]);
-    *reinterpret_cast<uint32_t*>(s_p + (g + 8) * LDP + warp * 8 + 2 * c) = pack_bf16(pr[2], pr[3]);
+    mma_attn_write_p<LDP>(s_p, acc, row_of(i, 0), n_rows, p.softmax_scale, mx, den);
     __syncthreads();  // P and every warp's rows of tile i are in shared memory
-    const bf16* v = s_kv + (i & 1) * kMmaAttnRows * LD;
-#pragma unroll
-    for (int ks = 0; ks < kMmaAttnRows / 16; ++ks) {
-      uint32_t af[4];
-      ldmatrix_x4(af, s_p + ((lane & 7) + ((lane >> 3) & 1) * 8) * LDP + ks * 16 + (lane >> 4) * 8);
-      const bf16* vrow = v + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + col0 + (lane >> 4) * 8;
-      if constexpr (NT == 1) {
-        uint32_t bf[2];
-        ldmatrix_x2_trans(bf, vrow);
-        mma_bf16_16816(o[0], af, bf);
-      } else {
-#pragma unroll
-        for (int nt = 0; nt < NT; nt += 2) {
-          uint32_t bf[4];
-          ldmatrix_x4_trans(bf, vrow + nt * 8);
-          mma_bf16_16816(o[nt], af, bf);
-          mma_bf16_16816(o[nt + 1], af, bf + 2);
-        }
-      }
-    }
+    mma_attn_pv<NT, LDP, LD>(o, s_p, s_kv + (i & 1) * kMmaAttnRows * LD, col0);
     __syncthreads();  // every warp is done with P and with buffer i & 1
   }
 
-  // A lane holds output columns col0 + 8 nt + 2c and + 1: a RoPE pair. With p.rope_inv_freq the
-  // pairs of the last rope_n dims are de-rotated as rope_kernel does it to the stored output
-  // (rounded to BF16, rotated, rounded again): the bits of this kernel followed by rope().
-  const float pos = static_cast<float>(positions[t]);
-  const int64_t rope0 = D - p.rope_n;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int64_t h = h0 + g + 8 * hh;
-    if (h >= p.H) continue;
-    bf16* dst = out + (t * p.H + h) * D + col0 + 2 * c;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      attn_store_pair(dst + nt * 8, o[nt][2 * hh], o[nt][2 * hh + 1], col0 + nt * 8 + 2 * c, rope0, pos, p);
-    }
-  }
+  mma_attn_store<D, NT>(out, o, t, h0, col0, positions, p);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
+    sparse_attention_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new, const __nv_bfloat16* window,
+                                const __nv_bfloat16* comp, const int32_t* comp_idx, const float* sinks,
+                                const int32_t* positions, const int32_t* token_seq, const SeqSpanDev* seqs,
+                                const int32_t* block_tables, AttentionParamsDev p, __nv_bfloat16* out) {
+  pdl_prologue();
+  sparse_attention_mma_cta<D>(q, kv_new, window, comp, comp_idx, sinks, positions, token_seq, seqs, block_tables, p,
+                              out, blockIdx.x, static_cast<int64_t>(blockIdx.y) * kMmaAttnHeads);
 }
 
 }  // namespace deepinfer::kernels

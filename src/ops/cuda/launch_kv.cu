@@ -1,11 +1,13 @@
 // Launch functions of the KV-state, indexer and sparse-attention kernels.
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/attention/indexer.cuh"
 #include "kernels/attention/indexer_mma.cuh"
 #include "kernels/attention/kv_state.cuh"
 #include "kernels/attention/sparse_attention.cuh"
+#include "kernels/attention/sparse_attention_cluster.cuh"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/attention/sparse_attention_wgmma.cuh"
 #include "kernels/common/act_dispatch.cuh"
@@ -130,6 +132,66 @@ bool attention_takes_wgmma(const AttentionLaunchParams& p) {
 #endif
 }
 
+namespace {
+// Clusters of C CTAs of the cluster kernel for head_dim D the device runs at once (read once).
+template <int D, int C>
+int attention_max_clusters() {
+  static const int n = [] {
+    const size_t smem = mma_attention_smem_bytes(D);
+    if (cudaFuncSetAttribute(sparse_attention_cluster_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return max_active_clusters(sparse_attention_cluster_kernel<D, C>, dim3(32 * kMmaAttnWarps), smem, C);
+  }();
+  return n;
+}
+template <int D>
+int attention_max_clusters(int c) {
+  if constexpr (cluster_attention_supports(D, 8)) {
+    if (c == 8) return attention_max_clusters<D, 8>();
+  }
+  if constexpr (cluster_attention_supports(D, 4)) {
+    if (c == 4) return attention_max_clusters<D, 4>();
+  }
+  if constexpr (cluster_attention_supports(D, 2)) {
+    if (c == 2) return attention_max_clusters<D, 2>();
+  }
+  return 0;
+}
+int attention_max_clusters(int64_t d, int c) {
+  switch (d) {
+    case 128: return attention_max_clusters<128>(c);
+    case 256: return attention_max_clusters<256>(c);
+    case 512: return attention_max_clusters<512>(c);
+    default: return 0;
+  }
+}
+}  // namespace
+
+// A decode-sized tensor-core launch leaves most SMs idle (4 CTAs for a batch-1 token's 64 heads),
+// each walking its token's rows serially: the cluster kernel (sparse_attention_cluster.cuh) spreads
+// a (token, 16 heads) CTA's work over C SMs with the same bits. Automatic: the largest C whose
+// clusters all run at once (the device's max active clusters of that size, read once), else the
+// one-CTA kernel. DEEPINFER_ATTN_CLUSTER=0 (or 1): never; 2 / 4 / 8: that C for every launch the
+// head_dim allows (the GPU suite's way to run each size on every test); AttentionLaunchParams::
+// cluster overrides both.
+int attention_cluster_size(const AttentionLaunchParams& p) {
+  if (device_cc_major() < 9 || !attention_folds_rope(p) || attention_takes_wgmma(p)) return 1;
+  static const int knob = [] {
+    const char* v = std::getenv("DEEPINFER_ATTN_CLUSTER");
+    return v == nullptr || *v == '\0' ? -1 : std::atoi(v);
+  }();
+  const int want = p.cluster >= 0 ? p.cluster : knob;
+  if (want >= 0) return want >= 2 && cluster_attention_supports(p.d, want) ? want : 1;
+  const int64_t groups = p.T * ((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads);
+  for (int c : {8, 4, 2}) {
+    if (cluster_attention_supports(p.d, c) && groups <= attention_max_clusters(p.d, c)) return c;
+  }
+  return 1;
+}
+
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t s) {
   AttentionParamsDev d;
   d.H = p.H;
@@ -176,6 +238,39 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   }
   if (attention_folds_rope(p)) {
     cudaError_t err = cudaSuccess;
+    const int cluster = attention_cluster_size(p);
+    if (cluster > 1) {
+      auto launch_cluster = [&](auto d_tag, auto c_tag) {
+        constexpr int D = decltype(d_tag)::value, C = decltype(c_tag)::value;
+        if constexpr (cluster_attention_supports(D, C)) {
+          const size_t smem = mma_attention_smem_bytes(D);
+          static const cudaError_t configured = cudaFuncSetAttribute(
+              sparse_attention_cluster_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+              static_cast<int>(smem));
+          if (configured != cudaSuccess) {
+            err = configured;
+            return;
+          }
+          const dim3 grid(static_cast<unsigned>(p.T * C), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
+          err = launch_pdl_cluster(sparse_attention_cluster_kernel<D, C>, grid, 32 * kMmaAttnWarps, smem, s, C,
+                                   static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
+                                   static_cast<const __nv_bfloat16*>(p.window),
+                                   static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
+                                   p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+        }
+      };
+      auto with_c = [&](auto d_tag) {
+        if (cluster == 8) launch_cluster(d_tag, std::integral_constant<int, 8>{});
+        if (cluster == 4) launch_cluster(d_tag, std::integral_constant<int, 4>{});
+        if (cluster == 2) launch_cluster(d_tag, std::integral_constant<int, 2>{});
+      };
+      switch (p.d) {
+        case 128: with_c(std::integral_constant<int, 128>{}); break;
+        case 256: with_c(std::integral_constant<int, 256>{}); break;
+        default: with_c(std::integral_constant<int, 512>{}); break;
+      }
+      return err != cudaSuccess ? err : cudaGetLastError();
+    }
     auto launch_mma = [&](auto d_tag) {
       constexpr int D = decltype(d_tag)::value;
       const size_t smem = mma_attention_smem_bytes(D);
