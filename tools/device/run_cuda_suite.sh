@@ -18,13 +18,7 @@
 # down projection's quantisation as two launches (DEEPINFER_MOE_SWIGLU_QUANT=0) and with the
 # small-M expert activations quantised in every CTA's staging instead of once (DEEPINFER_MOE_QUANT_ONCE=0), with
 # the untransposed small-M tiles (DEEPINFER_GEMV_TRANSPOSED=0), with sparse expert launches in
-# 32-row chunks on the general small-M kernel (# The attention and model tests with every tensor-core launch below the wgmma threshold on the
-# cluster attention kernel at two CTAs (the default takes it for decode-sized launches only, at the
-# largest size whose clusters run at once), and with it off.
-DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
-DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test || status=1
-DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test || status=1
-DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
+# 32-row chunks on the general small-M kernel (DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0),
 # with split-K launches folded by their tiles' last CTAs instead of the fold kernel
 # (DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile)
 # and with the activation quantisation folded into the small-M kernel's staging for up to 32 rows
@@ -81,6 +75,12 @@ DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*Spar
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test || status=1
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
 DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test || status=1
+# The attention and model tests with every tensor-core launch below the wgmma threshold on the
+# cluster attention kernel at two CTAs (the default takes it for decode-sized launches only, at the
+# largest size whose clusters run at once), and with it off.
+DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
+DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test || status=1
+DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test || status=1
 DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
