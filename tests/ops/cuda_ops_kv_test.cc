@@ -68,6 +68,19 @@ class CudaKvOpsTest : public OpHarness {
     b.h_block_tables = tables_.data();
     return b;
   }
+  // A CSA token's selected compressed rows [T, K] (ratio 4), uploaded: ascending, every other one
+  // past the first 200, a -1 tail.
+  Pair selected_rows(int64_t T, int64_t K) {
+    Pair idx = make(DType::kI32, {T, K});
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t n_avail = (positions_[t] + 1) / 4;
+      int64_t k = 0;
+      for (int32_t g = 0; g < n_avail && k < K; g += g < 200 ? 1 : 2) set(idx.host, t * K + k++, static_cast<float>(g));
+      for (; k < K; ++k) set(idx.host, t * K + k, -1.0f);
+    }
+    upload(idx);
+    return idx;
+  }
   std::vector<ops::SeqSpan> seqs_;
   std::vector<int32_t> positions_, token_seq_, ids_, tables_, seq_words_;
   int32_t max_blocks_ = 0;
@@ -258,14 +271,7 @@ TEST_F(CudaKvOpsTest, SparseAttentionAtV4ShapesIsBatchInvariant) {
       Pair q = random(DType::kBF16, {T, H, d}, 0.3f), kv = random(DType::kBF16, {T, d});
       Pair window = random(DType::kBF16, {3, W, d}), comp = random(DType::kBF16, {3 * blocks * 32, d});
       Pair sinks = random(DType::kF32, {H});
-      Pair idx = make(DType::kI32, {T, K});
-      for (int64_t t = 0; t < T; ++t) {  // ascending rows, every other one past the first 200, -1 tail
-        const int32_t n_avail = (positions_[t] + 1) / 4;
-        int32_t k = 0;
-        for (int32_t g = 0; g < n_avail && k < K; g += g < 200 ? 1 : 2) set(idx.host, t * K + k++, static_cast<float>(g));
-        for (; k < K; ++k) set(idx.host, t * K + k, -1.0f);
-      }
-      upload(idx);
+      Pair idx = selected_rows(T, K);
       const ops::AttentionParams ap{W, 4, mode == 1, 32, 1.0f / std::sqrt(static_cast<float>(d))};
       const TensorView none;
       Pair out = make(DType::kBF16, {T, H, d});
@@ -342,14 +348,7 @@ TEST_F(CudaKvOpsTest, SparseAttentionClusterKernelIsBitwiseTheOneCtaKernel) {
     Pair q = random(DType::kBF16, {T, H, d}, 0.3f), kv = random(DType::kBF16, {T, d});
     Pair window = random(DType::kBF16, {T, W, d}), comp = random(DType::kBF16, {T * blocks * 32, d});
     Pair sinks = random(DType::kF32, {H});
-    Pair idx = make(DType::kI32, {T, K});
-    for (int64_t t = 0; t < T; ++t) {  // ascending rows, every other one past the first 200, -1 tail
-      const int32_t n_avail = (positions_[t] + 1) / 4;
-      int32_t k = 0;
-      for (int32_t g = 0; g < n_avail && k < K; g += g < 200 ? 1 : 2) set(idx.host, t * K + k++, static_cast<float>(g));
-      for (; k < K; ++k) set(idx.host, t * K + k, -1.0f);
-    }
-    upload(idx);
+    Pair idx = selected_rows(T, K);
     for (int mode = 0; mode < 3; ++mode) {  // 0: window only, 1: all compressed rows (HCA), 2: listed (CSA)
       const std::string what = "d " + std::to_string(d) + " H " + std::to_string(H) + " mode " + std::to_string(mode);
       const ops::AttentionParams ap{W, mode == 0 ? 0 : 4, mode == 1, 32, 1.0f / std::sqrt(static_cast<float>(d))};

@@ -119,13 +119,8 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     const int i = rank + j * C;
     const int64_t r = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + (lane & 7);
     const bf16* src = r < n_rows ? s_row_addr[r] : kv_new;
-    bf16* dst = s_kv + ((j & 1) * kMmaAttnRows + warp * 8) * LD;
-#pragma unroll
-    for (int rr = 0; rr < 8; ++rr) {
-      const bf16* row = reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(src), rr));
-      const bool valid = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + rr < n_rows;
-      for (int ch = lane; ch < CHUNKS; ch += 32) cp_async16(dst + rr * LD + ch * 8, row + ch * 8, valid);
-    }
+    mma_attn_copy_warp_rows<CHUNKS, LD>(s_kv + ((j & 1) * kMmaAttnRows + warp * 8) * LD, src,
+                                        static_cast<int64_t>(i) * kMmaAttnRows + warp * 8, n_rows);
     cp_async_commit();
   };
   if (n_mine > 0) load_k(0);

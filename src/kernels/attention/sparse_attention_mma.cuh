@@ -98,6 +98,22 @@ __device__ __forceinline__ MmaAttnShared& mma_attn_shared() {
   return sh;
 }
 
+// The calling warp's 8 rows of a tile, rows row0 .. row0 + 7 of the token's, into dst [8][LD]
+// (BF16): lane rr < 8 holds row rr's address in `src`; the warp copies each row in 16-byte chunks
+// and zero-fills rows from n_rows on (their address is not read). The caller commits the group.
+template <int CHUNKS, int LD>
+__device__ __forceinline__ void mma_attn_copy_warp_rows(__nv_bfloat16* dst, const __nv_bfloat16* src, int64_t row0,
+                                                        int64_t n_rows) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int rr = 0; rr < 8; ++rr) {
+    const auto* row =
+        reinterpret_cast<const __nv_bfloat16*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(src), rr));
+    const bool valid = row0 + rr < n_rows;
+    for (int ch = lane; ch < CHUNKS; ch += 32) cp_async16(dst + rr * LD + ch * 8, row + ch * 8, valid);
+  }
+}
+
 // S for the calling warp's 8 rows of a tile [64 rows][LD] (BF16) in shared memory: lane holds
 // heads g, g + 8 x rows 2c, 2c + 1 — one mma chain over the k16 steps in order.
 template <int KS, int LD>
@@ -266,13 +282,8 @@ __device__ __forceinline__ void sparse_attention_mma_cta(const __nv_bfloat16* q,
     const bf16* src = r >= n_rows                 ? kv_new
                       : r < kMmaAttnAddrRows      ? s_row_addr[r]
                                                   : attn_row(r, n_window, first, s, kv_new, window, comp, idx, table, p);
-    bf16* dst = s_kv + ((i & 1) * kMmaAttnRows + warp * 8) * LD;
-#pragma unroll
-    for (int rr = 0; rr < 8; ++rr) {
-      const bf16* row = reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(src), rr));
-      const bool valid = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + rr < n_rows;
-      for (int ch = lane; ch < CHUNKS; ch += 32) cp_async16(dst + rr * LD + ch * 8, row + ch * 8, valid);
-    }
+    mma_attn_copy_warp_rows<CHUNKS, LD>(s_kv + ((i & 1) * kMmaAttnRows + warp * 8) * LD, src,
+                                        static_cast<int64_t>(i) * kMmaAttnRows + warp * 8, n_rows);
     cp_async_commit();
   };
 

@@ -40,21 +40,37 @@ inline bool pdl_enabled() {
   return on;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent launch. Returns the
-// launch error (also recorded as the runtime's last error, like a <<<>>> launch).
-template <typename... Params, typename... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                       cudaStream_t stream, Args&&... args) {
+// A launch configuration with the attributes attr[0 .. n_attrs).
+inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                        cudaLaunchAttribute* attr, unsigned n_attrs) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = n_attrs;
+  return cfg;
+}
+inline void set_pdl_attribute(cudaLaunchAttribute& a) {
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+}
+inline void set_cluster_attribute(cudaLaunchAttribute& a, unsigned cluster_x) {
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = cluster_x;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = 1;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent launch. Returns the
+// launch error (also recorded as the runtime's last error, like a <<<>>> launch).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                       cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  set_pdl_attribute(attr[0]);
+  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_enabled() ? 1 : 0);
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
@@ -62,37 +78,19 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
 template <typename... Params, typename... Args>
 cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                unsigned cluster_x, Args&&... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
   cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster_x;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 2 : 1;
+  set_cluster_attribute(attr[0], cluster_x);
+  set_pdl_attribute(attr[1]);
+  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_enabled() ? 2 : 1);
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // How many clusters of (cluster_x, 1, 1) CTAs of `kernel` the device runs at once (0 if it cannot).
 template <typename... Params>
 int max_active_clusters(void (*kernel)(Params...), dim3 block, size_t smem, unsigned cluster_x) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cluster_x, 1, 1);
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster_x;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  set_cluster_attribute(attr[0], cluster_x);
+  const cudaLaunchConfig_t cfg = launch_config(dim3(cluster_x, 1, 1), block, smem, nullptr, attr, 1);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
     (void)cudaGetLastError();  // not a launch error: the caller takes the one-CTA kernel
