@@ -13,13 +13,16 @@
 //            it — each lane its rows in tile order, then the combine — exactly as the one-CTA
 //            kernel does from the same values;
 //   phase C: pass 2 with the output's columns split: CTA r computes O[:, r D/C .. (r + 1) D/C)
-//            over all tiles, last to first, with the same mma steps per column. P of every tile
-//            is written once (one block barrier), then each warp streams only its own 8 NT
-//            columns of each row through a ring of its own, so the tiles need no block barrier.
+//            over all tiles, last to first, with the same mma steps per column, streaming only
+//            its column slice of each row (the slices of the next tiles in flight in a ring).
 // A token with more rows than the S array holds (kMmaAttnKeptRows: a long HCA context) is done by
 // CTA 0 alone with the one-CTA kernel's body; the others return (the choice is the token's, so
 // every CTA of the cluster makes it alike and no cluster barrier is left waiting).
 // Which kernel a launch takes (and C) depends on the batch, the bits never do.
+// (A second form — the K tiles copied before Q is read, P of every tile written once and each warp
+// streaming its own columns of V without per-tile block barriers — was 1-5% slower per launch on
+// the H200, session 25 — likely its per-warp 16-byte row pieces, twice the L2 requests of the
+// CTA-wide 128-byte ones; not profiled.)
 #pragma once
 
 #include "kernels/attention/sparse_attention_mma.cuh"
@@ -27,43 +30,24 @@
 
 namespace deepinfer::kernels {
 
-// The geometry of a cluster size C at head_dim D. Phase A's two K tiles [2][64][D + 8] are reused in
-// phase C for P of every tile [16][kMmaAttnKeptRows + 8] and the warps' V rings [8][kStages][64][kLdw].
-__host__ __device__ constexpr int cluster_attention_nt(int64_t d, int c) { return static_cast<int>(d / c / 64); }
-__host__ __device__ constexpr int cluster_attention_ldw(int64_t d, int c) {
-  // A warp's 8 NT columns per row: one 16-byte chunk needs no pad for ldmatrix (8 rows = 128
-  // contiguous bytes); wider rows get 16 bytes of pad so that 8 rows hit distinct banks.
-  return cluster_attention_nt(d, c) == 1 ? 8 : 8 * cluster_attention_nt(d, c) + kMmaAttnPad;
-}
-__host__ __device__ constexpr int cluster_attention_stages(int64_t d, int c) {
-  const int64_t area = 2LL * kMmaAttnRows * (d + kMmaAttnPad) - int64_t{kMmaAttnHeads} * (kMmaAttnKeptRows + 8);
-  const int64_t per_stage = int64_t{kMmaAttnWarps} * kMmaAttnRows * cluster_attention_ldw(d, c);
-  return per_stage <= 0 ? 0 : static_cast<int>(area / per_stage < 8 ? area / per_stage : 8);
-}
-
-// C CTAs per (token, 16 heads): every warp of every CTA keeps at least one n8 column tile in P.V
-// (one or an even number), and its V ring has at least two stages. At head_dim 512: 2, 4 and 8;
-// 256: 4; 128 and 64: none.
+// C CTAs per (token, 16 heads): every warp of every CTA keeps at least one n8 column tile in P.V.
 __host__ __device__ constexpr bool cluster_attention_supports(int64_t d, int c) {
-  return mma_attention_supports(d) && (c == 2 || c == 4 || c == 8) && d % (8 * kMmaAttnWarps * c) == 0 &&
-         (cluster_attention_nt(d, c) == 1 || cluster_attention_nt(d, c) % 2 == 0) &&
-         cluster_attention_stages(d, c) >= 2;
+  return mma_attention_supports(d) && (c == 2 || c == 4 || c == 8) && d % (8 * kMmaAttnWarps * c) == 0;
 }
 
 template <int D, int C>
 struct ClusterAttnGeom {
-  static constexpr int kSlice = D / C;                          // output columns per CTA
-  static constexpr int kNt = cluster_attention_nt(D, C);        // n8 column tiles per warp
-  static constexpr int kLdw = cluster_attention_ldw(D, C);      // a warp's V row stride (elements)
-  static constexpr int kStage = kMmaAttnRows * kLdw;            // one V tile of a warp (elements)
-  static constexpr int kStages = cluster_attention_stages(D, C);
-  static constexpr int kLdpa = kMmaAttnKeptRows + 8;            // P of every tile: row stride
-  static_assert(cluster_attention_supports(D, C));
+  static constexpr int kSlice = D / C;                         // output columns per CTA
+  static constexpr int kLdv = kSlice + kMmaAttnPad;            // V slice row stride (elements)
+  static constexpr int kStage = kMmaAttnRows * kLdv;           // one V slice tile (elements)
+  static constexpr int kKArea = 2 * kMmaAttnRows * (D + kMmaAttnPad);  // phase A's two K tiles
+  static constexpr int kStages = kKArea / kStage < 8 ? kKArea / kStage : 8;  // V ring (aliases them)
+  static constexpr int kNt = kSlice / (8 * kMmaAttnWarps);     // n8 column tiles per warp
+  static_assert(kStages >= 2 && kNt >= 1 && (kNt == 1 || kNt % 2 == 0));
 };
 
 // Grid (T * C, ceil(H / 16)), clusters of (C, 1, 1), 8 warps; dynamic shared memory
-// mma_attention_smem_bytes(D): the K tiles (phase C: P and the V rings), P's one-tile array
-// (unused here), and S (first Q's staging).
+// mma_attention_smem_bytes(D): the K tiles (later the V ring), P, and S (first Q's staging).
 template <int D, int C>
 __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     sparse_attention_cluster_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kv_new,
@@ -74,15 +58,13 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   pdl_prologue();
   using bf16 = __nv_bfloat16;
   using G = ClusterAttnGeom<D, C>;
-  constexpr int LD = D + kMmaAttnPad, LDS = kMmaAttnKeptLd, LDPA = G::kLdpa;
-  constexpr int KS = D / 16, CHUNKS = D / 8, SLICE = G::kSlice, LDW = G::kLdw, NS = G::kStages, NT = G::kNt;
-  constexpr int WC = 8 * NT;  // a warp's output columns
+  constexpr int LD = D + kMmaAttnPad, LDP = kMmaAttnRows + kMmaAttnPad, LDS = kMmaAttnKeptLd;
+  constexpr int KS = D / 16, CHUNKS = D / 8, SLICE = G::kSlice, LDV = G::kLdv, NS = G::kStages, NT = G::kNt;
   extern __shared__ __align__(16) unsigned char attn_smem[];
-  bf16* s_kv = reinterpret_cast<bf16*>(attn_smem);  // phase A: [2][64][LD] K tiles
-  bf16* s_pall = s_kv;                              // phase C: P [16 heads][LDPA] of every tile
-  bf16* s_v = s_pall + kMmaAttnHeads * LDPA;        // ... and V [8 warps][NS][64][LDW]
-  float* s_s = reinterpret_cast<float*>(s_kv + 2 * kMmaAttnRows * LD + kMmaAttnHeads * (kMmaAttnRows + kMmaAttnPad));
-  bf16* s_q = reinterpret_cast<bf16*>(s_s);  // [16 heads][LD], before S: S [16 heads][LDS]
+  bf16* s_kv = reinterpret_cast<bf16*>(attn_smem);                   // [2][64][LD]; phase C: [NS][64][LDV]
+  bf16* s_p = s_kv + 2 * kMmaAttnRows * LD;                           // [16 heads][LDP]
+  float* s_s = reinterpret_cast<float*>(s_p + kMmaAttnHeads * LDP);  // [16 heads][LDS]
+  bf16* s_q = reinterpret_cast<bf16*>(s_s);                           // [16 heads][LD], before S
 
   const int rank = cluster_cta_rank();
   const int64_t t = blockIdx.x / C, h0 = static_cast<int64_t>(blockIdx.y) * kMmaAttnHeads;
@@ -110,29 +92,7 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   const int32_t* table = block_tables + static_cast<int64_t>(token_seq[t]) * p.max_blocks;
   for (int r = threadIdx.x; r < n_rows; r += blockDim.x)
     s_row_addr[r] = attn_row(r, tr.n_window, tr.first, s, kv_new, window, comp, tr.idx, table, p);
-  __syncthreads();
-
-  // Phase A: this CTA's tiles i = rank + j C, double buffered (each warp copies and reads only
-  // its own 8 rows of a tile, as in the one-CTA kernel); the first two in flight before Q is read.
-  const int n_mine = rank < n_tiles ? (n_tiles - rank + C - 1) / C : 0;
-  auto load_k = [&](int j) {
-    const int i = rank + j * C;
-    const int64_t r = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + (lane & 7);
-    const bf16* src = r < n_rows ? s_row_addr[r] : kv_new;
-    mma_attn_copy_warp_rows<CHUNKS, LD>(s_kv + ((j & 1) * kMmaAttnRows + warp * 8) * LD, src,
-                                        static_cast<int64_t>(i) * kMmaAttnRows + warp * 8, n_rows);
-    cp_async_commit();
-  };
-  if (n_mine > 0) load_k(0);
-  if (n_mine > 1) load_k(1);
-  // Q's group is the oldest: done once at most the K groups are pending.
-  if (n_mine > 1) {
-    cp_async_wait<2>();
-  } else if (n_mine == 1) {
-    cp_async_wait<1>();
-  } else {
-    cp_async_wait<0>();
-  }
+  cp_async_wait<0>();
   __syncthreads();
   // The A fragments of Q (rows = heads g, g + 8): the one-CTA kernel's registers, via ldmatrix.
   uint32_t qf[KS][4];
@@ -141,9 +101,21 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
     ldmatrix_x4(qf[ks], s_q + ((lane & 7) + ((lane >> 3) & 1) * 8) * LD + ks * 16 + (lane >> 4) * 8);
   cluster_arrive();  // barrier 1: this CTA's Q is in registers, its S array may be written
 
+  // Phase A: this CTA's tiles i = rank + j C, double buffered (each warp copies and reads only
+  // its own 8 rows of a tile, as in the one-CTA kernel).
+  const int n_mine = rank < n_tiles ? (n_tiles - rank + C - 1) / C : 0;
+  auto load_k = [&](int i, int b) {
+    const int64_t r = static_cast<int64_t>(i) * kMmaAttnRows + warp * 8 + (lane & 7);
+    const bf16* src = r < n_rows ? s_row_addr[r] : kv_new;
+    mma_attn_copy_warp_rows<CHUNKS, LD>(s_kv + (b * kMmaAttnRows + warp * 8) * LD, src,
+                                        static_cast<int64_t>(i) * kMmaAttnRows + warp * 8, n_rows);
+    cp_async_commit();
+  };
+  if (n_mine > 0) load_k(rank, 0);
   for (int j = 0; j < n_mine; ++j) {
     const int i = rank + j * C;
     if (j + 1 < n_mine) {
+      load_k(i + C, (j + 1) & 1);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -159,27 +131,23 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
       cluster_store_f2(cluster_map(lo, k), acc[0], acc[1]);
       cluster_store_f2(cluster_map(lo + 8 * LDS, k), acc[2], acc[3]);
     }
-    __syncwarp();  // this warp's reads of the buffer finish before tile j + 2 lands there
-    if (j + 2 < n_mine) load_k(j + 2);
+    __syncwarp();  // this warp's reads of the buffer finish before its next tile lands there
   }
   if (n_mine == 0) cluster_wait();
-  __syncthreads();  // every warp is done with the K tiles: P and the V rings may overwrite them
+  __syncthreads();  // every warp is done with the K tiles: the V ring may overwrite them
 
-  // Phase C's V: slice k is tile n_tiles - 1 - k; each warp copies its own WC columns of the
-  // tile's rows into stage k % NS of its ring, one commit group per slice (empty past the last).
-  bf16* my_v = s_v + warp * NS * G::kStage;
-  const int col_off = rank * SLICE + warp * WC;
+  // Phase C's V slices (columns rank * SLICE ..), tiles last to first: slice k is tile
+  // n_tiles - 1 - k in stage k % NS; one commit group per slice (empty past the last).
   auto load_v = [&](int k) {
     if (k < n_tiles) {
       const int64_t r0 = static_cast<int64_t>(n_tiles - 1 - k) * kMmaAttnRows;
-      bf16* dst = my_v + (k % NS) * G::kStage;
-      constexpr int WCH = WC / 8;  // 16-byte chunks per row
-#pragma unroll
-      for (int e = lane; e < kMmaAttnRows * WCH; e += 32) {
-        const int rr = e / WCH, ch = e % WCH;
+      bf16* dst = s_kv + (k % NS) * G::kStage;
+      constexpr int SCH = SLICE / 8;  // 16-byte chunks per row slice
+      for (int e = threadIdx.x; e < kMmaAttnRows * SCH; e += blockDim.x) {
+        const int rr = e / SCH, ch = e % SCH;
         const bool valid = r0 + rr < n_rows;
-        const bf16* row = valid ? s_row_addr[r0 + rr] + col_off : kv_new;  // (kv_new: not read)
-        cp_async16(dst + rr * LDW + ch * 8, row + ch * 8, valid);
+        const bf16* row = valid ? s_row_addr[r0 + rr] : kv_new;
+        cp_async16(dst + rr * LDV + ch * 8, row + rank * SLICE + ch * 8, valid);
       }
     }
     cp_async_commit();
@@ -209,23 +177,22 @@ __global__ void __launch_bounds__(kMmaAttnWarps * 32, 1)
   }
   mma_attn_combine(mx, den, sinks, h0, p.H);
 
-  // Phase C: P of every tile (each warp its rows), then P.V over this warp's columns, tiles last
-  // to first.
-  for (int i = 0; i < n_tiles; ++i) {
+  // Phase C: P.V over this CTA's columns, tiles last to first.
+  float o[NT][4] = {};
+  const int col0 = warp * (SLICE / kMmaAttnWarps);  // the warp's first column within the slice
+  for (int k = 0; k < n_tiles; ++k) {
+    const int i = n_tiles - 1 - k;
+    cp_async_wait<NS - 2>();  // slice k (groups 0 .. k of the NS - 1 + k committed)
+    __syncthreads();          // ... of every thread; iteration k - 1's P and stage are free
+    load_v(k + NS - 1);
     float acc[4];
     s_of(i, acc);
-    mma_attn_write_p<LDPA>(s_pall + i * kMmaAttnRows, acc, row_of(i, 0), n_rows, p.softmax_scale, mx, den);
-  }
-  __syncthreads();  // P of every tile is in shared memory
-  float o[NT][4] = {};
-  for (int k = 0; k < n_tiles; ++k) {
-    cp_async_wait<NS - 2>();  // slice k (groups 0 .. k of the NS - 1 + k committed)
-    __syncwarp();             // ... of every lane; the stage of slice k - 1 is free again
-    load_v(k + NS - 1);
-    mma_attn_pv<NT, LDPA, LDW>(o, s_pall + (n_tiles - 1 - k) * kMmaAttnRows, my_v + (k % NS) * G::kStage, 0);
+    mma_attn_write_p<LDP>(s_p, acc, row_of(i, 0), n_rows, p.softmax_scale, mx, den);
+    __syncthreads();  // P of tile i is in shared memory
+    mma_attn_pv<NT, LDP, LDV>(o, s_p, s_kv + (k % NS) * G::kStage, col0);
   }
   cp_async_wait<0>();  // (the trailing empty groups)
-  mma_attn_store<D, NT>(out, o, t, h0, rank * SLICE + warp * WC, positions, p);
+  mma_attn_store<D, NT>(out, o, t, h0, rank * SLICE + col0, positions, p);
 }
 
 }  // namespace deepinfer::kernels
