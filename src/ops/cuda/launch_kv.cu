@@ -1,6 +1,5 @@
 // Launch functions of the KV-state, indexer and sparse-attention kernels.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/attention/indexer.cuh"
@@ -179,9 +178,10 @@ int attention_max_clusters(int64_t d, int c) {
 // cluster overrides both.
 int attention_cluster_size(const AttentionLaunchParams& p) {
   if (device_cc_major() < 9 || !attention_folds_rope(p) || attention_takes_wgmma(p)) return 1;
+  // "0" / "1": never; "2" / "4" / "8": that size; unset or anything else: automatic.
   static const int knob = [] {
-    const char* v = std::getenv("DEEPINFER_ATTN_CLUSTER");
-    return v == nullptr || *v == '\0' ? -1 : std::atoi(v);
+    const int off = env_tristate("DEEPINFER_ATTN_CLUSTER");
+    return off >= 0 ? 0 : env_int("DEEPINFER_ATTN_CLUSTER", -1, {2, 4, 8});
   }();
   const int want = p.cluster >= 0 ? p.cluster : knob;
   if (want >= 0) return want >= 2 && cluster_attention_supports(p.d, want) ? want : 1;
