@@ -25,15 +25,14 @@
 // CTA-wide 128-byte ones; not profiled.)
 #pragma once
 
+#include "kernels/attention/cluster_plan.h"
 #include "kernels/attention/sparse_attention_mma.cuh"
 #include "kernels/common/cluster_utils.cuh"
 
 namespace deepinfer::kernels {
 
-// C CTAs per (token, 16 heads): every warp of every CTA keeps at least one n8 column tile in P.V.
-__host__ __device__ constexpr bool cluster_attention_supports(int64_t d, int c) {
-  return mma_attention_supports(d) && (c == 2 || c == 4 || c == 8) && d % (8 * kMmaAttnWarps * c) == 0;
-}
+static_assert(kClusterAttnWarps == kMmaAttnWarps && cluster_attention_supports(512, 8) &&
+              !cluster_attention_supports(128, 4));
 
 template <int D, int C>
 struct ClusterAttnGeom {

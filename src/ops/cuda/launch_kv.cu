@@ -183,13 +183,9 @@ int attention_cluster_size(const AttentionLaunchParams& p) {
     const int off = env_tristate("DEEPINFER_ATTN_CLUSTER");
     return off >= 0 ? 0 : env_int("DEEPINFER_ATTN_CLUSTER", -1, {2, 4, 8});
   }();
-  const int want = p.cluster >= 0 ? p.cluster : knob;
-  if (want >= 0) return want >= 2 && cluster_attention_supports(p.d, want) ? want : 1;
   const int64_t groups = p.T * ((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads);
-  for (int c : {8, 4, 2}) {
-    if (cluster_attention_supports(p.d, c) && groups <= attention_max_clusters(p.d, c)) return c;
-  }
-  return 1;
+  return plan_attention_cluster(p.d, groups, p.cluster >= 0 ? p.cluster : knob,
+                                [&](int c) { return attention_max_clusters(p.d, c); });
 }
 
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t s) {
