@@ -247,7 +247,8 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
             err = configured;
             return;
           }
-          const dim3 grid(static_cast<unsigned>(p.T * C), static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
+          const dim3 grid(static_cast<unsigned>(p.T * C),
+                          static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
           err = launch_pdl_cluster(sparse_attention_cluster_kernel<D, C>, grid, 32 * kMmaAttnWarps, smem, s, C,
                                    static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
                                    static_cast<const __nv_bfloat16*>(p.window),
