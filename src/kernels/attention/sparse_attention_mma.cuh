@@ -19,6 +19,10 @@
 // Every sum runs in an order fixed by the token's own row count: batch invariant, like the
 // scalar kernel (sparse_attention.cuh), which serves F32 rows, the plain numerics and odd head
 // dims. Masked rows (past the token's count) are zero-filled and get probability 0.
+// The per-tile steps (row copy, Q.K^T, the combine, P, P.V, the epilogue) are helpers that the
+// cluster kernel (sparse_attention_cluster.cuh: decode-sized launches, one CTA's work over 2-8
+// CTAs) shares, so both do the same operations per element; its fallback runs this kernel's body
+// (sparse_attention_mma_cta).
 #pragma once
 
 #include "kernels/attention/sparse_attention.cuh"
