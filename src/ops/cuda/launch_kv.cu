@@ -132,40 +132,53 @@ bool attention_takes_wgmma(const AttentionLaunchParams& p) {
 }
 
 namespace {
-// Clusters of C CTAs of the cluster kernel for head_dim D the device runs at once (read once).
-template <int D, int C>
-int attention_max_clusters() {
-  static const int n = [] {
-    const size_t smem = mma_attention_smem_bytes(D);
-    if (cudaFuncSetAttribute(sparse_attention_cluster_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(smem)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return max_active_clusters(sparse_attention_cluster_kernel<D, C>, dim3(32 * kMmaAttnWarps), smem, C);
-  }();
-  return n;
-}
-template <int D>
-int attention_max_clusters(int c) {
-  if constexpr (cluster_attention_supports(D, 8)) {
-    if (c == 8) return attention_max_clusters<D, 8>();
-  }
-  if constexpr (cluster_attention_supports(D, 4)) {
-    if (c == 4) return attention_max_clusters<D, 4>();
-  }
-  if constexpr (cluster_attention_supports(D, 2)) {
-    if (c == 2) return attention_max_clusters<D, 2>();
-  }
-  return 0;
-}
-int attention_max_clusters(int64_t d, int c) {
+// The cluster kernel at (D, C) as compile-time constants for f(d_tag, c_tag), for the sizes
+// cluster_attention_supports allows (f is not called for others).
+template <typename F>
+void with_cluster_kernel(int64_t d, int c, F&& f) {
+  auto with_d = [&](auto d_tag) {
+    constexpr int D = decltype(d_tag)::value;
+    auto with_c = [&](auto c_tag) {
+      if constexpr (cluster_attention_supports(D, decltype(c_tag)::value)) {
+        if (c == decltype(c_tag)::value) f(d_tag, c_tag);
+      }
+    };
+    with_c(std::integral_constant<int, 8>{});
+    with_c(std::integral_constant<int, 4>{});
+    with_c(std::integral_constant<int, 2>{});
+  };
   switch (d) {
-    case 128: return attention_max_clusters<128>(c);
-    case 256: return attention_max_clusters<256>(c);
-    case 512: return attention_max_clusters<512>(c);
-    default: return 0;
+    case 128: with_d(std::integral_constant<int, 128>{}); break;
+    case 256: with_d(std::integral_constant<int, 256>{}); break;
+    case 512: with_d(std::integral_constant<int, 512>{}); break;
+    default: break;
   }
+}
+// The cluster kernel at (D, C) opted in to its dynamic shared memory (once).
+template <int D, int C>
+cudaError_t cluster_kernel_configured() {
+  static const cudaError_t err = cudaFuncSetAttribute(sparse_attention_cluster_kernel<D, C>,
+                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(mma_attention_smem_bytes(D)));
+  return err;
+}
+// Clusters of c CTAs of the cluster kernel at head_dim d the device runs at once (read once per
+// size; 0 where it cannot run them).
+int attention_max_clusters(int64_t d, int c) {
+  int n = 0;
+  with_cluster_kernel(d, c, [&](auto d_tag, auto c_tag) {
+    constexpr int D = decltype(d_tag)::value, C = decltype(c_tag)::value;
+    static const int max_n = [] {
+      if (cluster_kernel_configured<D, C>() != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+      }
+      return max_active_clusters(sparse_attention_cluster_kernel<D, C>, dim3(32 * kMmaAttnWarps),
+                                 mma_attention_smem_bytes(D), C);
+    }();
+    n = max_n;
+  });
+  return n;
 }
 }  // namespace
 
@@ -236,36 +249,18 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
     cudaError_t err = cudaSuccess;
     const int cluster = attention_cluster_size(p);
     if (cluster > 1) {
-      auto launch_cluster = [&](auto d_tag, auto c_tag) {
+      with_cluster_kernel(p.d, cluster, [&](auto d_tag, auto c_tag) {
         constexpr int D = decltype(d_tag)::value, C = decltype(c_tag)::value;
-        if constexpr (cluster_attention_supports(D, C)) {
-          const size_t smem = mma_attention_smem_bytes(D);
-          static const cudaError_t configured = cudaFuncSetAttribute(
-              sparse_attention_cluster_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-              static_cast<int>(smem));
-          if (configured != cudaSuccess) {
-            err = configured;
-            return;
-          }
-          const dim3 grid(static_cast<unsigned>(p.T * C),
-                          static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
-          err = launch_pdl_cluster(sparse_attention_cluster_kernel<D, C>, grid, 32 * kMmaAttnWarps, smem, s, C,
-                                   static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.kv_new),
-                                   static_cast<const __nv_bfloat16*>(p.window),
-                                   static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
-                                   p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
-        }
-      };
-      auto with_c = [&](auto d_tag) {
-        if (cluster == 8) launch_cluster(d_tag, std::integral_constant<int, 8>{});
-        if (cluster == 4) launch_cluster(d_tag, std::integral_constant<int, 4>{});
-        if (cluster == 2) launch_cluster(d_tag, std::integral_constant<int, 2>{});
-      };
-      switch (p.d) {
-        case 128: with_c(std::integral_constant<int, 128>{}); break;
-        case 256: with_c(std::integral_constant<int, 256>{}); break;
-        default: with_c(std::integral_constant<int, 512>{}); break;
-      }
+        if ((err = cluster_kernel_configured<D, C>()) != cudaSuccess) return;
+        const dim3 grid(static_cast<unsigned>(p.T * C),
+                        static_cast<unsigned>((p.H + kMmaAttnHeads - 1) / kMmaAttnHeads));
+        err = launch_pdl_cluster(sparse_attention_cluster_kernel<D, C>, grid, 32 * kMmaAttnWarps,
+                                 mma_attention_smem_bytes(D), s, C, static_cast<const __nv_bfloat16*>(p.q),
+                                 static_cast<const __nv_bfloat16*>(p.kv_new),
+                                 static_cast<const __nv_bfloat16*>(p.window),
+                                 static_cast<const __nv_bfloat16*>(p.comp), p.comp_idx, p.sinks, p.positions,
+                                 p.token_seq, p.seqs, p.block_tables, d, static_cast<__nv_bfloat16*>(p.out));
+      });
       return err != cudaSuccess ? err : cudaGetLastError();
     }
     auto launch_mma = [&](auto d_tag) {
