@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
+#include "kernels/norm/hc_cluster_plan.h"
 #include "op_test_harness.h"
 
 namespace deepinfer::testing {
@@ -176,6 +177,7 @@ TEST_F(CudaQuantProducersTest, HcVectorCollapseIsBitwiseTheScalarOne) {
           if (kernels::hc_pre_quant_copies(D, 128)) p.uq = uq.dev.data;
         }
         p.vec_collapse = vec;
+        p.cluster = 0;  // the one-CTA finalize's two collapse forms (the cluster kernel: below)
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         ASSERT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -188,6 +190,59 @@ TEST_F(CudaQuantProducersTest, HcVectorCollapseIsBitwiseTheScalarOne) {
       EXPECT_EQ(got[1][3], got[0][3]) << what << " uq";
     }
   }
+}
+
+// The decode-sized mHC finalize over a cluster of C CTAs per token (HcParamsDev::cluster,
+// hc_cluster.cuh) gives the bits of the one-CTA finalize: u, post, comb and u's quantised copy, for
+// every size the width allows, BF16 and F32 streams, with and without the copy, for 1 to 63 tokens.
+TEST_F(CudaQuantProducersTest, HcClusterFinalizeIsBitwiseTheOneCtaOne) {
+  const int64_t hc = 4;
+  int compared = 0;
+  for (auto [T, D] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {3, 4096}, {8, 2048}, {63, 4096}, {5, 3072}}) {
+    for (DType dt : {DType::kBF16, DType::kF32}) {
+      for (bool copy : {true, false}) {
+        std::vector<Pair> keep;
+        const tensor::HcWeights wd = hc_weights(hc, D, keep);
+        Pair nw = random(DType::kBF16, {D}, 0.5f);
+        Pair x = random(dt, {T, hc, D});
+        const int splits = static_cast<int>(std::clamp<int64_t>(hc * D / 1024, 1, 32));
+        Pair partial = make(DType::kF32, {T, splits, (2 + hc) * hc + 1});
+        auto run = [&](int cluster) {
+          Pair u = make(DType::kBF16, {T, D}), uq = make(DType::kBF16, {T, D});
+          Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+          kernels::HcParamsDev p{x.dev.data, dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32,
+                                 static_cast<const float*>(wd.fn.data), static_cast<const float*>(wd.base.data),
+                                 static_cast<const float*>(wd.scale.data), static_cast<float*>(partial.dev.data), T,
+                                 D, static_cast<int>(hc), splits, 20, 1e-6f, 1e-6f, u.dev.data,
+                                 kernels::ActType::kBF16, static_cast<float*>(post.dev.data),
+                                 static_cast<float*>(comb.dev.data)};
+          p.fold_norm = true, p.norm = nw.dev.data, p.norm_type = kernels::ActType::kBF16, p.rms_eps = 1e-6f;
+          if (copy) p.uq = uq.dev.data;
+          p.cluster = cluster;
+          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          EXPECT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
+          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          return std::vector<std::vector<float>>{download(u.dev), download(post.dev), download(comb.dev),
+                                                 download(uq.dev)};
+        };
+        const auto want = run(0);
+        for (int c : {2, 4, 8}) {
+          if (!kernels::hc_cluster_supports(D, static_cast<int>(hc), c)) continue;
+          const auto got = run(c);
+          ++compared;
+          const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " dtype " +
+                                   std::to_string(int(dt)) + " copy " + std::to_string(copy) + " C " +
+                                   std::to_string(c);
+          EXPECT_EQ(got[0], want[0]) << what << " u";
+          EXPECT_EQ(got[1], want[1]) << what << " post";
+          EXPECT_EQ(got[2], want[2]) << what << " comb";
+          EXPECT_EQ(got[3], want[3]) << what << " uq";
+        }
+      }
+    }
+  }
+  // Sizes per width: 4096 takes 2, 4 and 8, 2048 takes 2 and 4, 3072 only 2 (D / C a multiple of 512).
+  EXPECT_EQ(compared, 4 * (3 + 3 + 2 + 3 + 1));
 }
 
 // The indexer's Hadamard transform + FP4 fake-quant one warp per row (rows of 32..256 elements) is

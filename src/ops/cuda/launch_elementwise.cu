@@ -6,6 +6,7 @@
 #include "kernels/launch.h"
 #include "kernels/norm/elementwise.cuh"
 #include "kernels/norm/hc.cuh"
+#include "kernels/norm/hc_cluster.cuh"
 #include "kernels/norm/hc_mix_prefill.cuh"
 
 namespace deepinfer::kernels {
@@ -338,6 +339,39 @@ bool hc_pre_quant_copies(int64_t D, int block) { return hc_pre_folds_norm(D) && 
 bool hc_pre_folds_post(int64_t T, int hc) { return hc == 4 && T < 64; }
 
 namespace {
+// f(std::integral_constant<int, c>) for a finalize cluster size c of 2, 4 or 8.
+template <typename F>
+void with_hc_cluster(int c, F&& f) {
+  switch (c) {
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    default: break;
+  }
+}
+// Clusters of C CTAs of the cluster finalize the device runs at once (read once per size).
+template <typename X, typename U, int C>
+int hc_max_clusters() {
+  static const int n = max_active_clusters(hc_pre_finalize_cluster_kernel<X, U, 4, C>, dim3(kHcClusterThreads), 0, C);
+  return n;
+}
+// The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER=0 (or 1):
+// never; 2 / 4 / 8: that size wherever the shape allows (the GPU suite runs the mHC and model
+// tests with each); unset or anything else: automatic (plan_hc_cluster). HcParamsDev::cluster
+// overrides both.
+template <typename X, typename U>
+int hc_finalize_cluster_size(const HcParamsDev& p) {
+  if (device_cc_major() < 9) return 1;
+  static const int knob = [] {
+    const int off = env_tristate("DEEPINFER_HC_CLUSTER");
+    return off >= 0 ? 0 : env_int("DEEPINFER_HC_CLUSTER", -1, {2, 4, 8});
+  }();
+  return plan_hc_cluster(p.T, p.D, p.hc, p.fold_norm, p.cluster >= 0 ? p.cluster : knob, [](int c) {
+    int n = 0;
+    with_hc_cluster(c, [&](auto tag) { n = hc_max_clusters<X, U, decltype(tag)::value>(); });
+    return n;
+  });
+}
 // hc_post folded into the mixing pass before the finalize (HcParamsDev::post_o): the decode-sized
 // V4 launch (4 mix columns per block) computes the new streams itself; otherwise hc_post runs
 // first. Either way p.x holds the new streams afterwards.
@@ -391,6 +425,15 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     // Numerically neutral: the block size only spreads the collapse over more warps, and the
     // Sinkhorn block takes the serial iterations off the path to u (decode-sized batches, unless
     // DEEPINFER_HC_SINKHORN_CTA=0).
+    if (const int cl = hc_finalize_cluster_size<X, U>(p); cl > 1) {
+      with_hc_cluster(cl, [&](auto tag) {
+        constexpr int C = decltype(tag)::value;
+        launch_pdl_cluster(hc_pre_finalize_cluster_kernel<X, U, 4, C>, dim3(C, static_cast<unsigned>(p.T), 2),
+                           dim3(kHcClusterThreads), 0, s, C, static_cast<const X*>(p.x), p.partial, fp,
+                           static_cast<U*>(p.u), p.post, p.comb);
+      });
+      return;
+    }
     const dim3 grid(static_cast<unsigned>(p.T), fp.sinkhorn_cta ? 2u : 1u);
     const int threads = p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads;
     launch_pdl(vec_collapse ? hc_pre_finalize_kernel<X, U, true> : hc_pre_finalize_kernel<X, U, false>, grid,
