@@ -49,6 +49,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_TOPK_SMEM",
     "DEEPINFER_HADAMARD_WARP", "DEEPINFER_HC_VEC_COLLAPSE", "DEEPINFER_ATTN_WGMMA_MIN_TOKENS",
     "DEEPINFER_ATTN_WGMMA_WARPGROUPS", "DEEPINFER_ATTN_CLUSTER", "DEEPINFER_HC_CLUSTER",
+    "DEEPINFER_GEMM_EVICT_FIRST",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
     "DEEPINFER_CUDA_PDL",
 };

@@ -34,6 +34,10 @@ struct LeanGemvShape {
   int lda_s = 0;       // staged row stride in elements: K + kLeanStagePad
   int in_shift = 0;    // log2 of the FP8 scale block (inputs, outputs)
   int out_shift = 0;
+  // The weight loads marked first to evict from the L2 (a fractional evict_first policy): a decode
+  // step streams ~1 GB of weights through the 50 MB L2 once each, which otherwise also evicts what
+  // the step's small kernels re-read (their code, activations, the KV rows, split partials).
+  bool evict_first = false;
 };
 
 // A launch as the plan sees it.

@@ -530,7 +530,12 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   knobs.max_rows = lean_max_rows();
   knobs.max_expert_tokens = lean_max_expert_tokens();
   knobs.tiles = lean_tiles();
-  return plan_lean_gemv(d, knobs, plan);
+  if (!plan_lean_gemv(d, knobs, plan)) return false;
+  // The weights stream through the L2 marked evict-first unless DEEPINFER_GEMM_EVICT_FIRST=0 (an
+  // A/B switch; cache hints do not change results).
+  static const bool evict_first = env_switch("DEEPINFER_GEMM_EVICT_FIRST");
+  plan.shape.evict_first = evict_first;
+  return true;
 }
 
 template <WeightFmt F, int S, bool EXPERTS, int TILES>
