@@ -355,16 +355,19 @@ int hc_max_clusters() {
   static const int n = max_active_clusters(hc_pre_finalize_cluster_kernel<X, U, 4, C>, dim3(kHcClusterThreads), 0, C);
   return n;
 }
-// The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER=0 (or 1):
-// never; 2 / 4 / 8: that size wherever the shape allows (the GPU suite runs the mHC and model
-// tests with each); unset or anything else: automatic (plan_hc_cluster). HcParamsDev::cluster
-// overrides both.
+// The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER unset (or
+// anything else): never — the cluster kernel is faster per launch under ncu (5.8-6.7 us instead of
+// 8.0-9.1 at batch 1) but the replayed batch-1 step was 3% slower with it (ABAB, session 26);
+// 2 / 4 / 8: that size wherever the shape allows (the GPU suite runs the mHC tests with 2 and 4);
+// "auto": the largest size whose clusters all run at once (plan_hc_cluster; the suite's model tests
+// run with it). HcParamsDev::cluster overrides the variable.
 template <typename X, typename U>
 int hc_finalize_cluster_size(const HcParamsDev& p) {
   if (device_cc_major() < 9) return 1;
   static const int knob = [] {
-    const int off = env_tristate("DEEPINFER_HC_CLUSTER");
-    return off >= 0 ? 0 : env_int("DEEPINFER_HC_CLUSTER", -1, {2, 4, 8});
+    const char* v = std::getenv("DEEPINFER_HC_CLUSTER");
+    if (v != nullptr && std::strcmp(v, "auto") == 0) return -1;
+    return env_int("DEEPINFER_HC_CLUSTER", 0, {2, 4, 8});
   }();
   return plan_hc_cluster(p.T, p.D, p.hc, p.fold_norm, p.cluster >= 0 ? p.cluster : knob, [](int c) {
     int n = 0;
