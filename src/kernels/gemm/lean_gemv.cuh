@@ -30,25 +30,24 @@
 
 namespace deepinfer::kernels {
 
-// The L2 policy of the weight loads (LeanGemvShape::evict_first): evict first, or as usual.
-__device__ __forceinline__ uint64_t weight_l2_policy(bool evict_first) {
+// The evict-first L2 policy of the weight loads (LeanGemvShape::evict_first).
+__device__ __forceinline__ uint64_t weight_l2_policy() {
   uint64_t pol;
-  if (evict_first) {
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  } else {
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
-  }
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
   return pol;
 }
 
 // 16 weight bytes a lane streams: read once (no L1 allocation), the L2 fetching the whole 128-byte
-// line so the next window of the row is an L2 hit, under the L2 policy `pol`. Volatile: the issue
-// order is the prefetch.
-__device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, uint64_t pol) {
+// line so the next window of the row is an L2 hit; with `hint`, under the L2 policy `pol`, else
+// with the default policy (the A/B switch's plain load). Volatile: the issue order is the prefetch.
+__device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, bool hint, uint64_t pol) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
+  asm volatile(
+      "{\n .reg .pred h;\n setp.ne.b32 h, %6, 0;\n"
+      " @h ld.global.nc.L1::no_allocate.L2::cache_hint.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+      " @!h ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "l"(pol), "r"(static_cast<int>(hint)));
   return v;
 }
 
@@ -120,11 +119,11 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 &
   };
   uint4 buf[S][2];
   uint8_t cbuf[S][2];  // FP4: the runs' scale codes
-  const uint64_t l2_policy = weight_l2_policy(sh.evict_first);
+  const uint64_t l2_policy = weight_l2_policy();
   auto load = [&](int slot) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      buf[slot][r] = ldg_weight16(wb[r] + ld_win * kLeanWindowBytes, l2_policy);
+      buf[slot][r] = ldg_weight16(wb[r] + ld_win * kLeanWindowBytes, sh.evict_first, l2_policy);
       if constexpr (kLaneCodes) cbuf[slot][r] = sb[r][ld_win * (W / 32)];
     }
     if (++ld_win == nw) {  // on to the next tile
