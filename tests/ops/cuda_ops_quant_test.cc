@@ -29,6 +29,32 @@ class CudaQuantProducersTest : public OpHarness {
     upload(scale);
     return {keep[keep.size() - 3].dev, keep[keep.size() - 2].dev, scale.dev};
   }
+  // One launch_hc_pre of streams x [T, hc, D] (BF16 or F32) with weights wd, the norm weight nw
+  // folded in when `fold`, u's quantised copy when `copy`, the finalize form `vec` / `cluster`
+  // (HcParamsDev); returns u, post, comb and the copy as they came back.
+  std::vector<std::vector<float>> run_hc_pre(const Pair& x, DType dt, const tensor::HcWeights& wd, const Pair& nw,
+                                             int64_t T, int64_t D, bool fold, bool copy, int vec, int cluster) {
+    const int64_t hc = 4;
+    const int splits = static_cast<int>(std::clamp<int64_t>(hc * D / 1024, 1, 32));
+    Pair partial = make(DType::kF32, {T, splits, (2 + hc) * hc + 1});
+    Pair u = make(DType::kBF16, {T, D}), uq = make(DType::kBF16, {T, D});
+    Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
+    kernels::HcParamsDev p{x.dev.data, dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32,
+                           static_cast<const float*>(wd.fn.data), static_cast<const float*>(wd.base.data),
+                           static_cast<const float*>(wd.scale.data), static_cast<float*>(partial.dev.data), T, D,
+                           static_cast<int>(hc), splits, 20, 1e-6f, 1e-6f, u.dev.data, kernels::ActType::kBF16,
+                           static_cast<float*>(post.dev.data), static_cast<float*>(comb.dev.data)};
+    if (fold) {
+      p.fold_norm = true, p.norm = nw.dev.data, p.norm_type = kernels::ActType::kBF16, p.rms_eps = 1e-6f;
+      if (copy) p.uq = uq.dev.data;
+    }
+    p.vec_collapse = vec;
+    p.cluster = cluster;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return {download(u.dev), download(post.dev), download(comb.dev), download(uq.dev)};
+  }
   // x's rows quantised as the GEMM would (BF16 copy, then fp8_fake_quant per 128) on the device.
   std::vector<float> quantised(const TensorView& x) {
     Pair q = make(DType::kBF16, {x.numel() / x.shape[x.rank - 1], x.shape[x.rank - 1]});
@@ -160,34 +186,15 @@ TEST_F(CudaQuantProducersTest, HcVectorCollapseIsBitwiseTheScalarOne) {
       const tensor::HcWeights wd = hc_weights(hc, D, keep);
       Pair nw = random(DType::kBF16, {D}, 0.5f);
       Pair x = random(dt, {T, hc, D});
-      const int splits = static_cast<int>(std::clamp<int64_t>(hc * D / 1024, 1, 32));
-      Pair partial = make(DType::kF32, {T, splits, (2 + hc) * hc + 1});
-      const bool fold = kernels::hc_pre_folds_norm(D);
-      std::vector<std::vector<float>> got[2];
-      for (int vec : {0, 1}) {
-        Pair u = make(DType::kBF16, {T, D}), uq = make(DType::kBF16, {T, D});
-        Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
-        kernels::HcParamsDev p{x.dev.data, dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32,
-                               static_cast<const float*>(wd.fn.data), static_cast<const float*>(wd.base.data),
-                               static_cast<const float*>(wd.scale.data), static_cast<float*>(partial.dev.data), T, D,
-                               static_cast<int>(hc), splits, 20, 1e-6f, 1e-6f, u.dev.data, kernels::ActType::kBF16,
-                               static_cast<float*>(post.dev.data), static_cast<float*>(comb.dev.data)};
-        if (fold) {
-          p.fold_norm = true, p.norm = nw.dev.data, p.norm_type = kernels::ActType::kBF16, p.rms_eps = 1e-6f;
-          if (kernels::hc_pre_quant_copies(D, 128)) p.uq = uq.dev.data;
-        }
-        p.vec_collapse = vec;
-        p.cluster = 0;  // the one-CTA finalize's two collapse forms (the cluster kernel: below)
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        ASSERT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        got[vec] = {download(u.dev), download(post.dev), download(comb.dev), download(uq.dev)};
-      }
+      const bool fold = kernels::hc_pre_folds_norm(D), copy = kernels::hc_pre_quant_copies(D, 128);
+      // The one-CTA finalize's two collapse forms (the cluster kernel: below).
+      const auto scalar = run_hc_pre(x, dt, wd, nw, T, D, fold, copy, /*vec=*/0, /*cluster=*/0);
+      const auto vec = run_hc_pre(x, dt, wd, nw, T, D, fold, copy, /*vec=*/1, /*cluster=*/0);
       const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " dtype " + std::to_string(int(dt));
-      EXPECT_EQ(got[1][0], got[0][0]) << what << " u";
-      EXPECT_EQ(got[1][1], got[0][1]) << what << " post";
-      EXPECT_EQ(got[1][2], got[0][2]) << what << " comb";
-      EXPECT_EQ(got[1][3], got[0][3]) << what << " uq";
+      EXPECT_EQ(vec[0], scalar[0]) << what << " u";
+      EXPECT_EQ(vec[1], scalar[1]) << what << " post";
+      EXPECT_EQ(vec[2], scalar[2]) << what << " comb";
+      EXPECT_EQ(vec[3], scalar[3]) << what << " uq";
     }
   }
 }
@@ -205,30 +212,10 @@ TEST_F(CudaQuantProducersTest, HcClusterFinalizeIsBitwiseTheOneCtaOne) {
         const tensor::HcWeights wd = hc_weights(hc, D, keep);
         Pair nw = random(DType::kBF16, {D}, 0.5f);
         Pair x = random(dt, {T, hc, D});
-        const int splits = static_cast<int>(std::clamp<int64_t>(hc * D / 1024, 1, 32));
-        Pair partial = make(DType::kF32, {T, splits, (2 + hc) * hc + 1});
-        auto run = [&](int cluster) {
-          Pair u = make(DType::kBF16, {T, D}), uq = make(DType::kBF16, {T, D});
-          Pair post = make(DType::kF32, {T, hc}), comb = make(DType::kF32, {T, hc, hc});
-          kernels::HcParamsDev p{x.dev.data, dt == DType::kBF16 ? kernels::ActType::kBF16 : kernels::ActType::kF32,
-                                 static_cast<const float*>(wd.fn.data), static_cast<const float*>(wd.base.data),
-                                 static_cast<const float*>(wd.scale.data), static_cast<float*>(partial.dev.data), T,
-                                 D, static_cast<int>(hc), splits, 20, 1e-6f, 1e-6f, u.dev.data,
-                                 kernels::ActType::kBF16, static_cast<float*>(post.dev.data),
-                                 static_cast<float*>(comb.dev.data)};
-          p.fold_norm = true, p.norm = nw.dev.data, p.norm_type = kernels::ActType::kBF16, p.rms_eps = 1e-6f;
-          if (copy) p.uq = uq.dev.data;
-          p.cluster = cluster;
-          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          EXPECT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
-          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          return std::vector<std::vector<float>>{download(u.dev), download(post.dev), download(comb.dev),
-                                                 download(uq.dev)};
-        };
-        const auto want = run(0);
+        const auto want = run_hc_pre(x, dt, wd, nw, T, D, /*fold=*/true, copy, /*vec=*/0, /*cluster=*/0);
         for (int c : {2, 4, 8}) {
           if (!kernels::hc_cluster_supports(D, static_cast<int>(hc), c)) continue;
-          const auto got = run(c);
+          const auto got = run_hc_pre(x, dt, wd, nw, T, D, /*fold=*/true, copy, /*vec=*/0, c);
           ++compared;
           const std::string what = "T " + std::to_string(T) + " D " + std::to_string(D) + " dtype " +
                                    std::to_string(int(dt)) + " copy " + std::to_string(copy) + " C " +
