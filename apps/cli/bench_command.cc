@@ -23,6 +23,7 @@ void setup(CLI::App* app) {
   app->add_option("--iters", o->iters, "timed iterations")->capture_default_str();
   app->add_option("--memory-budget-gib", o->memory_budget_gib, "skip rows whose KV exceeds this")->capture_default_str();
   app->add_flag("!--no-breakdown", o->kernel_breakdown, "skip the per-op breakdown");
+  app->add_flag("--timeline", o->timeline, "decode rows: one step's kernel timeline (CUPTI; idle gaps)");
   app->add_option("--baseline", o->baseline_json, "JSON of a baseline run to embed");
   app->add_option("--commit", o->commit, "commit id to record");
   app->add_option("--out", *out, "write the JSON here (default: stdout)");

@@ -28,6 +28,10 @@ struct BenchOptions {
   int iters = 20;
   double memory_budget_gib = 120.0;   // rows whose KV would not fit are reported as skipped
   bool kernel_breakdown = true;
+  // Decode rows: one more step recorded as the GPU runs it (CUPTI activity records: every kernel's
+  // start and end in the replayed graph) — the idle time between kernels and its largest gaps, and
+  // for the first row every launch. Needs libcupti at run time (else reported and skipped).
+  bool timeline = false;
   double fp8_peak_tflops = 1979.0;    // H200 dense FP8 (datasheet)
   std::string baseline_json;          // optional rows from another engine to embed (e.g. transformers)
   std::string command;                // recorded verbatim in the JSON

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "engine/bench_model.h"
 #include "engine/device_backend.h"
+#include "engine/kernel_timeline.h"
 #include "engine/loaded_model.h"
 #include "model/model.h"
 #include "ops/timing_ops.h"
@@ -175,6 +176,33 @@ json model_json(const loader::ModelConfig& c) {
           {"index_topk", c.index_topk}};
 }
 
+// One more decode step recorded by `timeline`: the summary (idle time, largest gaps) and, with
+// `launches`, every kernel's start and duration from the step's first kernel.
+Result<json> timeline_json(BenchModel& b, engine::KernelTimeline& timeline, const model::ForwardBatch& fb,
+                           model::KvState& state, bool launches) {
+  DI_RETURN_IF_ERROR(timeline.begin());
+  auto r = model_of(b).forward(fb, state);
+  ops_of(b)->synchronize();
+  DI_ASSIGN_OR_RETURN(std::vector<engine::KernelSpan> spans, timeline.end());
+  if (!r.is_ok()) return r.status();
+  const engine::TimelineSummary s = engine::summarize_timeline(spans, 12);
+  json out = {{"kernels", s.kernels}, {"span_us", s.span_us}, {"busy_us", s.busy_us}, {"idle_us", s.idle_us},
+              {"kernel_sum_us", s.kernel_sum_us}, {"largest_gaps", json::array()}};
+  for (const engine::TimelineGap& g : s.largest_gaps) {
+    out["largest_gaps"].push_back({{"us", g.us}, {"at_us", g.at_us}, {"before", g.before.substr(0, 120)},
+                                   {"after", g.after.substr(0, 120)}});
+  }
+  if (launches && !spans.empty()) {
+    json list = json::array();
+    for (const engine::KernelSpan& k : spans) {
+      list.push_back({{"name", k.name.substr(0, 120)}, {"start_us", (k.start_ns - spans.front().start_ns) / 1e3},
+                      {"us", (k.end_ns - k.start_ns) / 1e3}, {"stream", k.stream}, {"ctas", k.ctas}});
+    }
+    out["launches"] = std::move(list);
+  }
+  return out;
+}
+
 // Per-op times of one forward (and, in *by_linear, per linear weight shape).
 json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb, json* by_linear) {
   if (b.loaded) return json::object();  // weights of a loaded model are private to it
@@ -212,6 +240,19 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   result["cuda_graphs"] = ops_of(b)->graphs_enabled();
   result["rows"] = json::array();
   const int32_t block_tokens = std::max(256, b.config.max_ratio());
+  std::unique_ptr<engine::KernelTimeline> timeline;
+  if (o.timeline && ops_of(b)->device() == tensor::Device::kCpu) {
+    log_warn("bench: --timeline records GPU kernels; the CPU device has none");
+    result["timeline_error"] = "the CPU device runs no GPU kernels";
+  } else if (o.timeline) {
+    auto t = engine::KernelTimeline::open();
+    if (t.is_ok()) {
+      timeline = std::move(*t);
+    } else {
+      log_warn("bench: no kernel timeline: {}", t.status().to_string());
+      result["timeline_error"] = t.status().to_string();
+    }
+  }
   const double budget = o.memory_budget_gib * double(1 << 30);
   auto row_base = [&](const char* kind, int64_t batch, int64_t context) {
     return json{{"kind", kind}, {"batch", batch}, {"context", context}, {"model", model_json(b.config)}};
@@ -240,6 +281,20 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       row["hbm_roofline_pct"] = copy_gbs > 0 ? 100.0 * (cost.weight_bytes + cost.kv_bytes) / t / (copy_gbs * 1e9) : 0.0;
       row["tensor_peak_pct"] = 100.0 * cost.flops / t / (o.fp8_peak_tflops * 1e12);
       log_info("decode batch {} context {}: {:.3f} ms/step, {:.1f} tok/s", batch, context, t * 1e3, batch / t);
+      if (timeline != nullptr) {
+        const bool launches = !result.contains("timeline_launches_shape");
+        auto tl = timeline_json(b, *timeline, decode_batch(batch, context, block_tokens), state, launches);
+        if (tl.is_ok()) {  // a profiler that fails (e.g. counters not permitted) costs the row nothing
+          if (launches) result["timeline_launches_shape"] = {{"batch", batch}, {"context", context}};
+          row["timeline"] = std::move(*tl);
+          log_info("  timeline: {} kernels, span {:.1f} us, idle {:.1f} us",
+                   row["timeline"]["kernels"].get<int64_t>(), row["timeline"]["span_us"].get<double>(),
+                   row["timeline"]["idle_us"].get<double>());
+        } else {
+          log_warn("bench: kernel timeline failed: {}", tl.status().to_string());
+          row["timeline_error"] = tl.status().to_string();
+        }
+      }
       // Per-op breakdowns of the first shape and of the largest batch at the first context (the
       // weight-bound and the compute-leaning ends of the grid).
       const bool first = !result.contains("decode_breakdown");

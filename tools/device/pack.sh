@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what a device run needs into .carry/ (git-ignored): the deepinfer binary built here and
-# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp); the
-# binaries as .carry/bins.tar.xz (tools/device/unpack.sh restores them on the device).
+# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp; libcupti for
+# `bench --timeline`); the binaries as .carry/bins.tar.xz (tools/device/unpack.sh restores them on
+# the device).
 # The device machine runs Ubuntu 24.04 (newer glibc/libstdc++), so binaries built here run there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,6 +16,10 @@ done
 for lib in libfmt.so.9 libpcre2-8.so.0 libgomp.so.1 libxxhash.so.0; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" .carry/lib/ 2>/dev/null || cp -L "/lib/x86_64-linux-gnu/$lib" .carry/lib/
 done
+# CUPTI for `deepinfer bench --timeline` (loaded at run time; the toolkit's, matching the headers
+# the binary was built with), compressed with the binaries below.
+CUPTI_LIB="${CUPTI_LIB:-/usr/local/cuda/lib64/libcupti.so.13}"
+[ -f "$CUPTI_LIB" ] && cp -L "$CUPTI_LIB" .carry/bin/
 # transformers' V4.1 port for the V4.1 golden run (read at run time, never committed): see
 # tools/golden/run_v41_golden_on_device.sh. HF_V41_PORT names a folder holding the three files.
 if [ -n "${HF_V41_PORT:-}" ]; then

@@ -7,3 +7,5 @@ cd "$(dirname "$0")/../.."
 if [ -f .carry/bins.tar.xz ] && [ ! -x .carry/bin/deepinfer ]; then
   python3 -c "import tarfile; tarfile.open('.carry/bins.tar.xz').extractall('.carry')"
 fi
+# CUPTI travels with the binaries (pack.sh) but is loaded through LD_LIBRARY_PATH=.carry/lib.
+if [ -f .carry/bin/libcupti.so.13 ]; then mv .carry/bin/libcupti.so.13 .carry/lib/; fi
