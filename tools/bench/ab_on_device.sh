@@ -6,7 +6,10 @@
 # a summary table on stdout (what the tuning records quote).
 # A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
 # (PATH.xz is decompressed first): a before/after A/B of two builds in one device call.
+# BENCH_ARGS: more `deepinfer bench` flags for every run; with --timeline, each run's kernel
+# timeline is printed too (tools/bench/timeline_report.py: idle time and gaps of the replayed steps).
 # Usage: CONFIGS='-|DEEPINFER_CUDA_PDL=0|-' BATCHES=1,8,32 PREFILL=8192 bash tools/bench/ab_on_device.sh
+#        CONFIGS='-|DEEPINFER_HC_CLUSTER=auto' BATCHES=1,8 PREFILL=0 BENCH_ARGS=--timeline bash tools/bench/ab_on_device.sh
 #        CONFIGS='-|bin=.carry/deepinfer_before.xz|-|bin=.carry/deepinfer_before.xz' ...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,12 +33,16 @@ for cfg in "${configs[@]}"; do
   fi
   env "${env_args[@]}" "$bin" bench --layers "${LAYERS:-4}" --batch "${BATCHES:-1,8,32}" \
     --context "${CONTEXTS:-4096}" --prefill "${PREFILL:-8192}" --iters "${ITERS:-10}" --no-breakdown \
-    --out "$OUT/ab_$i.json" > "$OUT/ab_$i.log" 2>&1 || echo "config $i ($cfg) failed: $(tail -3 "$OUT/ab_$i.log")"
+    ${BENCH_ARGS:-} --out "$OUT/ab_$i.json" > "$OUT/ab_$i.log" 2>&1 \
+    || echo "config $i ($cfg) failed: $(tail -3 "$OUT/ab_$i.log")"
   python3 - "$OUT/ab_$i.json" "$cfg" <<'PY' || true
 import json, sys
 d = json.load(open(sys.argv[1]))
 cells = [f"{r['kind'][0]}{r['batch']}@{r['context']}={r.get('tokens_per_s', 0):.0f}" for r in d["rows"]]
 print(f"{sys.argv[2]:<48} " + " ".join(cells))
 PY
+  if [[ " ${BENCH_ARGS:-} " == *" --timeline "* ]]; then
+    python3 tools/bench/timeline_report.py "$OUT/ab_$i.json" --launches "${TIMELINE_LAUNCHES:-0}" --by-name 15 || true
+  fi
   i=$((i + 1))
 done
