@@ -16,7 +16,8 @@
 // Sinkhorn (post, comb) runs in a plane of its own (blockIdx.z = 1: warp 0 of the cluster's CTA 0,
 // the other CTAs exit), beside the collapse as in the one-CTA kernel's second block.
 // Not the default (DEEPINFER_HC_CLUSTER): on the H200 a launch takes 5.8-6.7 us under ncu instead
-// of 8.0-9.1, yet the replayed batch-1 step ran 3% slower with it (ABAB, session 26).
+// of 8.0-9.1, yet the replayed batch-1 step moved +1.8%, -3.2% and +2.0% with it in three calls
+// (ABAB, session 26): within the spread.
 #pragma once
 
 #include "kernels/common/cluster_utils.cuh"

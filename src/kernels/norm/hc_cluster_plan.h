@@ -3,7 +3,7 @@
 // over C CTAs of 256 threads with the same bits as the one-CTA finalize (hc.cuh), whose 1,024
 // threads per token were instruction-issue bound on one SM at batch 1 (ncu: ~8.6 us per launch,
 // 36K warp-instructions on 2 SMs, 0.55 instructions per scheduler cycle). An option, not the
-// default: 5.8-6.7 us per launch under ncu, but the replayed batch-1 step 3% slower (session 26).
+// default: 5.8-6.7 us per launch under ncu, the replayed batch-1 step within the spread (session 26).
 #pragma once
 
 #include <cstdint>

@@ -357,7 +357,8 @@ int hc_max_clusters() {
 }
 // The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER unset (or
 // anything else): never — the cluster kernel is faster per launch under ncu (5.8-6.7 us instead of
-// 8.0-9.1 at batch 1) but the replayed batch-1 step was 3% slower with it (ABAB, session 26);
+// 8.0-9.1 at batch 1) but the replayed batch-1 step moved +1.8%, -3.2% and +2.0% with it in three
+// device calls (ABAB, session 26): within the spread, so opt-in until a timeline says more;
 // 2 / 4 / 8: that size wherever the shape allows (the GPU suite runs the mHC tests with 2 and 4);
 // "auto": the largest size whose clusters all run at once (plan_hc_cluster; the suite's model tests
 // run with it). HcParamsDev::cluster overrides the variable.
