@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/cluster_size.h"
+
 namespace deepinfer::kernels {
 
 inline constexpr int kClusterAttnWarps = 8;  // warps per CTA (kMmaAttnWarps)
@@ -24,11 +26,8 @@ constexpr bool cluster_attention_supports(int64_t d, int c) {
 // the one-CTA kernel.
 template <typename MaxClusters>
 int plan_attention_cluster(int64_t d, int64_t head_groups, int want, MaxClusters&& max_clusters) {
-  if (want >= 0) return want >= 2 && cluster_attention_supports(d, want) ? want : 1;
-  for (int c : {8, 4, 2}) {
-    if (cluster_attention_supports(d, c) && head_groups <= max_clusters(c)) return c;
-  }
-  return 1;
+  return plan_cluster_size(
+      head_groups, want, [&](int c) { return cluster_attention_supports(d, c); }, max_clusters);
 }
 
 }  // namespace deepinfer::kernels

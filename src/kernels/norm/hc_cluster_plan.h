@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/cluster_size.h"
+
 namespace deepinfer::kernels {
 
 inline constexpr int kHcClusterThreads = 256;     // per CTA: the folded norm's 256 summing threads
@@ -30,11 +32,7 @@ constexpr bool hc_cluster_supports(int64_t D, int hc, int c) {
 template <typename MaxClusters>
 int plan_hc_cluster(int64_t T, int64_t D, int hc, bool folds_norm, int want, MaxClusters&& max_clusters) {
   if (!folds_norm || T < 1 || T > kHcClusterMaxTokens) return 1;
-  if (want >= 0) return want >= 2 && hc_cluster_supports(D, hc, want) ? want : 1;
-  for (int c : {8, 4, 2}) {
-    if (hc_cluster_supports(D, hc, c) && 2 * T <= max_clusters(c)) return c;
-  }
-  return 1;
+  return plan_cluster_size(2 * T, want, [&](int c) { return hc_cluster_supports(D, hc, c); }, max_clusters);
 }
 
 }  // namespace deepinfer::kernels
