@@ -213,6 +213,17 @@ __device__ inline HcMix hc_mix_columns(const float* partial, const HcPreParams& 
   return {col, rsqrtf(ss / static_cast<float>(hc * p.D) + p.norm_eps)};
 }
 
+// pre_i = sigmoid(scale_0 rho mu_i + base_i) + eps for every stream, in every lane (lane i < hc
+// computes stream i's, then the shuffles broadcast them): the collapse weights of u = sum_i pre_i X_i.
+template <int HC>
+__device__ __forceinline__ void hc_pre_weights(const HcMix& m, const HcPreParams& p, float (&pre)[HC]) {
+  const int lane = threadIdx.x & 31;
+  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < HC ? lane : 0);
+  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < HC ? lane : 0]) + p.hc_eps;
+#pragma unroll
+  for (int i = 0; i < HC; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+}
+
 template <int HC>
 __device__ inline void hc_sinkhorn_warp(const HcMix& m, const HcPreParams& p, float* post_out, float* comb_out) {
   constexpr int hc = HC;
@@ -299,11 +310,11 @@ __device__ __forceinline__ HcNormWeights hc_norm_preload(const HcPreParams& p) {
 // copy too: warp w takes 128-channel blocks w, w + warps, .., each lane 4 consecutive channels,
 // their values as just written (the same products from the stage, rounded to Tu) quantised by the
 // vectorised act_quant kernel's step — the bits of the separate copy and fp8_fake_quant.
-template <typename Tu>
-__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormWeights& nw, __nv_bfloat16* qrow) {
-  __shared__ float scratch[32];
-  const float* su = hc_u_stage();
-  __syncthreads();  // the row is staged
+// The folded norm's 1 / rms of a staged row su[0, D): thread i < 256 sums the squares of columns
+// i + 256 j in j order, then block_sum (threads >= 256 add exact zeros, so a block of more warps
+// changes nothing) — rms_norm_row_kernel's order. Shared by the one-CTA finalize and the cluster
+// one (hc_cluster.cuh), so the two cannot drift apart.
+__device__ __forceinline__ float hc_norm_inv(const float* su, const HcPreParams& p, float* scratch) {
   const int i = threadIdx.x;
   float ss = 0.0f;
   if (i < 256) {
@@ -313,7 +324,28 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
       if (c < p.D) ss += su[c] * su[c];
     }
   }
-  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
+  return rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
+}
+// 128-channel block b of the normalised row quantised into qrow by one warp (lane: 4 consecutive
+// channels): the values as the norm writes them (rounded to Tu), then the vectorised act_quant
+// kernel's step.
+template <typename Tu>
+__device__ __forceinline__ void hc_quant_block(const float* su, float inv, const HcPreParams& p, int64_t b,
+                                               __nv_bfloat16* qrow) {
+  const int64_t c = b * 128 + (threadIdx.x & 31) * 4;
+  float v[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[k] = to_f32(from_f32<Tu>(su[c + k] * inv * hc_norm_weight(p, c + k)));
+  act_quant_lane_store<4>(v, qrow + c);
+}
+
+template <typename Tu>
+__device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormWeights& nw, __nv_bfloat16* qrow) {
+  __shared__ float scratch[32];
+  const float* su = hc_u_stage();
+  __syncthreads();  // the row is staged
+  const int i = threadIdx.x;
+  const float inv = hc_norm_inv(su, p, scratch);
   const int stride = blockDim.x;
 #pragma unroll
   for (int k = 0; k < kHcNormPre; ++k) {
@@ -334,14 +366,7 @@ __device__ inline void hc_fold_norm(Tu* row, const HcPreParams& p, const HcNormW
     }
   }
   if (qrow != nullptr) {
-    const int lane = i & 31;
-    for (int64_t b = i >> 5; b < p.D / 128; b += stride >> 5) {
-      const int64_t c = b * 128 + lane * 4;
-      float v[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v[k] = to_f32(from_f32<Tu>(su[c + k] * inv * hc_norm_weight(p, c + k)));
-      act_quant_lane_store<4>(v, qrow + c);
-    }
+    for (int64_t b = i >> 5; b < p.D / 128; b += stride >> 5) hc_quant_block<Tu>(su, inv, p, b, qrow);
   }
 }
 
@@ -399,7 +424,7 @@ template <int HC, bool VEC, typename T, typename Tu>
 __device__ inline void hc_pre_finalize(const T* x, const float* partial, const HcPreParams& p, int64_t t, Tu* u,
                                        float* post_out, float* comb_out, const HcNormWeights& nw) {
   constexpr int hc = HC;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5;
   if (p.sinkhorn_cta && blockIdx.y == 1) {  // the Sinkhorn block: warp 0 alone
     if (warp == 0) hc_sinkhorn_warp<HC>(hc_mix_columns<HC>(partial, p, t), p, post_out + t * hc, comb_out + t * hc * hc);
     return;
@@ -432,10 +457,7 @@ __device__ inline void hc_pre_finalize(const T* x, const float* partial, const H
     return;
   }
   float pre[hc];
-  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < hc ? lane : 0);
-  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < hc ? lane : 0]) + p.hc_eps;
-#pragma unroll
-  for (int i = 0; i < hc; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+  hc_pre_weights<HC>(m, p, pre);
   // u's column c: sum_i pre_i X_i in stream order (the same operations for preloaded columns).
   auto put = [&](int64_t c, float acc) {
     if (p.fold_norm) {

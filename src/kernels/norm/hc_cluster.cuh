@@ -8,11 +8,10 @@
 //      and rounds each value to Tu — the one-CTA kernel's staged u, value for value;
 //   2. it stores those values into every CTA's copy of the row (distributed shared memory), so
 //      after one cluster barrier each CTA holds the whole staged row;
-//   3. each CTA runs the folded norm's reduction over the whole row exactly as hc_fold_norm does
-//      (thread i < 256 sums the squares of columns i + 256 j in j order, then block_sum: its 8
-//      warps' sums where the 1,024-thread block had 32, the other 24 being exact zeros in the same
-//      butterfly), so inv has the same bits, then writes u and the quantised copy of its own
-//      columns with the same expressions.
+//   3. each CTA runs the folded norm's reduction over the whole row with hc_fold_norm's own
+//      helper (hc_norm_inv: its 8 warps' sums where the 1,024-thread block had 32, the other 24
+//      being exact zeros in the same butterfly), so inv has the same bits, then writes u and the
+//      quantised copy (hc_quant_block) of its own columns with the same expressions.
 // Sinkhorn (post, comb) runs in a plane of its own (blockIdx.z = 1: warp 0 of the cluster's CTA 0,
 // the other CTAs exit), beside the collapse as in the one-CTA kernel's second block.
 // Not the default (DEEPINFER_HC_CLUSTER): on the H200 a launch takes 5.8-6.7 us under ncu instead
@@ -37,7 +36,7 @@ __global__ void __launch_bounds__(kHcClusterThreads)
   __shared__ __align__(16) float s_row[kHcClusterMaxD];  // [D] the token's staged u (every CTA's columns)
   __shared__ float scratch[32];
   const int64_t t = blockIdx.y;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, warp = tid >> 5;
   if (blockIdx.z == 1) {  // the Sinkhorn plane
     pdl_prologue();
     if (blockIdx.x == 0 && warp == 0) {
@@ -71,10 +70,7 @@ __global__ void __launch_bounds__(kHcClusterThreads)
   }
   const HcMix m = hc_mix_columns<HC>(partial, p, t);
   float pre[HC];
-  const float mu_pre = __shfl_sync(0xffffffffu, m.col, lane < HC ? lane : 0);
-  const float mine = sigmoidf_(p.scale[0] * m.rho * mu_pre + p.base[lane < HC ? lane : 0]) + p.hc_eps;
-#pragma unroll
-  for (int i = 0; i < HC; ++i) pre[i] = __shfl_sync(0xffffffffu, mine, i);
+  hc_pre_weights<HC>(m, p, pre);
   uint32_t row_at[C];  // s_row in each CTA of the cluster
 #pragma unroll
   for (int q = 0; q < C; ++q) row_at[q] = cluster_map(s_row, q);
@@ -98,14 +94,7 @@ __global__ void __launch_bounds__(kHcClusterThreads)
   cluster_arrive();
   cluster_wait();  // the whole row is in every CTA (no remote access after this)
 
-  // The folded norm (hc_fold_norm's arithmetic): the sum of squares over the whole row.
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kRmsRowPer; ++j) {
-    const int64_t c = tid + 256 * j;
-    if (c < p.D) ss += s_row[c] * s_row[c];
-  }
-  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.D) + p.rms_eps);
+  const float inv = hc_norm_inv(s_row, p, scratch);  // the folded norm's, over the whole row
   Tu* row = u + t * p.D;
 #pragma unroll
   for (int k = 0; k < kPairs; ++k) {
@@ -115,13 +104,8 @@ __global__ void __launch_bounds__(kHcClusterThreads)
     for (int e = 0; e < 2; ++e) row[c + e] = from_f32<Tu>(s_row[c + e] * inv * w[k][e]);
   }
   if (p.uq != nullptr) {  // warp w quantises the CTA's 128-channel blocks w, w + 8, ..
-    __nv_bfloat16* qrow = p.uq + t * p.D;
     for (int64_t b = c_begin / 128 + warp; b < (c_begin + S) / 128; b += kHcClusterThreads / 32) {
-      const int64_t c = b * 128 + lane * 4;
-      float v[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v[k] = to_f32(from_f32<Tu>(s_row[c + k] * inv * hc_norm_weight(p, c + k)));
-      act_quant_lane_store<4>(v, qrow + c);
+      hc_quant_block<Tu>(s_row, inv, p, b, p.uq + t * p.D);
     }
   }
 }

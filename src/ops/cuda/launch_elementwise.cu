@@ -426,9 +426,7 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
     } else {
       launch_hc_mix<X>(static_cast<const X*>(p.x), p.fn, p.partial, p.T, K, n_mix, p.n_split, chunk, s);
     }
-    // Numerically neutral: the block size only spreads the collapse over more warps, and the
-    // Sinkhorn block takes the serial iterations off the path to u (decode-sized batches, unless
-    // DEEPINFER_HC_SINKHORN_CTA=0).
+    // The cluster finalize where asked for (the same bits; hc_finalize_cluster_size).
     if (const int cl = hc_finalize_cluster_size<X, U>(p); cl > 1) {
       with_hc_cluster(cl, [&](auto tag) {
         constexpr int C = decltype(tag)::value;
@@ -438,6 +436,9 @@ cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
       });
       return;
     }
+    // Numerically neutral: the block size only spreads the collapse over more warps, and the
+    // Sinkhorn block takes the serial iterations off the path to u (decode-sized batches, unless
+    // DEEPINFER_HC_SINKHORN_CTA=0).
     const dim3 grid(static_cast<unsigned>(p.T), fp.sinkhorn_cta ? 2u : 1u);
     const int threads = p.T < 64 ? kHcFinalizeDecodeThreads : kHcFinalizePrefillThreads;
     launch_pdl(vec_collapse ? hc_pre_finalize_kernel<X, U, true> : hc_pre_finalize_kernel<X, U, false>, grid,
