@@ -84,6 +84,8 @@ struct HcParamsDev {
   int cluster = -1;
 };
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);
+// The cluster size launch_hc_pre's finalize takes for p (1: the one-CTA kernel; HcParamsDev::cluster).
+int hc_pre_cluster_size(const HcParamsDev& p);
 // Whether launch_hc_pre computes hc_post inside its mixing pass for T tokens of hc streams.
 bool hc_pre_folds_post(int64_t T, int hc);
 // Whether launch_hc_pre can fold the RMS norm of u for width D (the widths launch_rms_norm gives

@@ -50,6 +50,8 @@ class CudaQuantProducersTest : public OpHarness {
     }
     p.vec_collapse = vec;
     p.cluster = cluster;
+    // The form asked for is the one launched (a cluster size the shape allows is never dropped).
+    EXPECT_EQ(kernels::hc_pre_cluster_size(p), cluster >= 2 ? cluster : 1) << "T " << T << " D " << D;
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(kernels::launch_hc_pre(p, nullptr), cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -397,6 +397,12 @@ void launch_hc_post_then_mix(const HcParamsDev& p, int64_t K, int n_mix, int64_t
 }
 }  // namespace
 
+int hc_pre_cluster_size(const HcParamsDev& p) {
+  int c = 1;
+  with_act2(p.x_type, p.u_type, [&](auto tx, auto tu) { c = hc_finalize_cluster_size<decltype(tx), decltype(tu)>(p); });
+  return c;
+}
+
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t s) {
   const int n_mix = (2 + p.hc) * p.hc;
   const int64_t K = p.hc * p.D, chunk = (K + p.n_split - 1) / p.n_split;
