@@ -86,13 +86,24 @@ double median(std::vector<double> v) {
 constexpr double kBenchWarmSeconds = 0.2, kBenchFirstWarmSeconds = 1.5;
 constexpr int kBenchMaxWarmSteps = 1000;
 
-Result<double> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context, model::KvState& state,
-                           double warm_seconds) {
+// A decode shape's timing: the median step (forward + synchronize) and the median time until
+// forward() returned — the host's share (the prepare pass, uploads, the graph launch), during which
+// a synchronous decode loop leaves the GPU idle — with, where steps were replayed from graphs,
+// the mean prepare pass and graph launch of the timed steps.
+struct DecodeTiming {
+  double step_s = 0, host_s = 0;
+  double prepare_us = 0, launch_us = 0;  // 0: no replayed steps
+};
+
+Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
+                                 model::KvState& state, double warm_seconds) {
   const model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
+  std::vector<double> host;
   auto step = [&]() -> Result<double> {
     const auto t0 = Clock::now();
     auto r = model_of(b).forward(fb, state);
     if (!r.is_ok()) return r.status();
+    host.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     ops_of(b)->synchronize();
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
@@ -101,12 +112,20 @@ Result<double> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, 
     DI_ASSIGN_OR_RETURN(const double t, step());
     warm += t;
   }
+  host.clear();
+  const ops::Ops::GraphHostTime before = ops_of(b)->graph_host_time();
   std::vector<double> times;
   for (int i = 0; i < o.iters; ++i) {
     DI_ASSIGN_OR_RETURN(const double t, step());
     times.push_back(t);
   }
-  return median(times);
+  const ops::Ops::GraphHostTime after = ops_of(b)->graph_host_time();
+  DecodeTiming out{median(times), median(host)};
+  if (const int64_t n = after.replayed - before.replayed; n > 0) {
+    out.prepare_us = (after.prepare_us - before.prepare_us) / static_cast<double>(n);
+    out.launch_us = (after.launch_us - before.launch_us) / static_cast<double>(n);
+  }
+  return out;
 }
 
 // Chunk [begin, begin + len) of an n-token prompt in sequence slot 0.
@@ -272,10 +291,16 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
                            ops_of(b));
       if (ops_of(b)->device() != tensor::Device::kCpu) DI_RETURN_IF_ERROR(engine::randomize_kv(state, ops_of(b), 11));
       const bool first_row = result["rows"].empty();
-      DI_ASSIGN_OR_RETURN(const double t, time_decode(b, o, batch, context, state,
-                                                      first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds));
+      DI_ASSIGN_OR_RETURN(const DecodeTiming timing, time_decode(b, o, batch, context, state,
+                                                                 first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds));
+      const double t = timing.step_s;
       const engine::StepCost cost = engine::decode_step_cost(b.config, batch, context);
       row["step_ms"] = t * 1e3;
+      row["host_ms"] = timing.host_s * 1e3;  // of step_ms: until forward() returned (see DecodeTiming)
+      if (timing.prepare_us > 0) {
+        row["graph_prepare_us"] = timing.prepare_us;
+        row["graph_launch_us"] = timing.launch_us;
+      }
       row["tokens_per_s"] = static_cast<double>(batch) / t;
       row["bytes_per_step"] = cost.weight_bytes + cost.kv_bytes;
       row["hbm_roofline_pct"] = copy_gbs > 0 ? 100.0 * (cost.weight_bytes + cost.kv_bytes) / t / (copy_gbs * 1e9) : 0.0;

@@ -114,6 +114,9 @@ struct WeightDesc {
   // blocks of one group), which ungrouped launches on the packed path read instead of packing it
   // (the same bits); null: packed per launch.
   const uint8_t* packed = nullptr;
+  // Field by field: the struct has padding, which a byte comparison would read (the MoE layers'
+  // descriptor cache compared bytes, missed every time and re-uploaded 43 KB per layer per step).
+  friend bool operator==(const WeightDesc&, const WeightDesc&) = default;
 };
 struct GemmParams {
   int64_t M = 0, N = 0, K = 0;

@@ -157,6 +157,14 @@ class Ops {
   virtual GraphStep graph_replay() { return GraphStep::kEager; }
   virtual void graph_capture_begin() {}
   virtual bool graph_capture_end() { return false; }
+  // Host time of the replayed steps so far (benchmarks): the prepare passes (graph_prepare to
+  // graph_replay) and the graph launches, during which a synchronous decode loop leaves the
+  // device idle. All zero where nothing was replayed.
+  struct GraphHostTime {
+    int64_t replayed = 0;
+    double prepare_us = 0, launch_us = 0;  // summed over the replayed steps
+  };
+  virtual GraphHostTime graph_host_time() const { return {}; }
 
   // ---- concurrency (optional) ----
   // A side region: the ops issued between side_begin() and side_end() read only data that exists

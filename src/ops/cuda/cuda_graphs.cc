@@ -10,7 +10,10 @@
 // What varies between such steps (token ids, positions, tables, emission plans) travels through
 // uploads, which the graph re-reads from staging on every replay.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "base/log.h"
 #include "ops/cuda/cuda_common.h"
@@ -68,31 +71,66 @@ void CudaOps::drop_graphs() {
   for (void* g : graph_cache_->clear()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
 }
 
+void CudaOps::count_nodes(cudaGraph_t graph) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return;
+  GraphStats& g = graph_stats_;
+  g.last_kernels = g.last_copies = g.last_memsets = g.last_other = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    cudaGraphNodeGetType(node, &type);
+    ++(type == cudaGraphNodeTypeKernel ? g.last_kernels
+       : type == cudaGraphNodeTypeMemcpy ? g.last_copies
+       : type == cudaGraphNodeTypeMemset ? g.last_memsets
+                                          : g.last_other);
+  }
+  log_info("CUDA graph recorded: {} kernels, {} copies, {} memsets, {} other nodes", g.last_kernels, g.last_copies,
+            g.last_memsets, g.last_other);
+  // DEEPINFER_CUDA_GRAPH_DOT=path: the recording as Graphviz (node types, kernel names and edges,
+  // programmatic ones included) — where a replayed step waits that a kernel timeline cannot show.
+  if (const char* dot = std::getenv("DEEPINFER_CUDA_GRAPH_DOT"); dot != nullptr && *dot != '\0')
+    cudaGraphDebugDotPrint(graph, dot, cudaGraphDebugDotFlagsVerbose);
+}
+
 void CudaOps::graph_prepare(uint64_t state_key) {
   DI_CHECK(mode_ == Mode::kEager, "graph_prepare inside another graph pass");
   // The last replay may still be reading staging: wait for it before overwriting.
   DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
   if (staging_size_ < staging_wanted_) {
     if (staging_ != nullptr) DI_CUDA_CHECK(cudaFreeHost(staging_));
-    drop_graphs();  // they read the old staging buffer
+    drop_graphs();  // they read the old staging buffer (and its device copy)
     DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), staging_wanted_, cudaHostAllocDefault));
+    if (one_upload_) {
+      if (staging_dev_ != nullptr) DI_CUDA_CHECK(cudaFree(staging_dev_));
+      DI_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging_dev_), staging_wanted_));
+    }
     staging_size_ = staging_wanted_;
   }
   state_key_ = state_key;
   start_pass(Mode::kPrepare);
+  prepare_start_ = std::chrono::steady_clock::now();
 }
 
 Ops::GraphStep CudaOps::graph_replay() {
   DI_CHECK(mode_ == Mode::kPrepare, "graph_replay without graph_prepare");
   mode_ = Mode::kEager;
   prepared_sig_ = sig_;
+  prepared_staged_ = staging_used_;
   void* graph = nullptr;
   switch (replayable_ ? graph_cache_->decide(sig_, &graph) : GraphCache::Decision::kEager) {
-    case GraphCache::Decision::kReplay:
+    case GraphCache::Decision::kReplay: {
+      const auto t0 = std::chrono::steady_clock::now();
       DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), main_stream_));
       DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
+      const auto t1 = std::chrono::steady_clock::now();
       ++graph_stats_.replayed;
+      ++host_time_.replayed;
+      host_time_.prepare_us += std::chrono::duration<double, std::micro>(t0 - prepare_start_).count();
+      host_time_.launch_us += std::chrono::duration<double, std::micro>(t1 - t0).count();
       return GraphStep::kReplayed;
+    }
     case GraphCache::Decision::kRecord:
       return GraphStep::kCapture;
     case GraphCache::Decision::kEager:
@@ -107,6 +145,10 @@ void CudaOps::graph_capture_begin() {
   start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
   DI_CUDA_CHECK(cudaStreamBeginCapture(main_stream_, cudaStreamCaptureModeRelaxed));
+  // The step's uploads, staged by the prepare pass (the capture pass stages the same bytes at the
+  // same offsets: the signatures match or the recording is discarded), in one copy node first.
+  if (staging_dev_ != nullptr && prepared_staged_ > 0 && prepared_staged_ <= staging_size_)
+    DI_CUDA_CHECK(cudaMemcpyAsync(staging_dev_, staging_, prepared_staged_, cudaMemcpyHostToDevice, main_stream_));
 }
 
 bool CudaOps::graph_capture_end() {
@@ -116,7 +158,10 @@ bool CudaOps::graph_capture_end() {
   const cudaError_t err = cudaStreamEndCapture(main_stream_, &graph);
   cudaGraphExec_t exec = nullptr;
   bool ok = err == cudaSuccess && graph != nullptr && replayable_ && sig_ == prepared_sig_;
-  if (ok) ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  if (ok) {
+    count_nodes(graph);
+    ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  }
   if (graph != nullptr) cudaGraphDestroy(graph);
   if (!ok) {
     cudaGetLastError();  // clear a capture error: the caller reruns the step eagerly

@@ -35,6 +35,8 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   side_on_ = options.side_streams && !(side_env != nullptr && std::string(side_env) == "0");
   graph_cache_ = std::make_unique<GraphCache>(options.graph_cache);
   staging_wanted_ = options.staging_bytes;
+  const char* upload_env = std::getenv("DEEPINFER_CUDA_ONE_UPLOAD");
+  one_upload_ = !(upload_env != nullptr && std::string(upload_env) == "0");
   DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
 }
 
@@ -45,6 +47,7 @@ CudaOps::~CudaOps() {
   drop_graphs();
   cudaEventDestroy(graph_done_);
   if (staging_ != nullptr) cudaFreeHost(staging_);
+  if (staging_dev_ != nullptr) cudaFree(staging_dev_);
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   cudaFree(arena_);
@@ -121,6 +124,21 @@ TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t>
 }
 
 TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
+  if (mode_ != Mode::kEager && staging_dev_ != nullptr) {
+    // A step pass: the bytes go to pinned staging and the view into its device copy, which the
+    // recorded graph fills in one copy before its first kernel (graph_capture_begin) — one copy
+    // node per step instead of one per upload, each of which the replayed step waited on.
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const size_t bytes = static_cast<size_t>(n) * tensor::dtype_size(dtype);
+    const void* staged = bytes == 0 ? nullptr : stage(host, bytes);
+    if (staged != nullptr) {
+      void* dev = staging_dev_ + (static_cast<const uint8_t*>(staged) - staging_);
+      return TensorView::contiguous(dev, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
+    }
+    // Empty, or no room (the step is then not replayable and runs eagerly): a workspace view.
+    return alloc(dtype, shape);
+  }
   TensorView v = alloc(dtype, shape);
   if (v.nbytes() == 0) return v;
   if (mode_ == Mode::kEager) {

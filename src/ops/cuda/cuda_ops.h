@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -42,6 +43,8 @@ struct GraphStats {
   int64_t captured = 0;  // graphs recorded
   int64_t eager = 0;     // prepared steps that ran eagerly (first sight, or not replayable)
   int64_t failed = 0;    // recordings that failed or did not reproduce the prepared signature
+  // The last recording's nodes by type: kernels, copies, memsets, the rest (event / empty nodes).
+  int64_t last_kernels = 0, last_copies = 0, last_memsets = 0, last_other = 0;
 };
 
 class CudaOps final : public Ops {
@@ -71,6 +74,7 @@ class CudaOps final : public Ops {
   bool graph_capture_end() override;
 
   const GraphStats& graph_stats() const { return graph_stats_; }
+  GraphHostTime graph_host_time() const override { return host_time_; }
 
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
   void broadcast_streams(const TensorView& x, const TensorView& out) override;
@@ -171,15 +175,24 @@ class CudaOps final : public Ops {
   // Stores a recording's result (nullptr: failed) and destroys the graph it evicts, if any.
   void keep_graph(uint64_t sig, cudaGraphExec_t exec);
   void drop_graphs();
+  void count_nodes(cudaGraph_t graph);  // into graph_stats_ (and DEEPINFER_CUDA_GRAPH_DOT)
   Mode mode_ = Mode::kEager;
   bool graphs_on_ = false;
   uint64_t sig_ = 0, prepared_sig_ = 0, state_key_ = 0;
   bool replayable_ = true;  // false once the pass did something a graph cannot replay
   uint8_t* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0, staging_wanted_ = 0;
+  // The device copy of staging that a recorded step's uploads point into, filled by the graph's
+  // first node in one copy (DEEPINFER_CUDA_ONE_UPLOAD=0: nullptr, one copy node per upload into
+  // the workspace, as before — an A/B switch). prepared_staged_: bytes the prepare pass staged.
+  uint8_t* staging_dev_ = nullptr;
+  bool one_upload_ = true;
+  size_t prepared_staged_ = 0;
   cudaEvent_t graph_done_ = nullptr;  // recorded after each replay: staging is free again
   std::unique_ptr<GraphCache> graph_cache_;  // which steps replay / record (handles: cudaGraphExec_t)
   GraphStats graph_stats_;
+  GraphHostTime host_time_;
+  std::chrono::steady_clock::time_point prepare_start_;  // of the current prepare pass
   const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
   // Gives a tensor-core GEMM launch the workspaces its kernel asks for: split-K partials with the
   // zeroed tile counters it folds them with (kernels keep them zeroed; allocated once), and the
@@ -210,7 +223,7 @@ class CudaOps final : public Ops {
   std::vector<void*> retired_;
   std::vector<void*> persistent_;
   struct ExpertDescs {
-    std::vector<uint8_t> host;  // what dev holds
+    std::vector<kernels::WeightDesc> host;  // what dev holds
     TensorView dev;
   };
   std::unordered_map<const void*, ExpertDescs> expert_descs_;  // per MoE layer

@@ -1,7 +1,6 @@
 // CudaOps launchers: window rings, the streaming compressor, history rows, the lightning indexer,
 // the sparse attention and MoE.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "kernels/common/env_knob.h"
@@ -130,8 +129,11 @@ const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> 
   }
   const size_t bytes = descs.size() * sizeof(k::WeightDesc);
   ExpertDescs& cached = expert_descs_[experts[0].w1.weight.data];
-  if (cached.host.size() != bytes || std::memcmp(cached.host.data(), descs.data(), bytes) != 0) {
-    cached.host.assign(reinterpret_cast<const uint8_t*>(descs.data()), reinterpret_cast<const uint8_t*>(descs.data()) + bytes);
+  if (cached.host != descs) {  // field by field (WeightDesc has padding)
+    // Not expected inside a recording (the prepare pass just before it made the same check and
+    // upload); should it happen, the recording is discarded and the step runs eagerly.
+    if (mode_ == Mode::kCapture) replayable_ = false;
+    cached.host = std::move(descs);
     if (cached.dev.nbytes() < bytes) cached.dev = alloc_persistent(DType::kU8, {static_cast<int64_t>(bytes)});
     DI_CUDA_CHECK(cudaMemcpyAsync(cached.dev.data, cached.host.data(), bytes, cudaMemcpyHostToDevice, stream_));
   }
