@@ -79,8 +79,8 @@ struct HcParamsDev {
   // compare the two).
   int vec_collapse = -1;
   // hc_pre with the norm folded, decode-sized: the finalize over a cluster of this many CTAs per
-  // token (hc_cluster.cuh; the same bits): -1 = as DEEPINFER_HC_CLUSTER says (default: the one-CTA
-  // finalize), 0 / 1 = the one-CTA finalize, 2 / 4 / 8 = that size where the shape allows.
+  // token (hc_cluster.cuh; the same bits): -1 = as DEEPINFER_HC_CLUSTER says (default: the
+  // automatic size), 0 / 1 = the one-CTA finalize, 2 / 4 / 8 = that size where the shape allows.
   int cluster = -1;
 };
 cudaError_t launch_hc_pre(const HcParamsDev& p, cudaStream_t stream);

@@ -14,9 +14,10 @@
 //      quantised copy (hc_quant_block) of its own columns with the same expressions.
 // Sinkhorn (post, comb) runs in a plane of its own (blockIdx.z = 1: warp 0 of the cluster's CTA 0,
 // the other CTAs exit), beside the collapse as in the one-CTA kernel's second block.
-// Not the default (DEEPINFER_HC_CLUSTER): on the H200 a launch takes 5.8-6.7 us under ncu instead
-// of 8.0-9.1, yet the replayed batch-1 step moved +1.8%, -3.2% and +2.0% with it in three calls
-// (ABAB, session 26): within the spread.
+// The default below 64 tokens since session 27 (DEEPINFER_HC_CLUSTER=0: the one-CTA kernel): on
+// the H200 a launch takes 5.8-6.7 us under ncu instead of 8.0-9.1, and the replayed batch-1
+// step's GPU span is 2.3% shorter (kernel timelines; the tok/s A/Bs of session 26 were within the
+// spread of the host's share of the step).
 #pragma once
 
 #include "kernels/common/cluster_utils.cuh"

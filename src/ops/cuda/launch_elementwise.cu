@@ -355,20 +355,19 @@ int hc_max_clusters() {
   static const int n = max_active_clusters(hc_pre_finalize_cluster_kernel<X, U, 4, C>, dim3(kHcClusterThreads), 0, C);
   return n;
 }
-// The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER unset (or
-// anything else): never — the cluster kernel is faster per launch under ncu (5.8-6.7 us instead of
-// 8.0-9.1 at batch 1) but the replayed batch-1 step moved +1.8%, -3.2% and +2.0% with it in three
-// device calls (ABAB, session 26): within the spread, so opt-in until a timeline says more;
-// 2 / 4 / 8: that size wherever the shape allows (the GPU suite runs the mHC tests with 2 and 4);
-// "auto": the largest size whose clusters all run at once (plan_hc_cluster; the suite's model tests
-// run with it). HcParamsDev::cluster overrides the variable.
+// The decode-sized finalize's cluster size (1: the one-CTA kernel). DEEPINFER_HC_CLUSTER unset or
+// "auto": the largest size whose clusters all run at once (plan_hc_cluster) — in the replayed
+// batch-1 step's kernel timeline the GPU span is 913-915 us with it against 935-936 us for the
+// one-CTA kernel (ABAB, session 27; batch 8 level); "0" / "1": the one-CTA kernel (the suite runs
+// the model tests with it); 2 / 4 / 8: that size wherever the shape allows (the suite runs the mHC
+// tests with 2 and 4). HcParamsDev::cluster overrides the variable.
 template <typename X, typename U>
 int hc_finalize_cluster_size(const HcParamsDev& p) {
   if (device_cc_major() < 9) return 1;
   static const int knob = [] {
     const char* v = std::getenv("DEEPINFER_HC_CLUSTER");
-    if (v != nullptr && std::strcmp(v, "auto") == 0) return -1;
-    return env_int("DEEPINFER_HC_CLUSTER", 0, {2, 4, 8});
+    if (v == nullptr || std::strcmp(v, "auto") == 0) return -1;
+    return env_int("DEEPINFER_HC_CLUSTER", 1, {1, 2, 4, 8});  // "0" (not positive): 1
   }();
   return plan_hc_cluster(p.T, p.D, p.hc, p.fold_norm, p.cluster >= 0 ? p.cluster : knob, [](int c) {
     int n = 0;
