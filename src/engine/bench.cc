@@ -291,8 +291,8 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
                            ops_of(b));
       if (ops_of(b)->device() != tensor::Device::kCpu) DI_RETURN_IF_ERROR(engine::randomize_kv(state, ops_of(b), 11));
       const bool first_row = result["rows"].empty();
-      DI_ASSIGN_OR_RETURN(const DecodeTiming timing, time_decode(b, o, batch, context, state,
-                                                                 first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds));
+      const double warm_s = first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds;
+      DI_ASSIGN_OR_RETURN(const DecodeTiming timing, time_decode(b, o, batch, context, state, warm_s));
       const double t = timing.step_s;
       const engine::StepCost cost = engine::decode_step_cost(b.config, batch, context);
       row["step_ms"] = t * 1e3;

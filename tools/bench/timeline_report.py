@@ -30,7 +30,8 @@ def idle_before(launches):
 def kernel_label(name):
     """A kernel's name with its template arguments, without namespaces and parameter list.
 
-    >>> kernel_label("void deepinfer::kernels::lean_gemv_kernel<(deepinfer::kernels::WeightFmt)2, 4, true, 4>(deepinfer::kernels::GemmParams)")
+    >>> kernel_label("void deepinfer::kernels::lean_gemv_kernel<(deepinfer::kernels::WeightFmt)2, 4, true, 4>"
+    ...              "(deepinfer::kernels::GemmParams)")
     'lean_gemv_kernel<(WeightFmt)2, 4, true, 4>'
     >>> kernel_label("deepinfer::kernels::moe_route_kernel(float const*, int)")
     'moe_route_kernel'
