@@ -7,7 +7,9 @@
 # A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
 # (PATH.xz is decompressed first): a before/after A/B of two builds in one device call.
 # BENCH_ARGS: more `deepinfer bench` flags for every run; with --timeline, each run's kernel
-# timeline is printed too (tools/bench/timeline_report.py: idle time and gaps of the replayed steps).
+# timeline is printed too (tools/bench/timeline_report.py: idle time and gaps of the replayed steps)
+# and each decode cell carries the replayed step's GPU span beside the host's share of the step
+# (compare spans where the host time varies between runs: it does by tens of us at batch 1).
 # Usage: CONFIGS='-|DEEPINFER_CUDA_PDL=0|-' BATCHES=1,8,32 PREFILL=8192 bash tools/bench/ab_on_device.sh
 #        CONFIGS='-|DEEPINFER_HC_CLUSTER=auto' BATCHES=1,8 PREFILL=0 BENCH_ARGS=--timeline bash tools/bench/ab_on_device.sh
 #        CONFIGS='-|bin=.carry/deepinfer_before.xz|-|bin=.carry/deepinfer_before.xz' ...
@@ -38,7 +40,15 @@ for cfg in "${configs[@]}"; do
   python3 - "$OUT/ab_$i.json" "$cfg" <<'PY' || true
 import json, sys
 d = json.load(open(sys.argv[1]))
-cells = [f"{r['kind'][0]}{r['batch']}@{r['context']}={r.get('tokens_per_s', 0):.0f}" for r in d["rows"]]
+def cell(r):
+    c = f"{r['kind'][0]}{r['batch']}@{r['context']}={r.get('tokens_per_s', 0):.0f}"
+    # The host's share of a step moves a batch-1 tok/s by tens of us between runs; the timeline's
+    # GPU span does not: both where the run has them.
+    if "host_ms" in r:
+        c += f" (host {r['host_ms'] * 1e3:.0f} us"
+        c += f", span {r['timeline']['span_us']:.0f} us)" if "timeline" in r else ")"
+    return c
+cells = [cell(r) for r in d["rows"]]
 print(f"{sys.argv[2]:<48} " + " ".join(cells))
 PY
   if [[ " ${BENCH_ARGS:-} " == *" --timeline "* ]]; then
