@@ -164,7 +164,7 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   mp.act_quant_block = fp8_act().act_quant_block;
   // The shared expert before the routed ones, so that their combine can add it (out = routed (F32)
   // + shared, rounded once) — in a side region beside the router and the routing, which it does not
-  // depend on.
+  // depend on, joined by the MoE call itself (which may run the routed experts beside it too).
   TensorView y;
   if (mw.shared) {
     ops_->side_begin();
@@ -183,9 +183,8 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   TensorView sel = ops_->alloc(DType::kI32, {T, k});
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
   ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
-  if (mw.shared) ops_->side_join();
   TensorView out = ops_->alloc(act_dtype(), {T, D});
-  ops_->moe_experts_out(b, sel, weights, mw.experts, mp, y, out);
+  ops_->moe_experts_out(b, sel, weights, mw.experts, mp, y, out, mw.shared ? 0 : -1);
   return out;
 }
 

@@ -385,9 +385,13 @@ class Ops {
   // moe_experts computes it (F32) and shared [T, D] (the shared expert's output, or empty: none)
   // added in F32. One call so a backend can fold the add and the rounding into its combine (same
   // bits as moe_experts + add + convert, which is the default).
+  // shared_lane >= 0: `shared` is written by that lane's side region, ended and not yet joined;
+  // the call joins it before reading `shared`, so a backend may run the routed experts beside the
+  // region (the default joins first: program order).
   virtual void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                                std::span<const ExpertWeights> experts, const MoeParams& params,
-                               const TensorView& shared, const TensorView& out) {
+                               const TensorView& shared, const TensorView& out, int shared_lane = -1) {
+    if (shared_lane >= 0) side_join(shared_lane);
     const size_t mark = workspace_mark();
     const TensorView acc = alloc(DType::kF32, {x.shape[0], out.shape[1]});
     moe_experts(x, sel, weights, experts, params, acc);

@@ -132,7 +132,9 @@ class TimingOps final : public Ops {
   }
   void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& w,
                        std::span<const ExpertWeights> e, const MoeParams& p, const TensorView& s,
-                       const TensorView& o) override {
+                       const TensorView& o, int shared_lane = -1) override {
+    // Regions run in program order here (the hooks are not forwarded): join this wrapper's own.
+    if (shared_lane >= 0) side_join(shared_lane);
     timed("moe_experts", [&] { inner_->moe_experts_out(x, sel, w, e, p, s, o); });
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {

@@ -119,6 +119,12 @@ TEST(SideRegionDeathTest, UnbalancedCallsAbortNamingTheProblem) {
       "lane 2");
   EXPECT_DEATH(
       {
+        cpu::CpuOps ops;  // the shared expert's lane named, but no region ended in it
+        ops.moe_experts_out({}, {}, {}, {}, MoeParams{}, {}, {}, /*shared_lane=*/0);
+      },
+      "side_join without a side region ended by side_end");
+  EXPECT_DEATH(
+      {
         cpu::CpuOps ops;
         ops.side_begin(0);
         ops.side_end(0);

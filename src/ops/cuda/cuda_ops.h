@@ -130,7 +130,7 @@ class CudaOps final : public Ops {
                    std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
   void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                        std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
-                       const TensorView& out) override;
+                       const TensorView& out, int shared_lane = -1) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
 
@@ -148,9 +148,10 @@ class CudaOps final : public Ops {
                    const TensorView* pair_y = nullptr);
   // moe_experts (shared empty, out: the routed sum [T, D] F32) or moe_experts_out (out: the
   // sublayer output with shared added, rounded by the combine).
+  // shared_lane >= 0: the side lane writing `shared`, joined just before the combine reads it.
   void moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                         std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
-                        const TensorView& out);
+                        const TensorView& out, int shared_lane = -1);
   // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr; post_of: x is
   // first computed as hc_post of these (o, x before, post, comb: hc_post_pre_norm), else nullptr;
   // uq: u's quantised copy (with the fold: in the same launch where the kernel can, else after it).

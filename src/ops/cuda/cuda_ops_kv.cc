@@ -154,26 +154,38 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
 
 void CudaOps::moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                               std::span<const ExpertWeights> experts, const MoeParams& params,
-                              const TensorView& shared, const TensorView& out) {
+                              const TensorView& shared, const TensorView& out, int shared_lane) {
   DI_CHECK(out.numel() == x.shape[0] * x.shape[1], "moe_experts_out: out {} for x {}", out.shape_string(),
            x.shape_string());
   DI_CHECK(shared.empty() || shared.numel() == out.numel(), "moe_experts_out: shared {} for out {}",
            shared.shape_string(), out.shape_string());
   // DEEPINFER_MOE_FUSED_COMBINE=0: combine into F32, then add and convert (an A/B switch; same bits).
   static const bool fused = k::env_switch("DEEPINFER_MOE_FUSED_COMBINE");
+  // DEEPINFER_MOE_SHARED_LATE_JOIN=1: the shared expert's region joined just before the combine,
+  // so its GEMMs run beside the routed experts' grouping and GEMMs instead of holding them back
+  // (at batch 1 the shared chain, ~17 us per layer, is longer than the router and routing beside
+  // it, ~10 us). Off by default until measured on the H200; results identical either way.
+  static const bool late_join = k::env_tristate("DEEPINFER_MOE_SHARED_LATE_JOIN") == 1;
   if (!fused) {
-    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out);
+    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out, shared_lane);
     return;
   }
-  moe_experts_impl(x, sel, weights, experts, params, shared, out);
+  if (shared_lane >= 0 && !late_join) {
+    side_join(shared_lane);
+    shared_lane = -1;
+  }
+  moe_experts_impl(x, sel, weights, experts, params, shared, out, shared_lane);
 }
 
 void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                                std::span<const ExpertWeights> experts, const MoeParams& params,
-                               const TensorView& shared, const TensorView& out) {
+                               const TensorView& shared, const TensorView& out, int shared_lane) {
   const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
   const int E = static_cast<int>(experts.size());
-  if (T == 0) return;
+  if (T == 0) {
+    if (shared_lane >= 0) side_join(shared_lane);
+    return;
+  }
   const int64_t n_pairs = T * kk, F = experts[0].w1.out;
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
@@ -260,6 +272,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   }
   // The combine adds the shared expert's output and rounds to the output dtype (add + convert's
   // arithmetic) when asked to.
+  if (shared_lane >= 0) side_join(shared_lane);  // the shared expert's region, beside all of the above
   DI_LAUNCH(k::launch_moe_combine({dptr<float>(y), dptr<int32_t>(sel), static_cast<int>(kk), T, D, bf16,
                                    shared.empty() ? nullptr : shared.data,
                                    shared.empty() ? k::ActType::kF32 : act_type(shared), out.data,
