@@ -72,15 +72,22 @@ void CudaOps::drop_graphs() {
 }
 
 void CudaOps::count_nodes(cudaGraph_t graph) {
+  // A failed query is cleared from the runtime's last error, which the next launch check reads.
   size_t n = 0;
-  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
   std::vector<cudaGraphNode_t> nodes(n);
-  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return;
+  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
   GraphStats& g = graph_stats_;
   g.last_kernels = g.last_copies = g.last_memsets = g.last_other = 0;
   for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    cudaGraphNodeGetType(node, &type);
+    cudaGraphNodeType type = cudaGraphNodeTypeCount;  // counted as "other" if the query fails
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) cudaGetLastError();
     ++(type == cudaGraphNodeTypeKernel ? g.last_kernels
        : type == cudaGraphNodeTypeMemcpy ? g.last_copies
        : type == cudaGraphNodeTypeMemset ? g.last_memsets
@@ -90,8 +97,12 @@ void CudaOps::count_nodes(cudaGraph_t graph) {
             g.last_memsets, g.last_other);
   // DEEPINFER_CUDA_GRAPH_DOT=path: the recording as Graphviz (node types, kernel names and edges,
   // programmatic ones included) — where a replayed step waits that a kernel timeline cannot show.
-  if (const char* dot = std::getenv("DEEPINFER_CUDA_GRAPH_DOT"); dot != nullptr && *dot != '\0')
-    cudaGraphDebugDotPrint(graph, dot, cudaGraphDebugDotFlagsVerbose);
+  if (const char* dot = std::getenv("DEEPINFER_CUDA_GRAPH_DOT"); dot != nullptr && *dot != '\0') {
+    if (cudaGraphDebugDotPrint(graph, dot, cudaGraphDebugDotFlagsVerbose) != cudaSuccess) {
+      cudaGetLastError();
+      log_warn("DEEPINFER_CUDA_GRAPH_DOT: could not write the step graph to {}", dot);
+    }
+  }
 }
 
 void CudaOps::graph_prepare(uint64_t state_key) {
