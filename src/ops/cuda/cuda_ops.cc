@@ -3,10 +3,9 @@
 #include "ops/cuda/cuda_ops.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "base/log.h"
+#include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 
 namespace deepinfer::ops::cuda {
@@ -29,14 +28,11 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   main_stream_ = stream_;
   arena_size_ = options.workspace_bytes;
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
-  const char* env = std::getenv("DEEPINFER_CUDA_GRAPHS");
-  graphs_on_ = options.graphs && !(env != nullptr && std::string(env) == "0");
-  const char* side_env = std::getenv("DEEPINFER_CUDA_SIDE_STREAM");
-  side_on_ = options.side_streams && !(side_env != nullptr && std::string(side_env) == "0");
+  graphs_on_ = options.graphs && kernels::env_switch("DEEPINFER_CUDA_GRAPHS");
+  side_on_ = options.side_streams && kernels::env_switch("DEEPINFER_CUDA_SIDE_STREAM");
   graph_cache_ = std::make_unique<GraphCache>(options.graph_cache);
   staging_wanted_ = options.staging_bytes;
-  const char* upload_env = std::getenv("DEEPINFER_CUDA_ONE_UPLOAD");
-  one_upload_ = !(upload_env != nullptr && std::string(upload_env) == "0");
+  one_upload_ = kernels::env_switch("DEEPINFER_CUDA_ONE_UPLOAD");
   DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
 }
 
