@@ -40,8 +40,8 @@
 # tests with the decode-sized finalize on clusters of two and four CTAs (DEEPINFER_HC_CLUSTER=2, 4)
 # and the model tests on the one-CTA finalize (=0; the default is the automatic size), the
 # step-graph model tests with one copy node per upload (DEEPINFER_CUDA_ONE_UPLOAD=0), and the
-# model tests with the shared expert joined just before the MoE combine
-# (DEEPINFER_MOE_SHARED_LATE_JOIN=1), so every kernel and launch mode stays verified.
+# model tests with the shared expert joined before the routed experts' grouping instead of just
+# before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0), so every kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -105,8 +105,9 @@ DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQ
 DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
   .carry/bin/cuda_model_test || status=1
 .carry/bin/cuda_model_test || status=1
-# The shared expert's side region joined just before the routed experts' combine (opt-in).
-DEEPINFER_MOE_SHARED_LATE_JOIN=1 .carry/bin/cuda_model_test || status=1
+# The shared expert's side region joined before the routed experts' grouping (the default joins it
+# just before their combine).
+DEEPINFER_MOE_SHARED_LATE_JOIN=0 .carry/bin/cuda_model_test || status=1
 # The step graphs with one copy node per upload instead of one for all of a step's uploads.
 DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*' || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1
