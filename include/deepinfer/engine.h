@@ -148,6 +148,10 @@ struct EngineStats {
   int64_t n_prefix_query_tokens = 0, n_prefix_hit_tokens = 0;  // hit rate = hits / queries
   double kv_usage = 0.0;  // fraction of history blocks in use
   int64_t n_steps = 0;
+  // Steps whose sampled rows were all greedy without logit processors or logprobs: each row's
+  // token is the argmax taken where the logits are (on a GPU: one id per row copied to the host,
+  // not the row's logits).
+  int64_t n_argmax_steps = 0;
 };
 
 class Engine {

@@ -231,6 +231,7 @@ py::dict stats_to_dict(const EngineStats& s) {
   d["prefix_hit_tokens"] = s.n_prefix_hit_tokens;
   d["kv_usage"] = s.kv_usage;
   d["steps"] = s.n_steps;
+  d["argmax_steps"] = s.n_argmax_steps;
   return d;
 }
 

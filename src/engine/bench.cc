@@ -93,16 +93,44 @@ constexpr int kBenchMaxWarmSteps = 1000;
 struct DecodeTiming {
   double step_s = 0, host_s = 0;
   double prepare_us = 0, launch_us = 0;  // 0: no replayed steps
+  // What the engine adds to a step to sample it (ModelRunner::forward's two paths), device logits
+  // only: the logits copied into pageable host memory for the host sampler, or (plain greedy
+  // steps) the device's argmax_rows and the ids copied back. Medians of kSampleReps, 0 = not run.
+  double logits_to_host_s = 0, argmax_s = 0;
 };
+constexpr int kSampleReps = 5;
+
+// The sampling paths' costs for the last step's logits (DecodeTiming).
+void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, DecodeTiming& out) {
+  if (logits.device == tensor::Device::kCpu || logits.numel() == 0 || logits.rank != 2) return;
+  const int64_t rows = logits.shape[0], vocab = logits.shape[1];
+  std::vector<float> host(static_cast<size_t>(rows * vocab));
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  std::vector<double> copy_t, argmax_t;
+  for (int i = 0; i < kSampleReps; ++i) {
+    auto t0 = Clock::now();
+    ops->copy(logits, tensor::TensorView::contiguous(host.data(), tensor::DType::kF32, {rows, vocab}));
+    copy_t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    const tensor::TensorView d_ids = ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device
+    ops->argmax_rows(logits, d_ids);
+    ops->copy(d_ids, tensor::TensorView::contiguous(ids.data(), tensor::DType::kI32, {rows}));
+    argmax_t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  out.logits_to_host_s = median(copy_t);
+  out.argmax_s = median(argmax_t);
+}
 
 Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
                                  model::KvState& state, double warm_seconds) {
   const model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
   std::vector<double> host;
+  tensor::TensorView logits;  // the last step's, valid until the next forward
   auto step = [&]() -> Result<double> {
     const auto t0 = Clock::now();
     auto r = model_of(b).forward(fb, state);
     if (!r.is_ok()) return r.status();
+    logits = r->logits;
     host.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     ops_of(b)->synchronize();
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -125,6 +153,7 @@ Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t b
     out.prepare_us = (after.prepare_us - before.prepare_us) / static_cast<double>(n);
     out.launch_us = (after.launch_us - before.launch_us) / static_cast<double>(n);
   }
+  time_sampling(ops_of(b), logits, out);
   return out;
 }
 
@@ -300,6 +329,10 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       if (timing.prepare_us > 0) {
         row["graph_prepare_us"] = timing.prepare_us;
         row["graph_launch_us"] = timing.launch_us;
+      }
+      if (timing.logits_to_host_s > 0) {
+        row["logits_to_host_ms"] = timing.logits_to_host_s * 1e3;  // the host sampler's copy (not in step_ms)
+        row["device_argmax_ms"] = timing.argmax_s * 1e3;           // greedy steps' path instead (not in step_ms)
       }
       row["tokens_per_s"] = static_cast<double>(batch) / t;
       row["bytes_per_step"] = cost.weight_bytes + cost.kv_bytes;

@@ -60,8 +60,12 @@ class EngineImpl final : public Engine {
   void run_loop();
   // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
   void step();
+  // Whether every logit row of the plan is a plain greedy sample (sample::is_plain_argmax), and
+  // there is one: the step is then sampled by the model's device (ModelRunner::forward's argmax).
+  bool all_plain_argmax(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row) const;
+  // argmax: the device's ids per logit row (all_plain_argmax steps; `result`'s logits not read).
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
-                                            const std::vector<int32_t>& logit_row);
+                                            const std::vector<int32_t>& logit_row, const std::vector<int32_t>* argmax);
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
   void emit_step_events(const std::vector<sched::SeqEvent>& events);

@@ -22,11 +22,18 @@ void EngineImpl::step() {
   std::vector<int32_t> logit_row;
   auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
   if (!batch.is_ok()) return fail_plan(batch.status());
+  // Greedy rows only: sampled on the model's device (the argmax), one id per row copied back.
+  std::vector<int32_t> argmax;
+  std::vector<int32_t>* by_argmax = all_plain_argmax(plan_, logit_row) ? &argmax : nullptr;
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
-                    : runner_->forward(*batch);                            // 3. forward
+                    : runner_->forward(*batch, by_argmax);                 // 3. forward
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
-  std::vector<sched::SeqOutput> outputs = sample_plan(plan_, *result, logit_row);  // 4. sample
+  if (by_argmax != nullptr) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.n_argmax_steps;
+  }
+  std::vector<sched::SeqOutput> outputs = sample_plan(plan_, *result, logit_row, by_argmax);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
@@ -34,28 +41,45 @@ void EngineImpl::step() {
   emit_step_events(*events);                                               // 6. emit
 }
 
+bool EngineImpl::all_plain_argmax(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row) const {
+  bool any = false;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    if (logit_row[i] < 0) continue;
+    const SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
+    if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is
+    if (!sample::is_plain_argmax(*s->params, s->n_generated, s->matcher != nullptr)) return false;
+    any = true;
+  }
+  return any;
+}
+
 std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& plan,
                                                       const model::ForwardResult& result,
-                                                      const std::vector<int32_t>& logit_row) {
+                                                      const std::vector<int32_t>& logit_row,
+                                                      const std::vector<int32_t>* argmax) {
   std::vector<sched::SeqOutput> outputs(plan.seqs.size());
-  const auto n_vocab = static_cast<size_t>(result.logits.shape[1]);
-  const float* logits = result.logits.as<const float>();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
     outputs[i].seq_id = sp.seq_id;
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
-    // The sampled token occupies the position after the step's last token (the noise key).
-    Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);
-    Status ok = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
+    Status ok;
     sample::RowOutput out;
-    if (ok.is_ok()) {
-      const std::span<const float> l(logits + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0], n_vocab);
-      out = sampler_->sample_row(l, *row);
-      if (out.token == sample::kNoToken) {
-        ok = invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
+    if (argmax != nullptr) {
+      out.token = (*argmax)[static_cast<size_t>(logit_row[i])];  // the device's argmax (logits not read)
+    } else {
+      // The sampled token occupies the position after the step's last token (the noise key).
+      Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);
+      ok = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
+      if (ok.is_ok()) {
+        const auto n_vocab = static_cast<size_t>(result.logits.shape[1]);
+        const float* logits = result.logits.as<const float>() + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0];
+        out = sampler_->sample_row(std::span<const float>(logits, n_vocab), *row);
       }
+    }
+    if (ok.is_ok() && out.token == sample::kNoToken) {
+      ok = invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
     }
     Result<sched::FinishReason> finish = ok.is_ok() ? outputs_->accept_token(*s, out) : Result<sched::FinishReason>(ok);
     if (!finish.is_ok()) {

@@ -102,8 +102,17 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   return b;
 }
 
-Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
+Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch, std::vector<int32_t>* argmax) {
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
+  if (argmax != nullptr) {
+    const int64_t rows = r.logits.numel() == 0 ? 0 : r.logits.shape[0];
+    argmax->assign(static_cast<size_t>(rows), -1);
+    if (rows == 0) return r;
+    const tensor::TensorView ids = model_->ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device
+    model_->ops->argmax_rows(r.logits, ids);
+    model_->ops->copy(ids, tensor::TensorView::contiguous(argmax->data(), tensor::DType::kI32, {rows}));
+    return r;
+  }
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
   // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous).
   const int64_t rows = r.logits.shape[0], vocab = r.logits.shape[1];

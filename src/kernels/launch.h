@@ -34,6 +34,9 @@ struct FillParams { void* out; int kind; /* 0 F32, 1 BF16, 2 I32 */ float value;
 cudaError_t launch_fill(const FillParams& p, cudaStream_t stream);
 struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* out; ActType out_type; int64_t n_rows, width; };
 cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
+// Greedy sampling: out[r] = the argmax of logits row r (Ops::argmax_rows' rules), one block per row.
+struct ArgmaxParams { const float* logits; int64_t rows, ld, V; int32_t* out; };
+cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);
 // rms_norm + rope + (quant_dims > 0) fp8_fake_quant of rows [N x heads, width] in place, one launch

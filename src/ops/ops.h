@@ -404,6 +404,14 @@ class Ops {
   // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].
   virtual void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
 
+  // ---- sampling ----
+  // out[i] = greedy sampling's choice for row i of logits [R, V] F32 (unit column stride, row
+  // stride >= V): the lowest id among the row's maxima, NaN read as -inf and +inf as the largest
+  // finite float (sample/logits_processors.h: sanitize_logits, then argmax_lowest_id); -1 where
+  // every entry is -inf or NaN. out [R] I32 on this backend's device. A greedy step copies R ids
+  // to the host instead of R x V logits.
+  virtual void argmax_rows(const TensorView& logits, const TensorView& out) = 0;
+
   // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it
   // runs V4.1 (CPU reference: ops/cpu/cpu_v41_*.cc). ----
 

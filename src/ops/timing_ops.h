@@ -140,6 +140,9 @@ class TimingOps final : public Ops {
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });
   }
+  void argmax_rows(const TensorView& l, const TensorView& o) override {
+    timed("argmax_rows", [&] { inner_->argmax_rows(l, o); });
+  }
 
  private:
   static std::string linear_key(const char* name, const TensorView& x, const LinearWeight& w) {

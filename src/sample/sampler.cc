@@ -152,6 +152,12 @@ bool Sampler::sampling_probs(std::span<const float> logits, const RowInput& row,
   return true;
 }
 
+bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask) {
+  // Mirrors preprocess() and sample_row(): keep the two in step.
+  return p.is_greedy() && !p.logprobs.has_value() && p.logit_bias.empty() && p.allowed_token_ids.empty() &&
+         !has_mask && n_generated >= p.min_tokens && !penalties_active(p);
+}
+
 int32_t gumbel_argmax(std::span<const float> z, uint64_t seed, NoiseStream stream,
                       int64_t position) {
   int32_t best = kNoToken;

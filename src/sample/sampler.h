@@ -100,6 +100,13 @@ class Sampler {
   SamplerConfig config_;
 };
 
+// Whether a row's sample is the plain argmax of its raw logits — sanitised, lowest id among the
+// maxima: what Ops::argmax_rows computes where the logits are — and nothing else of its RowOutput
+// is read: greedy, no logprobs, and none of steps 1-4 changes a logit (no logit bias, allowed
+// ids, grammar mask (`has_mask`), penalties, nor min_tokens' stop suppression at n_generated).
+// The engine samples a step whose rows all are this way on the model's device.
+bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask);
+
 // Gumbel-max over a processed row (step 10): the finite entry maximising z_i + G_i in fp64,
 // G_i = gumbel_noise(seed, stream, position, i); lowest id on ties; kNoToken if none is finite.
 int32_t gumbel_argmax(std::span<const float> z, uint64_t seed, NoiseStream stream,

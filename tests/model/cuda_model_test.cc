@@ -276,13 +276,16 @@ TEST(CudaGoldenTest, PlainNumericsMatchTransformers) {
   EXPECT_LT(worst, 2e-3f);
 }
 
-// The engine on the CUDA backend end to end (scheduler, KV pools, chunked prefill, sampling on the
-// host from device logits): greedy tokens in plain numerics equal the CPU engine's, for a batch of
-// prompts of different lengths that share a prefix. Needs a tokenizer ($DEEPINFER_TOKENIZER or the
-// prepared data), as every engine does.
+// The engine on the CUDA backend end to end (scheduler, KV pools, chunked prefill, greedy steps
+// sampled by the device's argmax_rows, only the ids copied back): greedy tokens in plain numerics
+// equal the CPU engine's, for a batch of prompts of different lengths that share a prefix; and
+// with a logprobs request in the batch (every step sampled on the host from the copied logits)
+// the tokens are the same. Needs a tokenizer ($DEEPINFER_TOKENIZER or the prepared data), as
+// every engine does.
 TEST(CudaEngineTest, GreedyBatchEqualsTheCpuEngine) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  auto generate = [](const std::string& device) {
+  int64_t argmax_steps = -1;
+  auto generate = [&argmax_steps](const std::string& device, bool logprobs = false) {
     EngineOptions o;
     o.model = testing::synthetic_model_dir("tiny-v4f");
     o.device = device;
@@ -303,22 +306,28 @@ TEST(CudaEngineTest, GreedyBatchEqualsTheCpuEngine) {
       r.sampling.temperature = 0.0f;
       r.sampling.max_tokens = 12;
       r.sampling.ignore_eos = true;
+      if (logprobs && i == 2) r.sampling.logprobs = 1;
       reqs.push_back(r);
     }
     auto outs = (*engine)->generate(reqs);
+    argmax_steps = (*engine)->stats().n_argmax_steps;
     EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
     if (outs.is_ok()) {
       for (const auto& out : *outs) tokens.push_back(out.sequences.at(0).token_ids);
     }
     return tokens;
   };
-  const auto cpu = generate("cpu"), gpu = generate("cuda");
+  const auto cpu = generate("cpu");
+  const auto gpu = generate("cuda");
+  EXPECT_GE(argmax_steps, 11);  // at least the 11 decode steps after the last prompt's prefill
+  const auto gpu_host_sampled = generate("cuda", /*logprobs=*/true);
   ASSERT_EQ(cpu.size(), 4u);
   ASSERT_EQ(gpu.size(), 4u);
   for (size_t i = 0; i < cpu.size(); ++i) {
     EXPECT_EQ(gpu[i].size(), 12u);
     EXPECT_EQ(gpu[i], cpu[i]) << "prompt " << i;
   }
+  EXPECT_EQ(gpu_host_sampled, gpu);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -706,6 +707,41 @@ void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
     gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
     EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end()))
         << n << " tokens, " << E << " experts, block " << act_block << ", F " << F;
+  }
+}
+
+// Greedy sampling on the device: the same ids as the CPU op (whose rules are the host sampler's,
+// argmax_rows_test), over vocabulary sizes with and without a 4-element tail, padded row strides
+// (the scalar path), ties (integer logits: many equal maxima), NaN, +inf and all -inf / NaN rows.
+TEST_F(CudaOpsTest, ArgmaxRowsIsTheCpuChoice) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t pad : {int64_t{0}, int64_t{3}}) {
+      const int64_t R = 9, ld = V + pad;
+      Pair buf = random(DType::kF32, {R, ld}, 1.0f, /*integers=*/true, /*range=*/4);  // ties at the max
+      float* h = buf.host.as<float>();
+      std::uniform_int_distribution<int64_t> at(0, V - 1);
+      for (int64_t i = 0; i < V; ++i) {
+        h[1 * ld + i] = nan;                        // row 1: all NaN -> -1
+        h[2 * ld + i] = -inf;                       // row 2: all -inf -> -1
+        h[3 * ld + i] = i % 5 == 0 ? nan : h[3 * ld + i];  // row 3: NaN among values
+      }
+      h[4 * ld + at(rng_)] = inf;                   // row 4: +inf reads as FLT_MAX ...
+      h[4 * ld + at(rng_)] = std::numeric_limits<float>::max();  // ... tied with FLT_MAX
+      h[5 * ld + at(rng_)] = inf, h[5 * ld + at(rng_)] = inf;    // row 5: two +inf
+      h[6 * ld + V - 1] = 100.0f;                   // row 6: the max at the last id (the tail)
+      h[7 * ld + 0] = 100.0f;                       // row 7: at id 0
+      h[8 * ld + at(rng_)] = nan, h[8 * ld + at(rng_)] = -inf;   // row 8: a stray NaN and -inf
+      upload(buf);
+      TensorView lh = buf.host, ld_dev = buf.dev;
+      lh.shape[1] = ld_dev.shape[1] = V;            // [R, V] with row stride ld
+      Pair ids = make(DType::kI32, {R});
+      cpu_.argmax_rows(lh, ids.host);
+      gpu_->argmax_rows(ld_dev, ids.dev);
+      EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", row stride " << ld;
+      EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      EXPECT_EQ(ids.host.as<int32_t>()[2], -1);
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
@@ -112,6 +113,28 @@ void CpuOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, con
   for (size_t i = 0; i < rows.size(); ++i) {
     read_f32(x, rows[i] * n, n, v.data());
     write_f32(out, static_cast<int64_t>(i) * n, n, v.data());
+  }
+}
+
+void CpuOps::argmax_rows(const TensorView& logits, const TensorView& out) {
+  DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
+               logits.stride[0] >= logits.shape[1],
+           "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
+  DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
+           "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  const float* base = logits.as<const float>();
+  int32_t* ids = out.as<int32_t>();
+  for (int64_t r = 0; r < logits.shape[0]; ++r) {
+    const float* row = base + r * logits.stride[0];
+    int32_t best = -1;
+    float best_v = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < logits.shape[1]; ++i) {
+      float v = row[i];
+      if (v == std::numeric_limits<float>::infinity()) v = std::numeric_limits<float>::max();
+      // Strict '>' scanning ids upwards: the lowest id among equal maxima; NaN and -inf never win.
+      if (v > best_v) best_v = v, best = static_cast<int32_t>(i);
+    }
+    ids[r] = best;
   }
 }
 

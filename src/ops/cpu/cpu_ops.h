@@ -69,6 +69,7 @@ class CpuOps : public Ops {
                    std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+  void argmax_rows(const TensorView& logits, const TensorView& out) override;
 
   // DeepSeek-V4.1 (cpu_v41_*.cc).
   void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;

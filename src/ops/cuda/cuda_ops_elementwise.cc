@@ -97,6 +97,17 @@ void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, co
                                   stream_));
 }
 
+void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
+  DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
+               logits.stride[0] >= logits.shape[1],
+           "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
+  DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
+           "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  DI_LAUNCH(k::launch_argmax_rows({dptr<float>(logits), logits.shape[0], logits.stride[0], logits.shape[1],
+                                   dptr<int32_t>(out)},
+                                  stream_));
+}
+
 void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeParams& params) {
   const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
   if (N == 0) return;

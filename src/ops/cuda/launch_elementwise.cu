@@ -8,6 +8,7 @@
 #include "kernels/norm/hc.cuh"
 #include "kernels/norm/hc_cluster.cuh"
 #include "kernels/norm/hc_mix_prefill.cuh"
+#include "kernels/sample/argmax.cuh"
 
 namespace deepinfer::kernels {
 namespace {
@@ -139,6 +140,12 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
     launch_pdl(gather_rows_kernel<Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s, static_cast<const Ti*>(p.x), p.rows,
                static_cast<To*>(p.out), p.width);
   });
+  return cudaGetLastError();
+}
+
+cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
+  if (p.rows < 1) return cudaSuccess;
+  launch_pdl(argmax_rows_kernel, dim3(static_cast<unsigned>(p.rows)), kArgmaxThreads, 0, s, p.logits, p.ld, p.V, p.out);
   return cudaGetLastError();
 }
 

@@ -54,6 +54,30 @@ TEST(EngineGenerateTest, GreedyEqualsHandDrivenModel) {
   testing::expect_all_free(*engine);
 }
 
+// Steps whose rows are all plain greedy are sampled by Ops::argmax_rows where the logits are (on a
+// GPU only the ids come back); a logprobs request takes the step back to the host sampler. Both
+// give the same tokens, and the stats count the argmax steps.
+TEST(EngineGenerateTest, PlainGreedyStepsTakeTheArgmaxAndMatchTheHostSampler) {
+  const auto prompt = prompt_ids(29, 5);
+  auto run = [&](bool with_logprobs, int64_t* argmax_steps) {
+    auto engine = testing::open_micro();
+    EXPECT_NE(engine, nullptr);
+    if (engine == nullptr) return std::vector<std::vector<int32_t>>{};
+    std::vector<Request> reqs{ids_request(prompt, 9, std::nullopt, 0.0f), ids_request(prompt_ids(30, 6), 9, 3, 0.0f)};
+    if (with_logprobs) reqs[1].sampling.logprobs = 2;
+    auto tokens = testing::generate_tokens(*engine, reqs);
+    *argmax_steps = engine->stats().n_argmax_steps;
+    return tokens;
+  };
+  int64_t device_steps = -1, host_steps = -1;
+  const auto by_argmax = run(false, &device_steps), by_sampler = run(true, &host_steps);
+  ASSERT_EQ(by_argmax.size(), 2u);
+  EXPECT_EQ(by_argmax, by_sampler);
+  EXPECT_EQ(by_argmax[0], reference_greedy(prompt, 9));
+  EXPECT_GE(device_steps, 9);  // every step that sampled (the prefill's last chunk and 8 decodes)
+  EXPECT_EQ(host_steps, 0);    // the logprobs row shares every sampling step (both prompts fit one step)
+}
+
 TEST(EngineGenerateTest, BatchOfRequestsAllFinishWithExactLengths) {
   auto engine = testing::open_micro();
   ASSERT_NE(engine, nullptr);

@@ -101,6 +101,31 @@ TEST(SamplerTest, GreedyTakesLowestIdOnTies) {
   }
 }
 
+// is_plain_argmax: the rows the engine samples on the model's device (the raw logits' argmax,
+// nothing else read). Every step that can change a greedy row's logits, or a logprob request,
+// takes a row off that path; top-k/top-p/min-p and the seed do not (greedy ignores them).
+TEST(SamplerTest, PlainArgmaxRowsAreGreedyRowsWithoutProcessors) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.top_k = 3, p.top_p = 0.5f, p.min_p = 0.1f, p.seed = 4;
+  EXPECT_TRUE(is_plain_argmax(p, 0, false));
+  EXPECT_FALSE(is_plain_argmax(p, 0, /*has_mask=*/true));
+  auto without = [&](auto change) {
+    SamplingParams q = p;
+    change(q);
+    return !is_plain_argmax(q, 5, false);
+  };
+  EXPECT_TRUE(without([](SamplingParams& q) { q.temperature = 0.7f; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.logprobs = 0; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.logit_bias[3] = 1.0f; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.allowed_token_ids = {1, 2}; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.repetition_penalty = 1.1f; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.presence_penalty = 0.5f; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.frequency_penalty = 0.5f; }));
+  EXPECT_TRUE(without([](SamplingParams& q) { q.min_tokens = 6; }));   // EOS still suppressed at 5
+  EXPECT_FALSE(without([](SamplingParams& q) { q.min_tokens = 5; }));  // no longer
+}
+
 TEST(SamplerTest, BiasIsAppliedBeforeRepetitionPenalty) {
   // Token 0: logit 1, bias -2 -> -1, then repetition 2 -> -2 (the other order: 0.5 - 2 = -1.5).
   // Token 1: logit -1.8 (not seen). Greedy picks 1 only if bias came first.
