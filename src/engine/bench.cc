@@ -94,7 +94,7 @@ struct DecodeTiming {
   double step_s = 0, host_s = 0;
   double prepare_us = 0, launch_us = 0;  // 0: no replayed steps
   // What the engine adds to a step to sample it (ModelRunner::forward's two paths), device logits
-  // only: the logits copied into pageable host memory for the host sampler, or (plain greedy
+  // only: the logits copied into page-locked host memory for the host sampler, or (plain greedy
   // steps) the device's argmax_rows and the ids copied back. Medians of kSampleReps, 0 = not run.
   double logits_to_host_s = 0, argmax_s = 0;
 };
@@ -104,12 +104,13 @@ constexpr int kSampleReps = 5;
 void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, DecodeTiming& out) {
   if (logits.device == tensor::Device::kCpu || logits.numel() == 0 || logits.rank != 2) return;
   const int64_t rows = logits.shape[0], vocab = logits.shape[1];
-  std::vector<float> host(static_cast<size_t>(rows * vocab));
+  // The engine's buffers: logits into page-locked memory (ModelRunner::forward), ids into a vector.
+  const tensor::TensorView host = ops->alloc_host(tensor::DType::kF32, {rows, vocab});
   std::vector<int32_t> ids(static_cast<size_t>(rows));
   std::vector<double> copy_t, argmax_t;
   for (int i = 0; i < kSampleReps; ++i) {
     auto t0 = Clock::now();
-    ops->copy(logits, tensor::TensorView::contiguous(host.data(), tensor::DType::kF32, {rows, vocab}));
+    ops->copy(logits, host);
     copy_t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     t0 = Clock::now();
     const tensor::TensorView d_ids = ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device

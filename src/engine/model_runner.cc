@@ -114,11 +114,14 @@ Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& bat
     return r;
   }
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
-  // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous).
+  // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous), page-locked
+  // (Ops::alloc_host), grown by doubling: the buffers outgrown stay with the Ops, at most as large
+  // together as the last.
   const int64_t rows = r.logits.shape[0], vocab = r.logits.shape[1];
-  host_logits_.resize(static_cast<size_t>(rows * vocab));
+  const int64_t held = host_logits_.empty() ? 0 : host_logits_.numel();
+  if (held < rows * vocab) host_logits_ = model_->ops->alloc_host(tensor::DType::kF32, {std::max(rows * vocab, 2 * held)});
   const tensor::TensorView host =
-      tensor::TensorView::contiguous(host_logits_.data(), tensor::DType::kF32, {rows, vocab});
+      tensor::TensorView::contiguous(host_logits_.data, tensor::DType::kF32, {rows, vocab});
   model_->ops->copy(r.logits, host);  // synchronous for host destinations
   r.logits = host;
   return r;

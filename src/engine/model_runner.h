@@ -48,7 +48,7 @@ class ModelRunner {
 
   LoadedModel* model_;
   model::KvState state_;
-  std::vector<float> host_logits_;  // [n_logit_rows, vocab] staging for device backends
+  tensor::TensorView host_logits_;  // [>= n_logit_rows x vocab] F32 host staging for device backends
   int32_t n_state_slots_;
   int32_t n_snapshot_slots_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;

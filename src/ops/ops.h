@@ -134,6 +134,10 @@ class Ops {
   virtual TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) = 0;
   // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops.
   virtual TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Host memory for per-step copies from the device (the engine's logits), zero-filled, freed with
+  // the Ops: page-locked on CUDA (a copy into it runs at the link's speed instead of through the
+  // driver's bounce buffers), ordinary memory on the CPU.
+  virtual TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) = 0;
   // Copies `src` into `dst` (same dtype and numel; either may be on the host).
   virtual void copy(const TensorView& src, const TensorView& dst) = 0;
   virtual void fill(const TensorView& dst, float value) = 0;

@@ -36,6 +36,9 @@ class TimingOps final : public Ops {
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override {
     return inner_->alloc_persistent(dtype, shape);
   }
+  TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) override {
+    return inner_->alloc_host(dtype, shape);
+  }
   void copy(const TensorView& src, const TensorView& dst) override { timed("copy", [&] { inner_->copy(src, dst); }); }
   void fill(const TensorView& dst, float value) override { timed("fill", [&] { inner_->fill(dst, value); }); }
   void synchronize() override { inner_->synchronize(); }

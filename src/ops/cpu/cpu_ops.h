@@ -25,6 +25,9 @@ class CpuOps : public Ops {
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) override {
+    return alloc_persistent(dtype, shape);  // the CPU's memory is the host's
+  }
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override {}

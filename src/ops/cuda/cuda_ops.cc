@@ -3,6 +3,7 @@
 #include "ops/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/log.h"
 #include "kernels/common/env_knob.h"
@@ -46,6 +47,7 @@ CudaOps::~CudaOps() {
   if (staging_dev_ != nullptr) cudaFree(staging_dev_);
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
+  for (void* p : pinned_) cudaFreeHost(p);
   cudaFree(arena_);
   for (const SideLane& l : side_) {
     if (l.stream == nullptr) continue;
@@ -117,6 +119,17 @@ TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t>
   DI_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
   persistent_.push_back(p);
   return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
+}
+
+TensorView CudaOps::alloc_host(DType dtype, std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(n) * tensor::dtype_size(dtype), 1);
+  void* p = nullptr;
+  DI_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  std::memset(p, 0, bytes);
+  pinned_.push_back(p);
+  return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCpu);
 }
 
 TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {

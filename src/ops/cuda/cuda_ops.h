@@ -63,6 +63,7 @@ class CudaOps final : public Ops {
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) override;
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override;
@@ -224,6 +225,7 @@ class CudaOps final : public Ops {
   uint64_t arena_epoch_ = 0;  // bumped when the arena chunk is replaced: older marks are void
   std::vector<void*> retired_;
   std::vector<void*> persistent_;
+  std::vector<void*> pinned_;  // alloc_host's page-locked buffers
   struct ExpertDescs {
     std::vector<kernels::WeightDesc> host;  // what dev holds
     TensorView dev;
