@@ -7,8 +7,7 @@
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
 # with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
-# auto), with the deep ring on the narrow BF16 launches (DEEPINFER_GEMV_LEAN_DEEP=66; default off),
-# with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
+# auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
 # tests too), the MoE tests without the packed expert kernels
 # (DEEPINFER_GEMM_PACKED_EXPERTS=0), on the producer-warpgroup expert kernel instead of the swapped
@@ -58,8 +57,6 @@ DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm
 DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-# The lean kernel's deep ring (every window of a warp in flight) on the narrow BF16 launches.
-DEEPINFER_GEMV_LEAN_DEEP=66 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test || status=1

@@ -559,28 +559,8 @@ cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaS
   return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
-// The deep ring (DEEPINFER_GEMV_LEAN_DEEP = most CTAs, default 0 = never; tuning, same bits):
-// dense BF16 launches of at most that many one-tile CTAs whose warps stream at most
-// kLeanDeepStages windows keep all of them in flight at once, one CTA per SM. For batch 1's router
-// gate (2 MB on 16 CTAs, ~9.5 us on the H200: ~210 GB/s, four DRAM round trips of 4 windows per
-// warp) one round trip instead of four. (Session 16's 8-window ring for every dense launch below
-// 132 CTAs — FP8 launches of 96-128 CTAs mostly — lost 2% at batch 1.)
-constexpr int kLeanDeepStages = 16;
-int lean_deep_ctas() {
-  static const int n = env_int("DEEPINFER_GEMV_LEAN_DEEP", 0);
-  return n;
-}
-bool lean_deep(const GemmParams& p, const LeanLaunchPlan& plan, WeightFmt f) {
-  const int windows = plan.shape.R / (4 * run_elems(f));
-  return f == WeightFmt::kBF16 && p.experts == nullptr && plan.shape.tiles == 1 && windows <= kLeanDeepStages &&
-         plan.grid_x * plan.grid_z <= lean_deep_ctas();
-}
-
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
-  if constexpr (F == WeightFmt::kBF16) {
-    if (lean_deep(p, plan, F)) return launch_lean_kernel<F, kLeanDeepStages, false, 1>(p, plan, s);
-  }
   switch (lean_stages()) {
     case 3: return launch_lean_s<F, 3>(p, plan, s);
     default: return launch_lean_s<F, 4>(p, plan, s);
