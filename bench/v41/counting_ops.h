@@ -22,6 +22,7 @@ class CountingOps final : public ops::Ops {
   TensorView alloc(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc(d, s); }
   TensorView upload(const void* h, ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.upload(h, d, s); }
   TensorView alloc_persistent(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc_persistent(d, s); }
+  TensorView alloc_host(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc_host(d, s); }
   void copy(const TensorView& a, const TensorView& b) override { cpu_.copy(a, b); }
   void fill(const TensorView& a, float v) override { cpu_.fill(a, v); }
   void synchronize() override {}
@@ -90,6 +91,7 @@ class CountingOps final : public ops::Ops {
     cpu_.moe_experts(x, sel, w, e, p, out);
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override { cpu_.gather_rows(x, r, o); }
+  void argmax_rows(const TensorView& l, const TensorView& o) override { cpu_.argmax_rows(l, o); }
 
   void kv_fake_quant(const TensorView& x, ops::KvQuantFormat f) override { cpu_.kv_fake_quant(x, f); }
   void hc_mix(const TensorView& x, const ops::HcWeights& w, const ops::HcParams& p, const TensorView& pre,
