@@ -34,8 +34,11 @@ struct FillParams { void* out; int kind; /* 0 F32, 1 BF16, 2 I32 */ float value;
 cudaError_t launch_fill(const FillParams& p, cudaStream_t stream);
 struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* out; ActType out_type; int64_t n_rows, width; };
 cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
-// Greedy sampling: out[r] = the argmax of logits row r (Ops::argmax_rows' rules), one block per row.
-struct ArgmaxParams { const float* logits; int64_t rows, ld, V; int32_t* out; };
+// Greedy sampling: out[r] = the argmax of logits row r (Ops::argmax_rows' rules). Small batches
+// split each row over argmax_workspace_slots(rows, V) blocks whose (value, id) pairs go through
+// part_v / part_i (that many F32 / I32 each; null when 0) and a merge kernel.
+struct ArgmaxParams { const float* logits; int64_t rows, ld, V; int32_t* out; float* part_v; int32_t* part_i; };
+int64_t argmax_workspace_slots(int64_t rows, int64_t V);
 cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);

@@ -712,7 +712,8 @@ void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
 
 // Greedy sampling on the device: the same ids as the CPU op (whose rules are the host sampler's,
 // argmax_rows_test), over vocabulary sizes with and without a 4-element tail, padded row strides
-// (the scalar path), ties (integer logits: many equal maxima), NaN, +inf and all -inf / NaN rows.
+// (the scalar path), ties (integer logits: many equal maxima, across the slices a small batch's
+// rows are split into), NaN, +inf and all -inf / NaN rows; and batch-1 rows (16 slices).
 TEST_F(CudaOpsTest, ArgmaxRowsIsTheCpuChoice) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{129280}}) {
@@ -742,6 +743,13 @@ TEST_F(CudaOpsTest, ArgmaxRowsIsTheCpuChoice) {
       EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
       EXPECT_EQ(ids.host.as<int32_t>()[2], -1);
     }
+  }
+  for (int trial = 0; trial < 4; ++trial) {  // one row of the real vocabulary: the most slices
+    Pair row = random(DType::kF32, {1, 129280}, 1.0f, /*integers=*/true, /*range=*/3 + trial);
+    Pair ids = make(DType::kI32, {1});
+    cpu_.argmax_rows(row.host, ids.host);
+    gpu_->argmax_rows(row.dev, ids.dev);
+    EXPECT_EQ(download(ids.dev), values(ids.host)) << "trial " << trial;
   }
 }
 

@@ -103,8 +103,12 @@ void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
            "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
   DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
            "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
-  DI_LAUNCH(k::launch_argmax_rows({dptr<float>(logits), logits.shape[0], logits.stride[0], logits.shape[1],
-                                   dptr<int32_t>(out)},
+  const int64_t R = logits.shape[0], V = logits.shape[1];
+  const int64_t slots = k::argmax_workspace_slots(R, V);
+  const TensorView part_v = slots > 0 ? alloc(DType::kF32, {slots}) : TensorView{};   // [R, S] slice maxima
+  const TensorView part_i = slots > 0 ? alloc(DType::kI32, {slots}) : TensorView{};   // [R, S] their ids
+  DI_LAUNCH(k::launch_argmax_rows({dptr<float>(logits), R, logits.stride[0], V, dptr<int32_t>(out),
+                                   dptr<float>(part_v), dptr<int32_t>(part_i)},
                                   stream_));
 }
 

@@ -143,9 +143,18 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+int64_t argmax_workspace_slots(int64_t rows, int64_t V) {
+  const int S = argmax_slices(rows, V, device_sm_count());
+  return S > 1 ? rows * S : 0;
+}
+
 cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
   if (p.rows < 1) return cudaSuccess;
-  launch_pdl(argmax_rows_kernel, dim3(static_cast<unsigned>(p.rows)), kArgmaxThreads, 0, s, p.logits, p.ld, p.V, p.out);
+  const int S = argmax_slices(p.rows, p.V, device_sm_count());
+  if (S > 1 && (p.part_v == nullptr || p.part_i == nullptr)) return cudaErrorInvalidValue;
+  launch_pdl(argmax_rows_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), kArgmaxThreads, 0, s,
+             p.logits, p.ld, p.V, p.out, p.part_v, p.part_i);
+  if (S > 1) launch_pdl(argmax_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, p.part_v, p.part_i, S, p.out);
   return cudaGetLastError();
 }
 
