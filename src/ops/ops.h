@@ -415,6 +415,14 @@ class Ops {
   // every entry is -inf or NaN. out [R] I32 on this backend's device. A greedy step copies R ids
   // to the host instead of R x V logits.
   virtual void argmax_rows(const TensorView& logits, const TensorView& out) = 0;
+  // The shapes argmax_rows takes (every backend checks them the same way).
+  static void check_argmax_rows(const TensorView& logits, const TensorView& out) {
+    DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
+                 logits.stride[0] >= logits.shape[1],
+             "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
+    DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
+             "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  }
 
   // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it
   // runs V4.1 (CPU reference: ops/cpu/cpu_v41_*.cc). ----

@@ -117,11 +117,7 @@ void CpuOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, con
 }
 
 void CpuOps::argmax_rows(const TensorView& logits, const TensorView& out) {
-  DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
-               logits.stride[0] >= logits.shape[1],
-           "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
-  DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
-           "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  check_argmax_rows(logits, out);
   const float* base = logits.as<const float>();
   int32_t* ids = out.as<int32_t>();
   for (int64_t r = 0; r < logits.shape[0]; ++r) {

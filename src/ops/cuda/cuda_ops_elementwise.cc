@@ -98,11 +98,7 @@ void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, co
 }
 
 void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
-  DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
-               logits.stride[0] >= logits.shape[1],
-           "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
-  DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
-           "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  check_argmax_rows(logits, out);
   const int64_t R = logits.shape[0], V = logits.shape[1];
   const int64_t slots = k::argmax_workspace_slots(R, V);
   const TensorView part_v = slots > 0 ? alloc(DType::kF32, {slots}) : TensorView{};   // [R, S] slice maxima
