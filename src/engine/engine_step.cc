@@ -74,7 +74,8 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
       ok = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
       if (ok.is_ok()) {
         const auto n_vocab = static_cast<size_t>(result.logits.shape[1]);
-        const float* logits = result.logits.as<const float>() + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0];
+        const float* logits =
+            result.logits.as<const float>() + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0];
         out = sampler_->sample_row(std::span<const float>(logits, n_vocab), *row);
       }
     }

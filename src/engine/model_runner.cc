@@ -119,7 +119,9 @@ Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& bat
   // together as the last.
   const int64_t rows = r.logits.shape[0], vocab = r.logits.shape[1];
   const int64_t held = host_logits_.empty() ? 0 : host_logits_.numel();
-  if (held < rows * vocab) host_logits_ = model_->ops->alloc_host(tensor::DType::kF32, {std::max(rows * vocab, 2 * held)});
+  if (held < rows * vocab) {
+    host_logits_ = model_->ops->alloc_host(tensor::DType::kF32, {std::max(rows * vocab, 2 * held)});
+  }
   const tensor::TensorView host =
       tensor::TensorView::contiguous(host_logits_.data, tensor::DType::kF32, {rows, vocab});
   model_->ops->copy(r.logits, host);  // synchronous for host destinations

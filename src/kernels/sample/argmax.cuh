@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(kArgmaxThreads)
 }
 
 // The slices' (value, id) pairs of each row [R, S] (S <= 32) reduced into out [R]: a warp per row.
-__global__ void __launch_bounds__(32) argmax_merge_kernel(const float* part_v, const int32_t* part_i, int S, int32_t* out) {
+__global__ void __launch_bounds__(32)
+    argmax_merge_kernel(const float* part_v, const int32_t* part_i, int S, int32_t* out) {
   pdl_prologue();
   const int64_t r = blockIdx.x;
   const int lane = threadIdx.x;

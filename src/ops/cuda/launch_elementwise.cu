@@ -154,7 +154,9 @@ cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
   if (S > 1 && (p.part_v == nullptr || p.part_i == nullptr)) return cudaErrorInvalidValue;
   launch_pdl(argmax_rows_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), kArgmaxThreads, 0, s,
              p.logits, p.ld, p.V, p.out, p.part_v, p.part_i);
-  if (S > 1) launch_pdl(argmax_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, p.part_v, p.part_i, S, p.out);
+  if (S > 1) {
+    launch_pdl(argmax_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, p.part_v, p.part_i, S, p.out);
+  }
   return cudaGetLastError();
 }
 
