@@ -100,12 +100,17 @@ struct DecodeTiming {
 };
 constexpr int kSampleReps = 5;
 
-// The sampling paths' costs for the last step's logits (DecodeTiming).
-void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, DecodeTiming& out) {
+// The sampling paths' costs for the last step's logits (DecodeTiming). `pinned`: the run's
+// page-locked buffer for the logits, allocated by the first call for `max_rows` rows (page-locked
+// memory stays with the Ops: one buffer for every row, not one per row).
+void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, int64_t max_rows, tensor::TensorView& pinned,
+                   DecodeTiming& out) {
   if (logits.device == tensor::Device::kCpu || logits.numel() == 0 || logits.rank != 2) return;
   const int64_t rows = logits.shape[0], vocab = logits.shape[1];
+  if (pinned.empty()) pinned = ops->alloc_host(tensor::DType::kF32, {std::max(max_rows, rows) * vocab});
+  DI_CHECK(pinned.numel() >= rows * vocab, "bench: {} logit rows beyond the largest batch", rows);
   // The engine's buffers: logits into page-locked memory (ModelRunner::forward), ids into a vector.
-  const tensor::TensorView host = ops->alloc_host(tensor::DType::kF32, {rows, vocab});
+  const tensor::TensorView host = tensor::TensorView::contiguous(pinned.data, tensor::DType::kF32, {rows, vocab});
   std::vector<int32_t> ids(static_cast<size_t>(rows));
   std::vector<double> copy_t, argmax_t;
   for (int i = 0; i < kSampleReps; ++i) {
@@ -123,7 +128,7 @@ void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, DecodeTiming
 }
 
 Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
-                                 model::KvState& state, double warm_seconds) {
+                                 model::KvState& state, double warm_seconds, tensor::TensorView& pinned) {
   const model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
   std::vector<double> host;
   tensor::TensorView logits;  // the last step's, valid until the next forward
@@ -154,7 +159,7 @@ Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t b
     out.prepare_us = (after.prepare_us - before.prepare_us) / static_cast<double>(n);
     out.launch_us = (after.launch_us - before.launch_us) / static_cast<double>(n);
   }
-  time_sampling(ops_of(b), logits, out);
+  time_sampling(ops_of(b), logits, *std::max_element(o.batches.begin(), o.batches.end()), pinned, out);
   return out;
 }
 
@@ -306,6 +311,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   auto row_base = [&](const char* kind, int64_t batch, int64_t context) {
     return json{{"kind", kind}, {"batch", batch}, {"context", context}, {"model", model_json(b.config)}};
   };
+  tensor::TensorView pinned;  // the decode rows' page-locked logits buffer (time_sampling)
   for (int64_t context : o.contexts) {
     for (int64_t batch : o.batches) {
       if (batch <= 0 || context <= 0) continue;  // --batch 0: no decode rows (a prefill-only run)
@@ -322,7 +328,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       if (ops_of(b)->device() != tensor::Device::kCpu) DI_RETURN_IF_ERROR(engine::randomize_kv(state, ops_of(b), 11));
       const bool first_row = result["rows"].empty();
       const double warm_s = first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds;
-      DI_ASSIGN_OR_RETURN(const DecodeTiming timing, time_decode(b, o, batch, context, state, warm_s));
+      DI_ASSIGN_OR_RETURN(const DecodeTiming timing, time_decode(b, o, batch, context, state, warm_s, pinned));
       const double t = timing.step_s;
       const engine::StepCost cost = engine::decode_step_cost(b.config, batch, context);
       row["step_ms"] = t * 1e3;
