@@ -1,8 +1,5 @@
 // `deepinfer bench`: decode/prefill throughput at context frontiers with roofline shares, written
 // as JSON (bench/results/ keeps every run that a figure in the docs quotes).
-#include <cstdio>
-#include <fstream>
-
 #include "command.h"
 #include "deepinfer/bench.h"
 
@@ -28,21 +25,10 @@ void setup(CLI::App* app) {
   app->add_option("--commit", o->commit, "commit id to record");
   app->add_option("--out", *out, "write the JSON here (default: stdout)");
   app->callback([o, out, app] {
-    std::string cmd = "deepinfer bench";
-    for (const auto& r : app->get_options()) {
-      if (r->count() == 0 || r->get_name() == "--help") continue;
-      for (const auto& v : r->results()) cmd += " " + r->get_name() + " " + v;
-    }
-    o->command = cmd;
+    o->command = command_line("bench", *app);
     auto res = run_benchmark(*o);
     if (!res.is_ok()) fail("bench", res.status().message(), 1);
-    if (out->empty()) {
-      std::printf("%s\n", res->c_str());
-    } else {
-      std::ofstream f(*out);
-      f << *res << "\n";
-      if (!f) fail("bench", "cannot write " + *out, 1);
-    }
+    write_output("bench", *res, *out);
   });
 }
 

@@ -29,6 +29,10 @@ struct CommandRegistrar {
 
 // Prints "deepinfer <command>: <message>" to stderr and exits the command with `code`.
 [[noreturn]] void fail(const std::string& command, const std::string& message, int code = 1);
+// "deepinfer <command> --opt value ..." of the options given (recorded in benchmark JSON).
+std::string command_line(const std::string& command, const CLI::App& app);
+// `text` to stdout (empty path) or into the file at `path` (failing the command if it cannot).
+void write_output(const std::string& command, const std::string& text, const std::string& path);
 
 }  // namespace deepinfer::cli
 

@@ -1,6 +1,7 @@
 // `deepinfer`: the command-line front end. Subcommands register themselves (command.h).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "command.h"
 
@@ -14,6 +15,25 @@ std::vector<Command>& command_registry() {
 void fail(const std::string& command, const std::string& message, int code) {
   std::fprintf(stderr, "deepinfer %s: %s\n", command.c_str(), message.c_str());
   throw CLI::RuntimeError(code);
+}
+
+std::string command_line(const std::string& command, const CLI::App& app) {
+  std::string line = "deepinfer " + command;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0 || o->get_name() == "--help") continue;
+    for (const std::string& v : o->results()) line += " " + o->get_name() + " " + v;
+  }
+  return line;
+}
+
+void write_output(const std::string& command, const std::string& text, const std::string& path) {
+  if (path.empty()) {
+    std::printf("%s\n", text.c_str());
+    return;
+  }
+  std::ofstream f(path);
+  f << text << "\n";
+  if (!f) fail(command, "cannot write " + path, 1);
 }
 
 }  // namespace deepinfer::cli

@@ -41,4 +41,28 @@ struct BenchOptions {
 // Runs the benchmark and returns the result JSON (gpu, commit, command, date, rows, breakdown).
 Result<std::string> run_benchmark(const BenchOptions& options);
 
+// `deepinfer bench-engine`: the engine's offline throughput end to end (what vLLM's
+// benchmark_throughput measures): for each concurrency c, c requests of input_len random prompt
+// ids submitted at once, each generating exactly output_len tokens (ignore_eos), after a warm-up
+// run of the same shapes. Rows: output and total tokens/s, time to first token, time per output
+// token, and the engine's steps split into phases (EngineStats::step_times) — the host time per
+// step the device waits through, next to the forward's.
+struct EngineBenchOptions {
+  std::string model;                  // checkpoint dir / name; empty: synthetic V4-Flash on the device
+  int64_t layers = 4;                 // synthetic model: main layers (full V4-Flash widths)
+  std::string device = "cuda";
+  std::string numerics = "official";
+  std::vector<int32_t> concurrency = {1, 8, 32, 128};
+  int32_t input_len = 1024;
+  int32_t output_len = 256;
+  double temperature = 0.0;           // 0: greedy (sampled on the device); > 0: the host sampler
+  int32_t max_num_batched_tokens = 8192;
+  uint64_t seed = 0;
+  std::string command;                // recorded verbatim in the JSON
+  std::string commit;                 // recorded verbatim in the JSON
+};
+
+// Runs the engine benchmark and returns its JSON (device, commit, command, date, rows).
+Result<std::string> run_engine_benchmark(const EngineBenchOptions& options);
+
 }  // namespace deepinfer

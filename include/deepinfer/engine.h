@@ -152,6 +152,17 @@ struct EngineStats {
   // token is the argmax taken where the logits are (on a GPU: one id per row copied to the host,
   // not the row's logits).
   int64_t n_argmax_steps = 0;
+  // Wall time of the engine's steps on its loop thread, summed by phase (seconds): schedule;
+  // prepare (plan -> the model's batch, block tables, state-slot duties); forward (the model's step
+  // until its outputs are on the host: on a GPU the step's prepare pass, the graph launch, the wait
+  // for the device and the logits or ids copied back); sample (+ stop checks); update (scheduler);
+  // emit (detokenize, build the events). Everything but forward is host time that the device waits
+  // through in a synchronous step loop: the engine's own per-step overhead.
+  struct StepTimes {
+    double schedule_s = 0, prepare_s = 0, forward_s = 0, sample_s = 0, update_s = 0, emit_s = 0;
+    double total_s() const { return schedule_s + prepare_s + forward_s + sample_s + update_s + emit_s; }
+  };
+  StepTimes step_times;
 };
 
 class Engine {

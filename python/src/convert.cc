@@ -232,6 +232,14 @@ py::dict stats_to_dict(const EngineStats& s) {
   d["kv_usage"] = s.kv_usage;
   d["steps"] = s.n_steps;
   d["argmax_steps"] = s.n_argmax_steps;
+  py::dict t;  // seconds by phase (EngineStats::StepTimes)
+  t["schedule"] = s.step_times.schedule_s;
+  t["prepare"] = s.step_times.prepare_s;
+  t["forward"] = s.step_times.forward_s;
+  t["sample"] = s.step_times.sample_s;
+  t["update"] = s.step_times.update_s;
+  t["emit"] = s.step_times.emit_s;
+  d["step_seconds"] = t;
   return d;
 }
 

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <map>
 
+#include "engine/device_backend.h"
 #include "loader/inventory.h"
 #include "loader/synthetic.h"
+#include "loader/weight_binding.h"
+#include "model/model.h"
 #ifdef DI_HAVE_CUDA
 #include "ops/cuda/cuda_ops.h"
 #endif
@@ -223,6 +226,19 @@ StepCost prefill_cost(const loader::ModelConfig& c, int64_t n) {
   cost.flops *= static_cast<double>(n);
   cost.kv_bytes *= static_cast<double>(n);
   return cost;
+}
+
+Result<std::unique_ptr<LoadedModel>> synthetic_loaded_model(int64_t layers, const std::string& device,
+                                                            model::Numerics numerics, uint64_t seed) {
+  auto lm = std::make_unique<LoadedModel>();
+  lm->config = v4_flash_config(layers);
+  lm->dir = fmt::format("synthetic V4-Flash ({} layers)", layers);
+  DI_ASSIGN_OR_RETURN(lm->ops, make_ops(device));
+  DI_ASSIGN_OR_RETURN(lm->synthetic, synthetic_device_weights(lm->config, lm->ops.get(), seed));
+  DI_ASSIGN_OR_RETURN(loader::ModelWeights weights, loader::bind_weights(lm->config, *lm->synthetic));
+  lm->model = std::make_unique<model::Model>(lm->config, std::move(weights), lm->ops.get(),
+                                             model::ModelOptions{numerics});
+  return lm;
 }
 
 }  // namespace deepinfer::engine

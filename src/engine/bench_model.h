@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/loaded_model.h"
 #include "loader/model_config.h"
 #include "loader/weight_binding.h"
 #include "model/kv_state.h"
@@ -20,6 +21,10 @@ loader::ModelConfig v4_flash_config(int64_t layers);
 // Device tensors with random contents for every tensor of the config's inventory (CUDA only).
 Result<std::unique_ptr<loader::TensorSource>> synthetic_device_weights(const loader::ModelConfig& config,
                                                                        ops::Ops* ops, uint64_t seed);
+// A LoadedModel (the engine's) on those weights: the engine benchmark's model. CUDA only.
+Result<std::unique_ptr<LoadedModel>> synthetic_loaded_model(int64_t layers, const std::string& device,
+                                                            model::Numerics numerics, uint64_t seed);
+
 // Fills window rings, compressor states and history pools with random values (never time zeros).
 Status randomize_kv(model::KvState& state, ops::Ops* ops, uint64_t seed);
 

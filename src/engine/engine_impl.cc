@@ -53,6 +53,21 @@ DebugSnapshot debug_snapshot(const Engine& engine) {
 Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& options, const DebugOptions& debug) {
   DI_RETURN_IF_ERROR(options.validate());
   if (LogLevel level; !options.log_level.empty() && parse_log_level(options.log_level, &level)) set_log_level(level);
+  DI_ASSIGN_OR_RETURN(const std::string dir, resolve_model_dir(options.model));
+  DI_ASSIGN_OR_RETURN(const model::Numerics numerics, parse_numerics(options.numerics));
+  LoadOptions load{numerics, options.device};
+  // V4.1 CED prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE: compact | none = exact).
+  load.prefill_mode = options.yoco_prefill_mode == "compact" ? model::PrefillMode::kCompact : model::PrefillMode::kExact;
+  load.keep_tokens = options.yoco_keep_tokens;
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model, load_model(dir, load));
+  return create(options, debug, std::move(model));
+}
+
+Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& options, const DebugOptions& debug,
+                                                       std::unique_ptr<LoadedModel> model) {
+  DI_RETURN_IF_ERROR(options.validate());
+  DI_CHECK(model != nullptr && model->model != nullptr, "EngineImpl::create without a model");
+  if (LogLevel level; !options.log_level.empty() && parse_log_level(options.log_level, &level)) set_log_level(level);
   if (options.mtp_varlen || options.nextn_decode > 0) {
     log_warn("speculative decoding (mtp_varlen / nextn_decode) is not wired into the engine yet; "
              "decoding without drafts");
@@ -60,13 +75,8 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   std::unique_ptr<EngineImpl> e(new EngineImpl());
   e->options_ = options;
   e->debug_ = debug;
-  DI_ASSIGN_OR_RETURN(const std::string dir, resolve_model_dir(options.model));
-  DI_ASSIGN_OR_RETURN(const model::Numerics numerics, parse_numerics(options.numerics));
-  LoadOptions load{numerics, options.device};
-  // V4.1 CED prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE: compact | none = exact).
-  load.prefill_mode = options.yoco_prefill_mode == "compact" ? model::PrefillMode::kCompact : model::PrefillMode::kExact;
-  load.keep_tokens = options.yoco_keep_tokens;
-  DI_ASSIGN_OR_RETURN(e->model_, load_model(dir, load));
+  const std::string dir = model->dir;
+  e->model_ = std::move(model);
   auto tok = load_tokenizer(options, dir);
   if (!tok.is_ok()) return tok.status().with_context("engine tokenizer");
   e->tokenizer_ = std::move(tok).value();

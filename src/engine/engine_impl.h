@@ -29,6 +29,10 @@ namespace deepinfer::engine {
 class EngineImpl final : public Engine {
  public:
   static Result<std::unique_ptr<EngineImpl>> create(const EngineOptions& options, const DebugOptions& debug);
+  // On a model already loaded (the engine benchmark's synthetic device model); options.model is
+  // then only its name in logs and the prefix-cache fingerprint.
+  static Result<std::unique_ptr<EngineImpl>> create(const EngineOptions& options, const DebugOptions& debug,
+                                                    std::unique_ptr<LoadedModel> model);
   ~EngineImpl() override;
 
   Result<RequestId> submit(Request request, EventSink sink) override;
@@ -41,6 +45,7 @@ class EngineImpl final : public Engine {
   std::string model_dir() const override { return model_->dir; }
   std::string model_family() const override;
   int32_t max_model_len() const override { return config_.max_model_len; }
+  int64_t vocab_size() const { return model_->config.vocab_size; }  // the model's (not the tokenizer's)
   void shutdown(bool drain) override;
 
   DebugSnapshot debug_snapshot() const;
@@ -103,6 +108,8 @@ class EngineImpl final : public Engine {
   std::vector<std::pair<RequestId, TokenEvent>> pending_events_;  // in emission order
   sched::BatchPlan plan_;         // the current step's plan (a member so the fatal path can see it)
   bool plan_in_flight_ = false;   // between schedule() and a successful update()
+  // The current step's phase times (loop thread), added to stats_.step_times by record_step.
+  EngineStats::StepTimes step_times_;
 
   // Shared with callers (mu_).
   mutable std::mutex mu_;

@@ -8,9 +8,28 @@
 #include "engine/engine_impl.h"
 
 namespace deepinfer::engine {
+namespace {
+
+// Seconds since the previous call (or construction): the step's phase times.
+class Lap {
+ public:
+  double operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return s;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
 
 void EngineImpl::step() {
+  Lap lap;
   plan_ = scheduler_->schedule();                                          // 1. schedule
+  step_times_.schedule_s += lap();
   if (plan_.empty()) {
     // Work exists but nothing fits this step (should not happen: a lone request always fits).
     log_debug("engine: empty plan with {} waiting", scheduler_->n_waiting());
@@ -21,6 +40,7 @@ void EngineImpl::step() {
   if (debug_.on_plan) debug_.on_plan(plan_);
   std::vector<int32_t> logit_row;
   auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
+  step_times_.prepare_s += lap();
   if (!batch.is_ok()) return fail_plan(batch.status());
   // Greedy rows only: sampled on the model's device (the argmax), one id per row copied back.
   std::vector<int32_t> argmax;
@@ -28,6 +48,7 @@ void EngineImpl::step() {
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
                     : runner_->forward(*batch, by_argmax);                 // 3. forward
+  step_times_.forward_s += lap();
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
   if (by_argmax != nullptr) {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -35,7 +56,9 @@ void EngineImpl::step() {
   }
   std::vector<sched::SeqOutput> outputs = sample_plan(plan_, *result, logit_row, by_argmax);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
+  step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
+  step_times_.update_s += lap();
   if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
   plan_in_flight_ = false;
   emit_step_events(*events);                                               // 6. emit
@@ -94,6 +117,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
 }
 
 void EngineImpl::emit_step_events(const std::vector<sched::SeqEvent>& events) {
+  Lap lap;
   for (const sched::SeqEvent& ev : events) {
     SequenceState* s = outputs_->find(ev.seq_id);
     if (s == nullptr) continue;
@@ -109,6 +133,7 @@ void EngineImpl::emit_step_events(const std::vector<sched::SeqEvent>& events) {
     queue_event(ev.seq_id, std::move(event));
     if (done) release_sequence(ev.seq_id, *event_reason);  // the scheduler released it in update()
   }
+  step_times_.emit_s += lap();  // the events' delivery (flush_events) is the sinks' time, not counted
   record_step(&plan_);
   flush_events();
 }

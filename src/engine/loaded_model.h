@@ -7,6 +7,7 @@
 #include <string>
 
 #include "loader/checkpoint.h"
+#include "loader/weight_binding.h"
 #include "loader/model_config.h"
 #include "model/language_model.h"
 #include "ops/ops.h"
@@ -25,6 +26,8 @@ struct LoadedModel {
   std::string dir;
   loader::ModelConfig config;
   std::unique_ptr<loader::Checkpoint> checkpoint;
+  // Weights generated on the device instead (benchmarks: synthetic_loaded_model, bench_model.h).
+  std::unique_ptr<loader::TensorSource> synthetic;
   std::unique_ptr<ops::Ops> ops;
   std::unique_ptr<model::LanguageModel> model;
 };

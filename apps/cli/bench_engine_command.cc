@@ -1,0 +1,38 @@
+// `deepinfer bench-engine`: the engine's offline throughput end to end (requests in, tokens out,
+// per-step host overhead by phase), written as JSON like `deepinfer bench`.
+#include "command.h"
+#include "deepinfer/bench.h"
+
+namespace deepinfer::cli {
+namespace {
+
+void setup(CLI::App* app) {
+  auto o = std::make_shared<EngineBenchOptions>();
+  auto out = std::make_shared<std::string>();
+  app->add_option("--model", o->model, "checkpoint dir or name; empty: full-width synthetic V4-Flash on the GPU");
+  app->add_option("--layers", o->layers, "synthetic model: main layers")->capture_default_str();
+  app->add_option("--device", o->device, "cuda | cpu")->capture_default_str();
+  app->add_option("--numerics", o->numerics, "official | plain")->capture_default_str();
+  app->add_option("--concurrency", o->concurrency, "requests submitted at once, one row each")->delimiter(',');
+  app->add_option("--input-len", o->input_len, "prompt tokens per request (random ids)")->capture_default_str();
+  app->add_option("--output-len", o->output_len, "tokens generated per request (ignore_eos)")->capture_default_str();
+  app->add_option("--temperature", o->temperature, "0: greedy (device argmax); > 0: host sampling")
+      ->capture_default_str();
+  app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "engine: tokens per step")
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "prompt and sampling seed")->capture_default_str();
+  app->add_option("--commit", o->commit, "commit id to record");
+  app->add_option("--out", *out, "write the JSON here (default: stdout)");
+  app->callback([o, out, app] {
+    o->command = command_line("bench-engine", *app);
+    auto res = run_engine_benchmark(*o);
+    if (!res.is_ok()) fail("bench-engine", res.status().message(), 1);
+    write_output("bench-engine", *res, *out);
+  });
+}
+
+DI_CLI_COMMAND("bench-engine", "Benchmark the engine end to end: offline throughput, TTFT, per-step host time",
+               setup);
+
+}  // namespace
+}  // namespace deepinfer::cli
