@@ -92,6 +92,9 @@ class CountingOps final : public ops::Ops {
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override { cpu_.gather_rows(x, r, o); }
   void argmax_rows(const TensorView& l, const TensorView& o) override { cpu_.argmax_rows(l, o); }
+  void sample_rows(const TensorView& l, std::span<const SampleRow> r, const TensorView& o) override {
+    cpu_.sample_rows(l, r, o);
+  }
 
   void kv_fake_quant(const TensorView& x, ops::KvQuantFormat f) override { cpu_.kv_fake_quant(x, f); }
   void hc_mix(const TensorView& x, const ops::HcWeights& w, const ops::HcParams& p, const TensorView& pre,

@@ -55,7 +55,8 @@ struct EngineBenchOptions {
   std::vector<int32_t> concurrency = {1, 8, 32, 128};
   int32_t input_len = 1024;
   int32_t output_len = 256;
-  double temperature = 0.0;           // 0: greedy (sampled on the device); > 0: the host sampler
+  double temperature = 0.0;           // 0: greedy; with top_p = 1 both are sampled on the device
+  double top_p = 1.0;                 // < 1: every step on the host sampler (logits copied back)
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

@@ -152,6 +152,10 @@ struct EngineStats {
   // token is the argmax taken where the logits are (on a GPU: one id per row copied to the host,
   // not the row's logits).
   int64_t n_argmax_steps = 0;
+  // Steps whose sampled rows were all sampled where the logits are (the argmax steps above, and
+  // steps with plain temperature rows — temperature and min-p only, no logprobs: Ops::sample_rows),
+  // one id per row copied back.
+  int64_t n_device_sampled_steps = 0;
   // Wall time of the engine's steps on its loop thread, summed by phase (seconds): schedule;
   // prepare (plan -> the model's batch, block tables, state-slot duties); forward (the model's step
   // until its outputs are on the host: on a GPU the step's prepare pass, the graph launch, the wait

@@ -232,6 +232,7 @@ py::dict stats_to_dict(const EngineStats& s) {
   d["kv_usage"] = s.kv_usage;
   d["steps"] = s.n_steps;
   d["argmax_steps"] = s.n_argmax_steps;
+  d["device_sampled_steps"] = s.n_device_sampled_steps;
   py::dict t;  // seconds by phase (EngineStats::StepTimes)
   t["schedule"] = s.step_times.schedule_s;
   t["prepare"] = s.step_times.prepare_s;

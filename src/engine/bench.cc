@@ -97,6 +97,7 @@ struct DecodeTiming {
   // only: the logits copied into page-locked host memory for the host sampler, or (plain greedy
   // steps) the device's argmax_rows and the ids copied back. Medians of kSampleReps, 0 = not run.
   double logits_to_host_s = 0, argmax_s = 0;
+  double sample_s = 0;  // plain temperature steps: Ops::sample_rows (T = 1) and the ids copied back
 };
 constexpr int kSampleReps = 5;
 
@@ -112,7 +113,9 @@ void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, int64_t max_
   // The engine's buffers: logits into page-locked memory (ModelRunner::forward), ids into a vector.
   const tensor::TensorView host = tensor::TensorView::contiguous(pinned.data, tensor::DType::kF32, {rows, vocab});
   std::vector<int32_t> ids(static_cast<size_t>(rows));
-  std::vector<double> copy_t, argmax_t;
+  std::vector<double> copy_t, argmax_t, sample_t;
+  std::vector<ops::Ops::SampleRow> params(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) params[static_cast<size_t>(r)] = {1.0f, 0.0f, static_cast<uint64_t>(r), 4096};
   for (int i = 0; i < kSampleReps; ++i) {
     auto t0 = Clock::now();
     ops->copy(logits, host);
@@ -122,9 +125,14 @@ void time_sampling(ops::Ops* ops, const tensor::TensorView& logits, int64_t max_
     ops->argmax_rows(logits, d_ids);
     ops->copy(d_ids, tensor::TensorView::contiguous(ids.data(), tensor::DType::kI32, {rows}));
     argmax_t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    ops->sample_rows(logits, params, d_ids);
+    ops->copy(d_ids, tensor::TensorView::contiguous(ids.data(), tensor::DType::kI32, {rows}));
+    sample_t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   out.logits_to_host_s = median(copy_t);
   out.argmax_s = median(argmax_t);
+  out.sample_s = median(sample_t);
 }
 
 Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
@@ -340,6 +348,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       if (timing.logits_to_host_s > 0) {
         row["logits_to_host_ms"] = timing.logits_to_host_s * 1e3;  // the host sampler's copy (not in step_ms)
         row["device_argmax_ms"] = timing.argmax_s * 1e3;           // greedy steps' path instead (not in step_ms)
+        row["device_sample_ms"] = timing.sample_s * 1e3;           // temperature steps' path (not in step_ms)
       }
       row["tokens_per_s"] = static_cast<double>(batch) / t;
       row["bytes_per_step"] = cost.weight_bytes + cost.kv_bytes;

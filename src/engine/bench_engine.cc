@@ -71,6 +71,7 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
     r.prompt_ids.resize(static_cast<size_t>(o.input_len));
     for (int32_t& t : r.prompt_ids) t = id(rng);
     r.sampling.temperature = static_cast<float>(o.temperature);
+    r.sampling.top_p = static_cast<float>(o.top_p);
     r.sampling.max_tokens = o.output_len;
     r.sampling.ignore_eos = true;
     r.sampling.seed = seed + static_cast<uint64_t>(i);
@@ -138,6 +139,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"input_len", o.input_len},
               {"output_len", o.output_len},
               {"temperature", o.temperature},
+              {"top_p", o.top_p},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"total_tokens_per_s", out_tokens * (1.0 + static_cast<double>(o.input_len) / o.output_len) / wall},
@@ -148,6 +150,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"tpot_ms_p50", percentile(tpot, 0.5) * 1e3},
               {"steps", after.n_steps - before.n_steps},
               {"argmax_steps", after.n_argmax_steps - before.n_argmax_steps},
+              {"device_sampled_steps", after.n_device_sampled_steps - before.n_device_sampled_steps},
               {"step_ms", per_step_ms(total)},
               // The engine's own per-step time (all but the forward), and its share of the steps.
               {"host_ms_per_step", per_step_ms(total - forward)},
@@ -171,6 +174,7 @@ Status check_options(const EngineBenchOptions& o) {
   if (o.input_len < 1) return invalid_argument("bench-engine: --input-len {} (must be >= 1)", o.input_len);
   if (o.output_len < 1) return invalid_argument("bench-engine: --output-len {} (must be >= 1)", o.output_len);
   if (o.temperature < 0) return invalid_argument("bench-engine: --temperature {} (must be >= 0)", o.temperature);
+  if (!(o.top_p > 0 && o.top_p <= 1)) return invalid_argument("bench-engine: --top-p {} (must be in (0, 1])", o.top_p);
   if (o.model.empty() && o.layers < 1) return invalid_argument("bench-engine: --layers {} (must be >= 1)", o.layers);
   return Status::ok();
 }

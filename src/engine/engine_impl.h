@@ -65,12 +65,15 @@ class EngineImpl final : public Engine {
   void run_loop();
   // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
   void step();
-  // Whether every logit row of the plan is a plain greedy sample (sample::is_plain_argmax), and
-  // there is one: the step is then sampled by the model's device (ModelRunner::forward's argmax).
-  bool all_plain_argmax(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row) const;
-  // argmax: the device's ids per logit row (all_plain_argmax steps; `result`'s logits not read).
+  // Whether every logit row of the plan is sampled whole on the model's device
+  // (sample::is_device_sampleable), and there is one: *rows then holds each logit row's parameters
+  // (Ops::sample_rows; greedy rows temperature 0). device_ids: the device's ids per logit row
+  // (such steps; `result`'s logits not read).
+  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
+                      std::vector<ops::Ops::SampleRow>* rows) const;
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
-                                            const std::vector<int32_t>& logit_row, const std::vector<int32_t>* argmax);
+                                            const std::vector<int32_t>& logit_row,
+                                            const std::vector<int32_t>* device_ids);
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
   void emit_step_events(const std::vector<sched::SeqEvent>& events);

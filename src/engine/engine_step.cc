@@ -1,6 +1,7 @@
 // The engine step (architecture.md §1.3.2): schedule → prepare the batch (runner) → forward →
 // sample (+ stop checks) → scheduler update → emit. step() reads top to bottom as that list;
 // sampling and the fatal-error path are the helpers below it.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -42,19 +43,24 @@ void EngineImpl::step() {
   auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
   step_times_.prepare_s += lap();
   if (!batch.is_ok()) return fail_plan(batch.status());
-  // Greedy rows only: sampled on the model's device (the argmax), one id per row copied back.
-  std::vector<int32_t> argmax;
-  std::vector<int32_t>* by_argmax = all_plain_argmax(plan_, logit_row) ? &argmax : nullptr;
+  // Rows the device samples whole (greedy or plain temperature): one id per row copied back.
+  std::vector<ops::Ops::SampleRow> device_rows;
+  std::vector<int32_t> device_ids;
+  const bool on_device = device_sampled(plan_, logit_row, &device_rows);
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
-                    : runner_->forward(*batch, by_argmax);                 // 3. forward
+                    : runner_->forward(*batch, on_device ? &device_rows : nullptr, &device_ids);  // 3. forward
   step_times_.forward_s += lap();
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
-  if (by_argmax != nullptr) {
+  if (on_device) {
+    const bool greedy = std::all_of(device_rows.begin(), device_rows.end(),
+                                    [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
     std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.n_argmax_steps;
+    ++stats_.n_device_sampled_steps;
+    if (greedy) ++stats_.n_argmax_steps;
   }
-  std::vector<sched::SeqOutput> outputs = sample_plan(plan_, *result, logit_row, by_argmax);  // 4. sample
+  std::vector<sched::SeqOutput> outputs =
+      sample_plan(plan_, *result, logit_row, on_device ? &device_ids : nullptr);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
   step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
@@ -64,13 +70,21 @@ void EngineImpl::step() {
   emit_step_events(*events);                                               // 6. emit
 }
 
-bool EngineImpl::all_plain_argmax(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row) const {
+bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
+                                std::vector<ops::Ops::SampleRow>* rows) const {
+  rows->clear();
   bool any = false;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (logit_row[i] < 0) continue;
+    const auto row = static_cast<size_t>(logit_row[i]);
+    if (rows->size() <= row) rows->resize(row + 1);
     const SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
-    if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is
-    if (!sample::is_plain_argmax(*s->params, s->n_generated, s->matcher != nullptr)) return false;
+    if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is (greedy row)
+    const SamplingParams& p = *s->params;
+    if (!sample::is_device_sampleable(p, s->n_generated, s->matcher != nullptr)) return false;
+    // The sampled token occupies the position after the step's last token (the noise key).
+    (*rows)[row] = ops::Ops::SampleRow{p.temperature, p.min_p, s->seed,
+                                       plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled};
     any = true;
   }
   return any;
@@ -79,7 +93,7 @@ bool EngineImpl::all_plain_argmax(const sched::BatchPlan& plan, const std::vecto
 std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& plan,
                                                       const model::ForwardResult& result,
                                                       const std::vector<int32_t>& logit_row,
-                                                      const std::vector<int32_t>* argmax) {
+                                                      const std::vector<int32_t>* device_ids) {
   std::vector<sched::SeqOutput> outputs(plan.seqs.size());
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
@@ -89,8 +103,8 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
     Status ok;
     sample::RowOutput out;
-    if (argmax != nullptr) {
-      out.token = (*argmax)[static_cast<size_t>(logit_row[i])];  // the device's argmax (logits not read)
+    if (device_ids != nullptr) {
+      out.token = (*device_ids)[static_cast<size_t>(logit_row[i])];  // the device's choice (logits not read)
     } else {
       // The sampled token occupies the position after the step's last token (the noise key).
       Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);

@@ -102,15 +102,27 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   return b;
 }
 
-Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch, std::vector<int32_t>* argmax) {
+Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch,
+                                                  const std::vector<ops::Ops::SampleRow>* device_sample,
+                                                  std::vector<int32_t>* ids) {
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
-  if (argmax != nullptr) {
+  if (device_sample != nullptr) {
+    DI_CHECK(ids != nullptr, "ModelRunner::forward: device sampling without an ids vector");
     const int64_t rows = r.logits.numel() == 0 ? 0 : r.logits.shape[0];
-    argmax->assign(static_cast<size_t>(rows), -1);
+    ids->assign(static_cast<size_t>(rows), -1);
     if (rows == 0) return r;
-    const tensor::TensorView ids = model_->ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device
-    model_->ops->argmax_rows(r.logits, ids);
-    model_->ops->copy(ids, tensor::TensorView::contiguous(argmax->data(), tensor::DType::kI32, {rows}));
+    if (static_cast<int64_t>(device_sample->size()) != rows) {
+      return internal_error("device sampling: {} row parameters for {} logit rows", device_sample->size(), rows);
+    }
+    const tensor::TensorView d_ids = model_->ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device
+    const bool greedy = std::all_of(device_sample->begin(), device_sample->end(),
+                                    [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
+    if (greedy) {
+      model_->ops->argmax_rows(r.logits, d_ids);
+    } else {
+      model_->ops->sample_rows(r.logits, *device_sample, d_ids);
+    }
+    model_->ops->copy(d_ids, tensor::TensorView::contiguous(ids->data(), tensor::DType::kI32, {rows}));
     return r;
   }
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;

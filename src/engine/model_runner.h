@@ -27,11 +27,14 @@ class ModelRunner {
   Result<model::ForwardBatch> prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row);
   // Runs the model. The logits view is in host memory (the sampler runs on the host; logits from a
   // device backend are copied into a buffer the runner owns) and valid until the next forward.
-  // With `argmax` (a step whose rows are all sampled greedily, sample::is_plain_argmax): the
-  // logits stay where the model wrote them, *argmax receives each logit row's argmax
-  // (Ops::argmax_rows, [n_logit_rows] ids, -1 = nothing finite) and the returned logits must not
-  // be read — on a GPU the step copies 4 bytes per row instead of the row's 129,280 floats.
-  Result<model::ForwardResult> forward(const model::ForwardBatch& batch, std::vector<int32_t>* argmax = nullptr);
+  // With `device_sample` (one Ops::SampleRow per logit row: a step whose rows are all sampled whole
+  // where the logits are, sample::is_device_sampleable): the logits stay where the model wrote
+  // them, *ids receives each logit row's token (Ops::argmax_rows when every row is greedy, else
+  // Ops::sample_rows; -1 = nothing finite) and the returned logits must not be read — on a GPU the
+  // step copies 4 bytes per row instead of the row's 129,280 floats.
+  Result<model::ForwardResult> forward(const model::ForwardBatch& batch,
+                                       const std::vector<ops::Ops::SampleRow>* device_sample = nullptr,
+                                       std::vector<int32_t>* ids = nullptr);
   // After the forward: copies state slots into the snapshots the plan asked for.
   void finish_step(const sched::BatchPlan& plan);
   // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).

@@ -10,6 +10,7 @@
 // order depends on the batch), so a sequence's results never change with what else is batched.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -422,6 +423,33 @@ class Ops {
              "argmax_rows logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
     DI_CHECK(out.dtype == DType::kI32 && out.numel() == logits.shape[0] && out.is_contiguous(),
              "argmax_rows out {} for logits {}", out.shape_string(), logits.shape_string());
+  }
+
+  // The sampler's pipeline for the rows a device takes whole (sample::is_device_sampleable):
+  // step 0 (sanitize), then greedy (temperature 0: argmax_rows' rule) or steps 6, 9 and 10 of
+  // docs/sampling.md — z = (l - max) / T in F32, min-p (exp(z - max z) >= min_p in F64), and the
+  // Gumbel-max with the keyed noise of sample/keyed_noise.h (stream kToken, key (seed, position,
+  // id)) in F64, lowest id on ties. No top-k / top-p / bias / masks / penalties: rows with those
+  // are the host sampler's.
+  struct SampleRow {
+    float temperature = 0.0f;  // 0: greedy
+    float min_p = 0.0f;        // 0: off
+    uint64_t seed = 0;         // the sequence's seed (sample::resolve_sequence_seed)
+    int64_t position = 0;      // the position the sampled token will occupy (noise key)
+  };
+  // out[i] = the host sampler's token for row i of logits [R, V] F32 (shapes as argmax_rows) with
+  // rows[i]'s parameters; -1 where nothing is finite. Equal to Sampler::sample_row bit for bit on
+  // the CPU; on a GPU up to the device's F64 log and exp (within 1 ulp of the host's: a token can
+  // differ only where two candidates' scores agree to ~1e-16).
+  virtual void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) = 0;
+  static void check_sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) {
+    check_argmax_rows(logits, out);
+    DI_CHECK(static_cast<int64_t>(rows.size()) == logits.shape[0], "sample_rows: {} row parameters for logits {}",
+             rows.size(), logits.shape_string());
+    for (const SampleRow& r : rows) {
+      DI_CHECK(std::isfinite(r.temperature) && r.temperature >= 0.0f && r.min_p >= 0.0f && r.min_p <= 1.0f,
+               "sample_rows: temperature {} / min_p {} out of range", r.temperature, r.min_p);
+    }
   }
 
   // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it

@@ -146,6 +146,9 @@ class TimingOps final : public Ops {
   void argmax_rows(const TensorView& l, const TensorView& o) override {
     timed("argmax_rows", [&] { inner_->argmax_rows(l, o); });
   }
+  void sample_rows(const TensorView& l, std::span<const SampleRow> r, const TensorView& o) override {
+    timed("sample_rows", [&] { inner_->sample_rows(l, r, o); });
+  }
 
  private:
   static std::string linear_key(const char* name, const TensorView& x, const LinearWeight& w) {

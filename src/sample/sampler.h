@@ -106,6 +106,10 @@ class Sampler {
 // ids, grammar mask (`has_mask`), penalties, nor min_tokens' stop suppression at n_generated).
 // The engine samples a step whose rows all are this way on the model's device.
 bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask);
+// Whether a row is sampled whole by Ops::sample_rows where its logits are: a plain argmax row
+// (above), or temperature > 0 with only min-p among steps 1-9 (no top-k / top-p: their cut needs
+// the row sorted) and no logprobs.
+bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask);
 
 // Gumbel-max over a processed row (step 10): the finite entry maximising z_i + G_i in fp64,
 // G_i = gumbel_noise(seed, stream, position, i); lowest id on ties; kNoToken if none is finite.

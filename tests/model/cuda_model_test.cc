@@ -276,6 +276,44 @@ TEST(CudaGoldenTest, PlainNumericsMatchTransformers) {
   EXPECT_LT(worst, 2e-3f);
 }
 
+// One engine run of four prompts sharing a prefix (12 tokens each at `temperature`, seeds 100 +
+// i); with `logprobs`, prompt 2 asks for logprobs (every step then sampled on the host).
+std::vector<std::vector<int32_t>> engine_tokens(const std::string& device, float temperature, bool logprobs,
+                                                EngineStats* stats) {
+  EngineOptions o;
+  o.model = testing::synthetic_model_dir("tiny-v4f");
+  o.device = device;
+  o.numerics = "plain";
+  o.max_num_batched_tokens = 96;  // several prefill chunks per prompt
+  o.kv_blocks = 64;
+  auto opened = EngineOptions::with_environment(o);
+  EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
+  auto engine = Engine::open(*opened);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  std::vector<std::vector<int32_t>> tokens;
+  if (!engine.is_ok()) return tokens;
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) {
+    Request r;
+    r.prompt_ids = testing::random_ids(200, 11, 128000);           // shared prefix
+    r.prompt_ids.resize(static_cast<size_t>(120 + 37 * i));
+    r.sampling.temperature = temperature;
+    r.sampling.min_p = i == 1 ? 0.02f : 0.0f;
+    r.sampling.seed = 100 + i;
+    r.sampling.max_tokens = 12;
+    r.sampling.ignore_eos = true;
+    if (logprobs && i == 2) r.sampling.logprobs = 1;
+    reqs.push_back(r);
+  }
+  auto outs = (*engine)->generate(reqs);
+  *stats = (*engine)->stats();
+  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+  if (outs.is_ok()) {
+    for (const auto& out : *outs) tokens.push_back(out.sequences.at(0).token_ids);
+  }
+  return tokens;
+}
+
 // The engine on the CUDA backend end to end (scheduler, KV pools, chunked prefill, greedy steps
 // sampled by the device's argmax_rows, only the ids copied back): greedy tokens in plain numerics
 // equal the CPU engine's, for a batch of prompts of different lengths that share a prefix; and
@@ -284,43 +322,12 @@ TEST(CudaGoldenTest, PlainNumericsMatchTransformers) {
 // every engine does.
 TEST(CudaEngineTest, GreedyBatchEqualsTheCpuEngine) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  int64_t argmax_steps = -1;
-  auto generate = [&argmax_steps](const std::string& device, bool logprobs = false) {
-    EngineOptions o;
-    o.model = testing::synthetic_model_dir("tiny-v4f");
-    o.device = device;
-    o.numerics = "plain";
-    o.max_num_batched_tokens = 96;  // several prefill chunks per prompt
-    o.kv_blocks = 64;
-    auto opened = EngineOptions::with_environment(o);
-    EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
-    auto engine = Engine::open(*opened);
-    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
-    std::vector<std::vector<int32_t>> tokens;
-    if (!engine.is_ok()) return tokens;
-    std::vector<Request> reqs;
-    for (int i = 0; i < 4; ++i) {
-      Request r;
-      r.prompt_ids = testing::random_ids(200, 11, 128000);           // shared prefix
-      r.prompt_ids.resize(static_cast<size_t>(120 + 37 * i));
-      r.sampling.temperature = 0.0f;
-      r.sampling.max_tokens = 12;
-      r.sampling.ignore_eos = true;
-      if (logprobs && i == 2) r.sampling.logprobs = 1;
-      reqs.push_back(r);
-    }
-    auto outs = (*engine)->generate(reqs);
-    argmax_steps = (*engine)->stats().n_argmax_steps;
-    EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
-    if (outs.is_ok()) {
-      for (const auto& out : *outs) tokens.push_back(out.sequences.at(0).token_ids);
-    }
-    return tokens;
-  };
-  const auto cpu = generate("cpu");
-  const auto gpu = generate("cuda");
-  EXPECT_GE(argmax_steps, 11);  // at least the 11 decode steps after the last prompt's prefill
-  const auto gpu_host_sampled = generate("cuda", /*logprobs=*/true);
+  EngineStats cpu_stats, gpu_stats, host_stats;
+  const auto cpu = engine_tokens("cpu", 0.0f, false, &cpu_stats);
+  const auto gpu = engine_tokens("cuda", 0.0f, false, &gpu_stats);
+  EXPECT_GE(gpu_stats.n_argmax_steps, 11);  // at least the 11 decode steps after the last prompt's prefill
+  const auto gpu_host_sampled = engine_tokens("cuda", 0.0f, /*logprobs=*/true, &host_stats);
+  EXPECT_EQ(host_stats.n_device_sampled_steps, 0);
   ASSERT_EQ(cpu.size(), 4u);
   ASSERT_EQ(gpu.size(), 4u);
   for (size_t i = 0; i < cpu.size(); ++i) {
@@ -328,6 +335,23 @@ TEST(CudaEngineTest, GreedyBatchEqualsTheCpuEngine) {
     EXPECT_EQ(gpu[i], cpu[i]) << "prompt " << i;
   }
   EXPECT_EQ(gpu_host_sampled, gpu);
+}
+
+// Seeded temperature sampling on the CUDA engine: steps sampled on the device (Ops::sample_rows,
+// only the ids copied back) give the tokens the host sampler gives from the copied logits (a
+// logprobs request in the batch sends every step there) — the same keyed noise on both sides.
+TEST(CudaEngineTest, TemperatureStepsOnTheDeviceEqualTheHostSampler) {
+  if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  EngineStats device_stats, host_stats;
+  const auto on_device = engine_tokens("cuda", 0.8f, false, &device_stats);
+  const auto on_host = engine_tokens("cuda", 0.8f, /*logprobs=*/true, &host_stats);
+  EXPECT_GE(device_stats.n_device_sampled_steps, 11);
+  EXPECT_EQ(device_stats.n_argmax_steps, 0);
+  EXPECT_EQ(host_stats.n_device_sampled_steps, 0);
+  ASSERT_EQ(on_device.size(), 4u);
+  EXPECT_EQ(on_device, on_host);
+  EngineStats greedy_stats;
+  EXPECT_NE(on_device, engine_tokens("cuda", 0.0f, false, &greedy_stats));  // sampled, not argmax rows
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Ops::argmax_rows on the CPU reference is greedy sampling's choice: for rows with ties, NaN, +inf
 // and nothing finite it gives the token the host sampler gives a plain greedy row (and
-// sanitize_logits + argmax_lowest_id, the steps it mirrors). The CUDA op is held to this one by
-// cuda_ops_test (ArgmaxRowsIsTheCpuChoice); the engine samples plain greedy steps with it.
+// sanitize_logits + argmax_lowest_id, the steps it mirrors). Ops::sample_rows is the host
+// sampler's token for every row sample::is_device_sampleable admits (greedy, temperature, min-p,
+// seeds and positions). The CUDA ops are held to these by cuda_ops_test (ArgmaxRowsIsTheCpuChoice,
+// SampleRowsIsTheCpuChoice); the engine samples such steps with them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +59,94 @@ TEST(ArgmaxRowsTest, IsTheHostSamplersGreedyChoice) {
     EXPECT_EQ(ids.as<int32_t>()[0], -1);
     EXPECT_EQ(ids.as<int32_t>()[1], -1);
   }
+}
+
+// Random rows (ties, NaN, +-inf, nothing finite) with random greedy / temperature / min-p
+// parameters, seeds and positions: sample_rows gives Sampler::sample_row's token for each.
+TEST(SampleRowsTest, IsTheHostSamplersChoice) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(11);
+  cpu::CpuOps ops;
+  int64_t sampled = 0, differs_from_argmax = 0;
+  for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}}) {
+    const int64_t R = 60, ld = V + 3;  // padded rows
+    TensorView buf = ops.alloc_persistent(DType::kF32, {R, ld});
+    float* h = buf.as<float>();
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::uniform_int_distribution<int> kind(0, 39), small(-2, 2);
+    for (int64_t i = 0; i < R * ld; ++i) {
+      const int k = kind(rng);  // mostly continuous values, some ties and specials
+      h[i] = k == 0 ? nan : k == 1 ? -kInf : k == 2 && i % 7 == 0 ? kInf : k < 8 ? static_cast<float>(small(rng))
+                                                                              : normal(rng);
+    }
+    for (int64_t i = 0; i < V; ++i) h[0 * ld + i] = nan, h[1 * ld + i] = -kInf;  // nothing finite
+    TensorView logits = buf;
+    logits.shape[1] = V;  // [R, V], row stride ld
+    std::vector<SamplingParams> params(static_cast<size_t>(R));
+    std::vector<Ops::SampleRow> rows(static_cast<size_t>(R));
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (int64_t r = 0; r < R; ++r) {
+      SamplingParams& p = params[static_cast<size_t>(r)];
+      p.temperature = r % 5 == 0 ? 0.0f : (r % 5 == 1 ? 1.0f : 0.05f + 2.0f * unit(rng));
+      p.min_p = r % 3 == 0 ? 0.0f : 0.3f * unit(rng);
+      ASSERT_TRUE(sample::is_device_sampleable(p, 0, false));
+      rows[static_cast<size_t>(r)] = {p.temperature, p.min_p, rng(), static_cast<int64_t>(rng() % 100000)};
+    }
+    TensorView ids = ops.alloc_persistent(DType::kI32, {R});
+    TensorView greedy_ids = ops.alloc_persistent(DType::kI32, {R});
+    ops.sample_rows(logits, rows, ids);
+    ops.argmax_rows(logits, greedy_ids);
+    auto sampler = sample::Sampler::create({.n_vocab = static_cast<int32_t>(V)});
+    ASSERT_TRUE(sampler.is_ok());
+    for (int64_t r = 0; r < R; ++r) {
+      sample::RowInput row;
+      row.params = &params[static_cast<size_t>(r)];
+      row.seed = rows[static_cast<size_t>(r)].seed;
+      row.position = rows[static_cast<size_t>(r)].position;
+      const std::vector<float> z(h + r * ld, h + r * ld + V);
+      EXPECT_EQ(ids.as<int32_t>()[r], sampler->sample_row(z, row).token) << "V " << V << ", row " << r;
+      if (params[static_cast<size_t>(r)].temperature > 0.0f) ++sampled;
+      differs_from_argmax += ids.as<int32_t>()[r] != greedy_ids.as<int32_t>()[r];
+    }
+    EXPECT_EQ(ids.as<int32_t>()[0], -1);
+    EXPECT_EQ(ids.as<int32_t>()[1], -1);
+  }
+  EXPECT_GT(sampled, 100);
+  EXPECT_GT(differs_from_argmax, 30);  // the sampled rows are not argmax rows in disguise
+}
+
+// What is_device_sampleable admits: the parameters sample_rows implements, nothing else.
+TEST(SampleRowsTest, DeviceSampleableRows) {
+  SamplingParams p;  // temperature 1, nothing else
+  EXPECT_TRUE(sample::is_device_sampleable(p, 0, false));
+  p.min_p = 0.1f;
+  EXPECT_TRUE(sample::is_device_sampleable(p, 0, false));
+  EXPECT_FALSE(sample::is_device_sampleable(p, 0, true));  // a grammar mask
+  SamplingParams k = p;
+  k.top_k = 40;
+  EXPECT_FALSE(sample::is_device_sampleable(k, 0, false));
+  SamplingParams t = p;
+  t.top_p = 0.9f;
+  EXPECT_FALSE(sample::is_device_sampleable(t, 0, false));
+  SamplingParams l = p;
+  l.logprobs = 0;
+  EXPECT_FALSE(sample::is_device_sampleable(l, 0, false));
+  SamplingParams r = p;
+  r.repetition_penalty = 1.1f;
+  EXPECT_FALSE(sample::is_device_sampleable(r, 0, false));
+  SamplingParams b = p;
+  b.logit_bias[3] = 1.0f;
+  EXPECT_FALSE(sample::is_device_sampleable(b, 0, false));
+  SamplingParams m = p;
+  m.min_tokens = 4;
+  EXPECT_FALSE(sample::is_device_sampleable(m, 3, false));
+  EXPECT_TRUE(sample::is_device_sampleable(m, 4, false));
+  SamplingParams g;  // greedy ignores top-k / top-p (they keep the argmax)
+  g.temperature = 0.0f;
+  g.top_k = 5;
+  g.top_p = 0.5f;
+  EXPECT_TRUE(sample::is_device_sampleable(g, 0, false));
 }
 
 }  // namespace

@@ -753,5 +753,49 @@ TEST_F(CudaOpsTest, ArgmaxRowsIsTheCpuChoice) {
   }
 }
 
+// Temperature sampling on the device (Ops::sample_rows): the CPU op's ids (which are the host
+// sampler's, argmax_rows_test) for greedy, temperature and min-p rows with random seeds and
+// positions, over vocabulary sizes with padded strides, NaN / +inf / all -inf rows, batches of 1
+// (the most slices) to 40; and ids that move with the seed (rows are sampled, not argmax rows).
+TEST_F(CudaOpsTest, SampleRowsIsTheCpuChoice) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  int64_t compared = 0, not_argmax = 0;
+  for (const int64_t V : {int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t R : {int64_t{1}, int64_t{9}, int64_t{40}}) {
+      const int64_t ld = V + (R == 9 ? 3 : 0);
+      Pair buf = random(DType::kF32, {R, ld}, 3.0f);
+      float* h = buf.host.as<float>();
+      if (R > 1) {
+        for (int64_t i = 0; i < V; ++i) {
+          h[1 * ld + i] = i % 2 ? nan : -inf;                 // row 1: nothing finite -> -1
+          h[2 * ld + i] = i % 7 == 0 ? nan : h[2 * ld + i];   // row 2: NaN among values
+        }
+        h[3 * ld + V / 2] = inf;                              // row 3: +inf reads as FLT_MAX
+      }
+      upload(buf);
+      TensorView lh = buf.host, ld_dev = buf.dev;
+      lh.shape[1] = ld_dev.shape[1] = V;  // [R, V] with row stride ld
+      std::vector<ops::Ops::SampleRow> rows(static_cast<size_t>(R));
+      std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+      for (int64_t r = 0; r < R; ++r) {
+        const float t = r % 4 == 3 ? 0.0f : 0.2f + 1.5f * unit(rng_);
+        rows[static_cast<size_t>(r)] = {t, r % 3 == 1 ? 0.2f * unit(rng_) : 0.0f, rng_(),
+                                        static_cast<int64_t>(rng_() % 200000)};
+      }
+      Pair ids = make(DType::kI32, {R}), argmax = make(DType::kI32, {R});
+      cpu_.sample_rows(lh, rows, ids.host);
+      cpu_.argmax_rows(lh, argmax.host);
+      gpu_->sample_rows(ld_dev, rows, ids.dev);
+      EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", rows " << R;
+      if (R > 1) EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      for (int64_t r = 0; r < R; ++r) {
+        ++compared;
+        not_argmax += ids.host.as<int32_t>()[r] != argmax.host.as<int32_t>()[r];
+      }
+    }
+  }
+  EXPECT_GT(not_argmax, compared / 3) << "of " << compared;
+}
+
 }  // namespace
 }  // namespace deepinfer::testing

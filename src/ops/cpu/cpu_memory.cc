@@ -6,6 +6,7 @@
 
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
+#include "sample/keyed_noise.h"
 
 namespace deepinfer::ops::cpu {
 
@@ -129,6 +130,37 @@ void CpuOps::argmax_rows(const TensorView& logits, const TensorView& out) {
       if (v == std::numeric_limits<float>::infinity()) v = std::numeric_limits<float>::max();
       // Strict '>' scanning ids upwards: the lowest id among equal maxima; NaN and -inf never win.
       if (v > best_v) best_v = v, best = static_cast<int32_t>(i);
+    }
+    ids[r] = best;
+  }
+}
+
+void CpuOps::sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) {
+  check_sample_rows(logits, rows, out);
+  argmax_rows(logits, out);  // the greedy rows' tokens, and every row's maximum (at its id)
+  const float* base = logits.as<const float>();
+  int32_t* ids = out.as<int32_t>();
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  auto sanitized = [](float v) {
+    return std::isnan(v) ? kNegInf : (v == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::max() : v);
+  };
+  for (int64_t r = 0; r < logits.shape[0]; ++r) {
+    const SampleRow& p = rows[static_cast<size_t>(r)];
+    if (p.temperature == 0.0f || ids[r] < 0) continue;  // greedy, or nothing finite (-1)
+    const float* row = base + r * logits.stride[0];
+    const float m = sanitized(row[ids[r]]);
+    int32_t best = -1;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < logits.shape[1]; ++i) {
+      // The processed logit (sampler steps 0 and 6); the row's processed maximum is (m - m) / T = +0,
+      // so min-p's exp(z - max z) is exp(z).
+      const float z = (sanitized(row[i]) - m) / p.temperature;
+      if (z == kNegInf) continue;
+      if (p.min_p > 0.0f && std::exp(static_cast<double>(z)) < static_cast<double>(p.min_p)) continue;
+      const auto id = static_cast<int32_t>(i);
+      const double score =
+          static_cast<double>(z) + sample::gumbel_noise(p.seed, sample::NoiseStream::kToken, p.position, id);
+      if (best < 0 || score > best_score) best_score = score, best = id;  // lowest id on ties
     }
     ids[r] = best;
   }

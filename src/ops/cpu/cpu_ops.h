@@ -73,6 +73,7 @@ class CpuOps : public Ops {
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
+  void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;
 
   // DeepSeek-V4.1 (cpu_v41_*.cc).
   void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;

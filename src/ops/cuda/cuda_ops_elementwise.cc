@@ -1,5 +1,6 @@
 // CudaOps launchers: elementwise, norms, RoPE, fake-quantisers and hyper-connections.
 #include <algorithm>
+#include <cstddef>
 
 #include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
@@ -105,6 +106,26 @@ void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
   const TensorView part_i = slots > 0 ? alloc(DType::kI32, {slots}) : TensorView{};   // [R, S] their ids
   DI_LAUNCH(k::launch_argmax_rows({dptr<float>(logits), R, logits.stride[0], V, dptr<int32_t>(out),
                                    dptr<float>(part_v), dptr<int32_t>(part_i)},
+                                  stream_));
+}
+
+// The layout of kernels::DeviceSampleRow (checked against the same numbers in launch_elementwise.cu).
+static_assert(sizeof(Ops::SampleRow) == 24 && offsetof(Ops::SampleRow, min_p) == 4 &&
+              offsetof(Ops::SampleRow, seed) == 8 && offsetof(Ops::SampleRow, position) == 16);
+
+void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) {
+  check_sample_rows(logits, rows, out);
+  const int64_t R = logits.shape[0], V = logits.shape[1];
+  if (R == 0) return;
+  const int64_t slots = k::argmax_workspace_slots(R, V);
+  const TensorView part_v = slots > 0 ? alloc(DType::kF32, {slots}) : TensorView{};   // [R, S] slice maxima
+  const TensorView part_i = slots > 0 ? alloc(DType::kI32, {slots}) : TensorView{};   // [R, S] their ids
+  const TensorView part_s = slots > 0 ? alloc(DType::kI32, {2 * slots}) : TensorView{};  // [R, S] F64 slice scores
+  // [R] SampleRow (24 bytes each) on the device.
+  const TensorView d_rows = upload(rows.data(), DType::kI32, {R * static_cast<int64_t>(sizeof(SampleRow) / 4)});
+  DI_LAUNCH(k::launch_sample_rows({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, dptr<int32_t>(out),
+                                   dptr<float>(part_v), dptr<int32_t>(part_i),
+                                   static_cast<double*>(part_s.data)},
                                   stream_));
 }
 

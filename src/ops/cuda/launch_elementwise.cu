@@ -9,6 +9,7 @@
 #include "kernels/norm/hc_cluster.cuh"
 #include "kernels/norm/hc_mix_prefill.cuh"
 #include "kernels/sample/argmax.cuh"
+#include "kernels/sample/gumbel_sample.cuh"
 
 namespace deepinfer::kernels {
 namespace {
@@ -157,6 +158,24 @@ cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
   if (S > 1) {
     launch_pdl(argmax_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, p.part_v, p.part_i, S, p.out);
   }
+  return cudaGetLastError();
+}
+
+// Ops::SampleRow's layout (checked against the same numbers in cuda_ops_elementwise.cc).
+static_assert(sizeof(DeviceSampleRow) == 24 && offsetof(DeviceSampleRow, min_p) == 4 &&
+              offsetof(DeviceSampleRow, seed) == 8 && offsetof(DeviceSampleRow, position) == 16);
+
+cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
+  if (p.rows < 1) return cudaSuccess;
+  if (cudaError_t e = launch_argmax_rows({p.logits, p.rows, p.ld, p.V, p.out, p.part_v, p.part_i}, s); e != cudaSuccess) {
+    return e;
+  }
+  const int S = argmax_slices(p.rows, p.V, device_sm_count());
+  if (S > 1 && p.part_s == nullptr) return cudaErrorInvalidValue;
+  const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
+  launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
+             p.ld, p.V, rows, p.out, p.part_s, p.part_i);
+  if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_i, S, p.out);
   return cudaGetLastError();
 }
 

@@ -37,6 +37,7 @@ TEST(BenchEngineTest, RowsAreConsistent) {
     // One step for the prompts (they fit one step together), then one per further token.
     EXPECT_GE(r["steps"].get<int>(), 4);
     EXPECT_EQ(r["argmax_steps"], r["steps"]);  // greedy: every step sampled by the argmax
+    EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
     double phases = 0;
     for (const auto& [name, ms] : r["phase_ms_per_step"].items()) {
       EXPECT_GE(ms.get<double>(), 0.0) << name;
@@ -52,15 +53,24 @@ TEST(BenchEngineTest, RowsAreConsistent) {
   }
 }
 
-TEST(BenchEngineTest, SampledRowsUseTheHostSampler) {
+// Temperature rows are sampled where the logits are (Ops::sample_rows); a top-p row sends every
+// step to the host sampler.
+TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessTopP) {
   EngineBenchOptions o = micro_bench();
   o.concurrency = {2};
   o.temperature = 0.8;
   auto out = run_engine_benchmark(o);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
-  const auto r = nlohmann::json::parse(*out)["rows"][0];
+  auto r = nlohmann::json::parse(*out)["rows"][0];
   EXPECT_EQ(r["argmax_steps"].get<int>(), 0);
   EXPECT_GE(r["steps"].get<int>(), 4);
+  EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
+  o.top_p = 0.9;
+  out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  r = nlohmann::json::parse(*out)["rows"][0];
+  EXPECT_EQ(r["device_sampled_steps"].get<int>(), 0);
+  EXPECT_EQ(r["top_p"].get<double>(), 0.9);
 }
 
 TEST(BenchEngineTest, BadOptionsAreNamed) {
@@ -84,6 +94,9 @@ TEST(BenchEngineTest, BadOptionsAreNamed) {
   o = micro_bench();
   o.temperature = -1;
   expect_error(o, "--temperature");
+  o = micro_bench();
+  o.top_p = 0;
+  expect_error(o, "--top-p");
   o = micro_bench();
   o.model = "/nonexistent/model/dir";
   expect_error(o, "/nonexistent/model/dir");

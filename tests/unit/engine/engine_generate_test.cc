@@ -78,6 +78,37 @@ TEST(EngineGenerateTest, PlainGreedyStepsTakeTheArgmaxAndMatchTheHostSampler) {
   EXPECT_EQ(host_steps, 0);    // the logprobs row shares every sampling step (both prompts fit one step)
 }
 
+// Steps whose rows are greedy or plain temperature (min-p allowed) are sampled by Ops::sample_rows
+// where the logits are; a logprobs row takes the step back to the host sampler. Both give the same
+// seeded tokens (the same keyed noise), and the stats count the device-sampled steps.
+TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) {
+  auto run = [&](bool with_logprobs, EngineStats* stats) {
+    auto engine = testing::open_micro();
+    EXPECT_NE(engine, nullptr);
+    if (engine == nullptr) return std::vector<std::vector<int32_t>>{};
+    std::vector<Request> reqs{ids_request(prompt_ids(21, 8), 10, 5, 0.9f), ids_request(prompt_ids(26, 9), 10, 6, 0.0f),
+                              ids_request(prompt_ids(17, 10), 10, 7, 1.3f)};
+    reqs[2].sampling.min_p = 0.05f;
+    if (with_logprobs) reqs[1].sampling.logprobs = 1;
+    auto tokens = testing::generate_tokens(*engine, reqs);
+    *stats = engine->stats();
+    return tokens;
+  };
+  EngineStats device, host;
+  const auto on_device = run(false, &device), on_host = run(true, &host);
+  ASSERT_EQ(on_device.size(), 3u);
+  EXPECT_EQ(on_device, on_host);
+  EXPECT_GE(device.n_device_sampled_steps, 10);  // every sampling step (the prompts share the first)
+  EXPECT_EQ(device.n_argmax_steps, 0);           // none of them all greedy
+  EXPECT_EQ(host.n_device_sampled_steps, 0);
+  // The seeds matter: another seed gives other tokens (the rows are sampled, not argmax rows).
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  const auto reseeded = testing::generate_tokens(*engine, {ids_request(prompt_ids(21, 8), 10, 55, 0.9f)});
+  ASSERT_EQ(reseeded.size(), 1u);
+  EXPECT_NE(reseeded[0], on_device[0]);
+}
+
 TEST(EngineGenerateTest, BatchOfRequestsAllFinishWithExactLengths) {
   auto engine = testing::open_micro();
   ASSERT_NE(engine, nullptr);
