@@ -94,34 +94,49 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
                                                       const model::ForwardResult& result,
                                                       const std::vector<int32_t>& logit_row,
                                                       const std::vector<int32_t>* device_ids) {
-  std::vector<sched::SeqOutput> outputs(plan.seqs.size());
-  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+  const size_t n = plan.seqs.size();
+  std::vector<sched::SeqOutput> outputs(n);
+  std::vector<sample::RowOutput> sampled(n);
+  std::vector<Status> status(n);
+  // Host rows: their inputs gathered in plan order (grammar masks are filled per sequence), then
+  // sampled together across threads (Sampler::sample_rows; a row's token depends on its inputs
+  // only), then accepted in plan order below.
+  std::vector<size_t> host;
+  std::vector<sample::RowInput> inputs;
+  std::vector<const float*> rows;
+  for (size_t i = 0; i < n; ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
     outputs[i].seq_id = sp.seq_id;
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
-    Status ok;
-    sample::RowOutput out;
     if (device_ids != nullptr) {
-      out.token = (*device_ids)[static_cast<size_t>(logit_row[i])];  // the device's choice (logits not read)
-    } else {
-      // The sampled token occupies the position after the step's last token (the noise key).
-      Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);
-      ok = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
-      if (ok.is_ok()) {
-        const auto n_vocab = static_cast<size_t>(result.logits.shape[1]);
-        const float* logits =
-            result.logits.as<const float>() + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0];
-        out = sampler_->sample_row(std::span<const float>(logits, n_vocab), *row);
-      }
+      sampled[i].token = (*device_ids)[static_cast<size_t>(logit_row[i])];  // the device's choice (logits not read)
+      continue;
     }
+    // The sampled token occupies the position after the step's last token (the noise key).
+    Result<sample::RowInput> row = outputs_->row_input(*s, sp.first_position + sp.n_tokens_scheduled);
+    status[i] = row.is_ok() ? sampler_->check_row(*row, i) : row.status();
+    if (!status[i].is_ok()) continue;
+    host.push_back(i);
+    inputs.push_back(*row);
+    rows.push_back(result.logits.as<const float>() + static_cast<int64_t>(logit_row[i]) * result.logits.stride[0]);
+  }
+  std::vector<sample::RowOutput> host_out(host.size());
+  sampler_->sample_rows(rows, inputs, host_out);
+  for (size_t k = 0; k < host.size(); ++k) sampled[host[k]] = std::move(host_out[k]);
+  for (size_t i = 0; i < n; ++i) {
+    if (logit_row[i] < 0) continue;
+    SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
+    if (s == nullptr) continue;
+    Status ok = status[i];
+    const sample::RowOutput& out = sampled[i];
     if (ok.is_ok() && out.token == sample::kNoToken) {
       ok = invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
     }
     Result<sched::FinishReason> finish = ok.is_ok() ? outputs_->accept_token(*s, out) : Result<sched::FinishReason>(ok);
     if (!finish.is_ok()) {
-      end_sequence(sp.seq_id, FinishReason::kError, finish.status().message());  // deferred by the scheduler
+      end_sequence(plan.seqs[i].seq_id, FinishReason::kError, finish.status().message());  // deferred by the scheduler
       continue;
     }
     outputs[i].tokens.push_back(out.token);

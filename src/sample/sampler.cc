@@ -122,7 +122,12 @@ RowOutput Sampler::sample_row(std::span<const float> logits, const RowInput& row
     out.token = p.is_greedy() ? argmax_lowest_id(z)
                               : gumbel_argmax(z, row.seed, NoiseStream::kToken, row.position);
   }
-  const int32_t n_top = p.logprobs.value_or(0);
+  // Logprobs only when asked for: the log-sum-exp is a pass over the row as long as the sampling.
+  if (!p.logprobs.has_value()) {
+    out.logprob = out.token == kNoToken ? kNegInf : 0.0f;
+    return out;
+  }
+  const int32_t n_top = *p.logprobs;
   std::span<const float> source = z;
   if (p.logprobs_mode == LogprobsMode::kRaw) {
     std::span<float> raw = scratch_row(1, logits.size());  // [n_vocab] sanitized model logits
@@ -134,6 +139,17 @@ RowOutput Sampler::sample_row(std::span<const float> logits, const RowInput& row
   out.logprob = out.token == kNoToken ? kNegInf : token_logprob(source, lse, out.token);
   out.top_logprobs = top_logprobs(source, lse, n_top);
   return out;
+}
+
+void Sampler::sample_rows(std::span<const float* const> logits, std::span<const RowInput> rows,
+                          std::span<RowOutput> out) const {
+  const auto n = static_cast<int64_t>(rows.size());
+  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  for (int64_t i = 0; i < n; ++i) {
+    out[static_cast<size_t>(i)] =
+        sample_row(std::span<const float>(logits[static_cast<size_t>(i)], n_vocab), rows[static_cast<size_t>(i)]);
+  }
 }
 
 bool Sampler::sampling_probs(std::span<const float> logits, const RowInput& row,

@@ -57,7 +57,9 @@ struct RowInput {
 
 struct RowOutput {
   int32_t token = kNoToken;
-  float logprob = 0.0f;                    // of `token`, in params->logprobs_mode
+  // Of `token`, in params->logprobs_mode, when params->logprobs is set (else not computed: 0, or
+  // -inf with no token).
+  float logprob = 0.0f;
   std::vector<TokenLogprob> top_logprobs;  // params->logprobs entries (empty if none asked)
 };
 
@@ -74,6 +76,11 @@ class Sampler {
 
   // One row; `row` must already be checked (sample() does it).
   RowOutput sample_row(std::span<const float> logits, const RowInput& row) const;
+  // sample_row for each of n rows: logits[i] (n_vocab floats) with rows[i] into out[i], rows
+  // spread over threads (OpenMP). Rows are independent, so the thread count never changes a
+  // result. Rows must already be checked.
+  void sample_rows(std::span<const float* const> logits, std::span<const RowInput> rows,
+                   std::span<RowOutput> out) const;
 
   // The final sampling distribution of a row as probabilities (steps 0-9, then softmax in fp64),
   // written to probs[n_vocab]; greedy rows give a point mass on the argmax. This is the p (or q)

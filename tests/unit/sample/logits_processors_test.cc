@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace deepinfer::sample {
@@ -156,6 +158,55 @@ TEST(LogitsProcessorsTest, TopPReachedExactlyStopsThere) {
   std::vector<float> l = {0.0f, -200.0f, 0.0f};
   apply_top_p(l, 0.9f);
   EXPECT_EQ(l, (std::vector<float>{0.0f, -kInf, 0.0f}));
+}
+
+// apply_top_p sorts only a prefix of the (logit desc, id asc) order that surely holds the cut:
+// on rows from flat to peaked (where the prefix is a handful of tokens), with ties, -inf entries
+// and many top_p values, it leaves the row exactly as the full sort of every finite token does
+// (the reference below is that algorithm written out).
+TEST(LogitsProcessorsTest, TopPEqualsTheFullSort) {
+  auto full_sort = [](std::vector<float>& l, float top_p) {
+    float m = -kInf;
+    for (float v : l) m = std::max(m, v);
+    std::vector<int32_t> order;
+    double total = 0.0;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (l[i] == -kInf) continue;
+      order.push_back(static_cast<int32_t>(i));
+      total += std::exp(static_cast<double>(l[i]) - m);
+    }
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] != l[b] ? l[a] > l[b] : a < b; });
+    double mass = 0.0;
+    for (int32_t id : order) {
+      mass += std::exp(static_cast<double>(l[id]) - m);
+      if (mass >= static_cast<double>(top_p) * total) {
+        const float threshold = l[id];
+        for (float& v : l) v = v < threshold ? -kInf : v;
+        return;
+      }
+    }
+  };
+  std::mt19937 rng(5);
+  int64_t small_prefix_rows = 0;
+  for (const float scale : {0.5f, 3.0f, 12.0f, 40.0f}) {  // flat ... peaked
+    for (int trial = 0; trial < 12; ++trial) {
+      std::normal_distribution<float> normal(0.0f, scale);
+      std::uniform_int_distribution<int> kind(0, 19);
+      std::vector<float> row(5000);
+      for (float& v : row) {
+        const int k = kind(rng);
+        v = k == 0 ? -kInf : (k == 1 ? std::round(normal(rng)) : normal(rng));  // some ties
+      }
+      for (const float top_p : {0.05f, 0.5f, 0.9f, 0.95f, 0.999f}) {
+        std::vector<float> got = row, want = row;
+        apply_top_p(got, top_p);
+        full_sort(want, top_p);
+        ASSERT_EQ(got, want) << "scale " << scale << ", trial " << trial << ", top_p " << top_p;
+        small_prefix_rows += std::count_if(got.begin(), got.end(), [](float v) { return v != -kInf; }) < 100;
+      }
+    }
+  }
+  EXPECT_GT(small_prefix_rows, 20);  // the peaked rows do exercise short prefixes
 }
 
 TEST(LogitsProcessorsTest, MinPIsRelativeToTheTopProbability) {
