@@ -42,7 +42,10 @@ TEST(EndpointsTest, MetricsAfterTraffic) {
         "deepinfer_request_generation_tokens_bucket{le=\"10\"} 3\n",
         "deepinfer_requests_in_flight 0\n", "deepinfer_requests_in_flight_limit 4096\n",
         "deepinfer_kv_cache_usage_ratio 0\n", "deepinfer_prefix_cache_hit_rate 0\n",
-        "# TYPE deepinfer_time_per_output_token_seconds histogram\n"}) {
+        "# TYPE deepinfer_time_per_output_token_seconds histogram\n",
+        "# TYPE deepinfer_engine_step_seconds_total counter\n",
+        "deepinfer_engine_step_seconds_total{phase=\"forward\"} 0\n",
+        "deepinfer_engine_step_seconds_total{phase=\"emit\"} 0\n"}) {
     EXPECT_NE(m.find(line), std::string::npos) << line;
   }
 }
