@@ -55,8 +55,10 @@ struct EngineBenchOptions {
   std::vector<int32_t> concurrency = {1, 8, 32, 128};
   int32_t input_len = 1024;
   int32_t output_len = 256;
-  double temperature = 0.0;           // 0: greedy; with top_p = 1 both are sampled on the device
-  double top_p = 1.0;                 // < 1: every step on the host sampler (logits copied back)
+  double temperature = 0.0;           // 0: greedy (either is sampled on the device)
+  double top_p = 1.0;
+  int32_t top_k = 0;                  // <= 0: off
+  int32_t logprobs = -1;              // >= 0: logprobs per token (every step on the host sampler)
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

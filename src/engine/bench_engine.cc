@@ -72,6 +72,8 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
     for (int32_t& t : r.prompt_ids) t = id(rng);
     r.sampling.temperature = static_cast<float>(o.temperature);
     r.sampling.top_p = static_cast<float>(o.top_p);
+    r.sampling.top_k = o.top_k;
+    if (o.logprobs >= 0) r.sampling.logprobs = o.logprobs;
     r.sampling.max_tokens = o.output_len;
     r.sampling.ignore_eos = true;
     r.sampling.seed = seed + static_cast<uint64_t>(i);
@@ -140,6 +142,8 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"output_len", o.output_len},
               {"temperature", o.temperature},
               {"top_p", o.top_p},
+              {"top_k", o.top_k},
+              {"logprobs", o.logprobs},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"total_tokens_per_s", out_tokens * (1.0 + static_cast<double>(o.input_len) / o.output_len) / wall},
@@ -175,6 +179,7 @@ Status check_options(const EngineBenchOptions& o) {
   if (o.output_len < 1) return invalid_argument("bench-engine: --output-len {} (must be >= 1)", o.output_len);
   if (o.temperature < 0) return invalid_argument("bench-engine: --temperature {} (must be >= 0)", o.temperature);
   if (!(o.top_p > 0 && o.top_p <= 1)) return invalid_argument("bench-engine: --top-p {} (must be in (0, 1])", o.top_p);
+  if (o.logprobs > 20) return invalid_argument("bench-engine: --logprobs {} (at most 20)", o.logprobs);
   if (o.model.empty() && o.layers < 1) return invalid_argument("bench-engine: --layers {} (must be >= 1)", o.layers);
   return Status::ok();
 }

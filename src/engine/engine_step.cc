@@ -84,7 +84,8 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
     if (!sample::is_device_sampleable(p, s->n_generated, s->matcher != nullptr)) return false;
     // The sampled token occupies the position after the step's last token (the noise key).
     (*rows)[row] = ops::Ops::SampleRow{p.temperature, p.min_p, s->seed,
-                                       plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled};
+                                       plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled, p.top_k,
+                                       p.top_p};
     any = true;
   }
   return any;

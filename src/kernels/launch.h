@@ -41,10 +41,11 @@ struct ArgmaxParams { const float* logits; int64_t rows, ld, V; int32_t* out; fl
 int64_t argmax_workspace_slots(int64_t rows, int64_t V);
 cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 // Temperature sampling (Ops::sample_rows): argmax_rows into out first (the rows' maxima; greedy
-// rows' answers), then the Gumbel-max of the sampled rows; part_s / part_i: argmax_workspace_slots
-// F64 / I32 each (null when 0). rows: [rows] DeviceSampleRow on the device (Ops::SampleRow's layout).
+// rows' answers), with `filters` (some row has top-k / top-p) each row's cut into cut [rows] F32,
+// then the Gumbel-max of the sampled rows; part_s / part_i: argmax_workspace_slots F64 / I32 each
+// (null when 0). params: [rows] DeviceSampleRow on the device (Ops::SampleRow's layout).
 struct SampleLaunchParams { const float* logits; int64_t rows, ld, V; const void* params; int32_t* out;
-                            float* part_v; int32_t* part_i; double* part_s; };
+                            float* part_v; int32_t* part_i; double* part_s; bool filters; float* cut; };
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);

@@ -426,29 +426,33 @@ class Ops {
   }
 
   // The sampler's pipeline for the rows a device takes whole (sample::is_device_sampleable):
-  // step 0 (sanitize), then greedy (temperature 0: argmax_rows' rule) or steps 6, 9 and 10 of
-  // docs/sampling.md — z = (l - max) / T in F32, min-p (exp(z - max z) >= min_p in F64), and the
-  // Gumbel-max with the keyed noise of sample/keyed_noise.h (stream kToken, key (seed, position,
-  // id)) in F64, lowest id on ties. No top-k / top-p / bias / masks / penalties: rows with those
+  // step 0 (sanitize), then greedy (temperature 0: argmax_rows' rule) or steps 6-10 of
+  // docs/sampling.md — z = (l - max) / T in F32, top-k, top-p, min-p (exp(z - max z) >= min_p in
+  // F64), and the Gumbel-max with the keyed noise of sample/keyed_noise.h (stream kToken, key
+  // (seed, position, id)) in F64, lowest id on ties. No bias / masks / penalties: rows with those
   // are the host sampler's.
   struct SampleRow {
     float temperature = 0.0f;  // 0: greedy
     float min_p = 0.0f;        // 0: off
     uint64_t seed = 0;         // the sequence's seed (sample::resolve_sequence_seed)
     int64_t position = 0;      // the position the sampled token will occupy (noise key)
+    int32_t top_k = 0;         // <= 0: off
+    float top_p = 1.0f;        // 1: off
   };
   // out[i] = the host sampler's token for row i of logits [R, V] F32 (shapes as argmax_rows) with
   // rows[i]'s parameters; -1 where nothing is finite. Equal to Sampler::sample_row bit for bit on
   // the CPU; on a GPU up to the device's F64 log and exp (within 1 ulp of the host's: a token can
-  // differ only where two candidates' scores agree to ~1e-16).
+  // differ only where two candidates' scores agree to ~1e-16) and top-p's mass, summed in fixed
+  // point there (its cut can differ only where the mass reaches the target within ~1e-9).
   virtual void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) = 0;
   static void check_sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) {
     check_argmax_rows(logits, out);
     DI_CHECK(static_cast<int64_t>(rows.size()) == logits.shape[0], "sample_rows: {} row parameters for logits {}",
              rows.size(), logits.shape_string());
     for (const SampleRow& r : rows) {
-      DI_CHECK(std::isfinite(r.temperature) && r.temperature >= 0.0f && r.min_p >= 0.0f && r.min_p <= 1.0f,
-               "sample_rows: temperature {} / min_p {} out of range", r.temperature, r.min_p);
+      DI_CHECK(std::isfinite(r.temperature) && r.temperature >= 0.0f && r.min_p >= 0.0f && r.min_p <= 1.0f &&
+                   r.top_p > 0.0f && r.top_p <= 1.0f,
+               "sample_rows: temperature {} / min_p {} / top_p {} out of range", r.temperature, r.min_p, r.top_p);
     }
   }
 

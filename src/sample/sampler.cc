@@ -176,9 +176,9 @@ bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask
 
 bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask) {
   if (p.is_greedy()) return is_plain_argmax(p, n_generated, has_mask);
-  // Mirrors preprocess() and process_row(): steps 1-4, 7 and 8 off; 6, 9 and 10 are the device's.
+  // Mirrors preprocess() and process_row(): steps 1-4 off; 6-10 are the device's.
   return !p.logprobs.has_value() && p.logit_bias.empty() && p.allowed_token_ids.empty() && !has_mask &&
-         n_generated >= p.min_tokens && !penalties_active(p) && p.top_k <= 0 && p.top_p >= 1.0f;
+         n_generated >= p.min_tokens && !penalties_active(p);
 }
 
 int32_t gumbel_argmax(std::span<const float> z, uint64_t seed, NoiseStream stream,

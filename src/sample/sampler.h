@@ -114,8 +114,8 @@ class Sampler {
 // The engine samples a step whose rows all are this way on the model's device.
 bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask);
 // Whether a row is sampled whole by Ops::sample_rows where its logits are: a plain argmax row
-// (above), or temperature > 0 with only min-p among steps 1-9 (no top-k / top-p: their cut needs
-// the row sorted) and no logprobs.
+// (above), or temperature > 0 with none of steps 1-4 (bias, masks, min_tokens' suppression,
+// penalties: top-k, top-p and min-p are the device's too) and no logprobs.
 bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask);
 
 // Gumbel-max over a processed row (step 10): the finite entry maximising z_i + G_i in fp64,

@@ -299,6 +299,8 @@ std::vector<std::vector<int32_t>> engine_tokens(const std::string& device, float
     r.prompt_ids.resize(static_cast<size_t>(120 + 37 * i));
     r.sampling.temperature = temperature;
     r.sampling.min_p = i == 1 ? 0.02f : 0.0f;
+    r.sampling.top_p = i == 0 ? 0.9f : 1.0f;
+    r.sampling.top_k = i == 3 ? 40 : 0;
     r.sampling.seed = 100 + i;
     r.sampling.max_tokens = 12;
     r.sampling.ignore_eos = true;

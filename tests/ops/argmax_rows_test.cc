@@ -1,8 +1,8 @@
 // Ops::argmax_rows on the CPU reference is greedy sampling's choice: for rows with ties, NaN, +inf
 // and nothing finite it gives the token the host sampler gives a plain greedy row (and
 // sanitize_logits + argmax_lowest_id, the steps it mirrors). Ops::sample_rows is the host
-// sampler's token for every row sample::is_device_sampleable admits (greedy, temperature, min-p,
-// seeds and positions). The CUDA ops are held to these by cuda_ops_test (ArgmaxRowsIsTheCpuChoice,
+// sampler's token for every row sample::is_device_sampleable admits (greedy, temperature, top-k,
+// top-p, min-p, seeds and positions). The CUDA ops are held to these by cuda_ops_test (ArgmaxRowsIsTheCpuChoice,
 // SampleRowsIsTheCpuChoice); the engine samples such steps with them.
 #include <gtest/gtest.h>
 
@@ -90,8 +90,11 @@ TEST(SampleRowsTest, IsTheHostSamplersChoice) {
       SamplingParams& p = params[static_cast<size_t>(r)];
       p.temperature = r % 5 == 0 ? 0.0f : (r % 5 == 1 ? 1.0f : 0.05f + 2.0f * unit(rng));
       p.min_p = r % 3 == 0 ? 0.0f : 0.3f * unit(rng);
+      p.top_k = r % 4 == 1 ? 1 + static_cast<int32_t>(rng() % 20) : (r % 4 == 2 ? -1 : 0);
+      p.top_p = r % 7 < 3 ? 0.05f + 0.9f * unit(rng) : 1.0f;
       ASSERT_TRUE(sample::is_device_sampleable(p, 0, false));
-      rows[static_cast<size_t>(r)] = {p.temperature, p.min_p, rng(), static_cast<int64_t>(rng() % 100000)};
+      rows[static_cast<size_t>(r)] = {p.temperature, p.min_p, rng(), static_cast<int64_t>(rng() % 100000), p.top_k,
+                                      p.top_p};
     }
     TensorView ids = ops.alloc_persistent(DType::kI32, {R});
     TensorView greedy_ids = ops.alloc_persistent(DType::kI32, {R});
@@ -125,10 +128,8 @@ TEST(SampleRowsTest, DeviceSampleableRows) {
   EXPECT_FALSE(sample::is_device_sampleable(p, 0, true));  // a grammar mask
   SamplingParams k = p;
   k.top_k = 40;
-  EXPECT_FALSE(sample::is_device_sampleable(k, 0, false));
-  SamplingParams t = p;
-  t.top_p = 0.9f;
-  EXPECT_FALSE(sample::is_device_sampleable(t, 0, false));
+  k.top_p = 0.9f;
+  EXPECT_TRUE(sample::is_device_sampleable(k, 0, false));
   SamplingParams l = p;
   l.logprobs = 0;
   EXPECT_FALSE(sample::is_device_sampleable(l, 0, false));

@@ -754,9 +754,10 @@ TEST_F(CudaOpsTest, ArgmaxRowsIsTheCpuChoice) {
 }
 
 // Temperature sampling on the device (Ops::sample_rows): the CPU op's ids (which are the host
-// sampler's, argmax_rows_test) for greedy, temperature and min-p rows with random seeds and
-// positions, over vocabulary sizes with padded strides, NaN / +inf / all -inf rows, batches of 1
-// (the most slices) to 40; and ids that move with the seed (rows are sampled, not argmax rows).
+// sampler's, argmax_rows_test) for greedy, temperature, top-k, top-p and min-p rows with random
+// seeds and positions, over vocabulary sizes with padded strides, flat and peaked rows, ties,
+// NaN / +inf / all -inf rows, batches of 1 (the most slices) to 40; and ids that move with the
+// seed (rows are sampled, not argmax rows).
 TEST_F(CudaOpsTest, SampleRowsIsTheCpuChoice) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   int64_t compared = 0, not_argmax = 0;
@@ -765,6 +766,12 @@ TEST_F(CudaOpsTest, SampleRowsIsTheCpuChoice) {
       const int64_t ld = V + (R == 9 ? 3 : 0);
       Pair buf = random(DType::kF32, {R, ld}, 3.0f);
       float* h = buf.host.as<float>();
+      for (int64_t r = 4; r < R; r += 3) {  // peaked rows: a few large logits (short top-p prefixes)
+        for (int64_t i = 0; i < V; i += 97) h[r * ld + i] += 12.0f;
+      }
+      for (int64_t r = 5; r < R; r += 6) {  // ties: integer logits
+        for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
+      }
       if (R > 1) {
         for (int64_t i = 0; i < V; ++i) {
           h[1 * ld + i] = i % 2 ? nan : -inf;                 // row 1: nothing finite -> -1
@@ -779,15 +786,19 @@ TEST_F(CudaOpsTest, SampleRowsIsTheCpuChoice) {
       std::uniform_real_distribution<float> unit(0.0f, 1.0f);
       for (int64_t r = 0; r < R; ++r) {
         const float t = r % 4 == 3 ? 0.0f : 0.2f + 1.5f * unit(rng_);
+        const int32_t top_k = r % 5 == 1 ? 1 + static_cast<int32_t>(rng_() % 50) : 0;
+        const float top_p = r % 5 == 2 || r % 7 == 0 ? 0.05f + 0.9f * unit(rng_) : 1.0f;
         rows[static_cast<size_t>(r)] = {t, r % 3 == 1 ? 0.2f * unit(rng_) : 0.0f, rng_(),
-                                        static_cast<int64_t>(rng_() % 200000)};
+                                        static_cast<int64_t>(rng_() % 200000), top_k, top_p};
       }
       Pair ids = make(DType::kI32, {R}), argmax = make(DType::kI32, {R});
       cpu_.sample_rows(lh, rows, ids.host);
       cpu_.argmax_rows(lh, argmax.host);
       gpu_->sample_rows(ld_dev, rows, ids.dev);
       EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", rows " << R;
-      if (R > 1) EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      if (R > 1) {
+        EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      }
       for (int64_t r = 0; r < R; ++r) {
         ++compared;
         not_argmax += ids.host.as<int32_t>()[r] != argmax.host.as<int32_t>()[r];

@@ -1,7 +1,7 @@
-// Temperature sampling on the device (Ops::sample_rows): the host sampler's steps 6, 9 and 10 for
-// rows without top-k / top-p / bias / masks / penalties — z = (l - m) / T in F32 (m = the row's
-// sanitised maximum, found first by argmax_rows_kernel, whose id is in out[r]), min-p as
-// exp(z) >= min_p in F64, then the argmax of z + G over the survivors with G = -log(-log(u)) in
+// Temperature sampling on the device (Ops::sample_rows): the host sampler's steps 6-10 for rows
+// without bias / masks / penalties — z = (l - m) / T in F32 (m = the row's sanitised maximum,
+// found first by argmax_rows_kernel, whose id is in out[r]), top-k / top-p as a threshold on z
+// (sample_filter.cuh), min-p as exp(z) >= min_p in F64, then the argmax of z + G over the survivors with G = -log(-log(u)) in
 // F64 and u from the keyed noise of sample/keyed_noise.h (the same 64-bit integer arithmetic as the
 // host, so the same u bit for bit). The choice is a total order on (score desc, id asc), so the
 // reduction order cannot change it; only the device's F64 log / exp (within 1 ulp of glibc's) can,
@@ -21,6 +21,8 @@ struct DeviceSampleRow {
   float temperature, min_p;
   uint64_t seed;
   int64_t position;
+  int32_t top_k;  // <= 0: off
+  float top_p;    // >= 1: off
 };
 
 // Whether candidate (score, id) beats (best_s, best): larger, or equal with a lower id; id -1
@@ -48,8 +50,8 @@ __device__ __forceinline__ void warp_best(double& best_s, int32_t& best) {
 // out[r]; with S > 1 each slice writes its (score, id) to part_s / part_i [R, S] for
 // sample_merge_kernel.
 __global__ void __launch_bounds__(1024)
-    gumbel_sample_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, int32_t* out,
-                         double* part_s, int32_t* part_i) {
+    gumbel_sample_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const float* cut,
+                         int32_t* out, double* part_s, int32_t* part_i) {
   pdl_prologue();
   const int64_t S = gridDim.x, s = blockIdx.x, r = blockIdx.y;
   const DeviceSampleRow p = rows[r];
@@ -63,13 +65,14 @@ __global__ void __launch_bounds__(1024)
   const int64_t per = (V / S + 3) / 4 * 4;
   const int64_t begin = min(V, s * per), end = s + 1 == S ? V : min(V, begin + per);
   const bool min_p = p.min_p > 0.0f;
+  const float z_cut = cut != nullptr ? cut[r] : -INFINITY;  // top-k / top-p (sample_filter_kernel)
   double best_s = -INFINITY;
   int32_t best = -1;
   // Ids ascending per thread: the strict '>' keeps a thread's lowest id among equal scores.
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     // __fsub_rn / __fdiv_rn: the host's F32 rounding, never contracted or approximated.
     const float z = __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature);
-    if (z == -INFINITY) continue;
+    if (z == -INFINITY || z < z_cut) continue;
     if (min_p && exp(static_cast<double>(z)) < static_cast<double>(p.min_p)) continue;
     const double u = sample::bits_to_open_unit(
         sample::noise_bits(p.seed, sample::NoiseStream::kToken, p.position, static_cast<int32_t>(i)));

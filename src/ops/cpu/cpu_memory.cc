@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
-#include "sample/keyed_noise.h"
+#include "sample/logits_processors.h"
+#include "sample/sampler.h"
 
 namespace deepinfer::ops::cpu {
 
@@ -140,29 +142,19 @@ void CpuOps::sample_rows(const TensorView& logits, std::span<const SampleRow> ro
   argmax_rows(logits, out);  // the greedy rows' tokens, and every row's maximum (at its id)
   const float* base = logits.as<const float>();
   int32_t* ids = out.as<int32_t>();
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  auto sanitized = [](float v) {
-    return std::isnan(v) ? kNegInf : (v == std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::max() : v);
-  };
+  const auto V = static_cast<size_t>(logits.shape[1]);
+  std::vector<float> z(V);  // [V] the processed row
   for (int64_t r = 0; r < logits.shape[0]; ++r) {
     const SampleRow& p = rows[static_cast<size_t>(r)];
     if (p.temperature == 0.0f || ids[r] < 0) continue;  // greedy, or nothing finite (-1)
-    const float* row = base + r * logits.stride[0];
-    const float m = sanitized(row[ids[r]]);
-    int32_t best = -1;
-    double best_score = -std::numeric_limits<double>::infinity();
-    for (int64_t i = 0; i < logits.shape[1]; ++i) {
-      // The processed logit (sampler steps 0 and 6); the row's processed maximum is (m - m) / T = +0,
-      // so min-p's exp(z - max z) is exp(z).
-      const float z = (sanitized(row[i]) - m) / p.temperature;
-      if (z == kNegInf) continue;
-      if (p.min_p > 0.0f && std::exp(static_cast<double>(z)) < static_cast<double>(p.min_p)) continue;
-      const auto id = static_cast<int32_t>(i);
-      const double score =
-          static_cast<double>(z) + sample::gumbel_noise(p.seed, sample::NoiseStream::kToken, p.position, id);
-      if (best < 0 || score > best_score) best_score = score, best = id;  // lowest id on ties
-    }
-    ids[r] = best;
+    // The host sampler's steps 0 and 6-10 (sample/logits_processors.h), on the row as given.
+    std::copy(base + r * logits.stride[0], base + r * logits.stride[0] + V, z.begin());
+    sample::sanitize_logits(z);
+    sample::apply_temperature(z, p.temperature);
+    if (p.top_k > 0) sample::apply_top_k(z, p.top_k);
+    sample::apply_top_p(z, p.top_p);
+    sample::apply_min_p(z, p.min_p);
+    ids[r] = sample::gumbel_argmax(z, p.seed, sample::NoiseStream::kToken, p.position);
   }
 }
 

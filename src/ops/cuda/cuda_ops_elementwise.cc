@@ -110,8 +110,9 @@ void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
 }
 
 // The layout of kernels::DeviceSampleRow (checked against the same numbers in launch_elementwise.cu).
-static_assert(sizeof(Ops::SampleRow) == 24 && offsetof(Ops::SampleRow, min_p) == 4 &&
-              offsetof(Ops::SampleRow, seed) == 8 && offsetof(Ops::SampleRow, position) == 16);
+static_assert(sizeof(Ops::SampleRow) == 32 && offsetof(Ops::SampleRow, min_p) == 4 &&
+              offsetof(Ops::SampleRow, seed) == 8 && offsetof(Ops::SampleRow, position) == 16 &&
+              offsetof(Ops::SampleRow, top_k) == 24 && offsetof(Ops::SampleRow, top_p) == 28);
 
 void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) {
   check_sample_rows(logits, rows, out);
@@ -121,11 +122,15 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
   const TensorView part_v = slots > 0 ? alloc(DType::kF32, {slots}) : TensorView{};   // [R, S] slice maxima
   const TensorView part_i = slots > 0 ? alloc(DType::kI32, {slots}) : TensorView{};   // [R, S] their ids
   const TensorView part_s = slots > 0 ? alloc(DType::kI32, {2 * slots}) : TensorView{};  // [R, S] F64 slice scores
-  // [R] SampleRow (24 bytes each) on the device.
+  const bool filters = std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) {
+    return r.temperature > 0.0f && (r.top_k > 0 || r.top_p < 1.0f);
+  });
+  const TensorView cut = filters ? alloc(DType::kF32, {R}) : TensorView{};  // [R] top-k / top-p thresholds
+  // [R] SampleRow (32 bytes each) on the device.
   const TensorView d_rows = upload(rows.data(), DType::kI32, {R * static_cast<int64_t>(sizeof(SampleRow) / 4)});
   DI_LAUNCH(k::launch_sample_rows({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, dptr<int32_t>(out),
                                    dptr<float>(part_v), dptr<int32_t>(part_i),
-                                   static_cast<double*>(part_s.data)},
+                                   static_cast<double*>(part_s.data), filters, dptr<float>(cut)},
                                   stream_));
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/norm/hc_mix_prefill.cuh"
 #include "kernels/sample/argmax.cuh"
 #include "kernels/sample/gumbel_sample.cuh"
+#include "kernels/sample/sample_filter.cuh"
 
 namespace deepinfer::kernels {
 namespace {
@@ -162,8 +163,9 @@ cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
 }
 
 // Ops::SampleRow's layout (checked against the same numbers in cuda_ops_elementwise.cc).
-static_assert(sizeof(DeviceSampleRow) == 24 && offsetof(DeviceSampleRow, min_p) == 4 &&
-              offsetof(DeviceSampleRow, seed) == 8 && offsetof(DeviceSampleRow, position) == 16);
+static_assert(sizeof(DeviceSampleRow) == 32 && offsetof(DeviceSampleRow, min_p) == 4 &&
+              offsetof(DeviceSampleRow, seed) == 8 && offsetof(DeviceSampleRow, position) == 16 &&
+              offsetof(DeviceSampleRow, top_k) == 24 && offsetof(DeviceSampleRow, top_p) == 28);
 
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   if (p.rows < 1) return cudaSuccess;
@@ -173,8 +175,13 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const int S = argmax_slices(p.rows, p.V, device_sm_count());
   if (S > 1 && p.part_s == nullptr) return cudaErrorInvalidValue;
   const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
+  if (p.filters) {
+    if (p.cut == nullptr) return cudaErrorInvalidValue;
+    launch_pdl(sample_filter_kernel, dim3(static_cast<unsigned>(p.rows)), kFilterThreads, 0, s, p.logits, p.ld, p.V,
+               rows, static_cast<const int32_t*>(p.out), p.cut);
+  }
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
-             p.ld, p.V, rows, p.out, p.part_s, p.part_i);
+             p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
   if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_i, S, p.out);
   return cudaGetLastError();
 }

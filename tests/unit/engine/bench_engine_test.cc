@@ -53,9 +53,9 @@ TEST(BenchEngineTest, RowsAreConsistent) {
   }
 }
 
-// Temperature rows are sampled where the logits are (Ops::sample_rows); a top-p row sends every
-// step to the host sampler.
-TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessTopP) {
+// Temperature rows, top-p included, are sampled where the logits are (Ops::sample_rows); a
+// logprobs request sends every step to the host sampler.
+TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessLogprobs) {
   EngineBenchOptions o = micro_bench();
   o.concurrency = {2};
   o.temperature = 0.8;
@@ -69,8 +69,14 @@ TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessTopP) {
   out = run_engine_benchmark(o);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   r = nlohmann::json::parse(*out)["rows"][0];
-  EXPECT_EQ(r["device_sampled_steps"].get<int>(), 0);
+  EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
   EXPECT_EQ(r["top_p"].get<double>(), 0.9);
+  o.logprobs = 2;
+  out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  r = nlohmann::json::parse(*out)["rows"][0];
+  EXPECT_EQ(r["device_sampled_steps"].get<int>(), 0);
+  EXPECT_EQ(r["logprobs"].get<int>(), 2);
 }
 
 TEST(BenchEngineTest, BadOptionsAreNamed) {
@@ -97,6 +103,9 @@ TEST(BenchEngineTest, BadOptionsAreNamed) {
   o = micro_bench();
   o.top_p = 0;
   expect_error(o, "--top-p");
+  o = micro_bench();
+  o.logprobs = 21;
+  expect_error(o, "--logprobs");
   o = micro_bench();
   o.model = "/nonexistent/model/dir";
   expect_error(o, "/nonexistent/model/dir");

@@ -78,7 +78,7 @@ TEST(EngineGenerateTest, PlainGreedyStepsTakeTheArgmaxAndMatchTheHostSampler) {
   EXPECT_EQ(host_steps, 0);    // the logprobs row shares every sampling step (both prompts fit one step)
 }
 
-// Steps whose rows are greedy or plain temperature (min-p allowed) are sampled by Ops::sample_rows
+// Steps whose rows are greedy or temperature (top-k, top-p, min-p allowed) are sampled by Ops::sample_rows
 // where the logits are; a logprobs row takes the step back to the host sampler. Both give the same
 // seeded tokens (the same keyed noise), and the stats count the device-sampled steps.
 TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) {
@@ -89,6 +89,8 @@ TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) 
     std::vector<Request> reqs{ids_request(prompt_ids(21, 8), 10, 5, 0.9f), ids_request(prompt_ids(26, 9), 10, 6, 0.0f),
                               ids_request(prompt_ids(17, 10), 10, 7, 1.3f)};
     reqs[2].sampling.min_p = 0.05f;
+    reqs[0].sampling.top_p = 0.9f;
+    reqs[2].sampling.top_k = 20;
     if (with_logprobs) reqs[1].sampling.logprobs = 1;
     auto tokens = testing::generate_tokens(*engine, reqs);
     *stats = engine->stats();
