@@ -2,7 +2,6 @@
 // roofline shares and a per-op breakdown, as JSON.
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -292,10 +291,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   result["gpu"] = gpu_info(&copy_gbs);
   result["commit"] = o.commit;
   result["command"] = o.command;
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  result["date"] = date;
+  result["date"] = engine::utc_timestamp();
   result["numerics"] = o.numerics;
   result["model"] = model_json(b.config);
   // Decode steps replay recorded CUDA graphs when the backend has them on (DEEPINFER_CUDA_GRAPHS).

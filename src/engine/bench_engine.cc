@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -210,10 +209,7 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   json result;
   result["command"] = o.command;
   result["commit"] = o.commit;
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  result["date"] = date;
+  result["date"] = engine::utc_timestamp();
   result["device"] = device_name(o.device);
   result["model"] = e->model_dir();
   result["numerics"] = o.numerics;

@@ -1,6 +1,7 @@
 #include "engine/bench_model.h"
 
 #include <cmath>
+#include <ctime>
 #include <map>
 
 #include "engine/device_backend.h"
@@ -13,6 +14,13 @@
 #endif
 
 namespace deepinfer::engine {
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
 
 loader::ModelConfig v4_flash_config(int64_t layers) {
   loader::ModelConfig c = loader::tiny_v4_flash_config();

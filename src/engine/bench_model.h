@@ -28,6 +28,9 @@ Result<std::unique_ptr<LoadedModel>> synthetic_loaded_model(int64_t layers, cons
 // Fills window rings, compressor states and history pools with random values (never time zeros).
 Status randomize_kv(model::KvState& state, ops::Ops* ops, uint64_t seed);
 
+// The current UTC time as ISO 8601 ("2026-12-04T00:50:00Z"), the benchmarks' "date".
+std::string utc_timestamp();
+
 // Bytes the KV state would take (history blocks and state slots) for capacity checks.
 int64_t kv_bytes_estimate(const loader::ModelConfig& config, int64_t n_slots, int64_t n_blocks, int32_t block_tokens);
 

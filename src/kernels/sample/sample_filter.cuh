@@ -11,13 +11,15 @@
 //     the cut is deterministic); against the host's F64 running sum the target can move by
 //     ~1e-9 of the total, so the cut can differ only for a row whose mass reaches the target that
 //     closely at a group boundary.
-// One block per row; rows without top-k / top-p write -inf (no cut). gumbel_sample_kernel then
+// A cluster of CTAs per row at small batch (their histogram in CTA 0's shared memory), one CTA
+// per row at large; rows without top-k / top-p write -inf (no cut). gumbel_sample_kernel then
 // drops z < cut[r] before min-p and the Gumbel-max.
 #pragma once
 
 #include <cfloat>
 #include <cstdint>
 
+#include "kernels/common/cluster_utils.cuh"
 #include "kernels/common/device_utils.cuh"
 #include "kernels/sample/gumbel_sample.cuh"
 
@@ -37,89 +39,137 @@ __device__ __forceinline__ float key_value(uint32_t k) {
   return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
-// Radix selection over the keys of one row: the key whose digits are found most significant
-// first; at each level, with `above` = the weight (count or mass) of the keys above the current
-// prefix, the digit d chosen is the largest whose weight above it plus its own reaches `target`.
-// `weight(z)` gives an element's weight (0: not a candidate); W: uint32 counts or uint64 masses.
-template <typename W, typename WeightFn>
-__device__ uint32_t radix_select(const float* row, int64_t V, float m, float temperature, double target,
-                                 WeightFn weight, W* hist, uint32_t* chosen, W* above_out) {
+// Distributed shared memory (sm_90): atomic adds into, and loads from, a shared::cluster address.
+__device__ __forceinline__ void cluster_add_u64(uint32_t addr, unsigned long long v) {
+#ifdef DEEPINFER_NO_CLUSTERS
+  __trap();
+#else
+  asm volatile("red.shared::cluster.add.u64 [%0], %1;\n" ::"r"(addr), "l"(v) : "memory");
+#endif
+}
+__device__ __forceinline__ unsigned long long cluster_load_u64(uint32_t addr) {
+#ifdef DEEPINFER_NO_CLUSTERS
+  __trap();
+  return 0;
+#else
+  unsigned long long v;
+  asm volatile("ld.shared::cluster.u64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
+  return v;
+#endif
+}
+__device__ __forceinline__ void cluster_barrier() {
+  cluster_arrive();
+  cluster_wait();
+}
+
+// A row's filter state, in the shared memory of the cluster's CTA 0 (every CTA of the cluster adds
+// into it and reads it back): the radix histogram (two, alternating between levels so that CTA 0
+// can clear the next while the others still read this one's choice), the chosen digit and the
+// weight above it, the finite count and the total mass.
+struct FilterShared {
+  unsigned long long hist[2][256];
+  unsigned long long chosen, above, n_finite, total;
+};
+
+// Block-wide sum of one value per thread, added into `addr` (CTA 0's shared::cluster address).
+__device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t addr, unsigned long long* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(scratch, v);
+  __syncthreads();
+  if (threadIdx.x == 0) cluster_add_u64(addr, *scratch);
+}
+
+// Radix selection over the keys of this CTA's ids [begin, end) of one row, together with the other
+// CTAs of the cluster (each its own ids): the key whose digits are found most significant first;
+// at each level, with `above` = the weight (count or mass) of the keys above the current prefix,
+// the digit chosen is the largest whose weight plus the weight above it reaches `target`.
+// `weight(z)` gives an element's weight (0: not a candidate).
+template <typename WeightFn>
+__device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, float m, float temperature,
+                                 double target, WeightFn weight, FilterShared& fs, int rank) {
   uint32_t prefix = 0, mask = 0;
-  W above = 0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) hist[d] = 0;
-    __syncthreads();
+  int buf = 0;
+  for (int shift = 24; shift >= 0; shift -= 8, buf ^= 1) {
+    const uint32_t hist = cluster_map(&fs.hist[buf][0], 0);
     // Each thread sums runs of one digit before an atomic: most of a row's keys share the leading
-    // digits (one sign and a few exponents), and 1,024 threads adding to one shared counter per
-    // element serialised the first passes (~3 ms a row before this).
+    // digits (one sign and a few exponents), and adding to one counter per element serialised
+    // the first passes (~3 ms a row).
     int run_digit = -1;
-    W run = 0;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+    unsigned long long run = 0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
       const float z = __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), temperature);
       const uint32_t key = ordered_key(z);
       if ((key & mask) != prefix) continue;
-      const W w = weight(z);
+      const unsigned long long w = weight(z);
       if (w == 0) continue;
       const int digit = static_cast<int>((key >> shift) & 255u);
       if (digit != run_digit) {
-        if (run_digit >= 0) atomicAdd(hist + run_digit, run);
+        if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
         run_digit = digit, run = 0;
       }
       run += w;
     }
-    if (run_digit >= 0) atomicAdd(hist + run_digit, run);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      W cum = above;
-      int d = 255;
-      for (; d > 0; --d) {
-        if (static_cast<double>(cum + hist[d]) >= target) break;
-        cum += hist[d];
+    if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
+    cluster_barrier();  // every add is in CTA 0's histogram
+    if (rank == 0) {
+      for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[buf ^ 1][d] = 0;  // the next level's
+      if (threadIdx.x == 0) {
+        unsigned long long cum = shift == 24 ? 0ull : fs.above;  // a new selection starts at nothing above
+        int d = 255;
+        for (; d > 0; --d) {
+          if (static_cast<double>(cum + fs.hist[buf][d]) >= target) break;
+          cum += fs.hist[buf][d];
+        }
+        fs.chosen = static_cast<unsigned long long>(d);
+        fs.above = cum;
       }
-      *chosen = static_cast<uint32_t>(d);
-      *above_out = cum;
     }
-    __syncthreads();
-    prefix |= *chosen << shift;
+    cluster_barrier();  // the choice (and the cleared histogram) are visible
+    prefix |= static_cast<uint32_t>(cluster_load_u64(cluster_map(&fs.chosen, 0))) << shift;
     mask |= 255u << shift;
-    above = *above_out;
-    __syncthreads();  // every thread has read *chosen before the next level overwrites it
   }
   return prefix;
 }
 
+// Grid (C, R) in clusters of (C, 1, 1): the C CTAs of row r each take a C-th of its ids (C = 1: a
+// plain launch, one CTA per row — a cluster of one).
 __global__ void __launch_bounds__(kFilterThreads)
     sample_filter_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
                          float* cut) {
   pdl_prologue();
-  const int64_t r = blockIdx.x;
+  const int64_t r = blockIdx.y;
+  const int rank = cluster_cta_rank(), C = static_cast<int>(gridDim.x);
   const DeviceSampleRow p = rows[r];
   const int32_t arg = argmax[r];
   const bool top_k = p.top_k > 0, top_p = p.top_p < 1.0f;
   if (p.temperature == 0.0f || arg < 0 || (!top_k && !top_p)) {
-    if (threadIdx.x == 0) cut[r] = -INFINITY;
-    return;  // uniform across the block
+    if (rank == 0 && threadIdx.x == 0) cut[r] = -INFINITY;
+    return;  // uniform across the cluster (one row)
   }
   const float* row = logits + r * ld;
   const float m = sanitized_logit(row[arg]);
-  __shared__ unsigned long long hist[256];
-  __shared__ uint32_t chosen;
-  __shared__ unsigned long long above, total_fx;
-  __shared__ uint32_t n_finite;
+  const int64_t per = (V + C - 1) / C;
+  const int64_t begin = min(V, rank * per), end = min(V, begin + per);
+  __shared__ FilterShared fs;
+  __shared__ unsigned long long scratch;
+  if (threadIdx.x == 0) scratch = 0;
+  if (rank == 0) {
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[0][d] = 0;
+    if (threadIdx.x == 0) fs.above = fs.n_finite = fs.total = 0;
+  }
+  cluster_barrier();  // CTA 0's state is cleared before anyone adds into it
+  auto z_at = [&](int64_t i) { return __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature); };
   float k_cut = -INFINITY;
   if (top_k) {
-    if (threadIdx.x == 0) n_finite = 0;
-    __syncthreads();
-    uint32_t mine = 0;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-      mine += __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature) != -INFINITY;
-    }
-    atomicAdd(&n_finite, mine);
-    __syncthreads();
-    if (n_finite > static_cast<uint32_t>(p.top_k)) {  // else top-k keeps every finite token
+    unsigned long long mine = 0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += z_at(i) != -INFINITY;
+    add_block_sum(mine, cluster_map(&fs.n_finite, 0), &scratch);
+    cluster_barrier();
+    if (cluster_load_u64(cluster_map(&fs.n_finite, 0)) > static_cast<unsigned long long>(p.top_k)) {
+      // (else top-k keeps every finite token)
       auto count = [](float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
-      k_cut = key_value(radix_select<unsigned long long>(row, V, m, p.temperature, static_cast<double>(p.top_k), count,
-                                                         hist, &chosen, &above));
+      k_cut = key_value(radix_select(row, begin, end, m, p.temperature, static_cast<double>(p.top_k), count, fs, rank));
     }
   }
   float p_cut = -INFINITY;
@@ -128,18 +178,21 @@ __global__ void __launch_bounds__(kFilterThreads)
     auto mass = [k_cut](float z) -> unsigned long long {
       return z != -INFINITY && z >= k_cut ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
     };
-    if (threadIdx.x == 0) total_fx = 0;
+    if (threadIdx.x == 0) scratch = 0;
     __syncthreads();
     unsigned long long mine = 0;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-      mine += mass(__fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature));
-    }
-    atomicAdd(&total_fx, mine);
-    __syncthreads();
-    const double target = static_cast<double>(p.top_p) * static_cast<double>(total_fx);
-    p_cut = key_value(radix_select<unsigned long long>(row, V, m, p.temperature, target, mass, hist, &chosen, &above));
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += mass(z_at(i));
+    add_block_sum(mine, cluster_map(&fs.total, 0), &scratch);
+    cluster_barrier();
+    const double target = static_cast<double>(p.top_p) * static_cast<double>(cluster_load_u64(cluster_map(&fs.total, 0)));
+    p_cut = key_value(radix_select(row, begin, end, m, p.temperature, target, mass, fs, rank));
   }
-  if (threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
+  if (rank == 0 && threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
+  cluster_barrier();  // no CTA leaves while another may still read its shared memory
 }
+
+// CTAs per row: a cluster of 8 while the batch is small (a row's ten passes spread over 8 SMs),
+// one CTA per row once the rows alone fill the GPU.
+inline int sample_filter_cluster(int64_t rows, int sms) { return rows * 8 <= 2 * static_cast<int64_t>(sms) ? 8 : 1; }
 
 }  // namespace deepinfer::kernels

@@ -177,8 +177,12 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
   if (p.filters) {
     if (p.cut == nullptr) return cudaErrorInvalidValue;
-    launch_pdl(sample_filter_kernel, dim3(static_cast<unsigned>(p.rows)), kFilterThreads, 0, s, p.logits, p.ld, p.V,
-               rows, static_cast<const int32_t*>(p.out), p.cut);
+    // A cluster of CTAs per row at small batch (one per row where the device cannot run them).
+    static const bool clusters = max_active_clusters(sample_filter_kernel, dim3(kFilterThreads), 0, 8) > 0;
+    const int C = clusters ? sample_filter_cluster(p.rows, device_sm_count()) : 1;
+    launch_pdl_cluster(sample_filter_kernel, dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)),
+                       dim3(kFilterThreads), 0, s, static_cast<unsigned>(C), p.logits, p.ld, p.V, rows,
+                       static_cast<const int32_t*>(p.out), p.cut);
   }
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
              p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
