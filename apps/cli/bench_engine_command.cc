@@ -16,12 +16,14 @@ void setup(CLI::App* app) {
   app->add_option("--concurrency", o->concurrency, "requests submitted at once, one row each")->delimiter(',');
   app->add_option("--input-len", o->input_len, "prompt tokens per request (random ids)")->capture_default_str();
   app->add_option("--output-len", o->output_len, "tokens generated per request (ignore_eos)")->capture_default_str();
-  app->add_option("--temperature", o->temperature, "0: greedy; sampled on the device unless --logprobs")
+  app->add_option("--temperature", o->temperature, "0: greedy; sampled on the device unless --host-sampling")
       ->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling")->capture_default_str();
   app->add_option("--top-k", o->top_k, "top-k sampling (<= 0: off)")->capture_default_str();
-  app->add_option("--logprobs", o->logprobs, ">= 0: logprobs per token (the host sampler's path)")
+  app->add_option("--logprobs", o->logprobs, ">= 0: raw logprobs and this many top logprobs per token")
       ->capture_default_str();
+  app->add_flag("--host-sampling", o->host_sampling,
+                "sample every step on the host from the copied logits (the path of rows with bias, masks, penalties)");
   app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "engine: tokens per step")
       ->capture_default_str();
   app->add_option("--seed", o->seed, "prompt and sampling seed")->capture_default_str();

@@ -95,6 +95,10 @@ class CountingOps final : public ops::Ops {
   void sample_rows(const TensorView& l, std::span<const SampleRow> r, const TensorView& o) override {
     cpu_.sample_rows(l, r, o);
   }
+  void logprob_rows(const TensorView& l, const TensorView& t, const TensorView& lp, const TensorView& ti,
+                    const TensorView& tl) override {
+    cpu_.logprob_rows(l, t, lp, ti, tl);
+  }
 
   void kv_fake_quant(const TensorView& x, ops::KvQuantFormat f) override { cpu_.kv_fake_quant(x, f); }
   void hc_mix(const TensorView& x, const ops::HcWeights& w, const ops::HcParams& p, const TensorView& pre,

@@ -58,7 +58,10 @@ struct EngineBenchOptions {
   double temperature = 0.0;           // 0: greedy (either is sampled on the device)
   double top_p = 1.0;
   int32_t top_k = 0;                  // <= 0: off
-  int32_t logprobs = -1;              // >= 0: logprobs per token (every step on the host sampler)
+  int32_t logprobs = -1;              // >= 0: raw logprobs per token (sampled on the device too)
+  // Every step sampled on the host from the copied logits: the path of rows with bias, masks,
+  // penalties or processed logprobs.
+  bool host_sampling = false;
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

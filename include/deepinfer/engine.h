@@ -148,13 +148,14 @@ struct EngineStats {
   int64_t n_prefix_query_tokens = 0, n_prefix_hit_tokens = 0;  // hit rate = hits / queries
   double kv_usage = 0.0;  // fraction of history blocks in use
   int64_t n_steps = 0;
-  // Steps whose sampled rows were all greedy without logit processors or logprobs: each row's
-  // token is the argmax taken where the logits are (on a GPU: one id per row copied to the host,
-  // not the row's logits).
+  // Steps whose sampled rows were all greedy without logit processors: each row's token is the
+  // argmax taken where the logits are (on a GPU: one id per row copied to the host, not the row's
+  // logits; raw logprobs, when asked, computed there too).
   int64_t n_argmax_steps = 0;
   // Steps whose sampled rows were all sampled where the logits are (the argmax steps above, and
-  // steps with plain temperature rows — temperature and min-p only, no logprobs: Ops::sample_rows),
-  // one id per row copied back.
+  // steps with temperature rows — top-k, top-p, min-p, raw logprobs; no bias, masks, penalties or
+  // processed logprobs: Ops::sample_rows, Ops::logprob_rows), one id (+ the logprobs) per row
+  // copied back.
   int64_t n_device_sampled_steps = 0;
   // Wall time of the engine's steps on its loop thread, summed by phase (seconds): schedule;
   // prepare (plan -> the model's batch, block tables, state-slot duties); forward (the model's step

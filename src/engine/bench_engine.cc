@@ -143,6 +143,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"top_p", o.top_p},
               {"top_k", o.top_k},
               {"logprobs", o.logprobs},
+              {"host_sampling", o.host_sampling},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"total_tokens_per_s", out_tokens * (1.0 + static_cast<double>(o.input_len) / o.output_len) / wall},
@@ -196,15 +197,17 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   eo.max_model_len = o.input_len + o.output_len;
   // Every sequence's history fits at once (no preemption), whatever the default KV budget.
   eo.kv_blocks = max_c * ((eo.max_model_len + eo.block_tokens - 1) / eo.block_tokens + 1);
+  engine::DebugOptions debug;
+  debug.host_sampling = o.host_sampling;
   std::unique_ptr<engine::EngineImpl> e;
   if (o.model.empty()) {
     DI_ASSIGN_OR_RETURN(const model::Numerics numerics, engine::parse_numerics(o.numerics));
     DI_ASSIGN_OR_RETURN(auto loaded, engine::synthetic_loaded_model(o.layers, o.device, numerics, 7));
     eo.model = loaded->dir;
-    DI_ASSIGN_OR_RETURN(e, engine::EngineImpl::create(eo, engine::DebugOptions{}, std::move(loaded)));
+    DI_ASSIGN_OR_RETURN(e, engine::EngineImpl::create(eo, debug, std::move(loaded)));
   } else {
     eo.model = o.model;
-    DI_ASSIGN_OR_RETURN(e, engine::EngineImpl::create(eo, engine::DebugOptions{}));
+    DI_ASSIGN_OR_RETURN(e, engine::EngineImpl::create(eo, debug));
   }
   json result;
   result["command"] = o.command;

@@ -21,6 +21,9 @@ struct DebugOptions {
   std::function<void(const sched::BatchPlan&)> on_plan;
   // The forward of the step with this step_id fails with INTERNAL (tests of the fatal path).
   int64_t fail_forward_at_step = -1;
+  // Every step sampled on the host from the copied logits, even the ones the device would take
+  // whole (tests compare the two paths).
+  bool host_sampling = false;
 };
 
 struct DebugSnapshot {

@@ -66,14 +66,15 @@ class EngineImpl final : public Engine {
   // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
   void step();
   // Whether every logit row of the plan is sampled whole on the model's device
-  // (sample::is_device_sampleable), and there is one: *rows then holds each logit row's parameters
-  // (Ops::sample_rows; greedy rows temperature 0). device_ids: the device's ids per logit row
-  // (such steps; `result`'s logits not read).
+  // (sample::is_device_sampleable) — unless DebugOptions::host_sampling — and there is one: *rows
+  // then holds each logit row's parameters (Ops::sample_rows; greedy rows temperature 0) and
+  // *n_top the most top logprobs a row asks for (-1: no row asks for logprobs). device: what the
+  // device sampled per logit row (such steps; `result`'s logits not read).
   bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                      std::vector<ops::Ops::SampleRow>* rows) const;
+                      std::vector<ops::Ops::SampleRow>* rows, int32_t* n_top) const;
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,
-                                            const std::vector<int32_t>* device_ids);
+                                            const ModelRunner::DeviceSampled* device);
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
   void emit_step_events(const std::vector<sched::SeqEvent>& events);

@@ -3,6 +3,8 @@
 // sampling and the fatal-error path are the helpers below it.
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -25,6 +27,25 @@ class Lap {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// Row `row` of what the device sampled as the host sampler's RowOutput: the token and, when the
+// request asked for `logprobs`, its raw logprob and first *logprobs top entries (the device's
+// list holds the step's largest count, ordered, so its prefix is this row's list).
+sample::RowOutput device_row(const ModelRunner::DeviceSampled& d, size_t row, std::optional<int32_t> logprobs) {
+  sample::RowOutput out;
+  out.token = d.ids[row];
+  if (!logprobs.has_value()) {
+    out.logprob = out.token == sample::kNoToken ? -std::numeric_limits<float>::infinity() : 0.0f;
+    return out;
+  }
+  out.logprob = d.logprob[row];
+  const auto n = static_cast<size_t>(d.n_top);
+  for (size_t j = 0; j < static_cast<size_t>(*logprobs) && j < n; ++j) {
+    const int32_t id = d.top_ids[row * n + j];
+    if (id >= 0) out.top_logprobs.push_back(TokenLogprob{id, d.top_logprobs[row * n + j]});
+  }
+  return out;
+}
+
 }  // namespace
 
 void EngineImpl::step() {
@@ -45,11 +66,11 @@ void EngineImpl::step() {
   if (!batch.is_ok()) return fail_plan(batch.status());
   // Rows the device samples whole (greedy or plain temperature): one id per row copied back.
   std::vector<ops::Ops::SampleRow> device_rows;
-  std::vector<int32_t> device_ids;
-  const bool on_device = device_sampled(plan_, logit_row, &device_rows);
+  ModelRunner::DeviceSampled device_out;
+  const bool on_device = device_sampled(plan_, logit_row, &device_rows, &device_out.n_top);
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
-                    : runner_->forward(*batch, on_device ? &device_rows : nullptr, &device_ids);  // 3. forward
+                    : runner_->forward(*batch, on_device ? &device_rows : nullptr, &device_out);  // 3. forward
   step_times_.forward_s += lap();
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
   if (on_device) {
@@ -60,7 +81,7 @@ void EngineImpl::step() {
     if (greedy) ++stats_.n_argmax_steps;
   }
   std::vector<sched::SeqOutput> outputs =
-      sample_plan(plan_, *result, logit_row, on_device ? &device_ids : nullptr);  // 4. sample
+      sample_plan(plan_, *result, logit_row, on_device ? &device_out : nullptr);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
   step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
@@ -71,8 +92,10 @@ void EngineImpl::step() {
 }
 
 bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                                std::vector<ops::Ops::SampleRow>* rows) const {
+                                std::vector<ops::Ops::SampleRow>* rows, int32_t* n_top) const {
   rows->clear();
+  *n_top = -1;
+  if (debug_.host_sampling) return false;
   bool any = false;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (logit_row[i] < 0) continue;
@@ -86,6 +109,7 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
     (*rows)[row] = ops::Ops::SampleRow{p.temperature, p.min_p, s->seed,
                                        plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled, p.top_k,
                                        p.top_p};
+    if (p.logprobs.has_value()) *n_top = std::max(*n_top, *p.logprobs);
     any = true;
   }
   return any;
@@ -94,7 +118,7 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
 std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& plan,
                                                       const model::ForwardResult& result,
                                                       const std::vector<int32_t>& logit_row,
-                                                      const std::vector<int32_t>* device_ids) {
+                                                      const ModelRunner::DeviceSampled* device) {
   const size_t n = plan.seqs.size();
   std::vector<sched::SeqOutput> outputs(n);
   std::vector<sample::RowOutput> sampled(n);
@@ -111,8 +135,8 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
-    if (device_ids != nullptr) {
-      sampled[i].token = (*device_ids)[static_cast<size_t>(logit_row[i])];  // the device's choice (logits not read)
+    if (device != nullptr) {  // the device's choice (logits not read)
+      sampled[i] = device_row(*device, static_cast<size_t>(logit_row[i]), s->params->logprobs);
       continue;
     }
     // The sampled token occupies the position after the step's last token (the noise key).

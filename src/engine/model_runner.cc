@@ -4,6 +4,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/status.h"
 
@@ -104,25 +105,11 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
 
 Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch,
                                                   const std::vector<ops::Ops::SampleRow>* device_sample,
-                                                  std::vector<int32_t>* ids) {
+                                                  DeviceSampled* sampled) {
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
   if (device_sample != nullptr) {
-    DI_CHECK(ids != nullptr, "ModelRunner::forward: device sampling without an ids vector");
-    const int64_t rows = r.logits.numel() == 0 ? 0 : r.logits.shape[0];
-    ids->assign(static_cast<size_t>(rows), -1);
-    if (rows == 0) return r;
-    if (static_cast<int64_t>(device_sample->size()) != rows) {
-      return internal_error("device sampling: {} row parameters for {} logit rows", device_sample->size(), rows);
-    }
-    const tensor::TensorView d_ids = model_->ops->alloc(tensor::DType::kI32, {rows});  // [rows] on the device
-    const bool greedy = std::all_of(device_sample->begin(), device_sample->end(),
-                                    [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
-    if (greedy) {
-      model_->ops->argmax_rows(r.logits, d_ids);
-    } else {
-      model_->ops->sample_rows(r.logits, *device_sample, d_ids);
-    }
-    model_->ops->copy(d_ids, tensor::TensorView::contiguous(ids->data(), tensor::DType::kI32, {rows}));
+    DI_CHECK(sampled != nullptr, "ModelRunner::forward: device sampling without a DeviceSampled");
+    DI_RETURN_IF_ERROR(sample_on_device(r.logits, *device_sample, sampled));
     return r;
   }
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
@@ -139,6 +126,50 @@ Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& bat
   model_->ops->copy(r.logits, host);  // synchronous for host destinations
   r.logits = host;
   return r;
+}
+
+Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const std::vector<ops::Ops::SampleRow>& params,
+                                     DeviceSampled* out) {
+  const int64_t rows = logits.numel() == 0 ? 0 : logits.shape[0];
+  const int64_t n = out->n_top;
+  out->ids.assign(static_cast<size_t>(rows), -1);
+  out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
+  out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
+  out->top_logprobs.assign(out->top_ids.size(), 0.0f);
+  if (rows == 0) return Status::ok();
+  if (static_cast<int64_t>(params.size()) != rows) {
+    return internal_error("device sampling: {} row parameters for {} logit rows", params.size(), rows);
+  }
+  if (n > ops::Ops::kMaxLogprobTop) return internal_error("device sampling: {} top logprobs per row", n);
+  ops::Ops& ops = *model_->ops;
+  // One I32 buffer on the device, [ids | logprob | top_ids | top_logprobs] (F32 as its bits), so
+  // that a single copy brings everything back.
+  const int64_t width = n >= 0 ? 2 + 2 * n : 1;
+  const tensor::TensorView d_all = ops.alloc(tensor::DType::kI32, {rows * width});
+  auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
+    return tensor::TensorView::contiguous(static_cast<int32_t*>(d_all.data) + at * rows, dtype, shape, d_all.device);
+  };
+  const tensor::TensorView d_ids = part(tensor::DType::kI32, 0, {rows});  // [rows] on the device
+  const bool greedy = std::all_of(params.begin(), params.end(), [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
+  if (greedy) {
+    ops.argmax_rows(logits, d_ids);
+  } else {
+    ops.sample_rows(logits, params, d_ids);
+  }
+  if (n >= 0) {
+    ops.logprob_rows(logits, d_ids, part(tensor::DType::kF32, 1, {rows}), part(tensor::DType::kI32, 2, {rows, n}),
+                     part(tensor::DType::kF32, 2 + n, {rows, n}));
+  }
+  std::vector<int32_t> host(static_cast<size_t>(rows * width));  // [width x rows]
+  ops.copy(d_all, tensor::TensorView::contiguous(host.data(), tensor::DType::kI32, {rows * width}));
+  const auto R = static_cast<size_t>(rows);
+  std::copy_n(host.begin(), R, out->ids.begin());
+  if (n >= 0) {
+    std::memcpy(out->logprob.data(), host.data() + R, R * sizeof(float));
+    std::copy_n(host.begin() + 2 * static_cast<std::ptrdiff_t>(R), R * static_cast<size_t>(n), out->top_ids.begin());
+    std::memcpy(out->top_logprobs.data(), host.data() + (2 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
+  }
+  return Status::ok();
 }
 
 void ModelRunner::finish_step(const sched::BatchPlan& plan) {

@@ -47,6 +47,16 @@ cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 struct SampleLaunchParams { const float* logits; int64_t rows, ld, V; const void* params; int32_t* out;
                             float* part_v; int32_t* part_i; double* part_s; bool filters; float* cut; };
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t stream);
+// Raw logprobs (Ops::logprob_rows) of logits [rows, V]: the log-softmax at tokens [rows] into
+// logprob [rows], the top-n (n <= 20) into top_ids / top_lp [rows, n]. Workspace: part_m F32 and
+// part_sum F64 of logprob_workspace_slots(rows) each, part_v F32 / part_i I32 of n times that.
+struct LogprobLaunchParams {
+  const float* logits; int64_t rows, ld, V; int n; const int32_t* tokens;
+  float* logprob; int32_t* top_ids; float* top_lp;
+  float* part_m; double* part_sum; float* part_v; int32_t* part_i;
+};
+int64_t logprob_workspace_slots(int64_t rows);
+cudaError_t launch_logprob_rows(const LogprobLaunchParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);
 // rms_norm + rope + (quant_dims > 0) fp8_fake_quant of rows [N x heads, width] in place, one launch

@@ -456,6 +456,32 @@ class Ops {
     }
   }
 
+  // Raw logprobs (LogprobsMode::kRaw) where the logits are: for row i of logits [R, V] F32 (shapes as
+  // argmax_rows), sanitised (NaN -> -inf, +inf -> the largest float): logprob[i] = its log-softmax at
+  // tokens[i] (-inf where tokens[i] < 0 or the entry is -inf), and its n = top_ids.shape[1] most
+  // likely tokens — value descending, lower id first among equals, -inf entries only when fewer
+  // than n are finite, id -1 past V — into top_ids [R, n] I32 and their log-softmax into
+  // top_logprobs [R, n] F32 (n <= kMaxLogprobTop). tokens [R] I32 and every output on this backend's
+  // device. sample::compute_logprobs's result: bit for bit on the CPU; on a GPU the ids are the
+  // same and the values within a float ulp or two (the F64 log-sum-exp is summed per fixed slices
+  // of the row, an order that depends on V alone, so a row's result never depends on the batch).
+  static constexpr int64_t kMaxLogprobTop = 20;
+  virtual void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                            const TensorView& top_ids, const TensorView& top_logprobs) = 0;
+  static void check_logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                                 const TensorView& top_ids, const TensorView& top_logprobs) {
+    check_argmax_rows(logits, tokens);
+    const int64_t R = logits.shape[0];
+    DI_CHECK(logprob.dtype == DType::kF32 && logprob.numel() == R && logprob.is_contiguous(),
+             "logprob_rows logprob {} for logits {}", logprob.shape_string(), logits.shape_string());
+    DI_CHECK(top_ids.dtype == DType::kI32 && top_ids.rank == 2 && top_ids.shape[0] == R && top_ids.is_contiguous() &&
+                 top_ids.shape[1] <= kMaxLogprobTop,
+             "logprob_rows top_ids {} must be [{}, n <= {}] I32", top_ids.shape_string(), R, kMaxLogprobTop);
+    DI_CHECK(top_logprobs.dtype == DType::kF32 && top_logprobs.rank == 2 && top_logprobs.shape[0] == R &&
+                 top_logprobs.shape[1] == top_ids.shape[1] && top_logprobs.is_contiguous(),
+             "logprob_rows top_logprobs {} for top_ids {}", top_logprobs.shape_string(), top_ids.shape_string());
+  }
+
   // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it
   // runs V4.1 (CPU reference: ops/cpu/cpu_v41_*.cc). ----
 

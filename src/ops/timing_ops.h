@@ -149,6 +149,10 @@ class TimingOps final : public Ops {
   void sample_rows(const TensorView& l, std::span<const SampleRow> r, const TensorView& o) override {
     timed("sample_rows", [&] { inner_->sample_rows(l, r, o); });
   }
+  void logprob_rows(const TensorView& l, const TensorView& t, const TensorView& lp, const TensorView& ti,
+                    const TensorView& tl) override {
+    timed("logprob_rows", [&] { inner_->logprob_rows(l, t, lp, ti, tl); });
+  }
 
  private:
   static std::string linear_key(const char* name, const TensorView& x, const LinearWeight& w) {

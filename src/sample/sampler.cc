@@ -175,9 +175,9 @@ bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask
 }
 
 bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask) {
-  if (p.is_greedy()) return is_plain_argmax(p, n_generated, has_mask);
-  // Mirrors preprocess() and process_row(): steps 1-4 off; 6-10 are the device's.
-  return !p.logprobs.has_value() && p.logit_bias.empty() && p.allowed_token_ids.empty() && !has_mask &&
+  // Mirrors preprocess() and sample_row(): steps 1-4 off; 5-10 and raw logprobs are the device's.
+  const bool logprobs_ok = !p.logprobs.has_value() || p.logprobs_mode == LogprobsMode::kRaw;
+  return logprobs_ok && p.logit_bias.empty() && p.allowed_token_ids.empty() && !has_mask &&
          n_generated >= p.min_tokens && !penalties_active(p);
 }
 

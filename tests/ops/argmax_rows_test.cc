@@ -9,10 +9,12 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/cpu/cpu_ops.h"
 #include "sample/logits_processors.h"
+#include "sample/logprobs.h"
 #include "sample/sampler.h"
 
 namespace deepinfer::ops {
@@ -130,8 +132,10 @@ TEST(SampleRowsTest, DeviceSampleableRows) {
   k.top_k = 40;
   k.top_p = 0.9f;
   EXPECT_TRUE(sample::is_device_sampleable(k, 0, false));
-  SamplingParams l = p;
-  l.logprobs = 0;
+  SamplingParams l = p;  // raw logprobs are Ops::logprob_rows', processed ones the host's
+  l.logprobs = 5;
+  EXPECT_TRUE(sample::is_device_sampleable(l, 0, false));
+  l.logprobs_mode = LogprobsMode::kProcessed;
   EXPECT_FALSE(sample::is_device_sampleable(l, 0, false));
   SamplingParams r = p;
   r.repetition_penalty = 1.1f;
@@ -148,6 +152,70 @@ TEST(SampleRowsTest, DeviceSampleableRows) {
   g.top_k = 5;
   g.top_p = 0.5f;
   EXPECT_TRUE(sample::is_device_sampleable(g, 0, false));
+  g.logprobs = 0;
+  EXPECT_TRUE(sample::is_device_sampleable(g, 0, false));
+  EXPECT_FALSE(sample::is_plain_argmax(g, 0, false));  // ids alone no longer answer the row
+}
+
+// Random rows (ties, NaN, +-inf, nothing finite, fewer finite entries than asked for) with random
+// tokens: logprob_rows gives the host sampler's raw-mode logprob and top-n list (Sampler::sample_row
+// with logprobs = n on a row whose token it was told), for n = 0, 1, 20 and rows shorter than n.
+TEST(LogprobRowsTest, IsTheHostSamplersRawLogprobs) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(5);
+  cpu::CpuOps ops;
+  int64_t checked_top = 0;
+  for (const int64_t V : {int64_t{3}, int64_t{50}, int64_t{2000}}) {
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{20}}) {
+      const int64_t R = 24, ld = V + 1;  // padded rows
+      TensorView buf = ops.alloc_persistent(DType::kF32, {R, ld});
+      float* h = buf.as<float>();
+      std::normal_distribution<float> normal(0.0f, 4.0f);
+      std::uniform_int_distribution<int> kind(0, 29), small(-2, 2);
+      for (int64_t i = 0; i < R * ld; ++i) {
+        const int k = kind(rng);
+        h[i] = k == 0 ? nan : k == 1 ? -kInf : k == 2 && i % 7 == 0 ? kInf : k < 8 ? static_cast<float>(small(rng))
+                                                                                : normal(rng);
+      }
+      for (int64_t i = 0; i < V; ++i) h[0 * ld + i] = nan, h[1 * ld + i] = -kInf;  // nothing finite
+      for (int64_t i = 2; i < V; ++i) h[2 * ld + i] = -kInf;                         // two finite entries
+      TensorView logits = buf;
+      logits.shape[1] = V;  // [R, V], row stride ld
+      TensorView tokens = ops.alloc_persistent(DType::kI32, {R});
+      for (int64_t r = 0; r < R; ++r) tokens.as<int32_t>()[r] = r == 3 ? -1 : static_cast<int32_t>(rng() % V);
+      TensorView lp = ops.alloc_persistent(DType::kF32, {R});
+      TensorView top_ids = ops.alloc_persistent(DType::kI32, {R, n});
+      TensorView top_lp = ops.alloc_persistent(DType::kF32, {R, n});
+      ops.logprob_rows(logits, tokens, lp, top_ids, top_lp);
+      for (int64_t r = 0; r < R; ++r) {
+        std::vector<float> raw(h + r * ld, h + r * ld + V);
+        sample::sanitize_logits(raw);
+        const int32_t token = tokens.as<int32_t>()[r];
+        const sample::LogprobResult want = sample::compute_logprobs(raw, std::max(token, 0),
+                                                                     static_cast<int32_t>(std::min(n, V)));
+        const std::string at = "V " + std::to_string(V) + ", n " + std::to_string(n) + ", row " + std::to_string(r);
+        if (token < 0) {
+          EXPECT_EQ(lp.as<float>()[r], -kInf) << at;
+        } else {
+          EXPECT_EQ(lp.as<float>()[r], want.logprob) << at;
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const bool have = j < static_cast<int64_t>(want.top.size());
+          EXPECT_EQ(top_ids.as<int32_t>()[r * n + j], have ? want.top[static_cast<size_t>(j)].token : -1) << at;
+          EXPECT_EQ(top_lp.as<float>()[r * n + j], have ? want.top[static_cast<size_t>(j)].logprob : -kInf) << at;
+          checked_top += have;
+        }
+      }
+      // The row with two finite entries lists them first, then -inf entries by id.
+      if (n == 20 && V == 2000) {
+        EXPECT_TRUE(std::isfinite(top_lp.as<float>()[2 * n]) && std::isfinite(top_lp.as<float>()[2 * n + 1]));
+        EXPECT_EQ(top_lp.as<float>()[2 * n + 2], -kInf);
+        EXPECT_EQ(top_ids.as<int32_t>()[2 * n + 2], 2);
+      }
+    }
+  }
+  EXPECT_GT(checked_top, 1000);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "ops/cpu/cpu_common.h"
 #include "ops/cpu/cpu_ops.h"
 #include "sample/logits_processors.h"
+#include "sample/logprobs.h"
 #include "sample/sampler.h"
 
 namespace deepinfer::ops::cpu {
@@ -155,6 +156,29 @@ void CpuOps::sample_rows(const TensorView& logits, std::span<const SampleRow> ro
     sample::apply_top_p(z, p.top_p);
     sample::apply_min_p(z, p.min_p);
     ids[r] = sample::gumbel_argmax(z, p.seed, sample::NoiseStream::kToken, p.position);
+  }
+}
+
+void CpuOps::logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                          const TensorView& top_ids, const TensorView& top_logprobs) {
+  check_logprob_rows(logits, tokens, logprob, top_ids, top_logprobs);
+  const float* base = logits.as<const float>();
+  const auto V = static_cast<size_t>(logits.shape[1]);
+  const auto n = static_cast<int32_t>(top_ids.shape[1]);
+  std::vector<float> raw(V);  // [V] the sanitised row
+  for (int64_t r = 0; r < logits.shape[0]; ++r) {
+    std::copy(base + r * logits.stride[0], base + r * logits.stride[0] + V, raw.begin());
+    sample::sanitize_logits(raw);
+    // The host sampler's raw-mode logprobs (Sampler::sample_row), -1 / -inf past a short row.
+    const int32_t token = tokens.as<const int32_t>()[r];
+    const double lse = sample::log_sum_exp(raw);
+    logprob.as<float>()[r] = token < 0 ? sample::kNegInf : sample::token_logprob(raw, lse, token);
+    const std::vector<TokenLogprob> top = sample::top_logprobs(raw, lse, std::min<int32_t>(n, static_cast<int32_t>(V)));
+    for (int32_t j = 0; j < n; ++j) {
+      const bool have = static_cast<size_t>(j) < top.size();
+      top_ids.as<int32_t>()[r * n + j] = have ? top[static_cast<size_t>(j)].token : -1;
+      top_logprobs.as<float>()[r * n + j] = have ? top[static_cast<size_t>(j)].logprob : sample::kNegInf;
+    }
   }
 }
 

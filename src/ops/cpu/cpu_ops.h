@@ -74,6 +74,8 @@ class CpuOps : public Ops {
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;
+  void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                    const TensorView& top_ids, const TensorView& top_logprobs) override;
 
   // DeepSeek-V4.1 (cpu_v41_*.cc).
   void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;

@@ -136,6 +136,8 @@ class CudaOps final : public Ops {
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;
+  void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                    const TensorView& top_ids, const TensorView& top_logprobs) override;
 
   // Activations as BF16 for the tensor-core GEMM, FP8-fake-quantised per `block` when > 0.
   TensorView activations_bf16(const TensorView& x, int block);

@@ -134,6 +134,23 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
                                   stream_));
 }
 
+void CudaOps::logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
+                           const TensorView& top_ids, const TensorView& top_logprobs) {
+  check_logprob_rows(logits, tokens, logprob, top_ids, top_logprobs);
+  const int64_t R = logits.shape[0], V = logits.shape[1], n = top_ids.shape[1];
+  if (R == 0) return;
+  const int64_t slots = k::logprob_workspace_slots(R);
+  const TensorView part_m = alloc(DType::kF32, {slots});                             // [R, S] slice maxima
+  const TensorView part_sum = alloc(DType::kI32, {2 * slots});                       // [R, S] F64 sums
+  const TensorView part_v = n > 0 ? alloc(DType::kF32, {slots * n}) : TensorView{};  // [R, S, n] slice lists
+  const TensorView part_i = n > 0 ? alloc(DType::kI32, {slots * n}) : TensorView{};
+  DI_LAUNCH(k::launch_logprob_rows({dptr<float>(logits), R, logits.stride[0], V, static_cast<int>(n),
+                                    dptr<int32_t>(tokens), dptr<float>(logprob), dptr<int32_t>(top_ids),
+                                    dptr<float>(top_logprobs), dptr<float>(part_m),
+                                    static_cast<double*>(part_sum.data), dptr<float>(part_v), dptr<int32_t>(part_i)},
+                                   stream_));
+}
+
 void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeParams& params) {
   const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
   if (N == 0) return;

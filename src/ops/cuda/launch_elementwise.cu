@@ -10,6 +10,7 @@
 #include "kernels/norm/hc_mix_prefill.cuh"
 #include "kernels/sample/argmax.cuh"
 #include "kernels/sample/gumbel_sample.cuh"
+#include "kernels/sample/logprobs.cuh"
 #include "kernels/sample/sample_filter.cuh"
 
 namespace deepinfer::kernels {
@@ -187,6 +188,18 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
              p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
   if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_i, S, p.out);
+  return cudaGetLastError();
+}
+
+int64_t logprob_workspace_slots(int64_t rows) { return rows * kLogprobSlices; }
+
+cudaError_t launch_logprob_rows(const LogprobLaunchParams& p, cudaStream_t s) {
+  if (p.rows < 1) return cudaSuccess;
+  if (p.n < 0 || p.n > kLogprobMaxTop) return cudaErrorInvalidValue;
+  launch_pdl(logprob_slice_kernel, dim3(kLogprobSlices, static_cast<unsigned>(p.rows)), kLogprobThreads, 0, s, p.logits,
+             p.ld, p.V, p.n, p.part_m, p.part_sum, p.part_v, p.part_i);
+  launch_pdl(logprob_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, p.logits, p.ld, p.n, p.part_m,
+             p.part_sum, p.part_v, p.part_i, p.tokens, p.logprob, p.top_ids, p.top_lp);
   return cudaGetLastError();
 }
 

@@ -53,9 +53,9 @@ TEST(BenchEngineTest, RowsAreConsistent) {
   }
 }
 
-// Temperature rows, top-p included, are sampled where the logits are (Ops::sample_rows); a
-// logprobs request sends every step to the host sampler.
-TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessLogprobs) {
+// Temperature rows, top-p and raw logprobs included, are sampled where the logits are
+// (Ops::sample_rows, Ops::logprob_rows); --host-sampling sends every step to the host sampler.
+TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessHostSampling) {
   EngineBenchOptions o = micro_bench();
   o.concurrency = {2};
   o.temperature = 0.8;
@@ -75,8 +75,14 @@ TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessLogprobs) {
   out = run_engine_benchmark(o);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   r = nlohmann::json::parse(*out)["rows"][0];
-  EXPECT_EQ(r["device_sampled_steps"].get<int>(), 0);
+  EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
   EXPECT_EQ(r["logprobs"].get<int>(), 2);
+  o.host_sampling = true;
+  out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  r = nlohmann::json::parse(*out)["rows"][0];
+  EXPECT_EQ(r["device_sampled_steps"].get<int>(), 0);
+  EXPECT_TRUE(r["host_sampling"].get<bool>());
 }
 
 TEST(BenchEngineTest, BadOptionsAreNamed) {

@@ -54,17 +54,19 @@ TEST(EngineGenerateTest, GreedyEqualsHandDrivenModel) {
   testing::expect_all_free(*engine);
 }
 
-// Steps whose rows are all plain greedy are sampled by Ops::argmax_rows where the logits are (on a
-// GPU only the ids come back); a logprobs request takes the step back to the host sampler. Both
-// give the same tokens, and the stats count the argmax steps.
+// Steps whose rows are all greedy are sampled by Ops::argmax_rows where the logits are (on a GPU
+// only the ids come back, with raw logprobs when asked); DebugOptions::host_sampling takes every
+// step to the host sampler. Both give the same tokens, and the stats count the argmax steps.
 TEST(EngineGenerateTest, PlainGreedyStepsTakeTheArgmaxAndMatchTheHostSampler) {
   const auto prompt = prompt_ids(29, 5);
-  auto run = [&](bool with_logprobs, int64_t* argmax_steps) {
-    auto engine = testing::open_micro();
+  auto run = [&](bool host_sampling, int64_t* argmax_steps) {
+    engine::DebugOptions debug;
+    debug.host_sampling = host_sampling;
+    auto engine = testing::open_micro(testing::micro_options(), debug);
     EXPECT_NE(engine, nullptr);
     if (engine == nullptr) return std::vector<std::vector<int32_t>>{};
     std::vector<Request> reqs{ids_request(prompt, 9, std::nullopt, 0.0f), ids_request(prompt_ids(30, 6), 9, 3, 0.0f)};
-    if (with_logprobs) reqs[1].sampling.logprobs = 2;
+    reqs[1].sampling.logprobs = 2;
     auto tokens = testing::generate_tokens(*engine, reqs);
     *argmax_steps = engine->stats().n_argmax_steps;
     return tokens;
@@ -75,15 +77,17 @@ TEST(EngineGenerateTest, PlainGreedyStepsTakeTheArgmaxAndMatchTheHostSampler) {
   EXPECT_EQ(by_argmax, by_sampler);
   EXPECT_EQ(by_argmax[0], reference_greedy(prompt, 9));
   EXPECT_GE(device_steps, 9);  // every step that sampled (the prefill's last chunk and 8 decodes)
-  EXPECT_EQ(host_steps, 0);    // the logprobs row shares every sampling step (both prompts fit one step)
+  EXPECT_EQ(host_steps, 0);
 }
 
-// Steps whose rows are greedy or temperature (top-k, top-p, min-p allowed) are sampled by Ops::sample_rows
-// where the logits are; a logprobs row takes the step back to the host sampler. Both give the same
-// seeded tokens (the same keyed noise), and the stats count the device-sampled steps.
+// Steps whose rows are greedy or temperature (top-k, top-p, min-p, raw logprobs allowed) are
+// sampled by Ops::sample_rows where the logits are; the host sampler (DebugOptions::host_sampling)
+// gives the same tokens.
 TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) {
-  auto run = [&](bool with_logprobs, EngineStats* stats) {
-    auto engine = testing::open_micro();
+  auto run = [&](bool host_sampling, EngineStats* stats) {
+    engine::DebugOptions debug;
+    debug.host_sampling = host_sampling;
+    auto engine = testing::open_micro(testing::micro_options(), debug);
     EXPECT_NE(engine, nullptr);
     if (engine == nullptr) return std::vector<std::vector<int32_t>>{};
     std::vector<Request> reqs{ids_request(prompt_ids(21, 8), 10, 5, 0.9f), ids_request(prompt_ids(26, 9), 10, 6, 0.0f),
@@ -91,7 +95,7 @@ TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) 
     reqs[2].sampling.min_p = 0.05f;
     reqs[0].sampling.top_p = 0.9f;
     reqs[2].sampling.top_k = 20;
-    if (with_logprobs) reqs[1].sampling.logprobs = 1;
+    reqs[1].sampling.logprobs = 1;
     auto tokens = testing::generate_tokens(*engine, reqs);
     *stats = engine->stats();
     return tokens;
@@ -109,6 +113,62 @@ TEST(EngineGenerateTest, TemperatureStepsSampledOnTheDeviceMatchTheHostSampler) 
   const auto reseeded = testing::generate_tokens(*engine, {ids_request(prompt_ids(21, 8), 10, 55, 0.9f)});
   ASSERT_EQ(reseeded.size(), 1u);
   EXPECT_NE(reseeded[0], on_device[0]);
+}
+
+// Raw logprobs (0, 3 and 20 top entries, greedy and sampled rows) computed where the logits are
+// (Ops::logprob_rows) are the host sampler's: the same tokens, logprobs and top lists; a
+// processed-mode row sends its steps to the host sampler, with the same results for the others.
+TEST(EngineGenerateTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
+  auto run = [&](bool host_sampling, bool processed_row, EngineStats* stats) {
+    engine::DebugOptions debug;
+    debug.host_sampling = host_sampling;
+    auto engine = testing::open_micro(testing::micro_options(), debug);
+    EXPECT_NE(engine, nullptr);
+    std::vector<GenerateOutput> outs;
+    if (engine == nullptr) return outs;
+    std::vector<Request> reqs{ids_request(prompt_ids(21, 8), 8, 5, 0.9f), ids_request(prompt_ids(26, 9), 8, 6, 0.0f),
+                              ids_request(prompt_ids(17, 10), 8, 7, 1.3f), ids_request(prompt_ids(19, 11), 8, 8, 0.7f)};
+    reqs[0].sampling.logprobs = 3;
+    reqs[1].sampling.logprobs = 20;
+    reqs[2].sampling.logprobs = 0;
+    reqs[2].sampling.top_k = 30;
+    if (processed_row) {
+      reqs[3].sampling.logprobs = 2;
+      reqs[3].sampling.logprobs_mode = LogprobsMode::kProcessed;
+    }
+    auto r = engine->generate(reqs);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (r.is_ok()) outs = *r;
+    *stats = engine->stats();
+    return outs;
+  };
+  EngineStats device, host, mixed;
+  const auto on_device = run(false, false, &device), on_host = run(true, false, &host);
+  ASSERT_EQ(on_device.size(), 4u);
+  ASSERT_EQ(on_host.size(), 4u);
+  EXPECT_GE(device.n_device_sampled_steps, 8);
+  for (size_t i = 0; i < 4; ++i) {
+    const GenerateOutput::Sequence &d = on_device[i].sequences.at(0), &h = on_host[i].sequences.at(0);
+    EXPECT_EQ(d.token_ids, h.token_ids) << "request " << i;
+    ASSERT_EQ(d.logprobs.size(), i == 3 ? 0u : d.token_ids.size()) << "request " << i;
+    ASSERT_EQ(h.logprobs.size(), d.logprobs.size());
+    for (size_t t = 0; t < d.logprobs.size(); ++t) {
+      EXPECT_EQ(d.logprobs[t].token, d.token_ids[t]);
+      EXPECT_EQ(d.logprobs[t].logprob, h.logprobs[t].logprob) << "request " << i << ", token " << t;
+      EXPECT_EQ(d.logprobs[t].top, h.logprobs[t].top) << "request " << i << ", token " << t;
+      EXPECT_EQ(d.logprobs[t].top.size(), std::vector<size_t>({3, 20, 0})[i]);
+      EXPECT_LT(d.logprobs[t].logprob, 0.0f);
+    }
+  }
+  const auto with_processed = run(false, true, &mixed);
+  ASSERT_EQ(with_processed.size(), 4u);
+  // The processed row's 8 sampling steps go to the host (the first step, which prefills only the
+  // other three prompts within the 64-token budget, may stay on the device).
+  EXPECT_LE(mixed.n_device_sampled_steps, 1);
+  EXPECT_GE(mixed.n_steps - mixed.n_device_sampled_steps, 8);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(with_processed[i].sequences.at(0).token_ids, on_device[i].sequences.at(0).token_ids);
+  }
 }
 
 TEST(EngineGenerateTest, BatchOfRequestsAllFinishWithExactLengths) {

@@ -1,0 +1,186 @@
+// CUDA conformance of the sampling ops: argmax_rows, sample_rows and logprob_rows give the CPU
+// reference's ids (whose rules are the host sampler's: argmax_rows_test) — exactly — and its
+// logprobs within a float ulp or two, over vocabulary sizes with and without a tail, padded row
+// strides, ties, NaN / +inf / all -inf rows and batches of 1 (the most slices) to 40.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "op_test_harness.h"
+
+namespace deepinfer::testing {
+namespace {
+
+class CudaSampleOpsTest : public OpHarness {};
+
+// Greedy sampling on the device: the same ids as the CPU op (whose rules are the host sampler's,
+// argmax_rows_test), over vocabulary sizes with and without a 4-element tail, padded row strides
+// (the scalar path), ties (integer logits: many equal maxima, across the slices a small batch's
+// rows are split into), NaN, +inf and all -inf / NaN rows; and batch-1 rows (16 slices).
+TEST_F(CudaSampleOpsTest, ArgmaxRowsIsTheCpuChoice) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t pad : {int64_t{0}, int64_t{3}}) {
+      const int64_t R = 9, ld = V + pad;
+      Pair buf = random(DType::kF32, {R, ld}, 1.0f, /*integers=*/true, /*range=*/4);  // ties at the max
+      float* h = buf.host.as<float>();
+      std::uniform_int_distribution<int64_t> at(0, V - 1);
+      for (int64_t i = 0; i < V; ++i) {
+        h[1 * ld + i] = nan;                        // row 1: all NaN -> -1
+        h[2 * ld + i] = -inf;                       // row 2: all -inf -> -1
+        h[3 * ld + i] = i % 5 == 0 ? nan : h[3 * ld + i];  // row 3: NaN among values
+      }
+      h[4 * ld + at(rng_)] = inf;                   // row 4: +inf reads as FLT_MAX ...
+      h[4 * ld + at(rng_)] = std::numeric_limits<float>::max();  // ... tied with FLT_MAX
+      h[5 * ld + at(rng_)] = inf, h[5 * ld + at(rng_)] = inf;    // row 5: two +inf
+      h[6 * ld + V - 1] = 100.0f;                   // row 6: the max at the last id (the tail)
+      h[7 * ld + 0] = 100.0f;                       // row 7: at id 0
+      h[8 * ld + at(rng_)] = nan, h[8 * ld + at(rng_)] = -inf;   // row 8: a stray NaN and -inf
+      upload(buf);
+      TensorView lh = buf.host, ld_dev = buf.dev;
+      lh.shape[1] = ld_dev.shape[1] = V;            // [R, V] with row stride ld
+      Pair ids = make(DType::kI32, {R});
+      cpu_.argmax_rows(lh, ids.host);
+      gpu_->argmax_rows(ld_dev, ids.dev);
+      EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", row stride " << ld;
+      EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      EXPECT_EQ(ids.host.as<int32_t>()[2], -1);
+    }
+  }
+  for (int trial = 0; trial < 4; ++trial) {  // one row of the real vocabulary: the most slices
+    Pair row = random(DType::kF32, {1, 129280}, 1.0f, /*integers=*/true, /*range=*/3 + trial);
+    Pair ids = make(DType::kI32, {1});
+    cpu_.argmax_rows(row.host, ids.host);
+    gpu_->argmax_rows(row.dev, ids.dev);
+    EXPECT_EQ(download(ids.dev), values(ids.host)) << "trial " << trial;
+  }
+}
+
+// Temperature sampling on the device (Ops::sample_rows): the CPU op's ids (which are the host
+// sampler's, argmax_rows_test) for greedy, temperature, top-k, top-p and min-p rows with random
+// seeds and positions, over vocabulary sizes with padded strides, flat and peaked rows, ties,
+// NaN / +inf / all -inf rows, batches of 1 (the most slices) to 40; and ids that move with the
+// seed (rows are sampled, not argmax rows).
+TEST_F(CudaSampleOpsTest, SampleRowsIsTheCpuChoice) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  int64_t compared = 0, not_argmax = 0;
+  for (const int64_t V : {int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t R : {int64_t{1}, int64_t{9}, int64_t{40}}) {
+      const int64_t ld = V + (R == 9 ? 3 : 0);
+      Pair buf = random(DType::kF32, {R, ld}, 3.0f);
+      float* h = buf.host.as<float>();
+      for (int64_t r = 4; r < R; r += 3) {  // peaked rows: a few large logits (short top-p prefixes)
+        for (int64_t i = 0; i < V; i += 97) h[r * ld + i] += 12.0f;
+      }
+      for (int64_t r = 5; r < R; r += 6) {  // ties: integer logits
+        for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
+      }
+      if (R > 1) {
+        for (int64_t i = 0; i < V; ++i) {
+          h[1 * ld + i] = i % 2 ? nan : -inf;                 // row 1: nothing finite -> -1
+          h[2 * ld + i] = i % 7 == 0 ? nan : h[2 * ld + i];   // row 2: NaN among values
+        }
+        h[3 * ld + V / 2] = inf;                              // row 3: +inf reads as FLT_MAX
+      }
+      upload(buf);
+      TensorView lh = buf.host, ld_dev = buf.dev;
+      lh.shape[1] = ld_dev.shape[1] = V;  // [R, V] with row stride ld
+      std::vector<ops::Ops::SampleRow> rows(static_cast<size_t>(R));
+      std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+      for (int64_t r = 0; r < R; ++r) {
+        const float t = r % 4 == 3 ? 0.0f : 0.2f + 1.5f * unit(rng_);
+        const int32_t top_k = r % 5 == 1 ? 1 + static_cast<int32_t>(rng_() % 50) : 0;
+        const float top_p = r % 5 == 2 || r % 7 == 0 ? 0.05f + 0.9f * unit(rng_) : 1.0f;
+        rows[static_cast<size_t>(r)] = {t, r % 3 == 1 ? 0.2f * unit(rng_) : 0.0f, rng_(),
+                                        static_cast<int64_t>(rng_() % 200000), top_k, top_p};
+      }
+      Pair ids = make(DType::kI32, {R}), argmax = make(DType::kI32, {R});
+      cpu_.sample_rows(lh, rows, ids.host);
+      cpu_.argmax_rows(lh, argmax.host);
+      gpu_->sample_rows(ld_dev, rows, ids.dev);
+      EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", rows " << R;
+      if (R > 1) {
+        EXPECT_EQ(ids.host.as<int32_t>()[1], -1);
+      }
+      for (int64_t r = 0; r < R; ++r) {  // the plain temperature rows of the unpeaked kind
+        const ops::Ops::SampleRow& p = rows[static_cast<size_t>(r)];
+        if (p.temperature == 0.0f || p.top_k > 0 || p.top_p < 1.0f || (r >= 4 && (r - 4) % 3 == 0) ||
+            argmax.host.as<int32_t>()[r] < 0) {
+          continue;
+        }
+        ++compared;
+        not_argmax += ids.host.as<int32_t>()[r] != argmax.host.as<int32_t>()[r];
+      }
+    }
+  }
+  EXPECT_GT(not_argmax, compared / 3) << "of " << compared;
+}
+
+// Raw logprobs on the device (Ops::logprob_rows): the CPU op's top-n ids exactly and its values
+// within 2 float ulps (the F64 log-sum-exp is summed per fixed slice on the device), for n = 0,
+// 5 and 20, rows with ties (integer logits), NaN, +inf, nothing finite and fewer finite entries
+// than n, token -1; and a row's results do not depend on the batch it is in (the same bits alone).
+TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  auto close = [](float got, float want) {
+    if (std::isinf(want) || std::isinf(got)) return got == want;
+    return std::fabs(got - want) <= 2.0f * std::numeric_limits<float>::epsilon() * std::max(1.0f, std::fabs(want));
+  };
+  int64_t entries = 0;
+  for (const int64_t V : {int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t R : {int64_t{1}, int64_t{9}, int64_t{40}}) {
+      for (const int64_t n : {int64_t{0}, int64_t{5}, int64_t{20}}) {
+        const int64_t ld = V + (R == 9 ? 3 : 0);
+        Pair buf = random(DType::kF32, {R, ld}, 3.0f);
+        float* h = buf.host.as<float>();
+        for (int64_t r = 4; r < R; r += 5) {  // ties: integer logits
+          for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
+        }
+        if (R > 1) {
+          for (int64_t i = 0; i < V; ++i) {
+            h[1 * ld + i] = i % 2 ? nan : -inf;                              // row 1: nothing finite
+            h[2 * ld + i] = i % 7 == 0 ? nan : (i > 3 ? -inf : h[2 * ld + i]);  // row 2: 3 finite entries
+          }
+          h[3 * ld + V / 2] = inf;                                           // row 3: +inf as FLT_MAX
+        }
+        upload(buf);
+        TensorView lh = buf.host, ld_dev = buf.dev;
+        lh.shape[1] = ld_dev.shape[1] = V;  // [R, V] with row stride ld
+        Pair tokens = make(DType::kI32, {R});
+        for (int64_t r = 0; r < R; ++r) tokens.host.as<int32_t>()[r] = r == 5 ? -1 : static_cast<int32_t>(rng_() % V);
+        upload(tokens);
+        Pair lp = make(DType::kF32, {R}), ids = make(DType::kI32, {R, n}), top = make(DType::kF32, {R, n});
+        cpu_.logprob_rows(lh, tokens.host, lp.host, ids.host, top.host);
+        gpu_->logprob_rows(ld_dev, tokens.dev, lp.dev, ids.dev, top.dev);
+        const std::string at = "V " + std::to_string(V) + ", rows " + std::to_string(R) + ", n " + std::to_string(n);
+        EXPECT_EQ(download(ids.dev), values(ids.host)) << at;
+        const std::vector<float> got_lp = download(lp.dev), want_lp = values(lp.host);
+        const std::vector<float> got_top = download(top.dev), want_top = values(top.host);
+        for (size_t i = 0; i < got_lp.size(); ++i) EXPECT_TRUE(close(got_lp[i], want_lp[i])) << at << ", row " << i;
+        for (size_t i = 0; i < got_top.size(); ++i) {
+          EXPECT_TRUE(close(got_top[i], want_top[i])) << at << ", entry " << i << ": " << got_top[i] << " vs " << want_top[i];
+          entries += std::isfinite(want_top[i]);
+        }
+        if (R == 1 || n == 0) continue;
+        // Row 7 alone: the same bits as in the batch.
+        Pair one = make(DType::kF32, {1, V});
+        for (int64_t i = 0; i < V; ++i) one.host.as<float>()[i] = h[7 * ld + i];
+        upload(one);
+        Pair t1 = make(DType::kI32, {1}), lp1 = make(DType::kF32, {1}), ids1 = make(DType::kI32, {1, n}),
+             top1 = make(DType::kF32, {1, n});
+        t1.host.as<int32_t>()[0] = tokens.host.as<int32_t>()[7];
+        upload(t1);
+        gpu_->logprob_rows(one.dev, t1.dev, lp1.dev, ids1.dev, top1.dev);
+        EXPECT_EQ(download(lp1.dev)[0], got_lp[7]) << at;
+        const std::vector<float> alone = download(top1.dev);
+        EXPECT_EQ(alone, std::vector<float>(got_top.begin() + 7 * n, got_top.begin() + 8 * n)) << at;
+      }
+    }
+  }
+  EXPECT_GT(entries, 2000);
+}
+
+}  // namespace
+}  // namespace deepinfer::testing
