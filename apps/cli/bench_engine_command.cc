@@ -20,6 +20,8 @@ void setup(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling")->capture_default_str();
   app->add_option("--top-k", o->top_k, "top-k sampling (<= 0: off)")->capture_default_str();
+  app->add_option("--repetition-penalty", o->repetition_penalty, "1: off")->capture_default_str();
+  app->add_option("--frequency-penalty", o->frequency_penalty, "0: off")->capture_default_str();
   app->add_option("--logprobs", o->logprobs, ">= 0: raw logprobs and this many top logprobs per token")
       ->capture_default_str();
   app->add_flag("--host-sampling", o->host_sampling,

@@ -58,6 +58,8 @@ struct EngineBenchOptions {
   double temperature = 0.0;           // 0: greedy (either is sampled on the device)
   double top_p = 1.0;
   int32_t top_k = 0;                  // <= 0: off
+  double repetition_penalty = 1.0;    // 1: off
+  double frequency_penalty = 0.0;     // 0: off
   int32_t logprobs = -1;              // >= 0: raw logprobs per token (sampled on the device too)
   // Every step sampled on the host from the copied logits: the path of rows with bias, masks,
   // penalties or processed logprobs.

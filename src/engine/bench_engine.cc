@@ -7,6 +7,7 @@
 // those phases, so the per-step host overhead the device waits through is a measured figure.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
@@ -72,6 +73,8 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
     r.sampling.temperature = static_cast<float>(o.temperature);
     r.sampling.top_p = static_cast<float>(o.top_p);
     r.sampling.top_k = o.top_k;
+    r.sampling.repetition_penalty = static_cast<float>(o.repetition_penalty);
+    r.sampling.frequency_penalty = static_cast<float>(o.frequency_penalty);
     if (o.logprobs >= 0) r.sampling.logprobs = o.logprobs;
     r.sampling.max_tokens = o.output_len;
     r.sampling.ignore_eos = true;
@@ -142,6 +145,8 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"temperature", o.temperature},
               {"top_p", o.top_p},
               {"top_k", o.top_k},
+              {"repetition_penalty", o.repetition_penalty},
+              {"frequency_penalty", o.frequency_penalty},
               {"logprobs", o.logprobs},
               {"host_sampling", o.host_sampling},
               {"wall_s", wall},
@@ -179,6 +184,12 @@ Status check_options(const EngineBenchOptions& o) {
   if (o.output_len < 1) return invalid_argument("bench-engine: --output-len {} (must be >= 1)", o.output_len);
   if (o.temperature < 0) return invalid_argument("bench-engine: --temperature {} (must be >= 0)", o.temperature);
   if (!(o.top_p > 0 && o.top_p <= 1)) return invalid_argument("bench-engine: --top-p {} (must be in (0, 1])", o.top_p);
+  if (!(o.repetition_penalty > 0 && o.repetition_penalty <= 2)) {
+    return invalid_argument("bench-engine: --repetition-penalty {} (must be in (0, 2])", o.repetition_penalty);
+  }
+  if (!(std::fabs(o.frequency_penalty) <= 2)) {
+    return invalid_argument("bench-engine: --frequency-penalty {} (must be in [-2, 2])", o.frequency_penalty);
+  }
   if (o.logprobs > 20) return invalid_argument("bench-engine: --logprobs {} (at most 20)", o.logprobs);
   if (o.model.empty() && o.layers < 1) return invalid_argument("bench-engine: --layers {} (must be >= 1)", o.layers);
   return Status::ok();

@@ -66,12 +66,11 @@ class EngineImpl final : public Engine {
   // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
   void step();
   // Whether every logit row of the plan is sampled whole on the model's device
-  // (sample::is_device_sampleable) — unless DebugOptions::host_sampling — and there is one: *rows
-  // then holds each logit row's parameters (Ops::sample_rows; greedy rows temperature 0) and
-  // *n_top the most top logprobs a row asks for (-1: no row asks for logprobs). device: what the
-  // device sampled per logit row (such steps; `result`'s logits not read).
-  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                      std::vector<ops::Ops::SampleRow>* rows, int32_t* n_top) const;
+  // (sample::is_device_sampleable) — unless DebugOptions::host_sampling — and there is one:
+  // *device then holds each logit row's inputs (DeviceSamplePlan). A row whose sampler input
+  // fails (a grammar's bitmask) sends the step to the host sampler, which reports it. device (in
+  // sample_plan): what the device sampled per logit row (such steps; `result`'s logits not read).
+  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row, DeviceSamplePlan* device);
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,
                                             const ModelRunner::DeviceSampled* device);

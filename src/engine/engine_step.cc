@@ -65,16 +65,16 @@ void EngineImpl::step() {
   step_times_.prepare_s += lap();
   if (!batch.is_ok()) return fail_plan(batch.status());
   // Rows the device samples whole (greedy or plain temperature): one id per row copied back.
-  std::vector<ops::Ops::SampleRow> device_rows;
+  DeviceSamplePlan device_plan;
   ModelRunner::DeviceSampled device_out;
-  const bool on_device = device_sampled(plan_, logit_row, &device_rows, &device_out.n_top);
+  const bool on_device = device_sampled(plan_, logit_row, &device_plan);
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
-                    : runner_->forward(*batch, on_device ? &device_rows : nullptr, &device_out);  // 3. forward
+                    : runner_->forward(*batch, on_device ? &device_plan : nullptr, &device_out);  // 3. forward
   step_times_.forward_s += lap();
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
   if (on_device) {
-    const bool greedy = std::all_of(device_rows.begin(), device_rows.end(),
+    const bool greedy = std::all_of(device_plan.rows.begin(), device_plan.rows.end(),
                                     [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.n_device_sampled_steps;
@@ -92,26 +92,26 @@ void EngineImpl::step() {
 }
 
 bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                                std::vector<ops::Ops::SampleRow>* rows, int32_t* n_top) const {
-  rows->clear();
-  *n_top = -1;
+                                DeviceSamplePlan* device) {
+  *device = DeviceSamplePlan{};
   if (debug_.host_sampling) return false;
   bool any = false;
+  size_t n_rows = 0;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (logit_row[i] < 0) continue;
     const auto row = static_cast<size_t>(logit_row[i]);
-    if (rows->size() <= row) rows->resize(row + 1);
-    const SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
-    if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is (greedy row)
-    const SamplingParams& p = *s->params;
-    if (!sample::is_device_sampleable(p, s->n_generated, s->matcher != nullptr)) return false;
+    n_rows = std::max(n_rows, row + 1);
+    SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
+    if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is (a greedy row)
+    if (!sample::is_device_sampleable(*s->params)) return false;
     // The sampled token occupies the position after the step's last token (the noise key).
-    (*rows)[row] = ops::Ops::SampleRow{p.temperature, p.min_p, s->seed,
-                                       plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled, p.top_k,
-                                       p.top_p};
-    if (p.logprobs.has_value()) *n_top = std::max(*n_top, *p.logprobs);
+    Result<sample::RowInput> in =
+        outputs_->row_input(*s, plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled);
+    if (!in.is_ok() || !sampler_->check_row(*in, i).is_ok()) return false;
+    device->add(row, *in, sampler_->config());
     any = true;
   }
+  device->finish(n_rows);
   return any;
 }
 

@@ -104,12 +104,11 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
 }
 
 Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch,
-                                                  const std::vector<ops::Ops::SampleRow>* device_sample,
-                                                  DeviceSampled* sampled) {
+                                                  const DeviceSamplePlan* device, DeviceSampled* sampled) {
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
-  if (device_sample != nullptr) {
+  if (device != nullptr) {
     DI_CHECK(sampled != nullptr, "ModelRunner::forward: device sampling without a DeviceSampled");
-    DI_RETURN_IF_ERROR(sample_on_device(r.logits, *device_sample, sampled));
+    DI_RETURN_IF_ERROR(sample_on_device(r.logits, *device, sampled));
     return r;
   }
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
@@ -128,17 +127,21 @@ Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& bat
   return r;
 }
 
-Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const std::vector<ops::Ops::SampleRow>& params,
+Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
                                      DeviceSampled* out) {
+  const std::vector<ops::Ops::SampleRow>& params = plan.rows;
   const int64_t rows = logits.numel() == 0 ? 0 : logits.shape[0];
-  const int64_t n = out->n_top;
+  const int64_t n = plan.n_top;
+  out->n_top = plan.n_top;
   out->ids.assign(static_cast<size_t>(rows), -1);
   out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
   out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
   out->top_logprobs.assign(out->top_ids.size(), 0.0f);
   if (rows == 0) return Status::ok();
-  if (static_cast<int64_t>(params.size()) != rows) {
-    return internal_error("device sampling: {} row parameters for {} logit rows", params.size(), rows);
+  if (static_cast<int64_t>(params.size()) != rows ||
+      (plan.adjusts() && static_cast<int64_t>(plan.adjust_rows.size()) != rows)) {
+    return internal_error("device sampling: {} row parameters ({} adjusted) for {} logit rows", params.size(),
+                          plan.adjust_rows.size(), rows);
   }
   if (n > ops::Ops::kMaxLogprobTop) return internal_error("device sampling: {} top logprobs per row", n);
   ops::Ops& ops = *model_->ops;
@@ -150,11 +153,18 @@ Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const std
     return tensor::TensorView::contiguous(static_cast<int32_t*>(d_all.data) + at * rows, dtype, shape, d_all.device);
   };
   const tensor::TensorView d_ids = part(tensor::DType::kI32, 0, {rows});  // [rows] on the device
+  // Steps 1-4 (bias, masks, stop suppression, penalties) into a processed copy; raw logprobs
+  // still read the model's logits.
+  tensor::TensorView sampled_from = logits;
+  if (plan.adjusts()) {
+    sampled_from = ops.alloc(tensor::DType::kF32, {rows, logits.shape[1]});  // [rows, V] steps 0-4
+    ops.adjust_logits(logits, plan.adjust_rows, plan.entries, plan.stops, plan.masks, sampled_from);
+  }
   const bool greedy = std::all_of(params.begin(), params.end(), [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
   if (greedy) {
-    ops.argmax_rows(logits, d_ids);
+    ops.argmax_rows(sampled_from, d_ids);
   } else {
-    ops.sample_rows(logits, params, d_ids);
+    ops.sample_rows(sampled_from, params, d_ids);
   }
   if (n >= 0) {
     ops.logprob_rows(logits, d_ids, part(tensor::DType::kF32, 1, {rows}), part(tensor::DType::kI32, 2, {rows, n}),

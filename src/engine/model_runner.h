@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/device_sample_plan.h"
 #include "engine/loaded_model.h"
 #include "model/kv_state.h"
 #include "sched/batch_plan.h"
@@ -29,21 +30,21 @@ class ModelRunner {
   // row asked for logprobs (n_top >= 0), every row's raw logprob and top-n_top (Ops::logprob_rows).
   struct DeviceSampled {
     std::vector<int32_t> ids;        // [rows] -1 = nothing finite
-    int32_t n_top = -1;              // -1: no logprobs this step; else entries per row (0..20)
+    int32_t n_top = -1;              // DeviceSamplePlan::n_top: -1 none; else entries per row (0..20)
     std::vector<float> logprob;      // [rows] of ids[r] (raw mode)
     std::vector<int32_t> top_ids;    // [rows x n_top]
     std::vector<float> top_logprobs; // [rows x n_top]
   };
   // Runs the model. The logits view is in host memory (the sampler runs on the host; logits from a
   // device backend are copied into a buffer the runner owns) and valid until the next forward.
-  // With `device_sample` (one Ops::SampleRow per logit row: a step whose rows are all sampled whole
-  // where the logits are, sample::is_device_sampleable): the logits stay where the model wrote
-  // them, sampled->ids receives each logit row's token (Ops::argmax_rows when every row is greedy,
-  // else Ops::sample_rows), with sampled->n_top >= 0 on entry also the raw logprobs, and the
-  // returned logits must not be read — on a GPU the step copies (1 + 2 n_top) numbers per row (one
+  // With `device` (a step whose rows are all sampled whole where the logits are,
+  // sample::is_device_sampleable: one row of it per logit row): the logits stay where the model
+  // wrote them — Ops::adjust_logits first when some row has steps 1-4 — sampled->ids receives each
+  // logit row's token (Ops::argmax_rows when every row is greedy, else Ops::sample_rows), with
+  // device->n_top >= 0 also the raw logprobs (Ops::logprob_rows, of the unadjusted logits), and the
+  // returned logits must not be read: on a GPU the step copies (1 + 2 n_top) numbers per row (one
   // copy) instead of the row's 129,280 floats.
-  Result<model::ForwardResult> forward(const model::ForwardBatch& batch,
-                                       const std::vector<ops::Ops::SampleRow>* device_sample = nullptr,
+  Result<model::ForwardResult> forward(const model::ForwardBatch& batch, const DeviceSamplePlan* device = nullptr,
                                        DeviceSampled* sampled = nullptr);
   // After the forward: copies state slots into the snapshots the plan asked for.
   void finish_step(const sched::BatchPlan& plan);
@@ -58,9 +59,8 @@ class ModelRunner {
  private:
   Status apply_table_diff(const sched::SeqPlan& sp);
   Status init_state(const sched::SeqPlan& sp);
-  // Samples `logits` (on the model's device) with `params` into *out (forward's device path).
-  Status sample_on_device(const tensor::TensorView& logits, const std::vector<ops::Ops::SampleRow>& params,
-                          DeviceSampled* out);
+  // Samples `logits` (on the model's device) as `plan` says into *out (forward's device path).
+  Status sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan, DeviceSampled* out);
 
   LoadedModel* model_;
   model::KvState state_;

@@ -56,6 +56,15 @@ struct LogprobLaunchParams {
   float* part_m; double* part_sum; float* part_v; int32_t* part_i;
 };
 int64_t logprob_workspace_slots(int64_t rows);
+// Steps 0-4 of the sampler (Ops::adjust_logits) from logits [rows, V] into out [rows, V]: rows,
+// entries (DeviceAdjustRow / DeviceAdjustEntry: Ops::AdjustRow / AdjustEntry's layouts), stops and
+// masks on the device; part_finite: adjust_workspace_slots(rows) I32.
+struct AdjustLaunchParams {
+  const float* logits; int64_t rows, ld, V; const void* rows_params; const void* entries; const int32_t* stops;
+  const uint32_t* masks; float* out; int32_t* part_finite;
+};
+int64_t adjust_workspace_slots(int64_t rows);
+cudaError_t launch_adjust_logits(const AdjustLaunchParams& p, cudaStream_t stream);
 cudaError_t launch_logprob_rows(const LogprobLaunchParams& p, cudaStream_t stream);
 struct RopeLaunchParams { void* x; ActType type; const int32_t* positions; const float* inv_freq; int64_t N, heads, width; int n_rope; float sign; };
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t stream);

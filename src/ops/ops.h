@@ -429,8 +429,8 @@ class Ops {
   // step 0 (sanitize), then greedy (temperature 0: argmax_rows' rule) or steps 6-10 of
   // docs/sampling.md — z = (l - max) / T in F32, top-k, top-p, min-p (exp(z - max z) >= min_p in
   // F64), and the Gumbel-max with the keyed noise of sample/keyed_noise.h (stream kToken, key
-  // (seed, position, id)) in F64, lowest id on ties. No bias / masks / penalties: rows with those
-  // are the host sampler's.
+  // (seed, position, id)) in F64, lowest id on ties. Rows with bias, masks or penalties are sampled
+  // from adjust_logits' output.
   struct SampleRow {
     float temperature = 0.0f;  // 0: greedy
     float min_p = 0.0f;        // 0: off
@@ -454,6 +454,52 @@ class Ops {
                    r.top_p > 0.0f && r.top_p <= 1.0f,
                "sample_rows: temperature {} / min_p {} / top_p {} out of range", r.temperature, r.min_p, r.top_p);
     }
+  }
+
+  // Steps 0-4 of the host sampler (sample/sampler.h) where the logits are, into out [R, V] F32
+  // (contiguous) from logits [R, V] (shapes as argmax_rows): sanitise; the row's token mask (a
+  // grammar bitmask ANDed with allowed_token_ids: tokens whose bit is clear become -inf); logit
+  // bias; min_tokens' stop ids -> -inf unless nothing else would stay finite; repetition penalty on
+  // the ids seen (prompt and output), then frequency and presence penalties on the output's ids, in
+  // F32 without contraction — Sampler::process_row's step 4 row bit for bit. A row's sparse inputs
+  // are ranges of `entries` (one per distinct token: its bias, whether it was seen, its output
+  // count) and `stops` (distinct ids); mask_row indexes `masks` [M, ceil(V / 32)] words (-1: none).
+  struct AdjustRow {
+    int32_t entry_begin = 0, entry_end = 0;  // [begin, end) of entries
+    int32_t stop_begin = 0, stop_end = 0;    // [begin, end) of stops (empty unless min_tokens holds)
+    int32_t mask_row = -1;
+    float repetition = 1.0f, presence = 0.0f, frequency = 0.0f;
+  };
+  struct AdjustEntry {
+    int32_t token = 0;
+    float bias = 0.0f;
+    int32_t output_count = 0;  // > 0: presence / frequency apply
+    int32_t seen = 0;          // 1: repetition applies
+  };
+  virtual void adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
+                             std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
+                             std::span<const uint32_t> masks, const TensorView& out) = 0;
+  static void check_adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
+                                  std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
+                                  std::span<const uint32_t> masks, const TensorView& out) {
+    DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
+                 logits.stride[0] >= logits.shape[1],
+             "adjust_logits logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
+    const int64_t R = logits.shape[0], V = logits.shape[1], words = (V + 31) / 32;
+    DI_CHECK(out.dtype == DType::kF32 && out.rank == 2 && out.shape[0] == R && out.shape[1] == V && out.is_contiguous(),
+             "adjust_logits out {} for logits {}", out.shape_string(), logits.shape_string());
+    DI_CHECK(static_cast<int64_t>(rows.size()) == R && static_cast<int64_t>(masks.size()) % words == 0,
+             "adjust_logits: {} rows for logits {}, {} mask words", rows.size(), logits.shape_string(), masks.size());
+    const auto n_masks = static_cast<int32_t>(static_cast<int64_t>(masks.size()) / words);
+    for (const AdjustRow& r : rows) {
+      DI_CHECK(0 <= r.entry_begin && r.entry_begin <= r.entry_end && r.entry_end <= static_cast<int64_t>(entries.size()) &&
+                   0 <= r.stop_begin && r.stop_begin <= r.stop_end && r.stop_end <= static_cast<int64_t>(stops.size()) &&
+                   r.mask_row >= -1 && r.mask_row < n_masks && r.repetition > 0.0f,
+               "adjust_logits: a row's ranges [{}, {}) / [{}, {}) / mask {} outside {} entries, {} stops, {} masks",
+               r.entry_begin, r.entry_end, r.stop_begin, r.stop_end, r.mask_row, entries.size(), stops.size(), n_masks);
+    }
+    for (const AdjustEntry& e : entries) DI_CHECK(e.token >= 0 && e.token < V, "adjust_logits: token {} outside [0, {})", e.token, V);
+    for (int32_t id : stops) DI_CHECK(id >= 0 && id < V, "adjust_logits: stop id {} outside [0, {})", id, V);
   }
 
   // Raw logprobs (LogprobsMode::kRaw) where the logits are: for row i of logits [R, V] F32 (shapes as

@@ -153,6 +153,10 @@ class TimingOps final : public Ops {
                     const TensorView& tl) override {
     timed("logprob_rows", [&] { inner_->logprob_rows(l, t, lp, ti, tl); });
   }
+  void adjust_logits(const TensorView& l, std::span<const AdjustRow> r, std::span<const AdjustEntry> e,
+                     std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& o) override {
+    timed("adjust_logits", [&] { inner_->adjust_logits(l, r, e, s, m, o); });
+  }
 
  private:
   static std::string linear_key(const char* name, const TensorView& x, const LinearWeight& w) {

@@ -174,11 +174,10 @@ bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask
          !has_mask && n_generated >= p.min_tokens && !penalties_active(p);
 }
 
-bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask) {
-  // Mirrors preprocess() and sample_row(): steps 1-4 off; 5-10 and raw logprobs are the device's.
-  const bool logprobs_ok = !p.logprobs.has_value() || p.logprobs_mode == LogprobsMode::kRaw;
-  return logprobs_ok && p.logit_bias.empty() && p.allowed_token_ids.empty() && !has_mask &&
-         n_generated >= p.min_tokens && !penalties_active(p);
+bool is_device_sampleable(const SamplingParams& p) {
+  // Steps 1-4 are Ops::adjust_logits', 5-10 Ops::argmax_rows' / sample_rows', raw logprobs
+  // Ops::logprob_rows': only the processed distribution's logprobs are the host's alone.
+  return !p.logprobs.has_value() || p.logprobs_mode == LogprobsMode::kRaw;
 }
 
 int32_t gumbel_argmax(std::span<const float> z, uint64_t seed, NoiseStream stream,

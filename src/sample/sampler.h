@@ -113,11 +113,11 @@ class Sampler {
 // ids, grammar mask (`has_mask`), penalties, nor min_tokens' stop suppression at n_generated).
 // The engine samples a step whose rows all are this way on the model's device.
 bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask);
-// Whether a row is sampled whole where its logits are: greedy (Ops::argmax_rows' rule) or
-// temperature > 0 (Ops::sample_rows: top-k, top-p and min-p are the device's too), with none of
-// steps 1-4 (bias, masks, min_tokens' suppression, penalties) and logprobs, if asked, in raw mode
-// (Ops::logprob_rows on the row as the model wrote it).
-bool is_device_sampleable(const SamplingParams& p, int32_t n_generated, bool has_mask);
+// Whether a row is sampled whole where its logits are (the engine then copies back its token,
+// not its logits): steps 1-4 by Ops::adjust_logits, greedy by Ops::argmax_rows, temperature,
+// top-k, top-p and min-p by Ops::sample_rows, raw logprobs by Ops::logprob_rows. Only logprobs of
+// the processed distribution (LogprobsMode::kProcessed) need the host sampler.
+bool is_device_sampleable(const SamplingParams& p);
 
 // Gumbel-max over a processed row (step 10): the finite entry maximising z_i + G_i in fp64,
 // G_i = gumbel_noise(seed, stream, position, i); lowest id on ties; kNoToken if none is finite.

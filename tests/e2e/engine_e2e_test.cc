@@ -138,5 +138,69 @@ TEST(EngineE2eTest, StructuredOutputsConstrainTheText) {
   EXPECT_NE(bad.status().message().find("structured_output"), std::string::npos) << bad.status().to_string();
 }
 
+// Rows with the host sampler's steps 1-4 — a regex and a JSON schema (grammar masks), penalties
+// over the prompt and output, logit bias, allowed ids, min_tokens with stop ids — are sampled where
+// the logits are (Ops::adjust_logits before Ops::sample_rows / argmax_rows): the same tokens and
+// text as every step sampled on the host (DebugOptions::host_sampling), greedy and seeded.
+TEST(EngineE2eTest, LogitProcessorsOnTheDeviceEqualTheHostSampler) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"],)"
+      R"( "additionalProperties": false})";
+  auto requests = [&] {
+    std::vector<Request> reqs;
+    reqs.push_back(constrained(StructuredOutput::Kind::kRegex, "(yes|no|maybe)", 1));
+    reqs.push_back(constrained(StructuredOutput::Kind::kJsonSchema, schema, 2));
+    Request pen = text_request("The capital of France is", 12, 3, 0.9f);
+    pen.sampling.repetition_penalty = 1.4f;
+    pen.sampling.frequency_penalty = 0.6f;
+    pen.sampling.presence_penalty = 0.4f;
+    reqs.push_back(pen);
+    Request greedy_pen = text_request("One two three", 12, std::nullopt, 0.0f);
+    greedy_pen.sampling.repetition_penalty = 1.3f;
+    greedy_pen.sampling.logit_bias = {{11, 4.0f}, {1010, 6.0f}};
+    reqs.push_back(greedy_pen);
+    Request allowed = text_request("Pick:", 6, 5, 1.0f);
+    allowed.sampling.allowed_token_ids = {11, 12, 13, 1010, 2020, 3030};
+    reqs.push_back(allowed);
+    Request min = text_request("Hello", 8, 6, 1.0f);
+    min.sampling.ignore_eos = false;
+    min.sampling.min_tokens = 6;
+    min.sampling.stop_token_ids = {13};
+    min.sampling.top_k = 20;
+    reqs.push_back(min);
+    return reqs;
+  };
+  auto run = [&](bool host_sampling, EngineStats* stats) {
+    engine::DebugOptions debug;
+    debug.host_sampling = host_sampling;
+    auto engine = engine::open_engine(tiny_options(), debug);
+    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+    std::vector<GenerateOutput> outs;
+    if (!engine.is_ok()) return outs;
+    auto r = (*engine)->generate(requests());
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (r.is_ok()) outs = *r;
+    *stats = (*engine)->stats();
+    return outs;
+  };
+  EngineStats device, host;
+  const auto on_device = run(false, &device), on_host = run(true, &host);
+  ASSERT_EQ(on_device.size(), 6u);
+  ASSERT_EQ(on_host.size(), 6u);
+  EXPECT_EQ(device.n_device_sampled_steps, device.n_steps);
+  EXPECT_EQ(host.n_device_sampled_steps, 0);
+  for (size_t i = 0; i < 6; ++i) {
+    const auto &d = on_device[i].sequences.at(0), &h = on_host[i].sequences.at(0);
+    EXPECT_EQ(d.token_ids, h.token_ids) << "request " << i;
+    EXPECT_EQ(d.text, h.text) << "request " << i;
+    EXPECT_EQ(d.finish, h.finish) << "request " << i;
+  }
+  const auto& pick = on_device[4].sequences.at(0).token_ids;
+  for (int32_t t : pick) EXPECT_TRUE(t == 11 || t == 12 || t == 13 || t == 1010 || t == 2020 || t == 3030) << t;
+  EXPECT_GE(on_device[5].sequences.at(0).token_ids.size(), 6u);  // no stop before min_tokens
+  const std::string& regex_text = on_device[0].sequences.at(0).text;
+  EXPECT_TRUE(regex_text == "yes" || regex_text == "no" || regex_text == "maybe") << regex_text;
+}
+
 }  // namespace
 }  // namespace deepinfer

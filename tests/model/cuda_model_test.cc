@@ -411,5 +411,68 @@ TEST(CudaEngineTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
   }
 }
 
+// Penalties, logit bias, allowed ids, min_tokens' stop ids and grammar masks on the CUDA engine
+// (Ops::adjust_logits, then the device's sampling: no logits copied): the tokens and text of the
+// host sampler from the copied logits, greedy and seeded, on the tiny checkpoint's real vocabulary.
+TEST(CudaEngineTest, LogitProcessorsOnTheDeviceEqualTheHostSampler) {
+  if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  auto run = [&](bool host_sampling, EngineStats* stats) {
+    EngineOptions o;
+    o.model = testing::synthetic_model_dir("tiny-v4f");
+    o.device = "cuda";
+    o.numerics = "plain";
+    o.kv_blocks = 64;
+    auto opened = EngineOptions::with_environment(o);
+    EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
+    engine::DebugOptions debug;
+    debug.host_sampling = host_sampling;
+    auto engine = engine::open_engine(*opened, debug);
+    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+    std::vector<GenerateOutput> outs;
+    if (!engine.is_ok()) return outs;
+    std::vector<Request> reqs(5);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const auto k = static_cast<int64_t>(i);
+      reqs[i].prompt_ids = testing::random_ids(90 + 17 * k, 40 + static_cast<uint64_t>(k), 128000);
+      reqs[i].sampling.max_tokens = 10;
+      reqs[i].sampling.seed = 7 + i;
+      reqs[i].sampling.temperature = i % 2 ? 0.0f : 0.9f;
+      reqs[i].sampling.ignore_eos = true;
+    }
+    reqs[0].sampling.repetition_penalty = 1.5f;
+    reqs[0].sampling.frequency_penalty = 0.8f;
+    reqs[1].sampling.presence_penalty = 1.2f;
+    reqs[1].sampling.logit_bias = {{500, 8.0f}, {600, 5.0f}};
+    reqs[2].sampling.allowed_token_ids = {100, 200, 300, 400, 500, 600, 700};
+    reqs[3].sampling.ignore_eos = false;
+    reqs[3].sampling.min_tokens = 8;
+    reqs[3].sampling.stop_token_ids = {600};
+    reqs[3].sampling.logit_bias = {{600, 30.0f}};  // would stop at once without min_tokens
+    reqs[4].prompt_ids.clear();
+    reqs[4].prompt = "Answer:";
+    reqs[4].structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "(yes|no|maybe)"};
+    auto r = (*engine)->generate(reqs);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (r.is_ok()) outs = *r;
+    *stats = (*engine)->stats();
+    return outs;
+  };
+  EngineStats device, host;
+  const auto on_device = run(false, &device), on_host = run(true, &host);
+  ASSERT_EQ(on_device.size(), 5u);
+  ASSERT_EQ(on_host.size(), 5u);
+  EXPECT_EQ(device.n_device_sampled_steps, device.n_steps);
+  EXPECT_EQ(host.n_device_sampled_steps, 0);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(on_device[i].sequences.at(0).token_ids, on_host[i].sequences.at(0).token_ids) << "request " << i;
+    EXPECT_EQ(on_device[i].sequences.at(0).text, on_host[i].sequences.at(0).text) << "request " << i;
+  }
+  for (int32_t t : on_device[2].sequences.at(0).token_ids) EXPECT_EQ(t % 100, 0) << t;
+  EXPECT_GE(on_device[3].sequences.at(0).token_ids.size(), 8u);  // the biased stop id held back for 8 tokens ...
+  EXPECT_EQ(on_device[3].sequences.at(0).finish, FinishReason::kStop);  // ... then taken
+  const std::string& text = on_device[4].sequences.at(0).text;
+  EXPECT_TRUE(text == "yes" || text == "no" || text == "maybe") << text;
+}
+
 }  // namespace
 }  // namespace deepinfer

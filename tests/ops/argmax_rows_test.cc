@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
 #include <limits>
 #include <random>
 #include <string>
@@ -94,7 +97,7 @@ TEST(SampleRowsTest, IsTheHostSamplersChoice) {
       p.min_p = r % 3 == 0 ? 0.0f : 0.3f * unit(rng);
       p.top_k = r % 4 == 1 ? 1 + static_cast<int32_t>(rng() % 20) : (r % 4 == 2 ? -1 : 0);
       p.top_p = r % 7 < 3 ? 0.05f + 0.9f * unit(rng) : 1.0f;
-      ASSERT_TRUE(sample::is_device_sampleable(p, 0, false));
+      ASSERT_TRUE(sample::is_device_sampleable(p));
       rows[static_cast<size_t>(r)] = {p.temperature, p.min_p, rng(), static_cast<int64_t>(rng() % 100000), p.top_k,
                                       p.top_p};
     }
@@ -121,40 +124,135 @@ TEST(SampleRowsTest, IsTheHostSamplersChoice) {
   EXPECT_GT(differs_from_argmax, 30);  // the sampled rows are not argmax rows in disguise
 }
 
-// What is_device_sampleable admits: the parameters sample_rows implements, nothing else.
+// What is_device_sampleable admits: every row but those asking for processed logprobs (the
+// distribution after steps 1-9, which only the host sampler materialises).
 TEST(SampleRowsTest, DeviceSampleableRows) {
   SamplingParams p;  // temperature 1, nothing else
-  EXPECT_TRUE(sample::is_device_sampleable(p, 0, false));
+  EXPECT_TRUE(sample::is_device_sampleable(p));
   p.min_p = 0.1f;
-  EXPECT_TRUE(sample::is_device_sampleable(p, 0, false));
-  EXPECT_FALSE(sample::is_device_sampleable(p, 0, true));  // a grammar mask
-  SamplingParams k = p;
-  k.top_k = 40;
-  k.top_p = 0.9f;
-  EXPECT_TRUE(sample::is_device_sampleable(k, 0, false));
-  SamplingParams l = p;  // raw logprobs are Ops::logprob_rows', processed ones the host's
-  l.logprobs = 5;
-  EXPECT_TRUE(sample::is_device_sampleable(l, 0, false));
-  l.logprobs_mode = LogprobsMode::kProcessed;
-  EXPECT_FALSE(sample::is_device_sampleable(l, 0, false));
-  SamplingParams r = p;
-  r.repetition_penalty = 1.1f;
-  EXPECT_FALSE(sample::is_device_sampleable(r, 0, false));
-  SamplingParams b = p;
-  b.logit_bias[3] = 1.0f;
-  EXPECT_FALSE(sample::is_device_sampleable(b, 0, false));
-  SamplingParams m = p;
-  m.min_tokens = 4;
-  EXPECT_FALSE(sample::is_device_sampleable(m, 3, false));
-  EXPECT_TRUE(sample::is_device_sampleable(m, 4, false));
-  SamplingParams g;  // greedy ignores top-k / top-p (they keep the argmax)
+  p.top_k = 40;
+  p.top_p = 0.9f;
+  p.repetition_penalty = 1.1f;
+  p.logit_bias[3] = 1.0f;
+  p.min_tokens = 4;
+  p.allowed_token_ids = {1, 2, 3};
+  EXPECT_TRUE(sample::is_device_sampleable(p));
+  p.logprobs = 5;  // raw logprobs are Ops::logprob_rows', processed ones the host's
+  EXPECT_TRUE(sample::is_device_sampleable(p));
+  p.logprobs_mode = LogprobsMode::kProcessed;
+  EXPECT_FALSE(sample::is_device_sampleable(p));
+  SamplingParams g;
   g.temperature = 0.0f;
-  g.top_k = 5;
-  g.top_p = 0.5f;
-  EXPECT_TRUE(sample::is_device_sampleable(g, 0, false));
   g.logprobs = 0;
-  EXPECT_TRUE(sample::is_device_sampleable(g, 0, false));
+  EXPECT_TRUE(sample::is_device_sampleable(g));
   EXPECT_FALSE(sample::is_plain_argmax(g, 0, false));  // ids alone no longer answer the row
+}
+
+// Ops::adjust_logits on the CPU is the host sampler's steps 0-4: for random rows (ties, NaN, +-inf)
+// with random bias, allowed ids, grammar masks, min_tokens' stop ids (also where they are all that
+// is finite) and penalties over a random history, its output equals Sampler::process_row of a
+// greedy row (which stops after step 4) bit for bit; rows without adjustments are sanitised copies.
+TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(9);
+  cpu::CpuOps ops;
+  const int64_t V = 300, R = 30, words = sample::bitmask_words(V);
+  auto sampler = sample::Sampler::create({.n_vocab = static_cast<int32_t>(V), .eos_token_ids = {1, 7}});
+  ASSERT_TRUE(sampler.is_ok());
+  TensorView logits = ops.alloc_persistent(DType::kF32, {R, V});
+  float* h = logits.as<float>();
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::uniform_int_distribution<int> kind(0, 29), small(-2, 2);
+  for (int64_t i = 0; i < R * V; ++i) {
+    const int k = kind(rng);
+    h[i] = k == 0 ? nan : k == 1 ? -kInf : k == 2 && i % 7 == 0 ? kInf : k < 6 ? static_cast<float>(small(rng)) : normal(rng);
+  }
+  std::vector<SamplingParams> params(static_cast<size_t>(R));
+  std::vector<sample::TokenHistory> histories;
+  std::vector<std::vector<uint32_t>> grammar(static_cast<size_t>(R));
+  std::vector<Ops::AdjustRow> rows(static_cast<size_t>(R));
+  std::vector<Ops::AdjustEntry> entries;
+  std::vector<int32_t> stops;
+  std::vector<uint32_t> masks;
+  histories.reserve(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    SamplingParams& p = params[static_cast<size_t>(r)];
+    p.temperature = 0.0f;
+    std::vector<int32_t> prompt(20);
+    for (auto& t : prompt) t = static_cast<int32_t>(rng() % V);
+    histories.emplace_back(prompt);
+    for (int i = 0; i < 15; ++i) histories.back().append(static_cast<int32_t>(rng() % 40));  // repeats
+    if (r % 3 == 1) p.repetition_penalty = r % 2 ? 1.3f : 0.8f;
+    if (r % 4 == 1) p.frequency_penalty = 0.7f;
+    if (r % 5 == 2) p.presence_penalty = -0.4f;
+    if (r % 6 == 3) p.logit_bias = {{5, 3.0f}, {7, -100.0f}, {static_cast<int32_t>(rng() % V), 1.5f}};
+    if (r % 7 == 4) p.allowed_token_ids = {1, 3, 5, 7, 9, 200, 299};
+    if (r % 8 == 5) {
+      grammar[static_cast<size_t>(r)].assign(static_cast<size_t>(words), 0u);
+      for (int64_t t = 0; t < V; t += 1 + static_cast<int64_t>(rng() % 3)) grammar[static_cast<size_t>(r)][t >> 5] |= 1u << (t & 31);
+    }
+    if (r % 3 == 2) {
+      p.min_tokens = 5;
+      p.stop_token_ids = {7, 11};
+      p.ignore_eos = r % 2 == 0;
+    }
+    if (r == 29) p.allowed_token_ids = {1, 7, 11};  // only stop ids stay finite: no suppression
+    if (r == 29) p.min_tokens = 5;
+    // The sparse inputs as the engine builds them.
+    Ops::AdjustRow& a = rows[static_cast<size_t>(r)];
+    a = {static_cast<int32_t>(entries.size()), 0, static_cast<int32_t>(stops.size()), 0, -1, p.repetition_penalty,
+         p.presence_penalty, p.frequency_penalty};
+    std::map<int32_t, Ops::AdjustEntry> by_token;
+    for (const auto& [id, b] : p.logit_bias) by_token[id].bias = b;
+    for (int32_t id : histories.back().seen()) by_token[id].seen = 1;
+    for (const sample::TokenCount& tc : histories.back().output_counts()) by_token[tc.token].output_count = tc.count;
+    for (auto [id, e] : by_token) {
+      if (p.logit_bias.count(id) == 0 && (p.repetition_penalty == 1.0f || !e.seen) &&
+          ((p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) || e.output_count == 0)) {
+        continue;  // an entry that changes nothing may be left out
+      }
+      e.token = id;
+      entries.push_back(e);
+    }
+    a.entry_end = static_cast<int32_t>(entries.size());
+    if (p.min_tokens > 0) {
+      std::set<int32_t> ids(p.stop_token_ids.begin(), p.stop_token_ids.end());
+      if (!p.ignore_eos) ids.insert({1, 7});
+      stops.insert(stops.end(), ids.begin(), ids.end());
+    }
+    a.stop_end = static_cast<int32_t>(stops.size());
+    if (!p.allowed_token_ids.empty() || !grammar[static_cast<size_t>(r)].empty()) {
+      std::vector<uint32_t> m = grammar[static_cast<size_t>(r)].empty() ? std::vector<uint32_t>(words, ~0u) : grammar[static_cast<size_t>(r)];
+      if (!p.allowed_token_ids.empty()) {
+        std::vector<uint32_t> allowed(static_cast<size_t>(words), 0u);
+        for (int32_t id : p.allowed_token_ids) allowed[static_cast<size_t>(id >> 5)] |= 1u << (id & 31);
+        for (int64_t w = 0; w < words; ++w) m[static_cast<size_t>(w)] &= allowed[static_cast<size_t>(w)];
+      }
+      a.mask_row = static_cast<int32_t>(masks.size() / static_cast<size_t>(words));
+      masks.insert(masks.end(), m.begin(), m.end());
+    }
+  }
+  TensorView out = ops.alloc_persistent(DType::kF32, {R, V});
+  ops.adjust_logits(logits, rows, entries, stops, masks, out);
+  int64_t changed = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    sample::RowInput in;
+    in.params = &params[static_cast<size_t>(r)];
+    in.history = &histories[static_cast<size_t>(r)];
+    in.n_generated = 3;
+    in.token_bitmask = grammar[static_cast<size_t>(r)];
+    std::vector<float> want(static_cast<size_t>(V)), raw(h + r * V, h + (r + 1) * V);
+    sampler->process_row(raw, in, want);
+    sample::sanitize_logits(raw);
+    for (int64_t i = 0; i < V; ++i) {
+      const float got = out.as<float>()[r * V + i];
+      ASSERT_EQ(std::memcmp(&got, &want[static_cast<size_t>(i)], 4), 0) << "row " << r << ", id " << i << ": " << got << " vs " << want[static_cast<size_t>(i)];
+      changed += got != raw[static_cast<size_t>(i)];
+    }
+  }
+  EXPECT_GT(changed, 500);
+  EXPECT_NE(out.as<float>()[29 * V + 7], -kInf);  // row 29: the stop ids are all that is finite
 }
 
 // Random rows (ties, NaN, +-inf, nothing finite, fewer finite entries than asked for) with random

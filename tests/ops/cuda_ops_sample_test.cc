@@ -4,6 +4,7 @@
 // strides, ties, NaN / +inf / all -inf rows and batches of 1 (the most slices) to 40.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -180,6 +181,62 @@ TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
     }
   }
   EXPECT_GT(entries, 2000);
+}
+
+// Steps 0-4 on the device (Ops::adjust_logits): the CPU op's rows bit for bit (whose values are
+// the host sampler's, argmax_rows_test) for rows with bias, masks, stop ids (suppressed, and kept
+// where they are all that is finite), repetition / frequency / presence penalties and none, at the
+// real vocabulary with a padded row stride.
+TEST_F(CudaSampleOpsTest, AdjustLogitsIsTheCpuResult) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t V : {int64_t{1000}, int64_t{129280}}) {
+    const int64_t R = 12, ld = V + 5, words = (V + 31) / 32;
+    Pair buf = random(DType::kF32, {R, ld}, 3.0f);
+    float* h = buf.host.as<float>();
+    for (int64_t i = 0; i < V; i += 11) h[2 * ld + i] = nan, h[3 * ld + i + 1] = inf, h[4 * ld + i + 2] = -inf;
+    upload(buf);
+    TensorView lh = buf.host, ld_dev = buf.dev;
+    lh.shape[1] = ld_dev.shape[1] = V;
+    std::vector<ops::Ops::AdjustRow> rows(static_cast<size_t>(R));
+    std::vector<ops::Ops::AdjustEntry> entries;
+    std::vector<int32_t> stops;
+    std::vector<uint32_t> masks;
+    for (int64_t r = 0; r < R; ++r) {
+      ops::Ops::AdjustRow& a = rows[static_cast<size_t>(r)];
+      if (r == 0) continue;  // identity: a sanitised copy
+      a.entry_begin = static_cast<int32_t>(entries.size());
+      for (int32_t k = 0; k < 300; ++k) {  // distinct tokens
+        const auto t = static_cast<int32_t>((k * 97 + r * 13) % V);
+        entries.push_back({t, k % 3 == 0 ? 0.5f * static_cast<float>(k % 7) - 1.0f : 0.0f, k % 4, k % 2});
+      }
+      a.entry_end = static_cast<int32_t>(entries.size());
+      a.repetition = r % 3 == 0 ? 1.0f : (r % 2 ? 1.25f : 0.85f);
+      a.frequency = r % 4 == 1 ? 0.3f : 0.0f;
+      a.presence = r % 5 == 2 ? -0.7f : 0.1f;
+      if (r % 3 == 1 || r == 11) {
+        a.stop_begin = static_cast<int32_t>(stops.size());
+        for (const int32_t id : {1, 5, 9}) stops.push_back(id);
+        a.stop_end = static_cast<int32_t>(stops.size());
+      }
+      if (r % 4 == 2 || r == 11) {
+        a.mask_row = static_cast<int32_t>(masks.size() / static_cast<size_t>(words));
+        std::vector<uint32_t> m(static_cast<size_t>(words));
+        for (auto& w : m) w = r == 11 ? 0u : static_cast<uint32_t>(rng_());
+        if (r == 11) m[0] = (1u << 1) | (1u << 5) | (1u << 9);  // only the stop ids stay finite
+        masks.insert(masks.end(), m.begin(), m.end());
+      }
+    }
+    Pair out = make(DType::kF32, {R, V});
+    cpu_.adjust_logits(lh, rows, entries, stops, masks, out.host);
+    gpu_->adjust_logits(ld_dev, rows, entries, stops, masks, out.dev);
+    const std::vector<float> got = download(out.dev), want = values(out.host);
+    ASSERT_EQ(got.size(), want.size());
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < got.size(); ++i) mismatches += std::memcmp(&got[i], &want[i], 4) != 0;
+    EXPECT_EQ(mismatches, 0) << "V " << V;
+    EXPECT_NE(want[static_cast<size_t>(11 * V + 5)], -inf);  // row 11 kept its stop ids
+    EXPECT_EQ(want[static_cast<size_t>(1 * V + 5)], -inf);   // row 1 suppressed them
+  }
 }
 
 }  // namespace

@@ -159,6 +159,41 @@ void CpuOps::sample_rows(const TensorView& logits, std::span<const SampleRow> ro
   }
 }
 
+void CpuOps::adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
+                           std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
+                           std::span<const uint32_t> masks, const TensorView& out) {
+  check_adjust_logits(logits, rows, entries, stops, masks, out);
+  const auto V = static_cast<size_t>(logits.shape[1]);
+  const auto words = static_cast<size_t>(sample::bitmask_words(logits.shape[1]));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const AdjustRow& a = rows[r];
+    const float* in = logits.as<const float>() + static_cast<int64_t>(r) * logits.stride[0];
+    std::span<float> z(out.as<float>() + r * V, V);  // [V] the row through the host sampler's steps 0-4
+    std::copy(in, in + V, z.begin());
+    sample::sanitize_logits(z);
+    const std::span<const AdjustEntry> row_entries = entries.subspan(a.entry_begin, a.entry_end - a.entry_begin);
+    for (const AdjustEntry& e : row_entries) z[e.token] += e.bias;  // step 1 (masks commute with it)
+    if (a.mask_row >= 0) sample::apply_token_bitmask(z, masks.subspan(a.mask_row * words, words));  // step 2
+    if (a.stop_end > a.stop_begin) sample::suppress_stop_tokens(z, stops.subspan(a.stop_begin, a.stop_end - a.stop_begin));
+    // Step 4 in sample::apply_penalties' order and arithmetic: repetition, then frequency, presence.
+    if (a.repetition != 1.0f) {
+      for (const AdjustEntry& e : row_entries) {
+        if (e.seen == 0) continue;
+        float& v = z[e.token];
+        v = v > 0.0f ? v / a.repetition : v * a.repetition;
+      }
+    }
+    if (a.presence != 0.0f || a.frequency != 0.0f) {
+      for (const AdjustEntry& e : row_entries) {
+        if (e.output_count <= 0) continue;
+        float& v = z[e.token];
+        v -= a.frequency * static_cast<float>(e.output_count);
+        v -= a.presence;
+      }
+    }
+  }
+}
+
 void CpuOps::logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
                           const TensorView& top_ids, const TensorView& top_logprobs) {
   check_logprob_rows(logits, tokens, logprob, top_ids, top_logprobs);

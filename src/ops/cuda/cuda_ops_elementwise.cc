@@ -134,6 +134,33 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
                                   stream_));
 }
 
+// The layouts of kernels::DeviceAdjustRow / DeviceAdjustEntry (checked in launch_elementwise.cu).
+static_assert(sizeof(Ops::AdjustRow) == 32 && offsetof(Ops::AdjustRow, mask_row) == 16 &&
+              offsetof(Ops::AdjustRow, repetition) == 20 && offsetof(Ops::AdjustRow, frequency) == 28);
+static_assert(sizeof(Ops::AdjustEntry) == 16 && offsetof(Ops::AdjustEntry, bias) == 4 &&
+              offsetof(Ops::AdjustEntry, seen) == 12);
+
+void CudaOps::adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
+                            std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
+                            std::span<const uint32_t> masks, const TensorView& out) {
+  check_adjust_logits(logits, rows, entries, stops, masks, out);
+  const int64_t R = logits.shape[0], V = logits.shape[1];
+  if (R == 0) return;
+  // The row parameters and sparse inputs on the device (I32 words; empty inputs stay null).
+  auto words = [&](const void* data, size_t bytes) {
+    return bytes == 0 ? TensorView{} : upload(data, DType::kI32, {static_cast<int64_t>(bytes / 4)});
+  };
+  const TensorView d_rows = words(rows.data(), rows.size_bytes());           // [R] AdjustRow
+  const TensorView d_entries = words(entries.data(), entries.size_bytes());  // [E] AdjustEntry
+  const TensorView d_stops = words(stops.data(), stops.size_bytes());        // [S] I32
+  const TensorView d_masks = words(masks.data(), masks.size_bytes());        // [M, ceil(V / 32)] U32
+  const TensorView part = alloc(DType::kI32, {k::adjust_workspace_slots(R)});  // [R, slices] finite counts
+  DI_LAUNCH(k::launch_adjust_logits({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, d_entries.data,
+                                     dptr<int32_t>(d_stops), static_cast<const uint32_t*>(d_masks.data),
+                                     dptr<float>(out), dptr<int32_t>(part)},
+                                    stream_));
+}
+
 void CudaOps::logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
                            const TensorView& top_ids, const TensorView& top_logprobs) {
   check_logprob_rows(logits, tokens, logprob, top_ids, top_logprobs);

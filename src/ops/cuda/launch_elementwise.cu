@@ -8,6 +8,7 @@
 #include "kernels/norm/hc.cuh"
 #include "kernels/norm/hc_cluster.cuh"
 #include "kernels/norm/hc_mix_prefill.cuh"
+#include "kernels/sample/adjust_logits.cuh"
 #include "kernels/sample/argmax.cuh"
 #include "kernels/sample/gumbel_sample.cuh"
 #include "kernels/sample/logprobs.cuh"
@@ -188,6 +189,24 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
              p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
   if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_i, S, p.out);
+  return cudaGetLastError();
+}
+
+// Ops::AdjustRow / AdjustEntry's layouts (checked against the same numbers in cuda_ops_elementwise.cc).
+static_assert(sizeof(DeviceAdjustRow) == 32 && offsetof(DeviceAdjustRow, mask_row) == 16 &&
+              offsetof(DeviceAdjustRow, repetition) == 20 && offsetof(DeviceAdjustRow, frequency) == 28);
+static_assert(sizeof(DeviceAdjustEntry) == 16 && offsetof(DeviceAdjustEntry, bias) == 4 &&
+              offsetof(DeviceAdjustEntry, seen) == 12);
+
+int64_t adjust_workspace_slots(int64_t rows) { return rows * kAdjustSlices; }
+
+cudaError_t launch_adjust_logits(const AdjustLaunchParams& p, cudaStream_t s) {
+  if (p.rows < 1) return cudaSuccess;
+  const auto* rows = static_cast<const DeviceAdjustRow*>(p.rows_params);
+  launch_pdl(adjust_dense_kernel, dim3(kAdjustSlices, static_cast<unsigned>(p.rows)), kAdjustThreads, 0, s, p.logits,
+             p.ld, p.V, rows, p.masks, p.out, p.part_finite);
+  launch_pdl(adjust_sparse_kernel, dim3(static_cast<unsigned>(p.rows)), kAdjustThreads, 0, s, p.V, rows,
+             static_cast<const DeviceAdjustEntry*>(p.entries), p.stops, static_cast<const int32_t*>(p.part_finite), p.out);
   return cudaGetLastError();
 }
 

@@ -77,6 +77,13 @@ TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessHostSampling) {
   r = nlohmann::json::parse(*out)["rows"][0];
   EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
   EXPECT_EQ(r["logprobs"].get<int>(), 2);
+  o.repetition_penalty = 1.2;  // steps 1-4 on the device too (Ops::adjust_logits)
+  o.frequency_penalty = 0.5;
+  out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  r = nlohmann::json::parse(*out)["rows"][0];
+  EXPECT_EQ(r["device_sampled_steps"], r["steps"]);
+  EXPECT_EQ(r["repetition_penalty"].get<double>(), 1.2);
   o.host_sampling = true;
   out = run_engine_benchmark(o);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
@@ -97,6 +104,12 @@ TEST(BenchEngineTest, BadOptionsAreNamed) {
   o = micro_bench();
   o.concurrency.clear();
   expect_error(o, "--concurrency");
+  o = micro_bench();
+  o.repetition_penalty = 0.0;
+  expect_error(o, "--repetition-penalty");
+  o = micro_bench();
+  o.frequency_penalty = 3.0;
+  expect_error(o, "--frequency-penalty");
   o = micro_bench();
   o.output_len = 0;
   expect_error(o, "--output-len");
