@@ -1,9 +1,9 @@
-// Ops::argmax_rows on the CPU reference is greedy sampling's choice: for rows with ties, NaN, +inf
-// and nothing finite it gives the token the host sampler gives a plain greedy row (and
-// sanitize_logits + argmax_lowest_id, the steps it mirrors). Ops::sample_rows is the host
-// sampler's token for every row sample::is_device_sampleable admits (greedy, temperature, top-k,
-// top-p, min-p, seeds and positions). The CUDA ops are held to these by cuda_ops_test (ArgmaxRowsIsTheCpuChoice,
-// SampleRowsIsTheCpuChoice); the engine samples such steps with them.
+// The sampling ops on the CPU reference are the host sampler: Ops::argmax_rows is greedy sampling's
+// choice (rows with ties, NaN, +inf and nothing finite), Ops::sample_rows the host sampler's token
+// for greedy, temperature, top-k, top-p and min-p rows (seeds and positions), Ops::adjust_logits
+// its steps 0-4 (bias, masks, min_tokens, penalties) bit for bit, and Ops::logprob_rows its raw
+// logprobs and top-n lists. The CUDA ops are held to these by cuda_ops_sample_test; the engine
+// samples every step with them unless a row asks for processed logprobs.
 #include <gtest/gtest.h>
 
 #include <cmath>
