@@ -90,6 +90,15 @@ void DeviceSamplePlan::add(size_t row, const sample::RowInput& in, const sample:
   adjust_rows[row] = a;
 }
 
+void DeviceSamplePlan::clear() {
+  rows.clear();
+  n_top = -1;
+  adjust_rows.clear();
+  entries.clear();
+  stops.clear();
+  masks.clear();
+}
+
 void DeviceSamplePlan::finish(size_t n_rows) {
   rows.resize(std::max(rows.size(), n_rows));
   // Rows never added (ended in flight) or without adjustments keep AdjustRow's identity defaults.

@@ -23,6 +23,9 @@ struct DeviceSamplePlan {
   std::vector<uint32_t> masks;                    // [masked rows, ceil(V / 32)]
 
   bool adjusts() const { return !adjust_rows.empty(); }
+  // Empties the plan for the next step, keeping the vectors' memory (a step's entries run to
+  // hundreds of KB at large batch: fresh vectors each step cost more in page faults than filling).
+  void clear();
   // Row `row` (rows must be added in any order, each once) from the host sampler's input: its
   // SampleRow, and its adjustments when steps 1-4 change anything. `config`: the sampler's
   // vocabulary and EOS ids (min_tokens suppresses them unless ignore_eos).

@@ -71,6 +71,8 @@ class EngineImpl final : public Engine {
   // fails (a grammar's bitmask) sends the step to the host sampler, which reports it. device (in
   // sample_plan): what the device sampled per logit row (such steps; `result`'s logits not read).
   bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row, DeviceSamplePlan* device);
+  DeviceSamplePlan device_plan_;               // the step's device sampling inputs (memory reused)
+  ModelRunner::DeviceSampled device_out_;      // what the device sampled
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,
                                             const ModelRunner::DeviceSampled* device);

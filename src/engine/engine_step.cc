@@ -64,24 +64,26 @@ void EngineImpl::step() {
   auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
   step_times_.prepare_s += lap();
   if (!batch.is_ok()) return fail_plan(batch.status());
-  // Rows the device samples whole (greedy or plain temperature): one id per row copied back.
-  DeviceSamplePlan device_plan;
-  ModelRunner::DeviceSampled device_out;
-  const bool on_device = device_sampled(plan_, logit_row, &device_plan);
   auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
-                    : runner_->forward(*batch, on_device ? &device_plan : nullptr, &device_out);  // 3. forward
-  step_times_.forward_s += lap();
+                    : runner_->forward(*batch);                                    // 3. forward
   if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
+  // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
+  // back); the device path's inputs are built while the device runs the step.
+  const bool on_device = device_sampled(plan_, logit_row, &device_plan_);
+  const Status sampled = on_device ? runner_->sample_on_device(result->logits, device_plan_, &device_out_)
+                                   : runner_->logits_to_host(&*result);
+  step_times_.forward_s += lap();
+  if (!sampled.is_ok()) return fail_plan(sampled.with_context("forward"));
   if (on_device) {
-    const bool greedy = std::all_of(device_plan.rows.begin(), device_plan.rows.end(),
+    const bool greedy = std::all_of(device_plan_.rows.begin(), device_plan_.rows.end(),
                                     [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.n_device_sampled_steps;
     if (greedy) ++stats_.n_argmax_steps;
   }
   std::vector<sched::SeqOutput> outputs =
-      sample_plan(plan_, *result, logit_row, on_device ? &device_out : nullptr);  // 4. sample
+      sample_plan(plan_, *result, logit_row, on_device ? &device_out_ : nullptr);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
   step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
@@ -93,7 +95,7 @@ void EngineImpl::step() {
 
 bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
                                 DeviceSamplePlan* device) {
-  *device = DeviceSamplePlan{};
+  device->clear();
   if (debug_.host_sampling) return false;
   bool any = false;
   size_t n_rows = 0;

@@ -103,15 +103,13 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   return b;
 }
 
-Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch,
-                                                  const DeviceSamplePlan* device, DeviceSampled* sampled) {
-  DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->forward(batch, state_));
-  if (device != nullptr) {
-    DI_CHECK(sampled != nullptr, "ModelRunner::forward: device sampling without a DeviceSampled");
-    DI_RETURN_IF_ERROR(sample_on_device(r.logits, *device, sampled));
-    return r;
-  }
-  if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return r;
+Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
+  return model_->model->forward(batch, state_);
+}
+
+Status ModelRunner::logits_to_host(model::ForwardResult* result) {
+  model::ForwardResult& r = *result;
+  if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return Status::ok();
   // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous), page-locked
   // (Ops::alloc_host), grown by doubling: the buffers outgrown stay with the Ops, at most as large
   // together as the last.
@@ -124,7 +122,7 @@ Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& bat
       tensor::TensorView::contiguous(host_logits_.data, tensor::DType::kF32, {rows, vocab});
   model_->ops->copy(r.logits, host);  // synchronous for host destinations
   r.logits = host;
-  return r;
+  return Status::ok();
 }
 
 Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
@@ -170,7 +168,8 @@ Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const Dev
     ops.logprob_rows(logits, d_ids, part(tensor::DType::kF32, 1, {rows}), part(tensor::DType::kI32, 2, {rows, n}),
                      part(tensor::DType::kF32, 2 + n, {rows, n}));
   }
-  std::vector<int32_t> host(static_cast<size_t>(rows * width));  // [width x rows]
+  std::vector<int32_t>& host = sampled_host_;  // [width x rows]
+  host.resize(static_cast<size_t>(rows * width));
   ops.copy(d_all, tensor::TensorView::contiguous(host.data(), tensor::DType::kI32, {rows * width}));
   const auto R = static_cast<size_t>(rows);
   std::copy_n(host.begin(), R, out->ids.begin());

@@ -35,17 +35,19 @@ class ModelRunner {
     std::vector<int32_t> top_ids;    // [rows x n_top]
     std::vector<float> top_logprobs; // [rows x n_top]
   };
-  // Runs the model. The logits view is in host memory (the sampler runs on the host; logits from a
-  // device backend are copied into a buffer the runner owns) and valid until the next forward.
-  // With `device` (a step whose rows are all sampled whole where the logits are,
-  // sample::is_device_sampleable: one row of it per logit row): the logits stay where the model
-  // wrote them — Ops::adjust_logits first when some row has steps 1-4 — sampled->ids receives each
-  // logit row's token (Ops::argmax_rows when every row is greedy, else Ops::sample_rows), with
-  // device->n_top >= 0 also the raw logprobs (Ops::logprob_rows, of the unadjusted logits), and the
-  // returned logits must not be read: on a GPU the step copies (1 + 2 n_top) numbers per row (one
-  // copy) instead of the row's 129,280 floats.
-  Result<model::ForwardResult> forward(const model::ForwardBatch& batch, const DeviceSamplePlan* device = nullptr,
-                                       DeviceSampled* sampled = nullptr);
+  // Runs the model: the logits stay where the model wrote them (on a GPU the step is queued, not
+  // waited for, so the host can prepare the sampling meanwhile). Then exactly one of:
+  //   * logits_to_host: the host sampler's path — device logits copied into a page-locked buffer
+  //     the runner owns ([rows, vocab] F32, valid until the next call; CPU logits stay as they are);
+  //   * sample_on_device: a step whose rows are all sampled whole where the logits are
+  //     (sample::is_device_sampleable; `plan` has a row per logit row): Ops::adjust_logits first
+  //     when some row has steps 1-4, then each row's token (Ops::argmax_rows when every row is
+  //     greedy, else Ops::sample_rows) and, with plan.n_top >= 0, the raw logprobs
+  //     (Ops::logprob_rows, of the unadjusted logits) into *out — on a GPU (1 + 2 n_top) numbers
+  //     per row in one copy instead of the row's 129,280 floats.
+  Result<model::ForwardResult> forward(const model::ForwardBatch& batch);
+  Status logits_to_host(model::ForwardResult* result);
+  Status sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan, DeviceSampled* out);
   // After the forward: copies state slots into the snapshots the plan asked for.
   void finish_step(const sched::BatchPlan& plan);
   // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).
@@ -59,12 +61,11 @@ class ModelRunner {
  private:
   Status apply_table_diff(const sched::SeqPlan& sp);
   Status init_state(const sched::SeqPlan& sp);
-  // Samples `logits` (on the model's device) as `plan` says into *out (forward's device path).
-  Status sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan, DeviceSampled* out);
 
   LoadedModel* model_;
   model::KvState state_;
   tensor::TensorView host_logits_;  // [>= n_logit_rows x vocab] F32 host staging for device backends
+  std::vector<int32_t> sampled_host_;  // sample_on_device's copy target, reused
   int32_t n_state_slots_;
   int32_t n_snapshot_slots_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
