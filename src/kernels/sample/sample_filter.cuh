@@ -90,23 +90,13 @@ __device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t add
 // the low levels, whose digits vary from element to element, a queue of remote atomics.
 template <typename ZFn, typename WeightFn>
 __device__ uint32_t radix_select(int64_t begin, int64_t end, double target, ZFn z_of, WeightFn weight,
-                                 FilterShared& fs, unsigned long long* local, bool local_hist, int rank) {
+                                 FilterShared& fs, unsigned long long* local, int rank) {
   uint32_t prefix = 0, mask = 0;
   int buf = 0;
   for (int shift = 24; shift >= 0; shift -= 8, buf ^= 1) {
     const uint32_t hist = cluster_map(&fs.hist[buf][0], 0);
-    if (local_hist) {
-      for (int d = threadIdx.x; d < 256; d += blockDim.x) local[d] = 0;
-      __syncthreads();
-    }
-    // A run's sum: into this CTA's histogram, or (local_hist off: the A/B switch) CTA 0's directly.
-    auto add = [&](int digit, unsigned long long w) {
-      if (local_hist) {
-        atomicAdd(local + digit, w);
-      } else {
-        cluster_add_u64(hist + 8u * static_cast<uint32_t>(digit), w);
-      }
-    };
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) local[d] = 0;
+    __syncthreads();
     // Each thread sums runs of one digit before an atomic: most of a row's keys share the leading
     // digits (one sign and a few exponents).
     int run_digit = -1;
@@ -119,17 +109,15 @@ __device__ uint32_t radix_select(int64_t begin, int64_t end, double target, ZFn 
       if (w == 0) continue;
       const int digit = static_cast<int>((key >> shift) & 255u);
       if (digit != run_digit) {
-        if (run_digit >= 0) add(run_digit, run);
+        if (run_digit >= 0) atomicAdd(local + run_digit, run);
         run_digit = digit, run = 0;
       }
       run += w;
     }
-    if (run_digit >= 0) add(run_digit, run);
-    if (local_hist) {
-      __syncthreads();
-      for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-        if (local[d] != 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(d), local[d]);
-      }
+    if (run_digit >= 0) atomicAdd(local + run_digit, run);
+    __syncthreads();
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
+      if (local[d] != 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(d), local[d]);
     }
     cluster_barrier();  // every add is in CTA 0's histogram
     if (rank == 0) {
@@ -165,7 +153,7 @@ inline constexpr size_t kFilterCacheBytes = static_cast<size_t>(kFilterCacheIds)
 template <bool kCached>
 __global__ void __launch_bounds__(kFilterThreads)
     sample_filter_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
-                         float* cut, bool local_hist) {
+                         float* cut) {
   pdl_prologue();
   const int64_t r = blockIdx.y;
   const int rank = cluster_cta_rank(), C = static_cast<int>(gridDim.x);
@@ -220,7 +208,7 @@ __global__ void __launch_bounds__(kFilterThreads)
     if (cluster_load_u64(cluster_map(&fs.n_finite, 0)) > static_cast<unsigned long long>(p.top_k)) {
       // (else top-k keeps every finite token)
       auto count = [](int64_t, float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
-      k_cut = key_value(radix_select(begin, end, static_cast<double>(p.top_k), z_of, count, fs, local, local_hist, rank));
+      k_cut = key_value(radix_select(begin, end, static_cast<double>(p.top_k), z_of, count, fs, local, rank));
     }
   }
   float p_cut = -INFINITY;
@@ -234,7 +222,7 @@ __global__ void __launch_bounds__(kFilterThreads)
     add_block_sum(mine, cluster_map(&fs.total, 0), &scratch);
     cluster_barrier();
     const double target = static_cast<double>(p.top_p) * static_cast<double>(cluster_load_u64(cluster_map(&fs.total, 0)));
-    p_cut = key_value(radix_select(begin, end, target, z_of, mass, fs, local, local_hist, rank));
+    p_cut = key_value(radix_select(begin, end, target, z_of, mass, fs, local, rank));
   }
   if (rank == 0 && threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
   cluster_barrier();  // no CTA leaves while another may still read its shared memory

@@ -189,14 +189,11 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
         cached_ok && max_active_clusters(sample_filter_kernel<true>, dim3(kFilterThreads), kFilterCacheBytes, 8) > 0;
     static const bool clusters = max_active_clusters(sample_filter_kernel<false>, dim3(kFilterThreads), 0, 8) > 0;
     const int C = clusters ? sample_filter_cluster(p.rows, device_sm_count()) : 1;
-    // DEEPINFER_SAMPLE_FILTER_CACHE=0 / DEEPINFER_SAMPLE_FILTER_LOCAL_HIST=0: A/B switches (the same cuts).
-    static const bool cache_on = env_switch("DEEPINFER_SAMPLE_FILTER_CACHE");
-    static const bool local_hist = env_switch("DEEPINFER_SAMPLE_FILTER_LOCAL_HIST");
-    const bool cached = cache_on && C > 1 && cached_clusters && (p.V + C - 1) / C <= kFilterCacheIds;
+    const bool cached = C > 1 && cached_clusters && (p.V + C - 1) / C <= kFilterCacheIds;
     launch_pdl_cluster(cached ? sample_filter_kernel<true> : sample_filter_kernel<false>,
                        dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)), dim3(kFilterThreads),
                        cached ? kFilterCacheBytes : 0, s, static_cast<unsigned>(C), p.logits, p.ld, p.V, rows,
-                       static_cast<const int32_t*>(p.out), p.cut, local_hist);
+                       static_cast<const int32_t*>(p.out), p.cut);
   }
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
              p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
