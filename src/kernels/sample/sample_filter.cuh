@@ -84,41 +84,33 @@ __device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t add
 // CTAs of the cluster (each its own ids): the key whose digits are found most significant first;
 // at each level, with `above` = the weight (count or mass) of the keys above the current prefix,
 // the digit chosen is the largest whose weight plus the weight above it reaches `target`.
-// `z_of(i)` gives element i's processed logit, `weight(i, z)` its weight (0: not a candidate).
-// Each level sums into this CTA's histogram (`local`, shared-memory atomics), which then goes to
-// CTA 0's in at most 256 remote adds: adding every element into CTA 0 across the cluster made
-// the low levels, whose digits vary from element to element, a queue of remote atomics.
-template <typename ZFn, typename WeightFn>
-__device__ uint32_t radix_select(int64_t begin, int64_t end, double target, ZFn z_of, WeightFn weight,
-                                 FilterShared& fs, unsigned long long* local, int rank) {
+// `weight(z)` gives an element's weight (0: not a candidate).
+template <typename WeightFn>
+__device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, float m, float temperature,
+                                 double target, WeightFn weight, FilterShared& fs, int rank) {
   uint32_t prefix = 0, mask = 0;
   int buf = 0;
   for (int shift = 24; shift >= 0; shift -= 8, buf ^= 1) {
     const uint32_t hist = cluster_map(&fs.hist[buf][0], 0);
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) local[d] = 0;
-    __syncthreads();
     // Each thread sums runs of one digit before an atomic: most of a row's keys share the leading
-    // digits (one sign and a few exponents).
+    // digits (one sign and a few exponents), and adding to one counter per element serialised
+    // the first passes (~3 ms a row).
     int run_digit = -1;
     unsigned long long run = 0;
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const float z = z_of(i);
+      const float z = __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), temperature);
       const uint32_t key = ordered_key(z);
       if ((key & mask) != prefix) continue;
-      const unsigned long long w = weight(i, z);
+      const unsigned long long w = weight(z);
       if (w == 0) continue;
       const int digit = static_cast<int>((key >> shift) & 255u);
       if (digit != run_digit) {
-        if (run_digit >= 0) atomicAdd(local + run_digit, run);
+        if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
         run_digit = digit, run = 0;
       }
       run += w;
     }
-    if (run_digit >= 0) atomicAdd(local + run_digit, run);
-    __syncthreads();
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-      if (local[d] != 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(d), local[d]);
-    }
+    if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
     cluster_barrier();  // every add is in CTA 0's histogram
     if (rank == 0) {
       for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[buf ^ 1][d] = 0;  // the next level's
@@ -140,17 +132,8 @@ __device__ uint32_t radix_select(int64_t begin, int64_t end, double target, ZFn 
   return prefix;
 }
 
-// The most ids a CTA caches in shared memory (kCached): z as F32 and the top-p mass as U64 —
-// 12 bytes each, 196,608 bytes in all — so the passes after the first read no logits and compute
-// no exp. The cluster form's CTAs hold 16,160 ids of the 129,280-id vocabulary.
-inline constexpr int64_t kFilterCacheIds = 16384;
-inline constexpr size_t kFilterCacheBytes = static_cast<size_t>(kFilterCacheIds) * 12;
-
 // Grid (C, R) in clusters of (C, 1, 1): the C CTAs of row r each take a C-th of its ids (C = 1: a
-// plain launch, one CTA per row — a cluster of one). kCached: the CTA's ids (at most
-// kFilterCacheIds) are read and their z and mass computed once, into dynamic shared memory
-// (kFilterCacheBytes); else every pass recomputes them from the logits.
-template <bool kCached>
+// plain launch, one CTA per row — a cluster of one).
 __global__ void __launch_bounds__(kFilterThreads)
     sample_filter_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
                          float* cut) {
@@ -169,60 +152,40 @@ __global__ void __launch_bounds__(kFilterThreads)
   const int64_t per = (V + C - 1) / C;
   const int64_t begin = min(V, rank * per), end = min(V, begin + per);
   __shared__ FilterShared fs;
-  __shared__ unsigned long long scratch, local[256];
-  extern __shared__ __align__(16) uint8_t cache[];
-  auto* z_cache = reinterpret_cast<float*>(cache);                                      // [ids] z
-  auto* e_cache = reinterpret_cast<unsigned long long*>(cache + kFilterCacheIds * 4);  // [ids] mass
+  __shared__ unsigned long long scratch;
   if (threadIdx.x == 0) scratch = 0;
   if (rank == 0) {
     for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[0][d] = 0;
     if (threadIdx.x == 0) fs.above = fs.n_finite = fs.total = 0;
   }
-  // z and the mass exp(z - max z) (max z = +0) in 2^-40 fixed point, as the host's steps 6 and 8.
+  cluster_barrier();  // CTA 0's state is cleared before anyone adds into it
   auto z_at = [&](int64_t i) { return __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature); };
-  auto mass_of = [](float z) -> unsigned long long {
-    return z != -INFINITY ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
-  };
-  if constexpr (kCached) {
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const float z = z_at(i);
-      z_cache[i - begin] = z;
-      if (top_p) e_cache[i - begin] = mass_of(z);
-    }
-  }
-  auto z_of = [&](int64_t i) {
-    if constexpr (kCached) return z_cache[i - begin];
-    return z_at(i);
-  };
-  auto mass_at = [&](int64_t i, float z) {
-    if constexpr (kCached) return e_cache[i - begin];
-    return mass_of(z);
-  };
-  cluster_barrier();  // CTA 0's state is cleared before anyone adds into it (and the cache is written)
   float k_cut = -INFINITY;
   if (top_k) {
     unsigned long long mine = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += z_of(i) != -INFINITY;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += z_at(i) != -INFINITY;
     add_block_sum(mine, cluster_map(&fs.n_finite, 0), &scratch);
     cluster_barrier();
     if (cluster_load_u64(cluster_map(&fs.n_finite, 0)) > static_cast<unsigned long long>(p.top_k)) {
       // (else top-k keeps every finite token)
-      auto count = [](int64_t, float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
-      k_cut = key_value(radix_select(begin, end, static_cast<double>(p.top_k), z_of, count, fs, local, rank));
+      auto count = [](float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
+      k_cut = key_value(radix_select(row, begin, end, m, p.temperature, static_cast<double>(p.top_k), count, fs, rank));
     }
   }
   float p_cut = -INFINITY;
   if (top_p) {
-    // The survivors' mass (top-k keeps the maximum).
-    auto mass = [&](int64_t i, float z) -> unsigned long long { return z >= k_cut ? mass_at(i, z) : 0ull; };
+    // The survivors' mass exp(z - max z), max z = +0 (top-k keeps the maximum), in fixed point.
+    auto mass = [k_cut](float z) -> unsigned long long {
+      return z != -INFINITY && z >= k_cut ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
+    };
     if (threadIdx.x == 0) scratch = 0;
     __syncthreads();
     unsigned long long mine = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += mass(i, z_of(i));
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += mass(z_at(i));
     add_block_sum(mine, cluster_map(&fs.total, 0), &scratch);
     cluster_barrier();
     const double target = static_cast<double>(p.top_p) * static_cast<double>(cluster_load_u64(cluster_map(&fs.total, 0)));
-    p_cut = key_value(radix_select(begin, end, target, z_of, mass, fs, local, rank));
+    p_cut = key_value(radix_select(row, begin, end, m, p.temperature, target, mass, fs, rank));
   }
   if (rank == 0 && threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
   cluster_barrier();  // no CTA leaves while another may still read its shared memory

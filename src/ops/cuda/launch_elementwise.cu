@@ -179,20 +179,11 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
   if (p.filters) {
     if (p.cut == nullptr) return cudaErrorInvalidValue;
-    // A cluster of CTAs per row at small batch (one per row where the device cannot run them),
-    // whose CTAs cache their ids' z and mass in shared memory when they fit.
-    static const bool cached_ok = cudaFuncSetAttribute(sample_filter_kernel<true>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       static_cast<int>(kFilterCacheBytes)) == cudaSuccess ||
-                                  (cudaGetLastError(), false);
-    static const bool cached_clusters =
-        cached_ok && max_active_clusters(sample_filter_kernel<true>, dim3(kFilterThreads), kFilterCacheBytes, 8) > 0;
-    static const bool clusters = max_active_clusters(sample_filter_kernel<false>, dim3(kFilterThreads), 0, 8) > 0;
+    // A cluster of CTAs per row at small batch (one per row where the device cannot run them).
+    static const bool clusters = max_active_clusters(sample_filter_kernel, dim3(kFilterThreads), 0, 8) > 0;
     const int C = clusters ? sample_filter_cluster(p.rows, device_sm_count()) : 1;
-    const bool cached = C > 1 && cached_clusters && (p.V + C - 1) / C <= kFilterCacheIds;
-    launch_pdl_cluster(cached ? sample_filter_kernel<true> : sample_filter_kernel<false>,
-                       dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)), dim3(kFilterThreads),
-                       cached ? kFilterCacheBytes : 0, s, static_cast<unsigned>(C), p.logits, p.ld, p.V, rows,
+    launch_pdl_cluster(sample_filter_kernel, dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)),
+                       dim3(kFilterThreads), 0, s, static_cast<unsigned>(C), p.logits, p.ld, p.V, rows,
                        static_cast<const int32_t*>(p.out), p.cut);
   }
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
