@@ -48,6 +48,7 @@ CudaOps::~CudaOps() {
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
   for (void* p : pinned_) cudaFreeHost(p);
+  if (eager_ring_ != nullptr) cudaFreeHost(eager_ring_);
   cudaFree(arena_);
   for (const SideLane& l : side_) {
     if (l.stream == nullptr) continue;
@@ -132,6 +133,23 @@ TensorView CudaOps::alloc_host(DType dtype, std::initializer_list<int64_t> shape
   return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCpu);
 }
 
+const void* CudaOps::eager_stage(const void* host, size_t bytes) {
+  const size_t need = (bytes + 255) / 256 * 256;
+  if (eager_ring_used_ + need > eager_ring_size_) {
+    DI_CUDA_CHECK(cudaDeviceSynchronize());  // every queued copy out of the ring is done
+    if (need > eager_ring_size_ / 4) {
+      if (eager_ring_ != nullptr) DI_CUDA_CHECK(cudaFreeHost(eager_ring_));
+      eager_ring_size_ = std::max({size_t{4} << 20, 2 * eager_ring_size_, 4 * need});
+      DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&eager_ring_), eager_ring_size_, cudaHostAllocDefault));
+    }
+    eager_ring_used_ = 0;
+  }
+  uint8_t* dst = eager_ring_ + eager_ring_used_;
+  std::memcpy(dst, host, bytes);
+  eager_ring_used_ += need;
+  return dst;
+}
+
 TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
   if (mode_ != Mode::kEager && staging_dev_ != nullptr) {
     // A step pass: the bytes go to pinned staging and the view into its device copy, which the
@@ -151,7 +169,10 @@ TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<
   TensorView v = alloc(dtype, shape);
   if (v.nbytes() == 0) return v;
   if (mode_ == Mode::kEager) {
-    DI_CUDA_CHECK(cudaMemcpyAsync(v.data, host, v.nbytes(), cudaMemcpyHostToDevice, stream_));
+    // Large uploads (bandwidth-bound: a prefill's gathered rows) copy from where they are.
+    constexpr size_t kRingMaxUpload = size_t{8} << 20;
+    const void* src = v.nbytes() <= kRingMaxUpload ? eager_stage(host, v.nbytes()) : host;
+    DI_CUDA_CHECK(cudaMemcpyAsync(v.data, src, v.nbytes(), cudaMemcpyHostToDevice, stream_));
     return v;
   }
   // Prepare and capture stage the bytes at the same pinned offset; the recorded copy reads them

@@ -179,6 +179,8 @@ class CudaOps final : public Ops {
   // Host bytes of an upload in pinned staging at the pass's next offset (nullptr: no room, the
   // step is not replayable).
   const void* stage(const void* host, size_t bytes);
+  // Host bytes of an eager upload in the page-locked ring (below).
+  const void* eager_stage(const void* host, size_t bytes);
   void start_pass(Mode mode);  // prepare or capture: empty signature (the state key), staging
   // Stores a recording's result (nullptr: failed) and destroys the graph it evicts, if any.
   void keep_graph(uint64_t sig, cudaGraphExec_t exec);
@@ -231,6 +233,14 @@ class CudaOps final : public Ops {
   std::vector<void*> retired_;
   std::vector<void*> persistent_;
   std::vector<void*> pinned_;  // alloc_host's page-locked buffers
+  // Eager uploads go through a page-locked ring: a copy from pageable memory may wait for the
+  // stream's queued work (the driver stages it), so an upload queued behind a step — the sampling
+  // ops' parameters, after the model's graph — held the host until the step was done; from
+  // pinned memory the copy is queued like a launch. Bytes are only appended; when the ring is
+  // full the device is synchronised (every copy out of it is then done) and it starts over,
+  // grown if one upload needs it (uploads over 8 MB copy from their pageable source).
+  uint8_t* eager_ring_ = nullptr;
+  size_t eager_ring_size_ = 0, eager_ring_used_ = 0;
   struct ExpertDescs {
     std::vector<kernels::WeightDesc> host;  // what dev holds
     TensorView dev;
