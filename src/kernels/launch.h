@@ -42,10 +42,12 @@ int64_t argmax_workspace_slots(int64_t rows, int64_t V);
 cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 // Temperature sampling (Ops::sample_rows): argmax_rows into out first (the rows' maxima; greedy
 // rows' answers), with `filters` (some row has top-k / top-p) each row's cut into cut [rows] F32,
-// then the Gumbel-max of the sampled rows; part_s / part_i: argmax_workspace_slots F64 / I32 each
-// (null when 0). params: [rows] DeviceSampleRow on the device (Ops::SampleRow's layout).
+// then the Gumbel-max of the sampled rows. Workspace: part_v / part_i argmax_workspace_slots F32 /
+// I32 (the argmax's), part_s / part_si sample_workspace_slots F64 / I32 (the Gumbel-max's; null
+// when 0). params: [rows] DeviceSampleRow on the device (Ops::SampleRow's layout).
 struct SampleLaunchParams { const float* logits; int64_t rows, ld, V; const void* params; int32_t* out;
-                            float* part_v; int32_t* part_i; double* part_s; bool filters; float* cut; };
+                            float* part_v; int32_t* part_i; double* part_s; int32_t* part_si; bool filters; float* cut; };
+int64_t sample_workspace_slots(int64_t rows, int64_t V);
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t stream);
 // Raw logprobs (Ops::logprob_rows) of logits [rows, V]: the log-softmax at tokens [rows] into
 // logprob [rows], the top-n (n <= 20) into top_ids / top_lp [rows, n]. Workspace: part_m F32 and

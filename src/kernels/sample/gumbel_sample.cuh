@@ -5,7 +5,7 @@
 // F64 and u from the keyed noise of sample/keyed_noise.h (the same 64-bit integer arithmetic as the
 // host, so the same u bit for bit). The choice is a total order on (score desc, id asc), so the
 // reduction order cannot change it; only the device's F64 log / exp (within 1 ulp of glibc's) can,
-// where two scores agree to ~1e-16. Rows of small batches split over slices as in argmax.cuh.
+// where two scores agree to ~1e-16. Rows of small batches split over slices (sample_slices).
 #pragma once
 
 #include <cfloat>
@@ -45,7 +45,17 @@ __device__ __forceinline__ void warp_best(double& best_s, int32_t& best) {
   }
 }
 
-// Block (s, r): slice s of row r (the slicing of argmax_rows_kernel). Greedy rows (T = 0) and rows
+// Slices per sampled row (a power of two <= 128): doubled while the blocks stay within two per SM
+// and a slice keeps >= 1,024 ids. A sampled id costs far more than an argmax's (a keyed hash and
+// two F64 logarithms), so the rows of small batches spread over more SMs than argmax_slices':
+// batch 1 at V = 129,280 on 132 SMs: 64 slices (16 took 14 us per step, session 31's ncu).
+inline int sample_slices(int64_t rows, int64_t V, int sms) {
+  int s = 1;
+  while (s < 128 && rows * (2 * s) <= 2 * static_cast<int64_t>(sms) && V / (2 * s) >= 1024) s *= 2;
+  return s;
+}
+
+// Block (s, r): slice s of row r (sample_slices of them). Greedy rows (T = 0) and rows
 // with nothing finite (out[r] = -1) keep argmax_rows_kernel's answer. One slice per row writes
 // out[r]; with S > 1 each slice writes its (score, id) to part_s / part_i [R, S] for
 // sample_merge_kernel.
@@ -100,19 +110,24 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// The slices' (score, id) pairs of each sampled row [R, S] (S <= 32) reduced into out [R]: a warp
-// per row; greedy rows keep out[r].
+// The slices' (score, id) pairs of each sampled row [R, S] reduced into out [R]: a warp per row
+// (lane l folds slices l, l + 32, ...: the choice is a total order, so any fold gives it); greedy
+// rows keep out[r].
 __global__ void __launch_bounds__(32)
     sample_merge_kernel(const DeviceSampleRow* rows, const double* part_s, const int32_t* part_i, int S, int32_t* out) {
   pdl_prologue();
   const int64_t r = blockIdx.x;
   if (rows[r].temperature == 0.0f) return;
-  const int lane = threadIdx.x;
-  double best_s = lane < S ? part_s[r * S + lane] : -INFINITY;
-  int32_t best = lane < S ? part_i[r * S + lane] : -1;
+  double best_s = -INFINITY;
+  int32_t best = -1;
+  for (int j = static_cast<int>(threadIdx.x); j < S; j += 32) {
+    const double s = part_s[r * S + j];
+    const int32_t id = part_i[r * S + j];
+    if (sample_beats(s, id, best_s, best)) best_s = s, best = id;
+  }
   warp_best(best_s, best);
   // A row with nothing finite kept -1 in every slice (and in out[r]).
-  if (lane == 0) out[r] = best;
+  if (threadIdx.x == 0) out[r] = best;
 }
 
 }  // namespace deepinfer::kernels

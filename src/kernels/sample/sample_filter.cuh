@@ -63,15 +63,18 @@ __device__ __forceinline__ void cluster_barrier() {
 }
 
 // A row's filter state, in the shared memory of the cluster's CTA 0 (every CTA of the cluster adds
-// into it and reads it back): the radix histogram (two, alternating between levels so that CTA 0
-// can clear the next while the others still read this one's choice), the chosen digit and the
-// weight above it, the finite count and the total mass.
+// into it and reads it back): one radix histogram per level (top-k's four, then top-p's four), all
+// cleared before the first cluster barrier, so that a level needs one barrier — after its adds,
+// every CTA reads the finished histogram and makes the same choice itself; plus the finite count
+// and the total mass.
+inline constexpr int kFilterLevels = 4;  // 8-bit digits of a 32-bit key
 struct FilterShared {
-  unsigned long long hist[2][256];
-  unsigned long long chosen, above, n_finite, total;
+  unsigned long long hist[2 * kFilterLevels][256];
+  unsigned long long n_finite, total;
 };
 
 // Block-wide sum of one value per thread, added into `addr` (CTA 0's shared::cluster address).
+// `scratch` is zero on entry (the caller clears it and synchronises).
 __device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t addr, unsigned long long* scratch) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -80,53 +83,102 @@ __device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t add
   if (threadIdx.x == 0) cluster_add_u64(addr, *scratch);
 }
 
+// fn(z) for this thread's ids of [begin, end) (begin + threadIdx.x, then blockDim.x apart, in
+// order), z = (sanitized logit - m) / T. Eight loads are issued before any is used: the row is in
+// the L2 (the LM head just wrote it), and one dependent load per element left every pass of the
+// filter waiting on L2 latency (ncu, session 31: 40% of its stall samples).
+template <typename Fn>
+__device__ __forceinline__ void for_each_z(const float* row, int64_t begin, int64_t end, float m, float temperature,
+                                           Fn fn) {
+  constexpr int kUnroll = 8;
+  const int64_t step = blockDim.x;
+  for (int64_t i0 = begin + threadIdx.x; i0 < end; i0 += kUnroll * step) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = i0 + u * step < end ? __ldg(row + i0 + u * step) : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (i0 + u * step < end) fn(__fdiv_rn(__fsub_rn(sanitized_logit(v[u]), m), temperature));
+    }
+  }
+}
+
+// The digit a level chooses, by one warp over the level's finished histogram (CTA 0's, at the
+// shared::cluster address `hist`): the largest d whose weight plus the weight of the digits above
+// it (plus `above`, the weight above the level's prefix) reaches `target`, else 0 — what a walk
+// down from 255 finds first, from exact integer sums in any order. Lane l holds digits 255 - 8l
+// down to 248 - 8l. Returns the digit in every lane and sets *above to the weight above it.
+__device__ __forceinline__ uint32_t choose_digit(uint32_t hist, double target, unsigned long long* above) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  unsigned long long h[8], sum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    h[j] = cluster_load_u64(hist + 8u * static_cast<uint32_t>(255 - 8 * lane - j));
+    sum += h[j];
+  }
+  unsigned long long incl = sum;  // digits above and in this lane (lanes below hold higher digits)
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long t = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  unsigned long long cum = *above + (incl - sum);
+  int found = -1;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (found < 0) {
+      if (255 - 8 * lane - j == 0 || static_cast<double>(cum + h[j]) >= target) {
+        found = j;
+      } else {
+        cum += h[j];
+      }
+    }
+  }
+  const int src = __ffs(__ballot_sync(0xffffffffu, found >= 0)) - 1;  // lane 31 always finds (digit 0)
+  *above = __shfl_sync(0xffffffffu, cum, src);
+  return static_cast<uint32_t>(__shfl_sync(0xffffffffu, 255 - 8 * lane - found, src));
+}
+
 // Radix selection over the keys of this CTA's ids [begin, end) of one row, together with the other
-// CTAs of the cluster (each its own ids): the key whose digits are found most significant first;
-// at each level, with `above` = the weight (count or mass) of the keys above the current prefix,
-// the digit chosen is the largest whose weight plus the weight above it reaches `target`.
-// `weight(z)` gives an element's weight (0: not a candidate).
+// CTAs of the cluster (each its own ids), into histograms fs.hist[first_level ..]: the key whose
+// digits are found most significant first; at each level, with `above` = the weight (count or
+// mass) of the keys above the current prefix, the digit chosen is the largest whose weight plus
+// the weight above it reaches `target`. `weight(z)` gives an element's weight (0: not a candidate).
+// `choice` is this CTA's shared broadcast slot.
 template <typename WeightFn>
 __device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, float m, float temperature,
-                                 double target, WeightFn weight, FilterShared& fs, int rank) {
+                                 double target, WeightFn weight, FilterShared& fs, int first_level,
+                                 uint32_t* choice) {
   uint32_t prefix = 0, mask = 0;
-  int buf = 0;
-  for (int shift = 24; shift >= 0; shift -= 8, buf ^= 1) {
-    const uint32_t hist = cluster_map(&fs.hist[buf][0], 0);
+  unsigned long long above = 0;  // warp 0's: a new selection starts at nothing above
+  for (int level = 0; level < kFilterLevels; ++level) {
+    const int shift = 24 - 8 * level;
+    const uint32_t hist = cluster_map(&fs.hist[first_level + level][0], 0);
     // Each thread sums runs of one digit before an atomic: most of a row's keys share the leading
     // digits (one sign and a few exponents), and adding to one counter per element serialised
     // the first passes (~3 ms a row).
     int run_digit = -1;
     unsigned long long run = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const float z = __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), temperature);
+    for_each_z(row, begin, end, m, temperature, [&](float z) {
       const uint32_t key = ordered_key(z);
-      if ((key & mask) != prefix) continue;
+      if ((key & mask) != prefix) return;
       const unsigned long long w = weight(z);
-      if (w == 0) continue;
+      if (w == 0) return;
       const int digit = static_cast<int>((key >> shift) & 255u);
       if (digit != run_digit) {
         if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
         run_digit = digit, run = 0;
       }
       run += w;
-    }
+    });
     if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
-    cluster_barrier();  // every add is in CTA 0's histogram
-    if (rank == 0) {
-      for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[buf ^ 1][d] = 0;  // the next level's
-      if (threadIdx.x == 0) {
-        unsigned long long cum = shift == 24 ? 0ull : fs.above;  // a new selection starts at nothing above
-        int d = 255;
-        for (; d > 0; --d) {
-          if (static_cast<double>(cum + fs.hist[buf][d]) >= target) break;
-          cum += fs.hist[buf][d];
-        }
-        fs.chosen = static_cast<unsigned long long>(d);
-        fs.above = cum;
-      }
+    cluster_barrier();  // every add is in CTA 0's histogram of this level
+    if (threadIdx.x < 32) {
+      const uint32_t d = choose_digit(hist, target, &above);
+      if (threadIdx.x == 0) *choice = d;
     }
-    cluster_barrier();  // the choice (and the cleared histogram) are visible
-    prefix |= static_cast<uint32_t>(cluster_load_u64(cluster_map(&fs.chosen, 0))) << shift;
+    __syncthreads();  // (the slot is written again only after the next cluster barrier)
+    prefix |= *choice << shift;
     mask |= 255u << shift;
   }
   return prefix;
@@ -153,23 +205,25 @@ __global__ void __launch_bounds__(kFilterThreads)
   const int64_t begin = min(V, rank * per), end = min(V, begin + per);
   __shared__ FilterShared fs;
   __shared__ unsigned long long scratch;
+  __shared__ uint32_t choice;
   if (threadIdx.x == 0) scratch = 0;
   if (rank == 0) {
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) fs.hist[0][d] = 0;
-    if (threadIdx.x == 0) fs.above = fs.n_finite = fs.total = 0;
+    unsigned long long* h = &fs.hist[0][0];
+    for (int i = threadIdx.x; i < 2 * kFilterLevels * 256; i += blockDim.x) h[i] = 0;
+    if (threadIdx.x == 0) fs.n_finite = fs.total = 0;
   }
   cluster_barrier();  // CTA 0's state is cleared before anyone adds into it
-  auto z_at = [&](int64_t i) { return __fdiv_rn(__fsub_rn(sanitized_logit(__ldg(row + i)), m), p.temperature); };
   float k_cut = -INFINITY;
   if (top_k) {
     unsigned long long mine = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += z_at(i) != -INFINITY;
+    for_each_z(row, begin, end, m, p.temperature, [&](float z) { mine += z != -INFINITY; });
     add_block_sum(mine, cluster_map(&fs.n_finite, 0), &scratch);
     cluster_barrier();
     if (cluster_load_u64(cluster_map(&fs.n_finite, 0)) > static_cast<unsigned long long>(p.top_k)) {
       // (else top-k keeps every finite token)
       auto count = [](float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
-      k_cut = key_value(radix_select(row, begin, end, m, p.temperature, static_cast<double>(p.top_k), count, fs, rank));
+      k_cut = key_value(
+          radix_select(row, begin, end, m, p.temperature, static_cast<double>(p.top_k), count, fs, 0, &choice));
     }
   }
   float p_cut = -INFINITY;
@@ -181,11 +235,11 @@ __global__ void __launch_bounds__(kFilterThreads)
     if (threadIdx.x == 0) scratch = 0;
     __syncthreads();
     unsigned long long mine = 0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) mine += mass(z_at(i));
+    for_each_z(row, begin, end, m, p.temperature, [&](float z) { mine += mass(z); });
     add_block_sum(mine, cluster_map(&fs.total, 0), &scratch);
     cluster_barrier();
     const double target = static_cast<double>(p.top_p) * static_cast<double>(cluster_load_u64(cluster_map(&fs.total, 0)));
-    p_cut = key_value(radix_select(row, begin, end, m, p.temperature, target, mass, fs, rank));
+    p_cut = key_value(radix_select(row, begin, end, m, p.temperature, target, mass, fs, kFilterLevels, &choice));
   }
   if (rank == 0 && threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
   cluster_barrier();  // no CTA leaves while another may still read its shared memory

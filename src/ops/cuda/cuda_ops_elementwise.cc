@@ -121,7 +121,9 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
   const int64_t slots = k::argmax_workspace_slots(R, V);
   const TensorView part_v = slots > 0 ? alloc(DType::kF32, {slots}) : TensorView{};   // [R, S] slice maxima
   const TensorView part_i = slots > 0 ? alloc(DType::kI32, {slots}) : TensorView{};   // [R, S] their ids
-  const TensorView part_s = slots > 0 ? alloc(DType::kI32, {2 * slots}) : TensorView{};  // [R, S] F64 slice scores
+  const int64_t sampled = k::sample_workspace_slots(R, V);
+  const TensorView part_s = sampled > 0 ? alloc(DType::kI32, {2 * sampled}) : TensorView{};  // [R, S'] F64 slice scores
+  const TensorView part_si = sampled > 0 ? alloc(DType::kI32, {sampled}) : TensorView{};    // [R, S'] their ids
   const bool filters = std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) {
     return r.temperature > 0.0f && (r.top_k > 0 || r.top_p < 1.0f);
   });
@@ -130,7 +132,7 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
   const TensorView d_rows = upload(rows.data(), DType::kI32, {R * static_cast<int64_t>(sizeof(SampleRow) / 4)});
   DI_LAUNCH(k::launch_sample_rows({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, dptr<int32_t>(out),
                                    dptr<float>(part_v), dptr<int32_t>(part_i),
-                                   static_cast<double*>(part_s.data), filters, dptr<float>(cut)},
+                                   static_cast<double*>(part_s.data), dptr<int32_t>(part_si), filters, dptr<float>(cut)},
                                   stream_));
 }
 

@@ -152,6 +152,11 @@ int64_t argmax_workspace_slots(int64_t rows, int64_t V) {
   return S > 1 ? rows * S : 0;
 }
 
+int64_t sample_workspace_slots(int64_t rows, int64_t V) {
+  const int S = sample_slices(rows, V, device_sm_count());
+  return S > 1 ? rows * S : 0;
+}
+
 cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t s) {
   if (p.rows < 1) return cudaSuccess;
   const int S = argmax_slices(p.rows, p.V, device_sm_count());
@@ -174,8 +179,8 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   if (cudaError_t e = launch_argmax_rows({p.logits, p.rows, p.ld, p.V, p.out, p.part_v, p.part_i}, s); e != cudaSuccess) {
     return e;
   }
-  const int S = argmax_slices(p.rows, p.V, device_sm_count());
-  if (S > 1 && p.part_s == nullptr) return cudaErrorInvalidValue;
+  const int S = sample_slices(p.rows, p.V, device_sm_count());
+  if (S > 1 && (p.part_s == nullptr || p.part_si == nullptr)) return cudaErrorInvalidValue;
   const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
   if (p.filters) {
     if (p.cut == nullptr) return cudaErrorInvalidValue;
@@ -187,8 +192,8 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
                        static_cast<const int32_t*>(p.out), p.cut);
   }
   launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
-             p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_i);
-  if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_i, S, p.out);
+             p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_si);
+  if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_si, S, p.out);
   return cudaGetLastError();
 }
 
