@@ -83,10 +83,10 @@ __device__ __forceinline__ void add_block_sum(unsigned long long v, uint32_t add
   if (threadIdx.x == 0) cluster_add_u64(addr, *scratch);
 }
 
-// fn(z) for this thread's ids of [begin, end) (begin + threadIdx.x, then blockDim.x apart, in
-// order), z = (sanitized logit - m) / T. Eight loads are issued before any is used: the row is in
-// the L2 (the LM head just wrote it), and one dependent load per element left every pass of the
-// filter waiting on L2 latency (ncu, session 31: 40% of its stall samples).
+// fn(j, z) for this thread's ids i of [begin, end) (begin + threadIdx.x, then blockDim.x apart, in
+// order; j = i - begin), z = (sanitized logit - m) / T. Eight loads are issued before any is used:
+// the row is in the L2 (the LM head just wrote it), and one dependent load per element left every
+// pass of the filter waiting on L2 latency (ncu, session 31: 40% of its stall samples).
 template <typename Fn>
 __device__ __forceinline__ void for_each_z(const float* row, int64_t begin, int64_t end, float m, float temperature,
                                            Fn fn) {
@@ -98,7 +98,7 @@ __device__ __forceinline__ void for_each_z(const float* row, int64_t begin, int6
     for (int u = 0; u < kUnroll; ++u) v[u] = i0 + u * step < end ? __ldg(row + i0 + u * step) : 0.0f;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (i0 + u * step < end) fn(__fdiv_rn(__fsub_rn(sanitized_logit(v[u]), m), temperature));
+      if (i0 + u * step < end) fn(i0 + u * step - begin, __fdiv_rn(__fsub_rn(sanitized_logit(v[u]), m), temperature));
     }
   }
 }
@@ -139,16 +139,15 @@ __device__ __forceinline__ uint32_t choose_digit(uint32_t hist, double target, u
   return static_cast<uint32_t>(__shfl_sync(0xffffffffu, 255 - 8 * lane - found, src));
 }
 
-// Radix selection over the keys of this CTA's ids [begin, end) of one row, together with the other
-// CTAs of the cluster (each its own ids), into histograms fs.hist[first_level ..]: the key whose
-// digits are found most significant first; at each level, with `above` = the weight (count or
-// mass) of the keys above the current prefix, the digit chosen is the largest whose weight plus
-// the weight above it reaches `target`. `weight(z)` gives an element's weight (0: not a candidate).
-// `choice` is this CTA's shared broadcast slot.
-template <typename WeightFn>
-__device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, float m, float temperature,
-                                 double target, WeightFn weight, FilterShared& fs, int first_level,
-                                 uint32_t* choice) {
+// Radix selection over the keys of this CTA's ids of one row, together with the other CTAs of the
+// cluster (each its own ids), into histograms fs.hist[first_level ..]: the key whose digits are
+// found most significant first; at each level, with `above` = the weight (count or mass) of the
+// keys above the current prefix, the digit chosen is the largest whose weight plus the weight
+// above it reaches `target`. for_each(fn) calls fn(key, weight) for each of the CTA's ids, in
+// order, where weight() gives the id's weight (0: not a candidate; asked only of keys under the
+// prefix). `choice` is this CTA's shared broadcast slot.
+template <typename ForEach>
+__device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& fs, int first_level, uint32_t* choice) {
   uint32_t prefix = 0, mask = 0;
   unsigned long long above = 0;  // warp 0's: a new selection starts at nothing above
   for (int level = 0; level < kFilterLevels; ++level) {
@@ -159,10 +158,9 @@ __device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, f
     // the first passes (~3 ms a row).
     int run_digit = -1;
     unsigned long long run = 0;
-    for_each_z(row, begin, end, m, temperature, [&](float z) {
-      const uint32_t key = ordered_key(z);
+    for_each([&](uint32_t key, auto weight) {
       if ((key & mask) != prefix) return;
-      const unsigned long long w = weight(z);
+      const unsigned long long w = weight();
       if (w == 0) return;
       const int digit = static_cast<int>((key >> shift) & 255u);
       if (digit != run_digit) {
@@ -185,10 +183,16 @@ __device__ uint32_t radix_select(const float* row, int64_t begin, int64_t end, f
 }
 
 // Grid (C, R) in clusters of (C, 1, 1): the C CTAs of row r each take a C-th of its ids (C = 1: a
-// plain launch, one CTA per row — a cluster of one).
+// plain launch, one CTA per row — a cluster of one). With cache_elems >= a CTA's share of ids
+// (dynamic shared memory of kFilterCacheBytes each), the first pass keeps each id's key and
+// top-p mass there and the radix levels read them instead of the row: a level then costs a
+// shared load and a compare per id, not a division and an F64 exp (ncu, session 31: the passes'
+// per-id instructions on a cluster's 8 SMs were most of a top-p launch's ~100 us).
+inline constexpr int kFilterCacheBytes = 12;  // per id: key (4) + mass (8)
+inline constexpr int kFilterCacheMaxBytes = 200 << 10;  // beside FilterShared's 16 KB: within 227 KB
 __global__ void __launch_bounds__(kFilterThreads)
     sample_filter_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
-                         float* cut) {
+                         float* cut, int64_t cache_elems) {
   pdl_prologue();
   const int64_t r = blockIdx.y;
   const int rank = cluster_cta_rank(), C = static_cast<int>(gridDim.x);
@@ -202,7 +206,12 @@ __global__ void __launch_bounds__(kFilterThreads)
   const float* row = logits + r * ld;
   const float m = sanitized_logit(row[arg]);
   const int64_t per = (V + C - 1) / C;
-  const int64_t begin = min(V, rank * per), end = min(V, begin + per);
+  const int64_t begin = min(V, rank * per), end = min(V, begin + per), n = end - begin;
+  // The cache: masses [cache_elems] U64, then keys [cache_elems] U32 (thread t's ids at t + k blockDim.x).
+  extern __shared__ unsigned long long filter_cache[];
+  const bool cached = cache_elems >= n;
+  unsigned long long* mass_of = filter_cache;
+  uint32_t* key_of = reinterpret_cast<uint32_t*>(filter_cache + cache_elems);
   __shared__ FilterShared fs;
   __shared__ unsigned long long scratch;
   __shared__ uint32_t choice;
@@ -213,17 +222,37 @@ __global__ void __launch_bounds__(kFilterThreads)
     if (threadIdx.x == 0) fs.n_finite = fs.total = 0;
   }
   cluster_barrier();  // CTA 0's state is cleared before anyone adds into it
+  // The CTA's ids as (key, weight) for radix_select: from the cache, or recomputed from the row.
+  auto from_row = [&](auto weight_of_z) {
+    return [&, weight_of_z](auto fn) {
+      for_each_z(row, begin, end, m, p.temperature, [&](int64_t, float z) { fn(ordered_key(z), [&] { return weight_of_z(z); }); });
+    };
+  };
+  auto from_cache = [&](auto weight_of_id) {
+    return [&, weight_of_id](auto fn) {
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const uint32_t key = key_of[j];
+        fn(key, [&] { return weight_of_id(j, key); });
+      }
+    };
+  };
+  constexpr uint32_t kNoKey = 0x007fffffu;  // ordered_key(-inf)
   float k_cut = -INFINITY;
   if (top_k) {
     unsigned long long mine = 0;
-    for_each_z(row, begin, end, m, p.temperature, [&](float z) { mine += z != -INFINITY; });
+    for_each_z(row, begin, end, m, p.temperature, [&](int64_t j, float z) {
+      mine += z != -INFINITY;
+      if (cached) key_of[j] = ordered_key(z);  // read back by this thread only
+    });
     add_block_sum(mine, cluster_map(&fs.n_finite, 0), &scratch);
     cluster_barrier();
     if (cluster_load_u64(cluster_map(&fs.n_finite, 0)) > static_cast<unsigned long long>(p.top_k)) {
       // (else top-k keeps every finite token)
-      auto count = [](float z) -> unsigned long long { return z != -INFINITY ? 1ull : 0ull; };
-      k_cut = key_value(
-          radix_select(row, begin, end, m, p.temperature, static_cast<double>(p.top_k), count, fs, 0, &choice));
+      const double target = static_cast<double>(p.top_k);
+      const uint32_t key =
+          cached ? radix_select(from_cache([](int64_t, uint32_t k) { return k != kNoKey ? 1ull : 0ull; }), target, fs, 0, &choice)
+                 : radix_select(from_row([](float z) { return z != -INFINITY ? 1ull : 0ull; }), target, fs, 0, &choice);
+      k_cut = key_value(key);
     }
   }
   float p_cut = -INFINITY;
@@ -235,18 +264,30 @@ __global__ void __launch_bounds__(kFilterThreads)
     if (threadIdx.x == 0) scratch = 0;
     __syncthreads();
     unsigned long long mine = 0;
-    for_each_z(row, begin, end, m, p.temperature, [&](float z) { mine += mass(z); });
+    if (cached && top_k) {  // the keys are there: z is key_value(key) (-0 read as +0: the same mass)
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mine += mass_of[j] = mass(key_value(key_of[j]));
+    } else {
+      for_each_z(row, begin, end, m, p.temperature, [&](int64_t j, float z) {
+        const unsigned long long w = mass(z);
+        mine += w;
+        if (cached) key_of[j] = ordered_key(z), mass_of[j] = w;
+      });
+    }
     add_block_sum(mine, cluster_map(&fs.total, 0), &scratch);
     cluster_barrier();
     const double target = static_cast<double>(p.top_p) * static_cast<double>(cluster_load_u64(cluster_map(&fs.total, 0)));
-    p_cut = key_value(radix_select(row, begin, end, m, p.temperature, target, mass, fs, kFilterLevels, &choice));
+    const uint32_t key = cached ? radix_select(from_cache([&](int64_t j, uint32_t) { return mass_of[j]; }), target, fs,
+                                               kFilterLevels, &choice)
+                                : radix_select(from_row(mass), target, fs, kFilterLevels, &choice);
+    p_cut = key_value(key);
   }
   if (rank == 0 && threadIdx.x == 0) cut[r] = top_p ? p_cut : k_cut;
   cluster_barrier();  // no CTA leaves while another may still read its shared memory
 }
 
-// CTAs per row: a cluster of 8 while the batch is small (a row's ten passes spread over 8 SMs),
-// one CTA per row once the rows alone fill the GPU.
+// CTAs per row: a cluster of 8 while the batch is small (a row's passes spread over 8 SMs; each
+// CTA's share of a 129,280-id row, 16,160 ids, fits the cache), one CTA per row once the rows
+// alone fill the GPU (uncached).
 inline int sample_filter_cluster(int64_t rows, int sms) { return rows * 8 <= 2 * static_cast<int64_t>(sms) ? 8 : 1; }
 
 }  // namespace deepinfer::kernels
