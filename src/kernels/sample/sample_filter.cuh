@@ -11,8 +11,8 @@
 //     the cut is deterministic); against the host's F64 running sum the target can move by
 //     ~1e-9 of the total, so the cut can differ only for a row whose mass reaches the target that
 //     closely at a group boundary.
-// A cluster of CTAs per row at small batch (their histogram in CTA 0's shared memory), one CTA
-// per row at large; rows without top-k / top-p write -inf (no cut). gumbel_sample_kernel then
+// A cluster of CTAs per row at small batch (each CTA histograms its own ids, every CTA reads all
+// the histograms), one CTA per row at large; rows without top-k / top-p write -inf (no cut). gumbel_sample_kernel then
 // drops z < cut[r] before min-p and the Gumbel-max.
 #pragma once
 
@@ -62,11 +62,14 @@ __device__ __forceinline__ void cluster_barrier() {
   cluster_wait();
 }
 
-// A row's filter state, in the shared memory of the cluster's CTA 0 (every CTA of the cluster adds
-// into it and reads it back): one radix histogram per level (top-k's four, then top-p's four), all
-// cleared before the first cluster barrier, so that a level needs one barrier — after its adds,
-// every CTA reads the finished histogram and makes the same choice itself; plus the finite count
-// and the total mass.
+// A row's filter state in each CTA's shared memory: one radix histogram per level (top-k's four,
+// then top-p's four) of the CTA's own ids, all cleared before the first cluster barrier, so that a
+// level needs one barrier — after its adds, every CTA sums the cluster's histograms and makes the
+// same choice itself. The adds are reductions through the shared::cluster window into the CTA's
+// own memory (native 64-bit adds; a plain 64-bit shared atomicAdd was ~10x slower on the few bins
+// most ids share). One CTA taking every CTA's adds, as before, queued them at its SM: a kernel
+// trace had that CTA spend 28-40 us on each of the first two levels (96 us per top-p launch, 46
+// with the adds spread; session 31). CTA 0's copy also holds the finite count and total mass.
 inline constexpr int kFilterLevels = 4;  // 8-bit digits of a 32-bit key
 struct FilterShared {
   unsigned long long hist[2 * kFilterLevels][256];
@@ -103,19 +106,24 @@ __device__ __forceinline__ void for_each_z(const float* row, int64_t begin, int6
   }
 }
 
-// The digit a level chooses, by one warp over the level's finished histogram (CTA 0's, at the
-// shared::cluster address `hist`): the largest d whose weight plus the weight of the digits above
+// The digit a level chooses, by one warp over the level's finished histograms (`hist`, this CTA's,
+// and the same offset in every other CTA of the cluster, summed): the largest d whose weight plus the weight of the digits above
 // it (plus `above`, the weight above the level's prefix) reaches `target`, else 0 — what a walk
 // down from 255 finds first, from exact integer sums in any order. Lane l holds digits 255 - 8l
 // down to 248 - 8l. Returns the digit in every lane and sets *above to the weight above it.
-__device__ __forceinline__ uint32_t choose_digit(uint32_t hist, double target, unsigned long long* above) {
+__device__ __forceinline__ uint32_t choose_digit(const unsigned long long* hist, int C, double target,
+                                                unsigned long long* above) {
   const int lane = static_cast<int>(threadIdx.x & 31);
   unsigned long long h[8], sum = 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    h[j] = cluster_load_u64(hist + 8u * static_cast<uint32_t>(255 - 8 * lane - j));
-    sum += h[j];
+  for (int j = 0; j < 8; ++j) h[j] = 0;
+  for (int c = 0; c < C; ++c) {  // the level's histogram of every CTA of the cluster
+    const uint32_t base = cluster_map(hist, c);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] += cluster_load_u64(base + 8u * static_cast<uint32_t>(255 - 8 * lane - j));
   }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) sum += h[j];
   unsigned long long incl = sum;  // digits above and in this lane (lanes below hold higher digits)
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -152,8 +160,9 @@ __device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& 
   unsigned long long above = 0;  // warp 0's: a new selection starts at nothing above
   for (int level = 0; level < kFilterLevels; ++level) {
     const int shift = 24 - 8 * level;
-    const uint32_t hist = cluster_map(&fs.hist[first_level + level][0], 0);
-    // Each thread sums runs of one digit before an atomic: most of a row's keys share the leading
+    unsigned long long* local = &fs.hist[first_level + level][0];  // this CTA's histogram of the level
+    const uint32_t hist = cluster_map(local, cluster_cta_rank());
+    // Each thread sums runs of one digit before an add: most of a row's keys share the leading
     // digits (one sign and a few exponents), and adding to one counter per element serialised
     // the first passes (~3 ms a row).
     int run_digit = -1;
@@ -170,9 +179,9 @@ __device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& 
       run += w;
     });
     if (run_digit >= 0) cluster_add_u64(hist + 8u * static_cast<uint32_t>(run_digit), run);
-    cluster_barrier();  // every add is in CTA 0's histogram of this level
+    cluster_barrier();  // every add is in its CTA's histogram of this level
     if (threadIdx.x < 32) {
-      const uint32_t d = choose_digit(hist, target, &above);
+      const uint32_t d = choose_digit(local, static_cast<int>(gridDim.x), target, &above);
       if (threadIdx.x == 0) *choice = d;
     }
     __syncthreads();  // (the slot is written again only after the next cluster barrier)
@@ -216,12 +225,9 @@ __global__ void __launch_bounds__(kFilterThreads)
   __shared__ unsigned long long scratch;
   __shared__ uint32_t choice;
   if (threadIdx.x == 0) scratch = 0;
-  if (rank == 0) {
-    unsigned long long* h = &fs.hist[0][0];
-    for (int i = threadIdx.x; i < 2 * kFilterLevels * 256; i += blockDim.x) h[i] = 0;
-    if (threadIdx.x == 0) fs.n_finite = fs.total = 0;
-  }
-  cluster_barrier();  // CTA 0's state is cleared before anyone adds into it
+  for (int i = threadIdx.x; i < 2 * kFilterLevels * 256; i += blockDim.x) (&fs.hist[0][0])[i] = 0;
+  if (rank == 0 && threadIdx.x == 0) fs.n_finite = fs.total = 0;
+  cluster_barrier();  // the histograms and counters are cleared before anyone adds into them
   // The CTA's ids as (key, weight) for radix_select: from the cache, or recomputed from the row.
   auto from_row = [&](auto weight_of_z) {
     return [&, weight_of_z](auto fn) {
