@@ -60,10 +60,10 @@ TEST_F(CudaSampleOpsTest, ArgmaxRowsIsTheCpuChoice) {
 }
 
 // Temperature sampling on the device (Ops::sample_rows): the CPU op's ids (which are the host
-// sampler's, argmax_rows_test) for greedy, temperature, top-k, top-p and min-p rows with random
-// seeds and positions, over vocabulary sizes with padded strides, flat and peaked rows, ties,
-// NaN / +inf / all -inf rows, batches of 1 (the most slices) to 40; and ids that move with the
-// seed (rows are sampled, not argmax rows).
+// sampler's, argmax_rows_test) for greedy, temperature, top-k, top-p (also together) and min-p
+// rows with random seeds and positions, over vocabulary sizes with padded strides, flat and peaked
+// rows, ties, NaN / +inf / all -inf rows, batches of 1 (the most slices) to 40; and ids that move
+// with the seed (rows are sampled, not argmax rows).
 TEST_F(CudaSampleOpsTest, SampleRowsIsTheCpuChoice) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   int64_t compared = 0, not_argmax = 0;
@@ -93,7 +93,8 @@ TEST_F(CudaSampleOpsTest, SampleRowsIsTheCpuChoice) {
       for (int64_t r = 0; r < R; ++r) {
         const float t = r % 4 == 3 ? 0.0f : 0.2f + 1.5f * unit(rng_);
         const int32_t top_k = r % 5 == 1 ? 1 + static_cast<int32_t>(rng_() % 50) : 0;
-        const float top_p = r % 5 == 2 || r % 7 == 0 ? 0.05f + 0.9f * unit(rng_) : 1.0f;
+        // Rows 6, 21, 36: top-k and top-p together (top-p's masses from the keys top-k cached).
+        const float top_p = r % 5 == 2 || r % 7 == 0 || r % 15 == 6 ? 0.05f + 0.9f * unit(rng_) : 1.0f;
         rows[static_cast<size_t>(r)] = {t, r % 3 == 1 ? 0.2f * unit(rng_) : 0.0f, rng_(),
                                         static_cast<int64_t>(rng_() % 200000), top_k, top_p};
       }

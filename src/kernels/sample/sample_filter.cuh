@@ -12,8 +12,8 @@
 //     ~1e-9 of the total, so the cut can differ only for a row whose mass reaches the target that
 //     closely at a group boundary.
 // A cluster of CTAs per row at small batch (each CTA histograms its own ids, every CTA reads all
-// the histograms), one CTA per row at large; rows without top-k / top-p write -inf (no cut). gumbel_sample_kernel then
-// drops z < cut[r] before min-p and the Gumbel-max.
+// the histograms), one CTA per row at large; rows without top-k / top-p write -inf (no cut).
+// gumbel_sample_kernel then drops z < cut[r] before min-p and the Gumbel-max.
 #pragma once
 
 #include <cfloat>
@@ -107,9 +107,9 @@ __device__ __forceinline__ void for_each_z(const float* row, int64_t begin, int6
 }
 
 // The digit a level chooses, by one warp over the level's finished histograms (`hist`, this CTA's,
-// and the same offset in every other CTA of the cluster, summed): the largest d whose weight plus the weight of the digits above
-// it (plus `above`, the weight above the level's prefix) reaches `target`, else 0 — what a walk
-// down from 255 finds first, from exact integer sums in any order. Lane l holds digits 255 - 8l
+// and the same offset in every other CTA of the cluster, summed): the largest d whose weight plus
+// the weight of the digits above it (plus `above`, the weight above the level's prefix) reaches
+// `target`, else 0 — what a walk down from 255 finds first, from exact integer sums in any order. Lane l holds digits 255 - 8l
 // down to 248 - 8l. Returns the digit in every lane and sets *above to the weight above it.
 __device__ __forceinline__ uint32_t choose_digit(const unsigned long long* hist, int C, double target,
                                                 unsigned long long* above) {

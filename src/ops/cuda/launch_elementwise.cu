@@ -188,11 +188,16 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
     static const bool clusters = max_active_clusters(sample_filter_kernel, dim3(kFilterThreads), 0, 8) > 0;
     const int C = clusters ? sample_filter_cluster(p.rows, device_sm_count()) : 1;
     // Clusters keep their share of the row in shared memory when it fits (sample_filter_kernel).
-    static const bool big_smem = cudaFuncSetAttribute(sample_filter_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      kFilterCacheMaxBytes) == cudaSuccess;
+    static const bool big_smem = [] {
+      if (cudaFuncSetAttribute(sample_filter_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kFilterCacheMaxBytes) == cudaSuccess) {
+        return true;
+      }
+      (void)cudaGetLastError();  // not a launch error: the launches run uncached
+      return false;
+    }();
     const int64_t per = (p.V + C - 1) / C;
     const int64_t cache = C > 1 && big_smem && per * kFilterCacheBytes <= kFilterCacheMaxBytes ? per : 0;
-    if (!big_smem) cudaGetLastError();  // (cleared: the launch runs uncached)
     launch_pdl_cluster(sample_filter_kernel, dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)),
                        dim3(kFilterThreads), static_cast<size_t>(cache * kFilterCacheBytes), s, static_cast<unsigned>(C),
                        p.logits, p.ld, p.V, rows, static_cast<const int32_t*>(p.out), p.cut, cache);
