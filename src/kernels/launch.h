@@ -34,6 +34,9 @@ struct FillParams { void* out; int kind; /* 0 F32, 1 BF16, 2 I32 */ float value;
 cudaError_t launch_fill(const FillParams& p, cudaStream_t stream);
 struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* out; ActType out_type; int64_t n_rows, width; };
 cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
+// tokens[t] = source[from[t]] where from[t] >= 0 (Ops::take_tokens), t < n.
+struct TakeTokensParams { const int32_t* source; const int32_t* from; int32_t* tokens; int64_t n; };
+cudaError_t launch_take_tokens(const TakeTokensParams& p, cudaStream_t stream);
 // Greedy sampling: out[r] = the argmax of logits row r (Ops::argmax_rows' rules). Small batches
 // split each row over argmax_workspace_slots(rows, V) blocks whose (value, id) pairs go through
 // part_v / part_i (that many F32 / I32 each; null when 0) and a merge kernel.

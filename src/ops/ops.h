@@ -144,6 +144,17 @@ class Ops {
   virtual void fill(const TensorView& dst, float value) = 0;
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() = 0;
+  // Queues a copy of `src` (on this backend's device, contiguous) into `dst` (alloc_host memory,
+  // same dtype and numel) behind the work queued so far and returns without waiting for it; the
+  // host may read `dst` once wait_host_copy(ticket) returned. Asynchronous scheduling reads a
+  // step's sampled ids this way while the next step already runs. At most kHostCopiesInFlight
+  // tickets may be outstanding. The default copies at once (its tickets are complete).
+  static constexpr int kHostCopiesInFlight = 4;
+  virtual uint64_t copy_to_host_async(const TensorView& src, const TensorView& dst) {
+    copy(src, dst);
+    return 0;
+  }
+  virtual void wait_host_copy(uint64_t ticket) {}
 
   // ---- step graphs (optional) ----
   // A backend that can record one forward pass's launches and replay them (CUDA graphs) runs a
@@ -408,6 +419,21 @@ class Ops {
   // ---- rows ----
   // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].
   virtual void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
+
+  // tokens[t] = source[from[t]] for the rows where from[t] >= 0 and that id is not negative (a row
+  // where nothing was sampled keeps its placeholder), the others unchanged: a step's
+  // input tokens taken from ids an earlier step sampled on the device, which the host has not seen
+  // yet (asynchronous scheduling). tokens [T] I32 and source [n] I32 on this backend's device,
+  // from [T] on the host (every from[t] < n; the backend uploads it like gather_rows' rows).
+  virtual void take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) = 0;
+  static void check_take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) {
+    DI_CHECK(source.dtype == DType::kI32 && tokens.dtype == DType::kI32 && source.is_contiguous() &&
+                 tokens.is_contiguous() && static_cast<int64_t>(from.size()) == tokens.numel(),
+             "take_tokens: source {} and tokens {} must be contiguous I32 with one source row per token ({} given)",
+             source.shape_string(), tokens.shape_string(), from.size());
+    for (int32_t r : from)
+      DI_CHECK(r < source.numel(), "take_tokens: source row {} of {}", r, source.numel());
+  }
 
   // ---- sampling ----
   // out[i] = greedy sampling's choice for row i of logits [R, V] F32 (unit column stride, row

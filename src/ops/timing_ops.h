@@ -42,6 +42,10 @@ class TimingOps final : public Ops {
   void copy(const TensorView& src, const TensorView& dst) override { timed("copy", [&] { inner_->copy(src, dst); }); }
   void fill(const TensorView& dst, float value) override { timed("fill", [&] { inner_->fill(dst, value); }); }
   void synchronize() override { inner_->synchronize(); }
+  uint64_t copy_to_host_async(const TensorView& src, const TensorView& dst) override {
+    return inner_->copy_to_host_async(src, dst);
+  }
+  void wait_host_copy(uint64_t ticket) override { inner_->wait_host_copy(ticket); }
 
   void embed(const TensorView& a, const TensorView& b, const TensorView& c) override {
     timed("embed", [&] { inner_->embed(a, b, c); });
@@ -142,6 +146,9 @@ class TimingOps final : public Ops {
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });
+  }
+  void take_tokens(const TensorView& s, std::span<const int32_t> f, const TensorView& t) override {
+    timed("take_tokens", [&] { inner_->take_tokens(s, f, t); });
   }
   void argmax_rows(const TensorView& l, const TensorView& o) override {
     timed("argmax_rows", [&] { inner_->argmax_rows(l, o); });

@@ -120,6 +120,14 @@ void CpuOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, con
   }
 }
 
+void CpuOps::take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) {
+  check_take_tokens(source, from, tokens);
+  const int32_t* src = source.as<const int32_t>();
+  int32_t* dst = tokens.as<int32_t>();
+  for (size_t t = 0; t < from.size(); ++t)
+    if (from[t] >= 0 && src[from[t]] >= 0) dst[t] = src[from[t]];  // -1 (nothing sampled): the placeholder stays
+}
+
 void CpuOps::argmax_rows(const TensorView& logits, const TensorView& out) {
   check_argmax_rows(logits, out);
   const float* base = logits.as<const float>();

@@ -107,18 +107,29 @@ void CudaOps::count_nodes(cudaGraph_t graph) {
 
 void CudaOps::graph_prepare(uint64_t state_key) {
   DI_CHECK(mode_ == Mode::kEager, "graph_prepare inside another graph pass");
-  // The last replay may still be reading staging: wait for it before overwriting.
-  DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+  if (n_staging_slots_ == 1) {
+    // Copy nodes inside the recorded graphs read this one slot: wait for the last replay.
+    DI_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+  } else {
+    // The next slot of the ring: free once the copy queued out of it (kStagingSlots steps ago)
+    // ran — the step just launched may still be running, which is the point.
+    staging_slot_ = (staging_slot_ + 1) % n_staging_slots_;
+    DI_CUDA_CHECK(cudaEventSynchronize(slot_copied_[staging_slot_]));
+  }
   if (staging_size_ < staging_wanted_) {
-    if (staging_ != nullptr) DI_CUDA_CHECK(cudaFreeHost(staging_));
+    DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));  // no queued copy still reads a slot
     drop_graphs();  // they read the old staging buffer (and its device copy)
-    DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), staging_wanted_, cudaHostAllocDefault));
+    for (int i = 0; i < n_staging_slots_; ++i) {
+      if (staging_slots_[i] != nullptr) DI_CUDA_CHECK(cudaFreeHost(staging_slots_[i]));
+      DI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_slots_[i]), staging_wanted_, cudaHostAllocDefault));
+    }
     if (one_upload_) {
       if (staging_dev_ != nullptr) DI_CUDA_CHECK(cudaFree(staging_dev_));
       DI_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging_dev_), staging_wanted_));
     }
     staging_size_ = staging_wanted_;
   }
+  staging_ = staging_slots_[staging_slot_];
   state_key_ = state_key;
   start_pass(Mode::kPrepare);
   prepare_start_ = std::chrono::steady_clock::now();
@@ -133,6 +144,7 @@ Ops::GraphStep CudaOps::graph_replay() {
   switch (replayable_ ? graph_cache_->decide(sig_, &graph) : GraphCache::Decision::kEager) {
     case GraphCache::Decision::kReplay: {
       const auto t0 = std::chrono::steady_clock::now();
+      upload_staging();
       DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), main_stream_));
       DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
       const auto t1 = std::chrono::steady_clock::now();
@@ -156,10 +168,17 @@ void CudaOps::graph_capture_begin() {
   start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
   DI_CUDA_CHECK(cudaStreamBeginCapture(main_stream_, cudaStreamCaptureModeRelaxed));
-  // The step's uploads, staged by the prepare pass (the capture pass stages the same bytes at the
-  // same offsets: the signatures match or the recording is discarded), in one copy node first.
-  if (staging_dev_ != nullptr && prepared_staged_ > 0 && prepared_staged_ <= staging_size_)
+}
+
+void CudaOps::upload_staging() {
+  // The step's uploads, staged by the prepare pass (a capture pass stages the same bytes at the
+  // same offsets: the signatures match or the recording is discarded), in one copy queued before
+  // the graph — not a node inside it, so each replay reads its own ring slot; stream order keeps
+  // the copy behind the previous step, which may still be reading staging_dev_.
+  if (staging_dev_ != nullptr && prepared_staged_ > 0 && prepared_staged_ <= staging_size_) {
     DI_CUDA_CHECK(cudaMemcpyAsync(staging_dev_, staging_, prepared_staged_, cudaMemcpyHostToDevice, main_stream_));
+  }
+  DI_CUDA_CHECK(cudaEventRecord(slot_copied_[staging_slot_], main_stream_));
 }
 
 bool CudaOps::graph_capture_end() {
@@ -185,6 +204,7 @@ bool CudaOps::graph_capture_end() {
     return false;
   }
   keep_graph(prepared_sig_, exec);
+  upload_staging();
   DI_CUDA_CHECK(cudaGraphLaunch(exec, main_stream_));
   DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
   ++graph_stats_.captured;

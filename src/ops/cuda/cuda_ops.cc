@@ -35,6 +35,9 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   staging_wanted_ = options.staging_bytes;
   one_upload_ = kernels::env_switch("DEEPINFER_CUDA_ONE_UPLOAD");
   DI_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
+  n_staging_slots_ = one_upload_ ? kStagingSlots : 1;
+  for (cudaEvent_t& e : slot_copied_) DI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (cudaEvent_t& e : host_copy_done_) DI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 CudaOps::~CudaOps() {
@@ -43,7 +46,10 @@ CudaOps::~CudaOps() {
   cudaStreamSynchronize(main_stream_);
   drop_graphs();
   cudaEventDestroy(graph_done_);
-  if (staging_ != nullptr) cudaFreeHost(staging_);
+  for (cudaEvent_t e : slot_copied_) cudaEventDestroy(e);
+  for (cudaEvent_t e : host_copy_done_) cudaEventDestroy(e);
+  for (uint8_t* p : staging_slots_)
+    if (p != nullptr) cudaFreeHost(p);
   if (staging_dev_ != nullptr) cudaFree(staging_dev_);
   for (void* p : retired_) cudaFree(p);
   for (void* p : persistent_) cudaFree(p);
@@ -195,6 +201,28 @@ void CudaOps::copy(const TensorView& src, const TensorView& dst) {
   if (!launch_site(__FILE__, __LINE__)) return;
   DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, stream_));
   if (host) DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
+}
+
+uint64_t CudaOps::copy_to_host_async(const TensorView& src, const TensorView& dst) {
+  DI_CHECK(mode_ == Mode::kEager, "copy_to_host_async inside a step pass");
+  DI_CHECK(src.dtype == dst.dtype && src.numel() == dst.numel() && src.is_contiguous() && dst.is_contiguous(),
+           "copy_to_host_async {} -> {}", src.shape_string(), dst.shape_string());
+  DI_CHECK(src.device == tensor::Device::kCuda && dst.device == tensor::Device::kCpu,
+           "copy_to_host_async: device {} -> host {}", src.shape_string(), dst.shape_string());
+  const uint64_t ticket = next_host_copy_++;
+  cudaEvent_t done = host_copy_done_[ticket % kHostCopiesInFlight];
+  // Events are reused every kHostCopiesInFlight tickets (the Ops contract bounds the outstanding ones).
+  if (src.nbytes() > 0)
+    DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToHost, main_stream_));
+  DI_CUDA_CHECK(cudaEventRecord(done, main_stream_));
+  return ticket;
+}
+
+void CudaOps::wait_host_copy(uint64_t ticket) {
+  if (ticket == 0) return;
+  DI_CHECK(ticket < next_host_copy_ && next_host_copy_ - ticket <= kHostCopiesInFlight,
+           "wait_host_copy: ticket {} is not one of the last {} copies", ticket, kHostCopiesInFlight);
+  DI_CUDA_CHECK(cudaEventSynchronize(host_copy_done_[ticket % kHostCopiesInFlight]));
 }
 
 void CudaOps::fill(const TensorView& dst, float value) {

@@ -67,6 +67,8 @@ class CudaOps final : public Ops {
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override;
+  uint64_t copy_to_host_async(const TensorView& src, const TensorView& dst) override;
+  void wait_host_copy(uint64_t ticket) override;
 
   bool graphs_enabled() const override { return graphs_on_; }
   void graph_prepare(uint64_t state_key) override;
@@ -134,6 +136,7 @@ class CudaOps final : public Ops {
                        const TensorView& out, int shared_lane = -1) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+  void take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;
   void adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows, std::span<const AdjustEntry> entries,
@@ -190,15 +193,28 @@ class CudaOps final : public Ops {
   bool graphs_on_ = false;
   uint64_t sig_ = 0, prepared_sig_ = 0, state_key_ = 0;
   bool replayable_ = true;  // false once the pass did something a graph cannot replay
+  // The current pass's pinned staging: one of kStagingSlots page-locked buffers used in turn, so
+  // the host can prepare step n + 1 while step n's copy out of the previous slot is still queued
+  // (the copy of a slot is waited for only when the ring comes round to it again).
   uint8_t* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0, staging_wanted_ = 0;
-  // The device copy of staging that a recorded step's uploads point into, filled by the graph's
-  // first node in one copy (DEEPINFER_CUDA_ONE_UPLOAD=0: nullptr, one copy node per upload into
-  // the workspace, as before — an A/B switch). prepared_staged_: bytes the prepare pass staged.
+  // The device copy of staging that a recorded step's uploads point into, filled from the slot by
+  // one copy queued just before the graph's launch (DEEPINFER_CUDA_ONE_UPLOAD=0: nullptr, one
+  // copy node per upload inside the graph, reading one fixed slot — the A/B switch, which keeps a
+  // ring of one and waits for the last replay before staging again). prepared_staged_: bytes the
+  // prepare pass staged.
   uint8_t* staging_dev_ = nullptr;
   bool one_upload_ = true;
   size_t prepared_staged_ = 0;
+  static constexpr int kStagingSlots = 3;
+  uint8_t* staging_slots_[kStagingSlots] = {};
+  cudaEvent_t slot_copied_[kStagingSlots] = {};  // recorded after the copy out of each slot
+  int n_staging_slots_ = 1, staging_slot_ = 0;
+  void upload_staging();  // the prepared bytes into staging_dev_, queued (one_upload_ only)
   cudaEvent_t graph_done_ = nullptr;  // recorded after each replay: staging is free again
+  // copy_to_host_async's events, by ticket modulo kHostCopiesInFlight.
+  cudaEvent_t host_copy_done_[kHostCopiesInFlight] = {};
+  uint64_t next_host_copy_ = 1;  // ticket 0 means "complete"
   std::unique_ptr<GraphCache> graph_cache_;  // which steps replay / record (handles: cudaGraphExec_t)
   GraphStats graph_stats_;
   GraphHostTime host_time_;

@@ -90,6 +90,20 @@ LinearOptions CudaOps::prequantise(const TensorView& x, int block) {
   return {};
 }
 
+void CudaOps::take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) {
+  check_take_tokens(source, from, tokens);
+  DI_CHECK(source.device == tensor::Device::kCuda && tokens.device == tensor::Device::kCuda,
+           "take_tokens: source and tokens must be on the device");
+  if (from.empty()) return;
+  // A recorded step bakes the source's address in, and it is no workspace address (the runner's
+  // persistent ids): it enters the signature, so a moved source records a new graph.
+  if (mode_ != Mode::kEager) mix(reinterpret_cast<uintptr_t>(source.data));
+  const TensorView d_from = upload(from.data(), DType::kI32, {static_cast<int64_t>(from.size())});
+  DI_LAUNCH(k::launch_take_tokens({dptr<int32_t>(source), dptr<int32_t>(d_from), dptr<int32_t>(tokens),
+                                   static_cast<int64_t>(from.size())},
+                                  stream_));
+}
+
 void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
   if (rows.empty()) return;
   const TensorView d_rows = upload(rows.data(), DType::kI32, {static_cast<int64_t>(rows.size())});
