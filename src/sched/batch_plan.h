@@ -45,6 +45,9 @@ struct SeqPlan {
   // last n_draft_tokens + 1 positions (verification), otherwise for the last position only.
   bool needs_logits = false;
   std::vector<TokenId> token_ids;  // n_tokens_scheduled ids: known tokens, then the drafts
+  // Planned ahead (Scheduler::schedule_ahead): token_ids[0] is a placeholder for the token the plan
+  // in flight samples for this sequence, which the runner reads where the device sampled it.
+  bool token_from_device = false;
   // With a cold state slot (kReset) and SchedulerConfig::n_lookback_tokens > 0: the ids at
   // first_position - n .. first_position - 1 (-1 below position 0). Empty otherwise.
   std::vector<TokenId> lookback_ids;

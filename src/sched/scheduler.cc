@@ -75,7 +75,7 @@ void Scheduler::release(SeqId id, FinishReason reason) {
 Status Scheduler::abort(SeqId id) { return finish(id, FinishReason::kAborted); }
 
 bool Scheduler::is_in_flight(const Request& req) const {
-  return in_flight_step_ && req.scheduled_step == static_cast<int64_t>(*in_flight_step_);
+  return in_flight_step_ && req.scheduled_step >= static_cast<int64_t>(*in_flight_step_);
 }
 
 Status Scheduler::finish(SeqId id, FinishReason reason) {

@@ -51,6 +51,15 @@ class Scheduler {
   // Plans the next step. The plan is in flight until update(plan, ...); calling schedule()
   // again before that is a programmer error. An empty plan needs no update().
   BatchPlan schedule();
+  // Asynchronous scheduling: plans the step after `in_flight` (the plan awaiting update()) before
+  // its results are known, so the device can run it while the host takes in that step's tokens.
+  // Only a pure decode continuation: every running request was in `in_flight` with one token and
+  // no drafts, nothing waits for admission, and no snapshot is due — otherwise (or when blocks are
+  // short: nothing is preempted here) the plan is empty and the caller schedules after update().
+  // Each sequence continues at the next position with token_from_device set; a request whose next
+  // token surely ends it by length is left out. A request that ends in update(in_flight) while in
+  // this plan keeps its blocks and slot until this plan's update (its outputs are then ignored).
+  BatchPlan schedule_ahead(const BatchPlan& in_flight);
   // Applies the step's results: outputs[i] belongs to plan.seqs[i]. Appends tokens, commits
   // full blocks to the prefix cache, publishes snapshots, rolls back rejected drafts, finishes
   // sequences (engine stop or length) and frees them. Error (state unchanged) on mismatched outputs.
@@ -95,7 +104,7 @@ class Scheduler {
   bool is_in_flight(const Request& req) const;
 
   Status validate_outputs(const BatchPlan& plan, std::span<const SeqOutput> outputs) const;
-  std::optional<SeqEvent> apply_output(const SeqPlan& sp, const SeqOutput& out);
+  std::optional<SeqEvent> apply_output(const BatchPlan& plan, const SeqPlan& sp, const SeqOutput& out);
   FinishReason length_finish(const Request& req) const;
   void release(SeqId id, FinishReason reason);
 
@@ -107,7 +116,10 @@ class Scheduler {
   std::unordered_map<SeqId, Request> requests_;
   std::deque<SeqId> waiting_;          // FCFS; preempted requests re-enter at the front
   std::vector<SeqId> running_;         // admission order: the back is the next victim
-  std::optional<uint64_t> in_flight_step_;  // plan awaiting update(); its seqs carry its step_id
+  // Plans awaiting update(), oldest first: in_flight_step_, then the one scheduled ahead of its
+  // update (schedule_ahead). A request is in flight while its scheduled_step >= in_flight_step_.
+  std::optional<uint64_t> in_flight_step_;
+  std::optional<uint64_t> ahead_step_;
   std::vector<SeqId> finished_since_plan_;
   std::vector<SeqId> aborted_since_plan_;
   uint64_t next_step_ = 0;

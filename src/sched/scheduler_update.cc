@@ -2,6 +2,7 @@
 // error; then per sequence: append tokens, extend block hashes, commit full blocks, roll back
 // rejected drafts, publish/cancel snapshots, and finish (engine stop, length) or keep running.
 #include <algorithm>
+#include <utility>
 
 #include "base/check.h"
 #include "sched/scheduler.h"
@@ -49,10 +50,10 @@ Result<std::vector<SeqEvent>> Scheduler::update(const BatchPlan& plan, std::span
   DI_RETURN_IF_ERROR(validate_outputs(plan, outputs));
   std::vector<SeqEvent> events;
   if (plan.seqs.empty()) return events;
-  in_flight_step_.reset();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (std::optional<SeqEvent> e = apply_output(plan.seqs[i], outputs[i])) events.push_back(std::move(*e));
+    if (std::optional<SeqEvent> e = apply_output(plan, plan.seqs[i], outputs[i])) events.push_back(std::move(*e));
   }
+  in_flight_step_ = std::exchange(ahead_step_, std::nullopt);  // the plan scheduled ahead, if any
   return events;
 }
 
@@ -62,11 +63,15 @@ FinishReason Scheduler::length_finish(const Request& req) const {
   return FinishReason::kNone;
 }
 
-std::optional<SeqEvent> Scheduler::apply_output(const SeqPlan& sp, const SeqOutput& out) {
+std::optional<SeqEvent> Scheduler::apply_output(const BatchPlan& plan, const SeqPlan& sp, const SeqOutput& out) {
   Request& req = requests_.at(sp.seq_id);
+  // Also in the plan scheduled ahead of this update: that step still runs on the request's blocks
+  // and state slot, so whatever ends the request now, its release waits for that plan's update.
+  const bool in_later_plan = req.scheduled_step > static_cast<int64_t>(plan.step_id);
   if (req.pending_finish != FinishReason::kNone) {
-    // Ended by the caller while in flight: results are dropped, nothing is committed.
-    release(req.id, req.pending_finish);
+    // Ended while in flight (by the caller, or by an earlier step's output): results are dropped,
+    // nothing is committed.
+    if (!in_later_plan) release(req.id, req.pending_finish);
     return std::nullopt;
   }
   const int32_t n_real = sp.n_tokens_scheduled - sp.n_draft_tokens;
@@ -82,7 +87,13 @@ std::optional<SeqEvent> Scheduler::apply_output(const SeqPlan& sp, const SeqOutp
 
   SeqEvent ev{req.id, out.tokens, out.finish, n_accepted, std::max(req.n_prompt_cached, 0)};
   if (ev.finish == FinishReason::kNone && !out.tokens.empty()) ev.finish = length_finish(req);
-  if (ev.finish != FinishReason::kNone) release(req.id, ev.finish);
+  if (ev.finish != FinishReason::kNone) {
+    if (in_later_plan) {
+      req.pending_finish = ev.finish;
+    } else {
+      release(req.id, ev.finish);
+    }
+  }
   if (ev.tokens.empty() && ev.finish == FinishReason::kNone) return std::nullopt;
   return ev;
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <set>
 #include <vector>
 
@@ -121,13 +122,28 @@ class FakeRunner {
     apply_table_diff(sp);
     init_state(sp, req);
     const int32_t n_real = sp.n_tokens_scheduled - sp.n_draft_tokens;
-    EXPECT_EQ(sp.needs_logits, sp.first_position + n_real == req.n_tokens()) << "seq " << sp.seq_id;
+    // Planned ahead (schedule_ahead): the input is the token the device sampled for the sequence in
+    // the step before, which the scheduler has not taken in yet.
+    std::vector<TokenId> ids = sp.token_ids;
+    int32_t n_known = req.n_tokens();
+    if (sp.token_from_device) {
+      EXPECT_EQ(sp.n_tokens_scheduled, 1) << "seq " << sp.seq_id;
+      EXPECT_EQ(sp.first_position, req.n_tokens()) << "seq " << sp.seq_id << " planned ahead";
+      auto it = last_sampled_.find(sp.seq_id);
+      if (it == last_sampled_.end()) {
+        ADD_FAILURE() << "seq " << sp.seq_id << " planned ahead of a step that sampled nothing for it";
+      } else {
+        ids[0] = it->second;
+      }
+      n_known += 1;
+    }
+    EXPECT_EQ(sp.needs_logits, sp.first_position + n_real == n_known) << "seq " << sp.seq_id;
     EXPECT_EQ(sp.n_history_cached, req.n_tokens_cached);
-    for (int32_t i = 0; i < n_real; ++i) {
+    for (int32_t i = 0; i < n_real && !sp.token_from_device; ++i) {
       EXPECT_EQ(sp.token_ids[static_cast<size_t>(i)], req.tokens[static_cast<size_t>(sp.first_position + i)]);
     }
     for (int32_t i = 0; i < sp.n_tokens_scheduled; ++i) {
-      touch_history(sp, sp.first_position + i, sp.token_ids[static_cast<size_t>(i)]);
+      touch_history(sp, sp.first_position + i, ids[static_cast<size_t>(i)]);
     }
     SeqOutput out{sp.seq_id, {}, FinishReason::kNone};
     int32_t n_accepted = 0;
@@ -140,9 +156,10 @@ class FakeRunner {
       }
       out.tokens.push_back(model_token(sp.seq_id, base + n_accepted));
       if (out.tokens.back() == stop_token) out.finish = FinishReason::kStop;
+      last_sampled_[sp.seq_id] = out.tokens.back();
     }
     SimState& st = states_[static_cast<size_t>(sp.state_slot)];
-    for (int32_t i = 0; i < n_real + n_accepted; ++i) st.tokens.push_back(sp.token_ids[static_cast<size_t>(i)]);
+    for (int32_t i = 0; i < n_real + n_accepted; ++i) st.tokens.push_back(ids[static_cast<size_t>(i)]);
     if (sp.snapshot_take != kv::kNoId) {
       EXPECT_EQ(st.pos() % bt_, 0) << "snapshot of seq " << sp.seq_id << " off a block boundary";
       snapshots_[static_cast<size_t>(sp.snapshot_take)] = st;
@@ -156,6 +173,7 @@ class FakeRunner {
   std::vector<std::vector<TokenId>> history_;  // [block][offset] token written there
   std::vector<SimState> states_;
   std::vector<SimState> snapshots_;
+  std::map<SeqId, TokenId> last_sampled_;  // each sequence's last sampled token ("on the device")
 };
 
 // Scheduler + FakeRunner; step() runs one engine step and checks integrity before and after.
@@ -181,21 +199,49 @@ class Harness {
     EXPECT_TRUE(before.is_ok()) << before.to_string() << "\n" << describe(plan);
     const std::vector<SeqOutput> outputs = runner_->run(plan);
     if (in_flight) in_flight();
-    Result<std::vector<SeqEvent>> events = sched_->update(plan, outputs);
-    EXPECT_TRUE(events.is_ok()) << events.status().to_string();
-    if (events.is_ok()) {
-      for (const SeqEvent& e : *events) {
-        std::vector<TokenId>& g = generated[e.seq_id];
-        g.insert(g.end(), e.tokens.begin(), e.tokens.end());
-        if (e.finish != FinishReason::kNone) finished[e.seq_id] = e.finish;
-      }
-      last_events = std::move(events).value();
-    }
+    take_events(sched_->update(plan, outputs));
     const Status after = sched_->check_integrity();
     EXPECT_TRUE(after.is_ok()) << after.to_string() << "\n" << describe(plan);
     log += describe(plan);
     return plan;
   }
+  // One step the way asynchronous scheduling runs it: the plan in flight (scheduled now if there
+  // is none) has run on the "device"; the next plan is made with schedule_ahead before the first
+  // is updated, and runs — the device's order — before that update. Returns the plan updated.
+  BatchPlan step_ahead() {
+    if (!in_flight_) {
+      BatchPlan plan = sched_->schedule();
+      const Status before = sched_->check_integrity();
+      EXPECT_TRUE(before.is_ok()) << before.to_string() << "\n" << describe(plan);
+      std::vector<SeqOutput> outputs = runner_->run(plan);
+      in_flight_.emplace(std::move(plan), std::move(outputs));
+    }
+    BatchPlan ahead = sched_->schedule_ahead(in_flight_->first);
+    std::vector<SeqOutput> ahead_outputs;
+    if (!ahead.empty()) {
+      ++n_ahead;
+      ahead_outputs = runner_->run(ahead);
+    }
+    BatchPlan plan = std::move(in_flight_->first);
+    take_events(sched_->update(plan, in_flight_->second));
+    const Status after = sched_->check_integrity();
+    EXPECT_TRUE(after.is_ok()) << after.to_string() << "\n" << describe(plan);
+    log += describe(plan);
+    in_flight_.reset();
+    if (!ahead.empty()) in_flight_.emplace(std::move(ahead), std::move(ahead_outputs));
+    return plan;
+  }
+  int run_ahead_to_completion(int max_steps = 10000) {
+    int n = 0;
+    while ((sched_->has_unfinished() || in_flight_) && n < max_steps) {
+      step_ahead();
+      ++n;
+    }
+    EXPECT_FALSE(sched_->has_unfinished()) << "not drained after " << max_steps << " steps";
+    return n;
+  }
+  int n_ahead = 0;  // plans made by schedule_ahead
+
   // Steps until nothing is left (bounded); returns the number of steps.
   int run_to_completion(int max_steps = 10000) {
     int n = 0;
@@ -223,8 +269,19 @@ class Harness {
   std::string log;
 
  private:
+  void take_events(Result<std::vector<SeqEvent>> events) {
+    EXPECT_TRUE(events.is_ok()) << events.status().to_string();
+    if (!events.is_ok()) return;
+    for (const SeqEvent& e : *events) {
+      std::vector<TokenId>& g = generated[e.seq_id];
+      g.insert(g.end(), e.tokens.begin(), e.tokens.end());
+      if (e.finish != FinishReason::kNone) finished[e.seq_id] = e.finish;
+    }
+    last_events = std::move(events).value();
+  }
   std::optional<Scheduler> sched_;
   std::optional<FakeRunner> runner_;
+  std::optional<std::pair<BatchPlan, std::vector<SeqOutput>>> in_flight_;
 };
 
 inline kv::KvConfig small_kv(int32_t n_blocks, int32_t n_slots = 8, int32_t n_snapshots = 0) {

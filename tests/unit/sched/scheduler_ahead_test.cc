@@ -1,0 +1,175 @@
+// Scheduler::schedule_ahead (asynchronous scheduling) with block_tokens = 4: the plan for step n + 1
+// made while step n is in flight continues every decode one position with the device's token; a
+// run scheduled ahead generates exactly what the synchronous run generates, with the same finishes
+// and everything freed; requests that end while a later plan holds them keep their blocks until
+// that plan's update; and the plan declines wherever step n's results could change step n + 1.
+#include <gtest/gtest.h>
+
+#include "fake_runner.h"
+
+namespace deepinfer::sched {
+namespace {
+
+using testing::Harness;
+using testing::small_kv;
+using testing::small_sched;
+using testing::tokens_from;
+
+// Prompts reach decode, then run together: the plans made ahead carry the device's token.
+TEST(SchedulerAhead, ContinuesEveryDecodeWithTheDevicesToken) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 6), 20);
+  h.add(2, tokens_from(100, 3), 20);
+  h.step();  // both prompts and their first tokens
+  BatchPlan n = h.sched().schedule();
+  ASSERT_EQ(n.seqs.size(), 2u);
+  std::vector<SeqOutput> out = h.runner().run(n);
+  BatchPlan ahead = h.sched().schedule_ahead(n);
+  ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ahead.seqs[i].seq_id, n.seqs[i].seq_id);
+    EXPECT_TRUE(ahead.seqs[i].token_from_device);
+    EXPECT_EQ(ahead.seqs[i].first_position, n.seqs[i].first_position + 1);
+    EXPECT_EQ(ahead.seqs[i].n_tokens_scheduled, 1);
+    EXPECT_TRUE(ahead.seqs[i].needs_logits);
+    EXPECT_EQ(ahead.seqs[i].state_init, StateInit::kKeep);
+  }
+  EXPECT_GT(ahead.step_id, n.step_id);
+  // Only one plan may be ahead, and only of the oldest plan in flight.
+  EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
+  EXPECT_TRUE(h.sched().schedule_ahead(ahead).empty());
+  // Updates go in order: the plan ahead is not the oldest yet.
+  EXPECT_FALSE(h.sched().update(ahead, h.runner().run(ahead)).is_ok());
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+}
+
+// Same workload, synchronous and ahead: same tokens, same finishes, everything freed; length
+// finishes are foreseen (no plan ahead runs a request past its last token).
+TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
+  for (TokenId stop : {TokenId{-1}, testing::model_token(2, 9)}) {
+    Harness sync(small_sched(/*budget=*/8), small_kv(24));
+    Harness async(small_sched(/*budget=*/8), small_kv(24));
+    for (Harness* h : {&sync, &async}) {
+      h->runner().stop_token = stop;
+      h->add(1, tokens_from(1, 5), 7);
+      h->add(2, tokens_from(50, 3), 12);
+      h->add(3, tokens_from(80, 9), 4);
+      h->add(4, tokens_from(120, 2), 9);
+    }
+    sync.run_to_completion();
+    async.run_ahead_to_completion();
+    EXPECT_GT(async.n_ahead, 0);
+    EXPECT_EQ(async.generated, sync.generated) << "stop token " << stop << "\n" << async.log;
+    EXPECT_EQ(async.finished, sync.finished);
+    async.expect_all_free();
+    if (stop >= 0) {
+      EXPECT_EQ(async.finished.at(2), FinishReason::kStop);
+    }
+  }
+}
+
+// A request that the step in flight ends (an engine stop) while the plan ahead also holds it: its
+// event comes with that step's update, but its blocks and slot stay until the plan ahead's update,
+// whose output for it is ignored.
+TEST(SchedulerAhead, EndedRequestKeepsItsBlocksUntilThePlanAheadIsUpdated) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 4), 30);
+  h.add(2, tokens_from(40, 4), 30);
+  h.step();
+  BatchPlan n = h.sched().schedule();
+  std::vector<SeqOutput> out = h.runner().run(n);
+  BatchPlan ahead = h.sched().schedule_ahead(n);
+  ASSERT_EQ(ahead.seqs.size(), 2u);
+  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+  out[0].finish = FinishReason::kStop;  // the engine saw a stop in request 1's token
+  Result<std::vector<SeqEvent>> ev = h.sched().update(n, out);
+  ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[0].finish, FinishReason::kStop);
+  ASSERT_NE(h.sched().find(1), nullptr);  // still held: the plan ahead runs on its blocks
+  EXPECT_TRUE(h.sched().kv().contains(1));
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  // Its row of the plan ahead comes back empty (the engine dropped the sequence): ignored.
+  ahead_out[0].tokens.clear();
+  ev = h.sched().update(ahead, ahead_out);
+  ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
+  ASSERT_EQ(ev->size(), 1u);
+  EXPECT_EQ((*ev)[0].seq_id, 2u);
+  EXPECT_EQ(h.sched().find(1), nullptr);
+  EXPECT_FALSE(h.sched().kv().contains(1));
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  const BatchPlan next = h.sched().schedule();
+  EXPECT_EQ(next.finished_ids, (std::vector<SeqId>{1}));
+}
+
+// An abort while two plans hold the request waits for the later one.
+TEST(SchedulerAhead, AbortWaitsForTheLastPlanInFlight) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 4), 30);
+  h.step();
+  BatchPlan n = h.sched().schedule();
+  std::vector<SeqOutput> out = h.runner().run(n);
+  BatchPlan ahead = h.sched().schedule_ahead(n);
+  ASSERT_EQ(ahead.seqs.size(), 1u);
+  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+  ASSERT_TRUE(h.sched().abort(1).is_ok());
+  EXPECT_TRUE(h.sched().kv().contains(1));
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  EXPECT_TRUE(h.sched().kv().contains(1));  // the plan ahead still runs on its blocks
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  EXPECT_FALSE(h.sched().kv().contains(1));
+  EXPECT_EQ(h.sched().schedule().aborted_ids, (std::vector<SeqId>{1}));
+  h.expect_all_free();
+}
+
+// No plan ahead where step n's results decide step n + 1: a request waits for admission, a prefill
+// chunk is in flight, drafts are configured, or the pool cannot grow every table.
+TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
+  {  // waiting request
+    Harness h(small_sched(/*budget=*/16), small_kv(32));
+    h.add(1, tokens_from(1, 4), 30);
+    h.step();
+    BatchPlan n = h.sched().schedule();
+    h.add(2, tokens_from(40, 4), 30);
+    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
+    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+  }
+  {  // a prefill chunk in the plan in flight
+    Harness h(small_sched(/*budget=*/4), small_kv(32));
+    h.add(1, tokens_from(1, 10), 30);
+    BatchPlan n = h.sched().schedule();
+    EXPECT_FALSE(n.seqs[0].needs_logits);
+    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
+    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+  }
+  {  // the next position needs a block and none is free
+    Harness h(small_sched(/*budget=*/16), small_kv(4));
+    h.add(1, tokens_from(1, 6), 30);
+    h.add(2, tokens_from(40, 6), 30);
+    h.step();  // positions [0, 6) of each in two blocks, tokens 6 sampled: the pool is full
+    BatchPlan n = h.sched().schedule();  // positions 6
+    ASSERT_EQ(n.seqs.size(), 2u);
+    // Step n + 1 runs positions 7, still in the second blocks; the step after needs third blocks.
+    BatchPlan ahead = h.sched().schedule_ahead(n);
+    ASSERT_EQ(ahead.seqs.size(), 2u);
+    std::vector<SeqOutput> out = h.runner().run(n);
+    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+    ASSERT_TRUE(h.sched().update(n, out).is_ok());
+    EXPECT_TRUE(h.sched().schedule_ahead(ahead).empty());  // positions 8: no block left
+    ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  }
+  {  // the request's next token ends it by length: nothing to plan
+    Harness h(small_sched(/*budget=*/16), small_kv(32));
+    h.add(1, tokens_from(1, 4), 2);
+    h.step();  // token 1 of 2
+    BatchPlan n = h.sched().schedule();  // samples token 2: the last
+    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
+    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+    EXPECT_EQ(h.sched().find(1), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::sched
