@@ -32,6 +32,8 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
       ->check(CLI::IsMember({"bounded", "exact"}))
       ->capture_default_str();
   app->add_flag("!--no-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
+  app->add_flag("!--no-async-scheduling", o.async_scheduling,
+                "wait for each decode step's tokens before planning the next (default: plan ahead)");
   app->add_option("--engine-seed", o.seed, "seed for requests without --seed")->capture_default_str();
   return f;
 }

@@ -43,6 +43,10 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   std::string replay_mode = "bounded"; // bounded | exact: SWA replay after a prefix hit without snapshot
   bool batch_invariant = true;         // DEEPINFER_BATCH_INVARIANT (the CPU backend always is)
+  // Plan and queue decode step n + 1 while the device runs step n, its input tokens read where step
+  // n sampled them (DEEPINFER_ASYNC_SCHEDULING; outputs identical either way, README "Asynchronous
+  // scheduling" says when a step is planned ahead).
+  bool async_scheduling = true;
   uint64_t seed = 0;                   // engine seed for requests without their own
   // V4.1 decoder prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE / _KEEP_TOKENS).
   std::string yoco_prefill_mode = "compact";
@@ -54,7 +58,7 @@ struct EngineOptions {
 
   // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR
   // (only used by model resolution), DEEPINFER_LOG_LEVEL, DEEPINFER_ACCELERATOR, DEEPINFER_ENABLE_MTP_VARLEN,
-  // DEEPINFER_USE_NEXTN_DECODE, DEEPINFER_BATCH_INVARIANT, DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE,
+  // DEEPINFER_USE_NEXTN_DECODE, DEEPINFER_BATCH_INVARIANT, DEEPINFER_ASYNC_SCHEDULING, DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE,
   // DEEPINFER_YOCO_PREFILL_KEEP_TOKENS. Unknown DEEPINFER_* names are reported as warnings;
   // malformed values are errors naming the variable. DEEPINFER_CACHE_DIR and DEEPINFER_TOKENIZER
   // are known too (read by cache_dir() and Tokenizer::load_default()).
@@ -157,6 +161,8 @@ struct EngineStats {
   // processed logprobs: Ops::sample_rows, Ops::logprob_rows), one id (+ the logprobs) per row
   // copied back.
   int64_t n_device_sampled_steps = 0;
+  // Steps planned and queued before the previous step's tokens reached the host (async_scheduling).
+  int64_t n_steps_ahead = 0;
   // Wall time of the engine's steps on its loop thread, summed by phase (seconds): schedule;
   // prepare (plan -> the model's batch, block tables, state-slot duties); forward (the model's step
   // until its outputs are on the host: on a GPU the step's prepare pass, the graph launch, the wait

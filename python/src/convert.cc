@@ -140,6 +140,7 @@ EngineOptions engine_options_from_kwargs(const py::dict& in) {
   take(d, "enable_prefix_caching", &o.enable_prefix_caching);
   take(d, "replay_mode", &o.replay_mode);
   take(d, "batch_invariant", &o.batch_invariant);
+  take(d, "async_scheduling", &o.async_scheduling);
   take(d, "seed", &o.seed);
   take(d, "yoco_prefill_mode", &o.yoco_prefill_mode);
   take(d, "yoco_keep_tokens", &o.yoco_keep_tokens);
@@ -233,6 +234,7 @@ py::dict stats_to_dict(const EngineStats& s) {
   d["steps"] = s.n_steps;
   d["argmax_steps"] = s.n_argmax_steps;
   d["device_sampled_steps"] = s.n_device_sampled_steps;
+  d["steps_ahead"] = s.n_steps_ahead;
   py::dict t;  // seconds by phase (EngineStats::StepTimes)
   t["schedule"] = s.step_times.schedule_s;
   t["prepare"] = s.step_times.prepare_s;

@@ -160,6 +160,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"steps", after.n_steps - before.n_steps},
               {"argmax_steps", after.n_argmax_steps - before.n_argmax_steps},
               {"device_sampled_steps", after.n_device_sampled_steps - before.n_device_sampled_steps},
+              {"steps_ahead", after.n_steps_ahead - before.n_steps_ahead},
               {"step_ms", per_step_ms(total)},
               // The engine's own per-step time (all but the forward), and its share of the steps.
               {"host_ms_per_step", per_step_ms(total - forward)},

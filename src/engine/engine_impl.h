@@ -64,14 +64,35 @@ class EngineImpl final : public Engine {
   EngineImpl() = default;
   void run_loop();
   // The engine step: schedule → prepare → forward → sample → update → emit (engine_step.cc).
+  // With asynchronous scheduling, a step whose tokens are sampled on the device stays queued
+  // there (launched_) while the next one is planned ahead and queued behind it; then its tokens
+  // are taken in, and the step planned ahead becomes the launched one.
   void step();
+  // One step queued on the device: its logit rows, and either its device sampling (on_device:
+  // `ticket`, the copy of the ids) or its logits on the host (`result`).
+  struct Launched {
+    std::vector<int32_t> logit_row;
+    model::ForwardResult result;
+    bool on_device = false;
+    DeviceSamplePlan device_plan;  // memory reused across steps
+    ModelRunner::SampleTicket ticket;
+  };
+  // prepare → forward → sampling queued (or the logits copied to the host) for `plan`.
+  Status launch(const sched::BatchPlan& plan, Launched* l);
+  // Takes in the launched step plan_: its tokens, stop checks, scheduler update, events.
+  void finish_step(Launched& l, bool ahead_in_flight);
+  // Whether plan_ (launched, sampled on the device) may have its successor planned before its
+  // tokens are back: the model reads device tokens and no row's sampler input follows the tokens.
+  bool can_plan_ahead(const sched::BatchPlan& plan) const;
+  Launched launch_slots_[2];  // the launched step's and the one planned ahead of it
+  int launched_slot_ = 0;
+  bool launched_ = false;     // launch_slots_[launched_slot_] holds plan_, not yet taken in
   // Whether every logit row of the plan is sampled whole on the model's device
   // (sample::is_device_sampleable) — unless DebugOptions::host_sampling — and there is one:
   // *device then holds each logit row's inputs (DeviceSamplePlan). A row whose sampler input
   // fails (a grammar's bitmask) sends the step to the host sampler, which reports it. device (in
   // sample_plan): what the device sampled per logit row (such steps; `result`'s logits not read).
   bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row, DeviceSamplePlan* device);
-  DeviceSamplePlan device_plan_;               // the step's device sampling inputs (memory reused)
   ModelRunner::DeviceSampled device_out_;      // what the device sampled
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,

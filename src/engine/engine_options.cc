@@ -21,6 +21,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_HF_MODEL_DIR",          "DEEPINFER_ACCELERATOR",
     "DEEPINFER_ENABLE_MTP_VARLEN",     "DEEPINFER_USE_NEXTN_DECODE",
     "DEEPINFER_BATCH_INVARIANT",       "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE",
+    "DEEPINFER_ASYNC_SCHEDULING",
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
     // `deepinfer serve`'s --api-key (read by the CLI).
@@ -100,6 +101,8 @@ Status apply_variable(std::string_view name, std::string_view value, EngineOptio
     DI_ASSIGN_OR_RETURN(o->nextn_decode, parse_count(name, value));
   } else if (name == "DEEPINFER_BATCH_INVARIANT") {
     DI_ASSIGN_OR_RETURN(o->batch_invariant, parse_bool(name, value));
+  } else if (name == "DEEPINFER_ASYNC_SCHEDULING") {
+    DI_ASSIGN_OR_RETURN(o->async_scheduling, parse_bool(name, value));
   } else if (name == "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE") {
     const std::string v = lower(value);
     if (v != "compact" && v != "none") {

@@ -50,46 +50,102 @@ sample::RowOutput device_row(const ModelRunner::DeviceSampled& d, size_t row, st
 
 void EngineImpl::step() {
   Lap lap;
-  plan_ = scheduler_->schedule();                                          // 1. schedule
-  step_times_.schedule_s += lap();
-  if (plan_.empty()) {
-    // Work exists but nothing fits this step (should not happen: a lone request always fits).
-    log_debug("engine: empty plan with {} waiting", scheduler_->n_waiting());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return;
+  if (!launched_) {
+    plan_ = scheduler_->schedule();                                        // 1. schedule
+    step_times_.schedule_s += lap();
+    if (plan_.empty()) {
+      // Work exists but nothing fits this step (should not happen: a lone request always fits).
+      log_debug("engine: empty plan with {} waiting", scheduler_->n_waiting());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return;
+    }
+    plan_in_flight_ = true;
+    if (debug_.on_plan) debug_.on_plan(plan_);
+    if (Status st = launch(plan_, &launch_slots_[launched_slot_]); !st.is_ok()) return fail_plan(st);  // 2-3.
+    launched_ = true;
   }
+  // plan_ is queued on the device. Asynchronous scheduling: plan its successor and queue it behind
+  // it before waiting for its tokens, so the device never waits for the host's part of a step.
+  Launched& cur = launch_slots_[launched_slot_];
+  Launched& next = launch_slots_[launched_slot_ ^ 1];
+  sched::BatchPlan ahead;
+  Status ahead_status;
+  if (options_.async_scheduling && can_plan_ahead(plan_)) {
+    lap();
+    ahead = scheduler_->schedule_ahead(plan_);
+    step_times_.schedule_s += lap();
+    if (!ahead.empty()) {
+      if (debug_.on_plan) debug_.on_plan(ahead);
+      ahead_status = launch(ahead, &next);
+      if (ahead_status.is_ok() && !next.on_device) {
+        // can_plan_ahead checked every row: a bug if it happens, and the step's tokens would be
+        // the host's to sample from logits that are not there.
+        ahead_status = internal_error("a step planned ahead was not sampled on the device");
+      }
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.n_steps_ahead;
+    }
+  }
+  finish_step(cur, !ahead.empty());                                        // 4-6.
+  launched_ = false;
+  if (ahead.empty()) return;
+  plan_ = std::move(ahead);
   plan_in_flight_ = true;
-  if (debug_.on_plan) debug_.on_plan(plan_);
-  std::vector<int32_t> logit_row;
-  auto batch = runner_->prepare(plan_, &logit_row);                        // 2. plan → ForwardBatch
+  launched_slot_ ^= 1;
+  if (!ahead_status.is_ok()) return fail_plan(ahead_status.with_context("step planned ahead"));
+  launched_ = true;
+}
+
+Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
+  Lap lap;
+  auto batch = runner_->prepare(plan, &l->logit_row);                      // 2. plan → ForwardBatch
   step_times_.prepare_s += lap();
-  if (!batch.is_ok()) return fail_plan(batch.status());
-  auto result = static_cast<int64_t>(plan_.step_id) == debug_.fail_forward_at_step
+  if (!batch.is_ok()) return batch.status();
+  auto result = static_cast<int64_t>(plan.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
                     : runner_->forward(*batch);                                    // 3. forward
-  if (!result.is_ok()) return fail_plan(result.status().with_context("forward"));
+  if (!result.is_ok()) return result.status().with_context("forward");
+  l->result = std::move(*result);
   // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
   // back); the device path's inputs are built while the device runs the step.
-  const bool on_device = device_sampled(plan_, logit_row, &device_plan_);
-  const Status sampled = on_device ? runner_->sample_on_device(result->logits, device_plan_, &device_out_)
-                                   : runner_->logits_to_host(&*result);
+  l->on_device = device_sampled(plan, l->logit_row, &l->device_plan);
+  const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)
+                                     : runner_->logits_to_host(&l->result);
+  step_times_.forward_s += lap();
+  return queued.with_context("forward");
+}
+
+bool EngineImpl::can_plan_ahead(const sched::BatchPlan& plan) const {
+  if (!launch_slots_[launched_slot_].on_device || !model_->model->takes_device_tokens()) return false;
+  for (const sched::SeqPlan& sp : plan.seqs) {
+    const SequenceState* s = outputs_->find(sp.seq_id);
+    if (s == nullptr) continue;  // ended while in flight: the scheduler leaves it out
+    // A grammar's mask and the penalties follow the tokens, which the host has not seen yet.
+    if (s->matcher || sample::reads_token_history(*s->params)) return false;
+  }
+  return true;
+}
+
+void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
+  Lap lap;
+  const Status sampled = l.on_device ? runner_->collect_sampling(l.ticket, &device_out_) : Status::ok();
   step_times_.forward_s += lap();
   if (!sampled.is_ok()) return fail_plan(sampled.with_context("forward"));
-  if (on_device) {
-    const bool greedy = std::all_of(device_plan_.rows.begin(), device_plan_.rows.end(),
+  if (l.on_device) {
+    const bool greedy = std::all_of(l.device_plan.rows.begin(), l.device_plan.rows.end(),
                                     [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.n_device_sampled_steps;
     if (greedy) ++stats_.n_argmax_steps;
   }
   std::vector<sched::SeqOutput> outputs =
-      sample_plan(plan_, *result, logit_row, on_device ? &device_out_ : nullptr);  // 4. sample
+      sample_plan(plan_, l.result, l.logit_row, l.on_device ? &device_out_ : nullptr);  // 4. sample
   runner_->finish_step(plan_);                                             //    snapshot copies
   step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   step_times_.update_s += lap();
   if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
-  plan_in_flight_ = false;
+  plan_in_flight_ = ahead_in_flight;
   emit_step_events(*events);                                               // 6. emit
 }
 
@@ -110,6 +166,8 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
     Result<sample::RowInput> in =
         outputs_->row_input(*s, plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled);
     if (!in.is_ok() || !sampler_->check_row(*in, i).is_ok()) return false;
+    // Planned ahead: the token of the step before counts too (min_tokens), though not taken in yet.
+    if (plan.seqs[i].token_from_device) ++in->n_generated;
     device->add(row, *in, sampler_->config());
     any = true;
   }

@@ -80,6 +80,7 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   }
   b.max_blocks = static_cast<int32_t>(max_blocks);
   b.block_tables.reserve(plan.seqs.size() * max_blocks);
+  logit_row_scratch_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
     const auto begin = static_cast<int32_t>(b.token_ids.size());
@@ -90,9 +91,20 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
       b.token_ids.push_back(sp.token_ids[static_cast<size_t>(j)]);
       b.positions.push_back(sp.first_position + j);
     }
+    if (sp.token_from_device) {
+      // Planned ahead: the input token is the one the last prepared step samples for this sequence.
+      auto row = last_logit_row_.find(sp.seq_id);
+      if (row == last_logit_row_.end() || sampled_dev_.empty() || sp.n_tokens_scheduled != 1) {
+        return internal_error("request {}: planned ahead, but the last step sampled no token for it", sp.seq_id);
+      }
+      if (b.token_from.empty()) b.token_from.reserve(plan.seqs.size());
+      b.token_from.resize(static_cast<size_t>(begin), -1);
+      b.token_from.push_back(row->second);
+    }
     // Drafts are not scheduled yet (max_draft_tokens = 0): one logit row, the last token's.
     if (sp.needs_logits) {
       (*logit_row)[i] = static_cast<int32_t>(b.logit_rows.size());
+      logit_row_scratch_[sp.seq_id] = (*logit_row)[i];
       b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1);
     }
     if (!sp.lookback_ids.empty()) add_lookback(b, i, plan.seqs.size(), sp.lookback_ids);
@@ -100,6 +112,13 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
     b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
     b.block_tables.resize(b.block_tables.size() + (max_blocks - t.size()), -1);
   }
+  if (!b.token_from.empty()) {
+    b.token_from.resize(b.token_ids.size(), -1);
+    b.token_source = tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {last_rows_},
+                                                    sampled_dev_.device);
+  }
+  last_logit_row_.swap(logit_row_scratch_);
+  last_rows_ = static_cast<int64_t>(b.logit_rows.size());
   return b;
 }
 
@@ -127,14 +146,17 @@ Status ModelRunner::logits_to_host(model::ForwardResult* result) {
 
 Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
                                      DeviceSampled* out) {
+  SampleTicket ticket;
+  DI_RETURN_IF_ERROR(launch_sampling(logits, plan, &ticket));
+  return collect_sampling(ticket, out);
+}
+
+Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
+                                    SampleTicket* ticket) {
   const std::vector<ops::Ops::SampleRow>& params = plan.rows;
   const int64_t rows = logits.numel() == 0 ? 0 : logits.shape[0];
   const int64_t n = plan.n_top;
-  out->n_top = plan.n_top;
-  out->ids.assign(static_cast<size_t>(rows), -1);
-  out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
-  out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
-  out->top_logprobs.assign(out->top_ids.size(), 0.0f);
+  *ticket = SampleTicket{0, rows, n, next_host_buffer_};
   if (rows == 0) return Status::ok();
   if (static_cast<int64_t>(params.size()) != rows ||
       (plan.adjusts() && static_cast<int64_t>(plan.adjust_rows.size()) != rows)) {
@@ -143,10 +165,16 @@ Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const Dev
   }
   if (n > ops::Ops::kMaxLogprobTop) return internal_error("device sampling: {} top logprobs per row", n);
   ops::Ops& ops = *model_->ops;
-  // One I32 buffer on the device, [ids | logprob | top_ids | top_logprobs] (F32 as its bits), so
-  // that a single copy brings everything back.
+  // [ids | logprob | top_ids | top_logprobs] in one I32 buffer (F32 as its bits), so that a single
+  // copy brings everything back. Persistent: a step planned ahead reads the ids after this step's
+  // workspace is gone (a larger buffer replaces it; step graphs key take_tokens by its address).
   const int64_t width = n >= 0 ? 2 + 2 * n : 1;
-  const tensor::TensorView d_all = ops.alloc(tensor::DType::kI32, {rows * width});
+  if (sampled_dev_.empty() || sampled_dev_.numel() < rows * width) {
+    sampled_dev_ = ops.alloc_persistent(tensor::DType::kI32,
+                                        {std::max(rows * width, sampled_dev_.empty() ? 0 : 2 * sampled_dev_.numel())});
+  }
+  const tensor::TensorView d_all =
+      tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {rows * width}, sampled_dev_.device);
   auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
     return tensor::TensorView::contiguous(static_cast<int32_t*>(d_all.data) + at * rows, dtype, shape, d_all.device);
   };
@@ -168,15 +196,32 @@ Status ModelRunner::sample_on_device(const tensor::TensorView& logits, const Dev
     ops.logprob_rows(logits, d_ids, part(tensor::DType::kF32, 1, {rows}), part(tensor::DType::kI32, 2, {rows, n}),
                      part(tensor::DType::kF32, 2 + n, {rows, n}));
   }
-  std::vector<int32_t>& host = sampled_host_;  // [width x rows]
-  host.resize(static_cast<size_t>(rows * width));
-  ops.copy(d_all, tensor::TensorView::contiguous(host.data(), tensor::DType::kI32, {rows * width}));
+  tensor::TensorView& host = sampled_host_[ticket->buffer];  // [width x rows]
+  if (host.empty() || host.numel() < rows * width) {
+    host = ops.alloc_host(tensor::DType::kI32, {std::max(rows * width, host.empty() ? 0 : 2 * host.numel())});
+  }
+  ticket->copy = ops.copy_to_host_async(
+      d_all, tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {rows * width}, host.device));
+  next_host_buffer_ ^= 1;
+  return Status::ok();
+}
+
+Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* out) {
+  const int64_t rows = ticket.rows, n = ticket.n_top;
+  out->n_top = static_cast<int32_t>(n);
+  out->ids.assign(static_cast<size_t>(rows), -1);
+  out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
+  out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
+  out->top_logprobs.assign(out->top_ids.size(), 0.0f);
+  if (rows == 0) return Status::ok();
+  model_->ops->wait_host_copy(ticket.copy);
+  const int32_t* host = sampled_host_[ticket.buffer].as<const int32_t>();
   const auto R = static_cast<size_t>(rows);
-  std::copy_n(host.begin(), R, out->ids.begin());
+  std::copy_n(host, R, out->ids.begin());
   if (n >= 0) {
-    std::memcpy(out->logprob.data(), host.data() + R, R * sizeof(float));
-    std::copy_n(host.begin() + 2 * static_cast<std::ptrdiff_t>(R), R * static_cast<size_t>(n), out->top_ids.begin());
-    std::memcpy(out->top_logprobs.data(), host.data() + (2 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
+    std::memcpy(out->logprob.data(), host + R, R * sizeof(float));
+    std::copy_n(host + 2 * R, R * static_cast<size_t>(n), out->top_ids.begin());
+    std::memcpy(out->top_logprobs.data(), host + (2 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
   }
   return Status::ok();
 }

@@ -48,6 +48,18 @@ class ModelRunner {
   Result<model::ForwardResult> forward(const model::ForwardBatch& batch);
   Status logits_to_host(model::ForwardResult* result);
   Status sample_on_device(const tensor::TensorView& logits, const DeviceSamplePlan& plan, DeviceSampled* out);
+  // sample_on_device in two halves, so that the host can queue the next step in between
+  // (asynchronous scheduling): launch_sampling queues the sampling ops and the copy of their
+  // results into one of two page-locked buffers; collect_sampling waits for that copy. The ids stay
+  // on the device until the next launch_sampling, where a step planned ahead reads its input tokens
+  // (prepare: SeqPlan::token_from_device). At most two launches may be uncollected.
+  struct SampleTicket {
+    uint64_t copy = 0;  // Ops::copy_to_host_async's ticket
+    int64_t rows = 0, n_top = -1;
+    int buffer = 0;     // which page-locked buffer
+  };
+  Status launch_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan, SampleTicket* ticket);
+  Status collect_sampling(const SampleTicket& ticket, DeviceSampled* out);
   // After the forward: copies state slots into the snapshots the plan asked for.
   void finish_step(const sched::BatchPlan& plan);
   // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).
@@ -65,7 +77,16 @@ class ModelRunner {
   LoadedModel* model_;
   model::KvState state_;
   tensor::TensorView host_logits_;  // [>= n_logit_rows x vocab] F32 host staging for device backends
-  std::vector<int32_t> sampled_host_;  // sample_on_device's copy target, reused
+  // What launch_sampling writes on the device — [ids | logprob | top_ids | top_logprobs] per row,
+  // in one I32 buffer (F32 as bits) so one copy brings it back — and the two page-locked buffers
+  // the copies land in, each grown by doubling (the outgrown ones stay with the Ops).
+  tensor::TensorView sampled_dev_;
+  tensor::TensorView sampled_host_[2];
+  int next_host_buffer_ = 0;
+  // The logit row of each sequence in the last prepared step, and that step's row count: where a
+  // step planned ahead finds its input tokens among the ids the last step samples.
+  std::unordered_map<kv::SeqId, int32_t> last_logit_row_, logit_row_scratch_;
+  int64_t last_rows_ = 0;
   int32_t n_state_slots_;
   int32_t n_snapshot_slots_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;

@@ -2,6 +2,8 @@
 
 namespace deepinfer::model {
 
+using tensor::TensorView;
+
 Status check_batch_layout(const ForwardBatch& b, const KvStateOptions& so, int64_t vocab_size,
                           int64_t max_positions, bool needs_blocks) {
   const int64_t T = static_cast<int64_t>(b.token_ids.size());
@@ -40,6 +42,20 @@ Status check_batch_layout(const ForwardBatch& b, const KvStateOptions& so, int64
     if (b.token_ids[t] < 0 || b.token_ids[t] >= vocab_size) {
       return invalid_argument("forward: token id {} at row {} is outside the vocabulary of {}", b.token_ids[t], t,
                               vocab_size);
+    }
+  }
+  if (!b.token_from.empty()) {
+    if (static_cast<int64_t>(b.token_from.size()) != T) {
+      return invalid_argument("forward: {} device token sources for {} tokens", b.token_from.size(), T);
+    }
+    const TensorView& src = b.token_source;
+    if (src.dtype != tensor::DType::kI32 || src.rank != 1 || !src.is_contiguous()) {
+      return invalid_argument("forward: device token sources need a [n] I32 token_source, got {}", src.shape_string());
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      if (b.token_from[t] >= src.numel()) {
+        return invalid_argument("forward: row {} takes device token {} of {}", t, b.token_from[t], src.numel());
+      }
     }
   }
   for (int32_t r : b.logit_rows) {

@@ -43,6 +43,12 @@ struct ForwardBatch {
   std::vector<int32_t> block_tables;  // [n_seqs * max_blocks] history block ids (-1 unused)
   std::vector<int32_t> logit_rows;    // token rows whose logits are wanted, in output order
   bool keep_hidden = false;           // also return the final HC state of the logit rows (MTP input)
+  // Asynchronous scheduling (optional; LanguageModel::takes_device_tokens): rows whose token an
+  // earlier step sampled on the device and the host has not seen yet. token_from[t] >= 0: row t's
+  // id is token_source[token_from[t]] (token_ids[t] is then a placeholder, any id of the
+  // vocabulary); -1: token_ids[t]. Empty: every id is in token_ids.
+  std::vector<int32_t> token_from;    // [n_tokens] or empty
+  tensor::TensorView token_source;    // [n] I32 on the model's device (with token_from)
   // V4.1 (optional, per sequence; empty = not given):
   // Prompt length of each sequence: with PrefillMode::kCompact the decoder layers skip prompt
   // positions below n_prompt - keep_tokens (unknown or 0: no truncation).

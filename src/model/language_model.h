@@ -19,6 +19,10 @@ class LanguageModel {
   // Runs the main layers over the batch and the LM head over batch.logit_rows; errors for
   // malformed batches, never a crash.
   virtual Result<ForwardResult> forward(const ForwardBatch& batch, KvState& state, Capture* capture = nullptr) = 0;
+  // Whether forward() honours ForwardBatch::token_from (input tokens read on the device). A family
+  // whose forward needs every id on the host (V4.1's Engram n-gram hashes and DSpark chain) says
+  // no, and the engine then never schedules a step before the last one's tokens are back.
+  virtual bool takes_device_tokens() const { return false; }
   // The MTP / draft module over `hidden` (see the family's documentation).
   virtual Result<ForwardResult> mtp_forward(const ForwardBatch& batch, const tensor::TensorView& hidden,
                                             KvState& state) = 0;

@@ -77,6 +77,9 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state, bool f
     tables = step.block_tables.data();
   }
   v.token_ids = ops_->upload(b.token_ids.data(), DType::kI32, {T});
+  // Ids sampled by the step before, still on the device (asynchronous scheduling): in place over
+  // the placeholders, before any op reads them.
+  if (!b.token_from.empty()) ops_->take_tokens(b.token_source, b.token_from, v.token_ids);
   v.positions = ops_->upload(b.positions.data(), DType::kI32, {T});
   v.token_seq = ops_->upload(step.token_seq.data(), DType::kI32, {T});
   v.seqs = ops_->upload(b.seqs.data(), DType::kI32, {S, 6});

@@ -29,6 +29,7 @@ class Model final : public LanguageModel {
   // Errors (never crashes) for malformed batches: ids outside the vocabulary, non-contiguous
   // positions, block tables that do not cover the positions.
   Result<ForwardResult> forward(const ForwardBatch& batch, KvState& state, Capture* capture = nullptr) override;
+  bool takes_device_tokens() const override { return true; }
 
   // The MTP block `mtp.0` (§4.11): hidden [n, hc, D] final main-model states at positions
   // batch.positions, batch.token_ids = the tokens that follow them. Uses the MTP layer's window in

@@ -57,6 +57,10 @@ int32_t ModelV41::decoder_begin(int32_t n_prompt) const {
 
 Status ModelV41::validate(const ForwardBatch& b, const KvState& state, bool history) const {
   const int64_t S = static_cast<int64_t>(b.seqs.size());
+  if (!b.token_from.empty()) {
+    // Engram hashes and the DSpark chain read the ids on the host (takes_device_tokens: false).
+    return invalid_argument("forward: V4.1 takes every input token from the host (token_from given)");
+  }
   if (!b.n_prompt.empty() && static_cast<int64_t>(b.n_prompt.size()) != S) {
     return invalid_argument("forward: n_prompt has {} entries for {} sequences", b.n_prompt.size(), S);
   }

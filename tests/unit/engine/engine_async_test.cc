@@ -1,0 +1,149 @@
+// Asynchronous scheduling (EngineOptions::async_scheduling): the engine plans and queues decode
+// step n + 1 before step n's tokens are back, its input tokens read where step n sampled them. On
+// the micro model (the CPU backend runs the same plans, only without the overlap): every output —
+// tokens, logprobs, finishes, also stops that end a request while a step ahead holds it — equals
+// the synchronous loop's, steps are planned ahead where the sampler allows it, never for rows whose
+// inputs follow the tokens (penalties), and every resource is back in its pool.
+#include <thread>
+
+#include "engine_test_util.h"
+
+namespace deepinfer {
+namespace {
+
+using testing::ids_request;
+using testing::prompt_ids;
+
+struct Outcome {
+  std::vector<GenerateOutput> outputs;
+  EngineStats stats;
+};
+
+Outcome run(std::vector<Request> requests, bool async, int32_t max_num_seqs = 8) {
+  EngineOptions o = testing::micro_options();
+  o.async_scheduling = async;
+  o.max_num_seqs = max_num_seqs;
+  auto engine = testing::open_micro(o);
+  EXPECT_NE(engine, nullptr);
+  if (engine == nullptr) return {};
+  auto outs = engine->generate(std::move(requests));
+  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+  testing::expect_all_free(*engine);
+  return {outs.is_ok() ? std::move(outs).value() : std::vector<GenerateOutput>{}, engine->stats()};
+}
+
+void expect_same(const std::vector<GenerateOutput>& a, const std::vector<GenerateOutput>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sequences.size(), b[i].sequences.size()) << "request " << i;
+    for (size_t j = 0; j < a[i].sequences.size(); ++j) {
+      const GenerateOutput::Sequence &x = a[i].sequences[j], &y = b[i].sequences[j];
+      EXPECT_EQ(x.token_ids, y.token_ids) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.finish, y.finish) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.error, y.error);
+      ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << "request " << i << " sample " << j;
+      for (size_t k = 0; k < x.logprobs.size(); ++k) {
+        EXPECT_EQ(x.logprobs[k].token, y.logprobs[k].token);
+        EXPECT_EQ(x.logprobs[k].logprob, y.logprobs[k].logprob);
+        EXPECT_EQ(x.logprobs[k].top, y.logprobs[k].top);
+      }
+    }
+  }
+}
+
+std::vector<Request> mixed_requests(int32_t stop_id) {
+  std::vector<Request> v;
+  v.push_back(ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f));  // greedy
+  Request topp = ids_request(prompt_ids(40, 2), 9, 77, 0.8f);
+  topp.sampling.top_p = 0.9f;
+  topp.sampling.logprobs = 3;
+  v.push_back(topp);
+  Request topk = ids_request(prompt_ids(7, 3), 15, 78, 1.1f);
+  topk.sampling.top_k = 20;
+  topk.sampling.n = 2;
+  v.push_back(topk);
+  // Ends on a stop id the greedy run emits mid-way (found by the caller): the step planned ahead
+  // of that token's update still ran for it.
+  Request stops = ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f);
+  stops.sampling.ignore_eos = false;
+  stops.sampling.stop_token_ids = {stop_id};
+  v.push_back(stops);
+  Request min_tokens = ids_request(prompt_ids(33, 4), 6, 79, 0.7f);
+  min_tokens.sampling.min_tokens = 4;
+  min_tokens.sampling.ignore_eos = false;
+  v.push_back(min_tokens);
+  return v;
+}
+
+TEST(EngineAsyncTest, GeneratesWhatTheSynchronousLoopGenerates) {
+  // The greedy request's 5th token becomes the stop id of its twin.
+  const Outcome probe = run({ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f)}, false);
+  ASSERT_EQ(probe.outputs.size(), 1u);
+  const std::vector<int32_t>& greedy = probe.outputs[0].sequences.at(0).token_ids;
+  ASSERT_EQ(greedy.size(), 12u);
+  const int32_t stop_id = greedy[4];
+  for (int32_t max_seqs : {8, 2}) {  // 2: requests queue, so steps ahead stop and start again
+    const Outcome sync_run = run(mixed_requests(stop_id), false, max_seqs);
+    const Outcome async_run = run(mixed_requests(stop_id), true, max_seqs);
+    expect_same(async_run.outputs, sync_run.outputs);
+    EXPECT_EQ(sync_run.stats.n_steps_ahead, 0);
+    EXPECT_GT(async_run.stats.n_steps_ahead, 0) << "max_num_seqs " << max_seqs;
+    ASSERT_EQ(async_run.outputs.size(), 5u);
+    const auto& stopped = async_run.outputs[3].sequences.at(0);
+    EXPECT_EQ(stopped.finish, FinishReason::kStop);
+    EXPECT_LE(stopped.token_ids.size(), 5u);
+    EXPECT_EQ(stopped.token_ids.back(), stop_id);
+  }
+}
+
+// Penalties read the tokens generated so far: no step is planned ahead while such a row runs, and
+// the outputs are the synchronous loop's.
+TEST(EngineAsyncTest, PenaltiesWaitForTheTokens) {
+  auto requests = [] {
+    std::vector<Request> v;
+    for (int i = 0; i < 3; ++i) {
+      Request r = ids_request(prompt_ids(15 + i, 10 + i), 10, 100 + i, 0.9f);
+      r.sampling.repetition_penalty = 1.3f;
+      r.sampling.frequency_penalty = 0.5f;
+      v.push_back(r);
+    }
+    return v;
+  };
+  const Outcome sync_run = run(requests(), false);
+  const Outcome async_run = run(requests(), true);
+  expect_same(async_run.outputs, sync_run.outputs);
+  EXPECT_EQ(async_run.stats.n_steps_ahead, 0);
+}
+
+// Aborts while a step and the one planned ahead of it hold the sequence: every resource is freed
+// and the other requests finish as they would have.
+TEST(EngineAsyncTest, AbortWhileTwoStepsAreInFlight) {
+  EngineOptions o = testing::micro_options();
+  o.async_scheduling = true;
+  auto engine = testing::open_micro(o);
+  ASSERT_NE(engine, nullptr);
+  testing::EventLog log;
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto id = engine->submit(ids_request(prompt_ids(12 + i, 200 + i), 40, 300 + i), log.sink());
+    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+    ids.push_back(*id);
+  }
+  // Abort two requests once they have streamed a few tokens (the loop is mid-decode by then).
+  for (int ms = 0; ms < 60000 && log.tokens(ids[1]).size() < 3; ++ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  engine->abort(ids[1]);
+  engine->abort(ids[3]);
+  ASSERT_TRUE(log.wait(4));
+  EXPECT_EQ(log.finish(ids[0]), FinishReason::kLength);
+  EXPECT_EQ(log.finish(ids[2]), FinishReason::kLength);
+  EXPECT_EQ(log.tokens(ids[0]).size(), 40u);
+  EXPECT_EQ(log.tokens(ids[2]).size(), 40u);
+  engine->shutdown(/*drain=*/true);
+  testing::expect_all_free(*engine);
+  EXPECT_GT(engine->stats().n_steps_ahead, 0);
+}
+
+}  // namespace
+}  // namespace deepinfer
