@@ -64,6 +64,7 @@ struct EngineBenchOptions {
   // Every step sampled on the host from the copied logits: the path of rows with bias, masks,
   // penalties or processed logprobs.
   bool host_sampling = false;
+  bool async_scheduling = true;       // EngineOptions::async_scheduling (--no-async-scheduling: off)
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

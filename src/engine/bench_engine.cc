@@ -149,6 +149,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"frequency_penalty", o.frequency_penalty},
               {"logprobs", o.logprobs},
               {"host_sampling", o.host_sampling},
+              {"async_scheduling", o.async_scheduling},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"total_tokens_per_s", out_tokens * (1.0 + static_cast<double>(o.input_len) / o.output_len) / wall},
@@ -206,6 +207,7 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   eo.numerics = o.numerics;
   eo.max_num_seqs = max_c;
   eo.max_num_batched_tokens = o.max_num_batched_tokens;
+  eo.async_scheduling = o.async_scheduling;
   eo.max_model_len = o.input_len + o.output_len;
   // Every sequence's history fits at once (no preemption), whatever the default KV budget.
   eo.kv_blocks = max_c * ((eo.max_model_len + eo.block_tokens - 1) / eo.block_tokens + 1);
