@@ -185,7 +185,7 @@ void EngineImpl::run_loop() {
         step();
       } catch (const std::exception& e) {
         // An exception is a bug below the engine; the process survives, the step's requests fail.
-        fail_plan(internal_error("exception in the step loop: {}", e.what()));
+        recover_step(internal_error("exception in the step loop: {}", e.what()));
       }
     }
   }

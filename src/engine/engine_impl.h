@@ -87,6 +87,7 @@ class EngineImpl final : public Engine {
   Launched launch_slots_[2];  // the launched step's and the one planned ahead of it
   int launched_slot_ = 0;
   bool launched_ = false;     // launch_slots_[launched_slot_] holds plan_, not yet taken in
+  sched::BatchPlan ahead_plan_;  // scheduled ahead of plan_'s update, until it becomes plan_
   // Whether every logit row of the plan is sampled whole on the model's device
   // (sample::is_device_sampleable) — unless DebugOptions::host_sampling — and there is one:
   // *device then holds each logit row's inputs (DeviceSamplePlan). A row whose sampler input
@@ -99,6 +100,9 @@ class EngineImpl final : public Engine {
                                             const ModelRunner::DeviceSampled* device);
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
+  // After an exception inside step(): fails plan_ and the plan scheduled ahead of it, if any, so
+  // the scheduler holds no plan in flight and the loop can go on.
+  void recover_step(const Status& status);
   void emit_step_events(const std::vector<sched::SeqEvent>& events);
   // Loop-thread intake (engine_requests.cc).
   void admit(std::vector<AcceptedRequest> requests);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <thread>
 
 #include "base/log.h"
@@ -68,7 +69,8 @@ void EngineImpl::step() {
   // it before waiting for its tokens, so the device never waits for the host's part of a step.
   Launched& cur = launch_slots_[launched_slot_];
   Launched& next = launch_slots_[launched_slot_ ^ 1];
-  sched::BatchPlan ahead;
+  sched::BatchPlan& ahead = ahead_plan_;  // a member: recover_step() fails it too
+  ahead = {};
   Status ahead_status;
   if (options_.async_scheduling && can_plan_ahead(plan_)) {
     lap();
@@ -89,7 +91,7 @@ void EngineImpl::step() {
   finish_step(cur, !ahead.empty());                                        // 4-6.
   launched_ = false;
   if (ahead.empty()) return;
-  plan_ = std::move(ahead);
+  plan_ = std::exchange(ahead, {});
   plan_in_flight_ = true;
   launched_slot_ ^= 1;
   if (!ahead_status.is_ok()) return fail_plan(ahead_status.with_context("step planned ahead"));
@@ -250,6 +252,18 @@ void EngineImpl::emit_step_events(const std::vector<sched::SeqEvent>& events) {
   step_times_.emit_s += lap();  // the events' delivery (flush_events) is the sinks' time, not counted
   record_step(&plan_);
   flush_events();
+}
+
+void EngineImpl::recover_step(const Status& status) {
+  // Whatever the step got to, the plans the scheduler holds in flight are plan_ (unless its update
+  // ran) and then the one planned ahead, if any: fail them in that order.
+  fail_plan(status);
+  if (!ahead_plan_.empty()) {
+    plan_ = std::exchange(ahead_plan_, {});
+    plan_in_flight_ = true;
+    fail_plan(status);
+  }
+  launched_ = false;
 }
 
 void EngineImpl::fail_plan(const Status& status) {
