@@ -54,7 +54,7 @@ class Scheduler {
   // Asynchronous scheduling: plans the step after `in_flight` (the plan awaiting update()) before
   // its results are known, so the device can run it while the host takes in that step's tokens.
   // Only a pure decode continuation: every running request was in `in_flight` with one token and
-  // no drafts, nothing waits for admission, and no snapshot is due — otherwise (or when blocks are
+  // no drafts, nothing waits for a free sequence slot, and no snapshot is due — otherwise (or when blocks are
   // short: nothing is preempted here) the plan is empty and the caller schedules after update().
   // Each sequence continues at the next position with token_from_device set; a request whose next
   // token surely ends it by length is left out. A request that ends in update(in_flight) while in

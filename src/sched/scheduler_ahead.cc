@@ -3,8 +3,8 @@
 // continuation of step n — the same sequences, one position further, each input token being the
 // one step n samples (read on the device: SeqPlan::token_from_device) — and it declines (an empty
 // plan) whenever step n's results could change what step n + 1 should be beyond that: requests
-// waiting for admission, a request sitting step n out, drafts, snapshots, a pool too short to
-// grow every table without preempting. The caller then waits for step n and schedules as usual.
+// waiting for admission while a sequence slot is free, a request sitting step n out, drafts,
+// snapshots, a pool too short to grow every table without preempting. The caller then waits for step n and schedules as usual.
 #include <utility>
 
 #include "base/check.h"
@@ -14,7 +14,12 @@ namespace deepinfer::sched {
 
 BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   if (!in_flight_step_ || *in_flight_step_ != in_flight.step_id || ahead_step_ || in_flight.seqs.empty()) return {};
-  if (!waiting_.empty() || config_.max_draft_tokens > 0 || in_flight.seqs.size() != running_.size()) return {};
+  // Waiting requests: step n + 1 could admit one only if a sequence slot is free now (a request
+  // that ends at step n frees its slot at that update: the newcomer is then admitted a step later
+  // than a synchronous loop would, its tokens the same). An offline batch with more prompts than
+  // max_num_seqs keeps its queue full for most of the run.
+  if (!waiting_.empty() && n_running() < config_.max_num_seqs) return {};
+  if (config_.max_draft_tokens > 0 || in_flight.seqs.size() != running_.size()) return {};
   const int32_t bt = kv_.block_tokens();
   const bool snapshots = kv_.config().n_snapshot_slots > 0 && kv_.config().enable_prefix_caching;
   std::vector<Request*> next;  // in step n's order (decodes first, admission order within)

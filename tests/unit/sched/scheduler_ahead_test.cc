@@ -48,8 +48,9 @@ TEST(SchedulerAhead, ContinuesEveryDecodeWithTheDevicesToken) {
 // finishes are foreseen (no plan ahead runs a request past its last token).
 TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
   for (TokenId stop : {TokenId{-1}, testing::model_token(2, 9)}) {
-    Harness sync(small_sched(/*budget=*/8), small_kv(24));
-    Harness async(small_sched(/*budget=*/8), small_kv(24));
+   for (int32_t max_seqs : {8, 2}) {  // 2: a queue waits while the running requests decode ahead
+    Harness sync(small_sched(/*budget=*/8, max_seqs), small_kv(24));
+    Harness async(small_sched(/*budget=*/8, max_seqs), small_kv(24));
     for (Harness* h : {&sync, &async}) {
       h->runner().stop_token = stop;
       h->add(1, tokens_from(1, 5), 7);
@@ -66,6 +67,7 @@ TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
     if (stop >= 0) {
       EXPECT_EQ(async.finished.at(2), FinishReason::kStop);
     }
+   }
   }
 }
 
@@ -123,10 +125,35 @@ TEST(SchedulerAhead, AbortWaitsForTheLastPlanInFlight) {
   h.expect_all_free();
 }
 
+// With every sequence slot taken, a waiting request could not be admitted in step n + 1 anyway:
+// the running ones are planned ahead; once one ends, the queue's head is admitted by schedule().
+TEST(SchedulerAhead, AFullHousePlansAheadWhileTheQueueWaits) {
+  Harness h(small_sched(/*budget=*/16, /*max_seqs=*/1), small_kv(32));
+  h.add(1, tokens_from(1, 4), 3);
+  h.add(2, tokens_from(40, 4), 3);
+  h.step();  // request 1's prompt and first token; request 2 waits
+  ASSERT_EQ(h.sched().n_waiting(), 1);
+  BatchPlan n = h.sched().schedule();
+  std::vector<SeqOutput> out = h.runner().run(n);
+  BatchPlan ahead = h.sched().schedule_ahead(n);
+  // Request 1's token of step n is its 2nd of 3: the 3rd is still to come, so it is planned ahead.
+  ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
+  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  EXPECT_TRUE(h.sched().schedule_ahead(ahead).empty());  // its next token is its last
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  EXPECT_EQ(h.sched().find(1), nullptr);                  // finished by length
+  const BatchPlan next = h.sched().schedule();            // admits request 2
+  ASSERT_EQ(next.seqs.size(), 1u);
+  EXPECT_EQ(next.seqs[0].seq_id, 2u);
+  ASSERT_TRUE(h.sched().update(next, h.runner().run(next)).is_ok());
+}
+
 // No plan ahead where step n's results decide step n + 1: a request waits for admission, a prefill
 // chunk is in flight, drafts are configured, or the pool cannot grow every table.
 TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
-  {  // waiting request
+  {  // a waiting request with a sequence slot free (a full house plans ahead: see above)
     Harness h(small_sched(/*budget=*/16), small_kv(32));
     h.add(1, tokens_from(1, 4), 30);
     h.step();
