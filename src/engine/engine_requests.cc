@@ -103,8 +103,8 @@ void EngineImpl::flush_events() {
 Status EngineImpl::check_integrity() const {
   DI_RETURN_IF_ERROR(scheduler_->check_integrity());
   for (kv::SeqId id : scheduler_->running()) {
-    // Ended while a step planned ahead still runs on its blocks: the runner forgot its table at
-    // the final event, the scheduler frees the blocks at that step's update.
+    // Aborted while in flight: the runner forgot its table at the final event, the scheduler frees
+    // the blocks at the plan's update.
     if (scheduler_->find(id)->pending_finish != sched::FinishReason::kNone) continue;
     const auto mine = runner_->block_table(id);
     const auto truth = scheduler_->block_table(id);

@@ -57,8 +57,9 @@ class Scheduler {
   // no drafts, nothing waits for a free sequence slot, and no snapshot is due — otherwise (or when blocks are
   // short: nothing is preempted here) the plan is empty and the caller schedules after update().
   // Each sequence continues at the next position with token_from_device set; a request whose next
-  // token surely ends it by length is left out. A request that ends in update(in_flight) while in
-  // this plan keeps its blocks and slot until this plan's update (its outputs are then ignored).
+  // token surely ends it by length is left out. A request that ends in update(in_flight) is
+  // released there as always (the device runs this plan's step before anything planned later
+  // reuses its blocks or slot); this plan's update ignores its row.
   BatchPlan schedule_ahead(const BatchPlan& in_flight);
   // Applies the step's results: outputs[i] belongs to plan.seqs[i]. Appends tokens, commits
   // full blocks to the prefix cache, publishes snapshots, rolls back rejected drafts, finishes
@@ -104,7 +105,7 @@ class Scheduler {
   bool is_in_flight(const Request& req) const;
 
   Status validate_outputs(const BatchPlan& plan, std::span<const SeqOutput> outputs) const;
-  std::optional<SeqEvent> apply_output(const BatchPlan& plan, const SeqPlan& sp, const SeqOutput& out);
+  std::optional<SeqEvent> apply_output(const SeqPlan& sp, const SeqOutput& out);
   FinishReason length_finish(const Request& req) const;
   void release(SeqId id, FinishReason reason);
 

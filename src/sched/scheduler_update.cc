@@ -28,7 +28,10 @@ Status Scheduler::validate_outputs(const BatchPlan& plan, std::span<const SeqOut
       return invalid_argument("update of plan {}: output {} is for request {}, plan has {}",
                               plan.step_id, i, out.seq_id, sp.seq_id);
     }
-    if (requests_.at(sp.seq_id).pending_finish != FinishReason::kNone) continue;  // outputs ignored
+    // Released by an earlier plan's update while this plan held it (schedule_ahead), or ended while
+    // in flight: outputs ignored.
+    auto it = requests_.find(sp.seq_id);
+    if (it == requests_.end() || it->second.pending_finish != FinishReason::kNone) continue;
     const size_t n_max = sp.needs_logits ? 1 + static_cast<size_t>(sp.n_draft_tokens) : 0;
     if (out.tokens.size() > n_max || (sp.needs_logits && out.tokens.empty())) {
       return invalid_argument("request {}: {} output tokens, expected {}", sp.seq_id, out.tokens.size(),
@@ -51,7 +54,7 @@ Result<std::vector<SeqEvent>> Scheduler::update(const BatchPlan& plan, std::span
   std::vector<SeqEvent> events;
   if (plan.seqs.empty()) return events;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (std::optional<SeqEvent> e = apply_output(plan, plan.seqs[i], outputs[i])) events.push_back(std::move(*e));
+    if (std::optional<SeqEvent> e = apply_output(plan.seqs[i], outputs[i])) events.push_back(std::move(*e));
   }
   in_flight_step_ = std::exchange(ahead_step_, std::nullopt);  // the plan scheduled ahead, if any
   return events;
@@ -63,15 +66,15 @@ FinishReason Scheduler::length_finish(const Request& req) const {
   return FinishReason::kNone;
 }
 
-std::optional<SeqEvent> Scheduler::apply_output(const BatchPlan& plan, const SeqPlan& sp, const SeqOutput& out) {
-  Request& req = requests_.at(sp.seq_id);
-  // Also in the plan scheduled ahead of this update: that step still runs on the request's blocks
-  // and state slot, so whatever ends the request now, its release waits for that plan's update.
-  const bool in_later_plan = req.scheduled_step > static_cast<int64_t>(plan.step_id);
+std::optional<SeqEvent> Scheduler::apply_output(const SeqPlan& sp, const SeqOutput& out) {
+  auto it = requests_.find(sp.seq_id);
+  // Ended by an earlier plan's update while this plan (made by schedule_ahead) held it: the step
+  // ran past the request's end; nothing of it is taken.
+  if (it == requests_.end()) return std::nullopt;
+  Request& req = it->second;
   if (req.pending_finish != FinishReason::kNone) {
-    // Ended while in flight (by the caller, or by an earlier step's output): results are dropped,
-    // nothing is committed.
-    if (!in_later_plan) release(req.id, req.pending_finish);
+    // Ended by the caller while in flight: results are dropped, nothing is committed.
+    release(req.id, req.pending_finish);
     return std::nullopt;
   }
   const int32_t n_real = sp.n_tokens_scheduled - sp.n_draft_tokens;
@@ -87,13 +90,14 @@ std::optional<SeqEvent> Scheduler::apply_output(const BatchPlan& plan, const Seq
 
   SeqEvent ev{req.id, out.tokens, out.finish, n_accepted, std::max(req.n_prompt_cached, 0)};
   if (ev.finish == FinishReason::kNone && !out.tokens.empty()) ev.finish = length_finish(req);
-  if (ev.finish != FinishReason::kNone) {
-    if (in_later_plan) {
-      req.pending_finish = ev.finish;
-    } else {
-      release(req.id, ev.finish);
-    }
-  }
+  // Released now even when the plan scheduled ahead also holds the request (asynchronous
+  // scheduling), so that its final event comes with its resources freed. That plan's step still
+  // writes position n_computed's KV into its blocks and advances its state slot; safe because
+  // whatever reuses them is planned after this update and runs on the device after that step
+  // (one ordered queue): growth blocks of schedule_ahead, admissions of schedule() (which needs
+  // no plan in flight). The write lands past the request's computed tokens, in a block that was
+  // never committed, so no prefix-cache hit reads it.
+  if (ev.finish != FinishReason::kNone) release(req.id, ev.finish);
   if (ev.tokens.empty() && ev.finish == FinishReason::kNone) return std::nullopt;
   return ev;
 }

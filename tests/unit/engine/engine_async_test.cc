@@ -96,6 +96,45 @@ TEST(EngineAsyncTest, GeneratesWhatTheSynchronousLoopGenerates) {
   }
 }
 
+// A request that stops while the step planned ahead of its last one runs is released with that
+// step's update: when its final event arrives, its KV sequence is gone (the engine's promise: a
+// caller that saw a final event sees its resources freed), while the other request decodes on.
+TEST(EngineAsyncTest, StoppedRequestIsFreedWhenItsFinalEventArrives) {
+  const Outcome probe = run({ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f)}, false);
+  ASSERT_EQ(probe.outputs.size(), 1u);
+  const int32_t stop_id = probe.outputs[0].sequences.at(0).token_ids.at(4);
+  EngineOptions o = testing::micro_options();
+  o.async_scheduling = true;
+  auto engine = testing::open_micro(o);
+  ASSERT_NE(engine, nullptr);
+  testing::EventLog log;
+  engine::DebugSnapshot at_final;
+  bool seen = false;
+  Request stops = ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f);
+  stops.sampling.ignore_eos = false;
+  stops.sampling.stop_token_ids = {stop_id};
+  auto a = engine->submit(stops, [&](const TokenEvent& e) {
+    if (e.finish.has_value()) {
+      at_final = engine::debug_snapshot(*engine);  // on the loop thread, as the event is delivered
+      seen = true;
+    }
+    log.sink()(e);
+  });
+  ASSERT_TRUE(a.is_ok());
+  auto b = engine->submit(ids_request(prompt_ids(30, 2), 60, 5), log.sink());
+  ASSERT_TRUE(b.is_ok());
+  ASSERT_TRUE(log.wait(2));
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(log.finish(*a), FinishReason::kStop);
+  EXPECT_EQ(log.tokens(*b).size(), 60u);
+  EXPECT_EQ(at_final.n_kv_seqs, 1);  // request b only
+  EXPECT_EQ(at_final.n_live_sequences, 1);
+  EXPECT_TRUE(at_final.integrity.is_ok()) << at_final.integrity.to_string();
+  EXPECT_GT(engine->stats().n_steps_ahead, 0);
+  engine->shutdown(/*drain=*/true);
+  testing::expect_all_free(*engine);
+}
+
 // Penalties read the tokens generated so far: no step is planned ahead while such a row runs, and
 // the outputs are the synchronous loop's.
 TEST(EngineAsyncTest, PenaltiesWaitForTheTokens) {

@@ -1,8 +1,8 @@
 // Scheduler::schedule_ahead (asynchronous scheduling) with block_tokens = 4: the plan for step n + 1
 // made while step n is in flight continues every decode one position with the device's token; a
 // run scheduled ahead generates exactly what the synchronous run generates, with the same finishes
-// and everything freed; requests that end while a later plan holds them keep their blocks until
-// that plan's update; and the plan declines wherever step n's results could change step n + 1.
+// and everything freed; a request that ends while the plan ahead holds it is released at once and
+// its row there ignored; and the plan declines wherever step n's results could change step n + 1.
 #include <gtest/gtest.h>
 
 #include "fake_runner.h"
@@ -71,10 +71,10 @@ TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
   }
 }
 
-// A request that the step in flight ends (an engine stop) while the plan ahead also holds it: its
-// event comes with that step's update, but its blocks and slot stay until the plan ahead's update,
-// whose output for it is ignored.
-TEST(SchedulerAhead, EndedRequestKeepsItsBlocksUntilThePlanAheadIsUpdated) {
+// A request that the step in flight ends (an engine stop) while the plan ahead also holds it is
+// released with that step's update, its event and its freed resources together (the device runs
+// the plan ahead before anything planned later reuses them); the plan ahead's row for it is ignored.
+TEST(SchedulerAhead, EndedRequestIsReleasedAndItsRowAheadIgnored) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
   h.add(1, tokens_from(1, 4), 30);
   h.add(2, tokens_from(40, 4), 30);
@@ -89,24 +89,22 @@ TEST(SchedulerAhead, EndedRequestKeepsItsBlocksUntilThePlanAheadIsUpdated) {
   ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
   ASSERT_EQ(ev->size(), 2u);
   EXPECT_EQ((*ev)[0].finish, FinishReason::kStop);
-  ASSERT_NE(h.sched().find(1), nullptr);  // still held: the plan ahead runs on its blocks
-  EXPECT_TRUE(h.sched().kv().contains(1));
+  EXPECT_EQ(h.sched().find(1), nullptr);
+  EXPECT_FALSE(h.sched().kv().contains(1));
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
-  // Its row of the plan ahead comes back empty (the engine dropped the sequence): ignored.
-  ahead_out[0].tokens.clear();
+  // Its row of the plan ahead comes back empty (the engine dropped the sequence), or with a token:
+  // ignored either way.
   ev = h.sched().update(ahead, ahead_out);
   ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
   ASSERT_EQ(ev->size(), 1u);
   EXPECT_EQ((*ev)[0].seq_id, 2u);
-  EXPECT_EQ(h.sched().find(1), nullptr);
-  EXPECT_FALSE(h.sched().kv().contains(1));
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
   const BatchPlan next = h.sched().schedule();
   EXPECT_EQ(next.finished_ids, (std::vector<SeqId>{1}));
 }
 
-// An abort while two plans hold the request waits for the later one.
-TEST(SchedulerAhead, AbortWaitsForTheLastPlanInFlight) {
+// An abort while two plans hold the request is deferred to the first plan's update, as with one.
+TEST(SchedulerAhead, AbortWhileTwoPlansHoldTheRequest) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
   h.add(1, tokens_from(1, 4), 30);
   h.step();
@@ -116,11 +114,12 @@ TEST(SchedulerAhead, AbortWaitsForTheLastPlanInFlight) {
   ASSERT_EQ(ahead.seqs.size(), 1u);
   std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
   ASSERT_TRUE(h.sched().abort(1).is_ok());
-  EXPECT_TRUE(h.sched().kv().contains(1));
+  EXPECT_TRUE(h.sched().kv().contains(1));  // step n still runs on its blocks
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
-  EXPECT_TRUE(h.sched().kv().contains(1));  // the plan ahead still runs on its blocks
-  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
   EXPECT_FALSE(h.sched().kv().contains(1));
+  Result<std::vector<SeqEvent>> ev = h.sched().update(ahead, ahead_out);
+  ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
+  EXPECT_TRUE(ev->empty());
   EXPECT_EQ(h.sched().schedule().aborted_ids, (std::vector<SeqId>{1}));
   h.expect_all_free();
 }
