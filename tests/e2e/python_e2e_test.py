@@ -162,6 +162,20 @@ class PythonE2eTest(unittest.TestCase):
         self.assertGreater(s["requests_finished"], 0)
         self.assertEqual(s["num_running"], 0)
 
+    def test_async_scheduling_option(self):
+        # Steps planned ahead (the default) or each step waiting for the last one's tokens: the
+        # same outputs; only the first plans ahead.
+        params = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=8, seed=21, ignore_eos=True, logprobs=2)
+        prompts = ["Hello, my name is", "The capital of France is"]
+        sync = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8, async_scheduling=False)
+        a = self.llm.generate(prompts, params)
+        b = sync.generate(prompts, params)
+        for x, y in zip(a, b):
+            self.assertEqual(x.outputs[0].token_ids, y.outputs[0].token_ids)
+            self.assertEqual(x.outputs[0].text, y.outputs[0].text)
+        self.assertGreater(self.llm.stats()["steps_ahead"], 0)
+        self.assertEqual(sync.stats()["steps_ahead"], 0)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
