@@ -15,6 +15,21 @@ using testing::small_kv;
 using testing::small_sched;
 using testing::tokens_from;
 
+// Step n scheduled and the step after it planned ahead, both run on the fake device in the engine's
+// order (n, then the plan ahead), neither updated yet.
+struct TwoInFlight {
+  BatchPlan n, ahead;
+  std::vector<SeqOutput> out, ahead_out;
+};
+TwoInFlight plan_two(Harness& h) {
+  TwoInFlight t;
+  t.n = h.sched().schedule();
+  t.out = h.runner().run(t.n);
+  t.ahead = h.sched().schedule_ahead(t.n);
+  if (!t.ahead.empty()) t.ahead_out = h.runner().run(t.ahead);
+  return t;
+}
+
 // Prompts reach decode, then run together: the plans made ahead carry the device's token.
 TEST(SchedulerAhead, ContinuesEveryDecodeWithTheDevicesToken) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
@@ -79,11 +94,8 @@ TEST(SchedulerAhead, EndedRequestIsReleasedAndItsRowAheadIgnored) {
   h.add(1, tokens_from(1, 4), 30);
   h.add(2, tokens_from(40, 4), 30);
   h.step();
-  BatchPlan n = h.sched().schedule();
-  std::vector<SeqOutput> out = h.runner().run(n);
-  BatchPlan ahead = h.sched().schedule_ahead(n);
+  auto [n, ahead, out, ahead_out] = plan_two(h);
   ASSERT_EQ(ahead.seqs.size(), 2u);
-  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
   out[0].finish = FinishReason::kStop;  // the engine saw a stop in request 1's token
   Result<std::vector<SeqEvent>> ev = h.sched().update(n, out);
   ASSERT_TRUE(ev.is_ok()) << ev.status().to_string();
@@ -108,11 +120,8 @@ TEST(SchedulerAhead, AbortWhileTwoPlansHoldTheRequest) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
   h.add(1, tokens_from(1, 4), 30);
   h.step();
-  BatchPlan n = h.sched().schedule();
-  std::vector<SeqOutput> out = h.runner().run(n);
-  BatchPlan ahead = h.sched().schedule_ahead(n);
+  auto [n, ahead, out, ahead_out] = plan_two(h);
   ASSERT_EQ(ahead.seqs.size(), 1u);
-  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
   ASSERT_TRUE(h.sched().abort(1).is_ok());
   EXPECT_TRUE(h.sched().kv().contains(1));  // step n still runs on its blocks
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
@@ -132,13 +141,10 @@ TEST(SchedulerAhead, AFullHousePlansAheadWhileTheQueueWaits) {
   h.add(2, tokens_from(40, 4), 3);
   h.step();  // request 1's prompt and first token; request 2 waits
   ASSERT_EQ(h.sched().n_waiting(), 1);
-  BatchPlan n = h.sched().schedule();
-  std::vector<SeqOutput> out = h.runner().run(n);
-  BatchPlan ahead = h.sched().schedule_ahead(n);
+  auto [n, ahead, out, ahead_out] = plan_two(h);
   // Request 1's token of step n is its 2nd of 3: the 3rd is still to come, so it is planned ahead.
   ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
   EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
-  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
   EXPECT_TRUE(h.sched().schedule_ahead(ahead).empty());  // its next token is its last
   ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
@@ -174,13 +180,10 @@ TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
     h.add(1, tokens_from(1, 6), 30);
     h.add(2, tokens_from(40, 6), 30);
     h.step();  // positions [0, 6) of each in two blocks, tokens 6 sampled: the pool is full
-    BatchPlan n = h.sched().schedule();  // positions 6
+    auto [n, ahead, out, ahead_out] = plan_two(h);  // positions 6
     ASSERT_EQ(n.seqs.size(), 2u);
     // Step n + 1 runs positions 7, still in the second blocks; the step after needs third blocks.
-    BatchPlan ahead = h.sched().schedule_ahead(n);
     ASSERT_EQ(ahead.seqs.size(), 2u);
-    std::vector<SeqOutput> out = h.runner().run(n);
-    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
     ASSERT_TRUE(h.sched().update(n, out).is_ok());
     EXPECT_TRUE(h.sched().schedule_ahead(ahead).empty());  // positions 8: no block left
     ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
