@@ -176,18 +176,24 @@ Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t b
 // for step i's ids only after queuing step i + 1 — so one step's prepare pass and graph launch
 // overlap the device's work on the step before, as in the engine. Seconds per step: the median of
 // three runs of o.iters steps (after warm-up), each from an idle device to the last ids on the host.
-Result<double> time_decode_pipelined(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
-                                     model::KvState& state, double warm_seconds) {
-  ops::Ops* ops = ops_of(b);
-  model::ForwardBatch fb = decode_batch(batch, context, state.options().block_tokens);
-  const tensor::TensorView ids = ops->alloc_persistent(tensor::DType::kI32, {batch});  // [batch] step's greedy ids
-  const tensor::TensorView host[2] = {ops->alloc_host(tensor::DType::kI32, {batch}),
-                                      ops->alloc_host(tensor::DType::kI32, {batch})};
-  fb.token_from.resize(static_cast<size_t>(batch));
-  for (int64_t s = 0; s < batch; ++s) fb.token_from[static_cast<size_t>(s)] = static_cast<int32_t>(s);
-  fb.token_source = ids;
+// That loop's state for one decode shape: the batch reading its tokens from `ids`, and the two
+// page-locked buffers the ids come back in.
+struct PipelinedDecode {
+  model::ForwardBatch fb;
+  tensor::TensorView ids, host[2];  // [batch] I32 on the device / the host
   uint64_t ticket[2] = {0, 0};
-  auto run = [&](int n) -> Result<double> {
+
+  PipelinedDecode(ops::Ops* ops, int64_t batch, int64_t context, int32_t block_tokens)
+      : fb(decode_batch(batch, context, block_tokens)),
+        ids(ops->alloc_persistent(tensor::DType::kI32, {batch})),
+        host{ops->alloc_host(tensor::DType::kI32, {batch}), ops->alloc_host(tensor::DType::kI32, {batch})} {
+    fb.token_from.resize(static_cast<size_t>(batch));
+    for (int64_t s = 0; s < batch; ++s) fb.token_from[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+    fb.token_source = ids;
+  }
+  // n steps from an idle device to the last ids on the host; seconds per step.
+  Result<double> run(BenchModel& b, model::KvState& state, int n) {
+    ops::Ops* ops = ops_of(b);
     ops->synchronize();
     const auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
@@ -199,7 +205,13 @@ Result<double> time_decode_pipelined(BenchModel& b, const BenchOptions& o, int64
     }
     ops->wait_host_copy(ticket[(n - 1) & 1]);
     return std::chrono::duration<double>(Clock::now() - t0).count() / n;
-  };
+  }
+};
+
+Result<double> time_decode_pipelined(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
+                                     model::KvState& state, double warm_seconds) {
+  PipelinedDecode loop(ops_of(b), batch, context, state.options().block_tokens);
+  auto run = [&](int n) { return loop.run(b, state, n); };
   for (double warm = 0; warm < warm_seconds;) {
     DI_ASSIGN_OR_RETURN(const double t, run(std::max(o.warmup, 1)));
     warm += t * std::max(o.warmup, 1);
@@ -303,6 +315,28 @@ Result<json> timeline_json(BenchModel& b, engine::KernelTimeline& timeline, cons
                       {"us", (k.end_ns - k.start_ns) / 1e3}, {"stream", k.stream}, {"ctas", k.ctas}});
     }
     out["launches"] = std::move(list);
+  }
+  return out;
+}
+
+// Three steps of the asynchronous decode loop (PipelinedDecode) as the GPU runs them: the span per
+// step and the idle time, whose largest gaps include what lies between one step's kernels and the
+// next's (the sampling launches, the ids' copy, the staging copy, the graph launch).
+Result<json> pipelined_timeline_json(BenchModel& b, engine::KernelTimeline& timeline, int64_t batch, int64_t context,
+                                     model::KvState& state) {
+  PipelinedDecode loop(ops_of(b), batch, context, state.options().block_tokens);
+  DI_RETURN_IF_ERROR(loop.run(b, state, 3).status());  // replays, not recordings, below
+  constexpr int kSteps = 3;
+  DI_RETURN_IF_ERROR(timeline.begin());
+  auto r = loop.run(b, state, kSteps);
+  DI_ASSIGN_OR_RETURN(std::vector<engine::KernelSpan> spans, timeline.end());
+  if (!r.is_ok()) return r.status();
+  const engine::TimelineSummary s = engine::summarize_timeline(spans, 8);
+  json out = {{"steps", kSteps}, {"kernels", s.kernels}, {"span_us_per_step", s.span_us / kSteps},
+              {"idle_us_per_step", s.idle_us / kSteps}, {"largest_gaps", json::array()}};
+  for (const engine::TimelineGap& g : s.largest_gaps) {
+    out["largest_gaps"].push_back({{"us", g.us}, {"at_us", g.at_us}, {"before", g.before.substr(0, 120)},
+                                   {"after", g.after.substr(0, 120)}});
   }
   return out;
 }
@@ -412,6 +446,15 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
         } else {
           log_warn("bench: kernel timeline failed: {}", tl.status().to_string());
           row["timeline_error"] = tl.status().to_string();
+        }
+        auto tla = pipelined_timeline_json(b, *timeline, batch, context, state);
+        if (tla.is_ok()) {
+          row["timeline_async"] = std::move(*tla);
+          log_info("  timeline of the async loop: span {:.1f} us, idle {:.1f} us per step",
+                   row["timeline_async"]["span_us_per_step"].get<double>(),
+                   row["timeline_async"]["idle_us_per_step"].get<double>());
+        } else {
+          row["timeline_async_error"] = tla.status().to_string();
         }
       }
       // Per-op breakdowns of the first shape and of the largest batch at the first context (the
