@@ -3,11 +3,13 @@
 // decode rows' ids are read where the sampler wrote them. One thread per token row.
 #pragma once
 
+#include "kernels/common/device_utils.cuh"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
 
 __global__ void take_tokens_kernel(TakeTokensParams p) {
+  pdl_prologue();  // launched like every kernel of the backend (pdl_launch.cuh)
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= p.n) return;
   const int32_t r = p.from[t];
