@@ -53,10 +53,11 @@ class Scheduler {
   BatchPlan schedule();
   // Asynchronous scheduling: plans the step after `in_flight` (the plan awaiting update()) before
   // its results are known, so the device can run it while the host takes in that step's tokens.
-  // Only a pure decode continuation: every running request was in `in_flight` with one token and
-  // no drafts, nothing waits for a free sequence slot, and no snapshot is due — otherwise (or when blocks are
-  // short: nothing is preempted here) the plan is empty and the caller schedules after update().
-  // Each sequence continues at the next position with token_from_device set; a request whose next
+  // Only a decode continuation: every running request was in `in_flight` decoding one token or
+  // running its prompt's last chunk, no drafts, nothing waits for a free sequence slot, and no
+  // snapshot is due — otherwise (or when blocks are short: nothing is preempted here) the plan is
+  // empty and the caller schedules after update(). Each sequence decodes the token `in_flight`
+  // samples for it, token_from_device set; a request whose next
   // token surely ends it by length is left out. A request that ends in update(in_flight) is
   // released there as always (the device runs this plan's step before anything planned later
   // reuses its blocks or slot); this plan's update ignores its row.

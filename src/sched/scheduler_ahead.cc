@@ -1,11 +1,13 @@
 // Scheduler::schedule_ahead(): asynchronous scheduling's plan for step n + 1, made while step n is
 // still in flight (vLLM's async scheduling, SGLang's overlap scheduler). It is only ever the decode
-// continuation of step n — the same sequences, one position further, each input token being the
-// one step n samples (read on the device: SeqPlan::token_from_device) — and it declines (an empty
-// plan) whenever step n's results could change what step n + 1 should be beyond that: requests
-// waiting for admission while a sequence slot is free, a request sitting step n out, drafts,
-// snapshots, a pool too short to grow every table without preempting. The caller then waits for step n and schedules as usual.
+// continuation of step n — the same sequences (decodes, and prompts whose last chunk step n runs),
+// each decoding the token step n samples for it (read on the device: SeqPlan::token_from_device)
+// — and it declines (an empty plan) whenever step n's results could change what step n + 1 should
+// be beyond that: requests waiting for admission while a sequence slot is free, a request sitting
+// step n out or prefilling a chunk that is not its last, drafts, snapshots, a pool too short to
+// grow every table without preempting. The caller then waits for step n and schedules as usual.
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "sched/scheduler.h"
@@ -22,12 +24,18 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   if (config_.max_draft_tokens > 0 || in_flight.seqs.size() != running_.size()) return {};
   const int32_t bt = kv_.block_tokens();
   const bool snapshots = kv_.config().n_snapshot_slots > 0 && kv_.config().enable_prefix_caching;
-  std::vector<Request*> next;  // in step n's order (decodes first, admission order within)
+  // Each continuing request and the position step n + 1 runs for it: that of step n's token.
+  std::vector<std::pair<Request*, int32_t>> next;  // in step n's order (decodes first, admission order within)
   int64_t blocks_needed = 0;
   for (const SeqPlan& sp : in_flight.seqs) {
     Request& req = requests_.at(sp.seq_id);
-    if (sp.n_tokens_scheduled != 1 || sp.n_draft_tokens != 0 || !sp.needs_logits || sp.snapshot_take != kv::kNoId ||
-        req.state != RequestState::kDecode || req.pending_finish != FinishReason::kNone || !req.draft_tokens.empty() ||
+    // A decode, or a prompt's last chunk (the step after an admission): either way step n samples
+    // the token that step n + 1 decodes.
+    const bool decode = req.state == RequestState::kDecode && sp.n_tokens_scheduled == 1;
+    const bool last_chunk =
+        req.state == RequestState::kPrefill && sp.first_position + sp.n_tokens_scheduled == req.n_tokens();
+    if (!(decode || last_chunk) || sp.n_draft_tokens != 0 || !sp.needs_logits || sp.snapshot_take != kv::kNoId ||
+        req.pending_finish != FinishReason::kNone || !req.draft_tokens.empty() ||
         req.scheduled_step != static_cast<int64_t>(in_flight.step_id)) {
       return {};
     }
@@ -36,15 +44,15 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     if (req.n_tokens() + 1 >= max_seq_tokens_ || (req.max_new_tokens > 0 && req.n_generated() + 1 >= req.max_new_tokens)) {
       continue;
     }
-    // Position n_computed + 1 runs; a snapshot due at its end would be keyed by the hash of a block
-    // holding step n's unknown token.
-    const int32_t first = req.n_computed + 1;
+    // A snapshot due at the end of step n + 1 would be keyed by the hash of a block holding step
+    // n's unknown token.
+    const int32_t first = sp.first_position + sp.n_tokens_scheduled;
     if (snapshots && kv_.snapshot_policy().next_boundary(first, first + 1, req.n_prompt, req.n_hit_boundary) != 0) {
       return {};
     }
     const int64_t covered = static_cast<int64_t>(kv_.block_table(req.id).size()) * bt;
-    if (first + 1 > covered) blocks_needed += 1;  // one position more: at most one block
-    next.push_back(&req);
+    if (first + 1 > covered) blocks_needed += 1;  // step n's table covers `first`: at most one block more
+    next.push_back({&req, first});
   }
   if (next.empty() || blocks_needed > kv_.n_free_blocks()) return {};
 
@@ -53,15 +61,16 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   plan.finished_ids = std::exchange(finished_since_plan_, {});
   plan.aborted_ids = std::exchange(aborted_since_plan_, {});
   ++stats_.n_steps;
-  for (Request* req : next) {
-    // Covers positions [0, n_computed + 2): step n's position and this step's.
-    std::optional<std::vector<kv::BlockId>> fresh = kv_.allocate(req->id, 2);
+  for (auto [req, first] : next) {
+    // Covers positions [0, first + 1): step n's and this step's (the manager counts from n_computed,
+    // which step n's update advances to `first`).
+    std::optional<std::vector<kv::BlockId>> fresh = kv_.allocate(req->id, first + 1 - req->n_computed);
     DI_CHECK(fresh.has_value(), "schedule_ahead: request {} found no block after counting {} free", req->id,
              kv_.n_free_blocks());
     SeqPlan sp;
     sp.seq_id = req->id;
     sp.state_slot = kv_.state_slot(req->id);
-    sp.first_position = req->n_computed + 1;
+    sp.first_position = first;
     sp.n_tokens_scheduled = 1;
     sp.n_history_cached = req->n_tokens_cached;
     sp.window_floor = kv_.window_floor(req->id);

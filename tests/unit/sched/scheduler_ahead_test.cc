@@ -155,8 +155,36 @@ TEST(SchedulerAhead, AFullHousePlansAheadWhileTheQueueWaits) {
   ASSERT_TRUE(h.sched().update(next, h.runner().run(next)).is_ok());
 }
 
+// The step after an admission: a prompt's last chunk (here the whole prompt, beside a decode) is
+// followed by its first decode step, planned ahead at the position of the token it samples, the
+// table grown to cover it.
+TEST(SchedulerAhead, APromptsLastChunkIsFollowedByItsFirstDecode) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 4), 30);
+  h.step();  // request 1 decoding
+  h.add(2, tokens_from(40, 7), 30);
+  auto [n, ahead, out, ahead_out] = plan_two(h);  // request 1's decode + request 2's whole prompt
+  ASSERT_EQ(n.seqs.size(), 2u);
+  EXPECT_EQ(n.seqs[1].n_tokens_scheduled, 7);
+  EXPECT_TRUE(n.seqs[1].needs_logits);
+  ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
+  const SeqPlan& first_decode = ahead.seqs[1];
+  EXPECT_EQ(first_decode.seq_id, 2u);
+  EXPECT_TRUE(first_decode.token_from_device);
+  EXPECT_EQ(first_decode.first_position, 7);
+  EXPECT_EQ(first_decode.n_tokens_scheduled, 1);
+  EXPECT_EQ(first_decode.state_init, StateInit::kKeep);
+  EXPECT_EQ(first_decode.n_blocks, 2);  // positions [0, 8) in blocks of 4
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  EXPECT_EQ(h.sched().find(2)->n_computed, 8);
+  EXPECT_EQ(h.sched().find(2)->n_tokens(), 9);
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+}
+
 // No plan ahead where step n's results decide step n + 1: a request waits for admission, a prefill
-// chunk is in flight, drafts are configured, or the pool cannot grow every table.
+// chunk that is not the prompt's last is in flight, drafts are configured, or the pool cannot grow
+// every table.
 TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
   {  // a waiting request with a sequence slot free (a full house plans ahead: see above)
     Harness h(small_sched(/*budget=*/16), small_kv(32));
@@ -167,7 +195,7 @@ TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
     EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
     ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
   }
-  {  // a prefill chunk in the plan in flight
+  {  // a prefill chunk (not the prompt's last) in the plan in flight
     Harness h(small_sched(/*budget=*/4), small_kv(32));
     h.add(1, tokens_from(1, 10), 30);
     BatchPlan n = h.sched().schedule();
