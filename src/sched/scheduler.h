@@ -107,7 +107,8 @@ class Scheduler {
 
   Status validate_outputs(const BatchPlan& plan, std::span<const SeqOutput> outputs) const;
   std::optional<SeqEvent> apply_output(const SeqPlan& sp, const SeqOutput& out);
-  FinishReason length_finish(const Request& req) const;
+  // kLength when the request, with `n_more` tokens beyond its own, is at a length limit.
+  FinishReason length_finish(const Request& req, int32_t n_more = 0) const;
   void release(SeqId id, FinishReason reason);
 
   SchedulerConfig config_;

@@ -39,11 +39,8 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
         req.scheduled_step != static_cast<int64_t>(in_flight.step_id)) {
       return {};
     }
-    // Step n's token makes n_tokens() + 1 tokens: if that ends the request by length
-    // (length_finish), there is nothing to run for it.
-    if (req.n_tokens() + 1 >= max_seq_tokens_ || (req.max_new_tokens > 0 && req.n_generated() + 1 >= req.max_new_tokens)) {
-      continue;
-    }
+    // Step n's token ends the request by length: there is nothing to run for it.
+    if (length_finish(req, 1) != FinishReason::kNone) continue;
     // A snapshot due at the end of step n + 1 would be keyed by the hash of a block holding step
     // n's unknown token.
     const int32_t first = sp.first_position + sp.n_tokens_scheduled;

@@ -60,9 +60,9 @@ Result<std::vector<SeqEvent>> Scheduler::update(const BatchPlan& plan, std::span
   return events;
 }
 
-FinishReason Scheduler::length_finish(const Request& req) const {
-  if (req.n_tokens() >= max_seq_tokens_) return FinishReason::kLength;
-  if (req.max_new_tokens > 0 && req.n_generated() >= req.max_new_tokens) return FinishReason::kLength;
+FinishReason Scheduler::length_finish(const Request& req, int32_t n_more) const {
+  if (req.n_tokens() + n_more >= max_seq_tokens_) return FinishReason::kLength;
+  if (req.max_new_tokens > 0 && req.n_generated() + n_more >= req.max_new_tokens) return FinishReason::kLength;
   return FinishReason::kNone;
 }
 
