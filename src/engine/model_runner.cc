@@ -19,6 +19,15 @@ void add_lookback(model::ForwardBatch& b, size_t seq, size_t n_seqs, const std::
   std::copy(ids.begin(), ids.end(), b.engram_lookback.begin() + static_cast<std::ptrdiff_t>(seq * n));
 }
 
+// `buf` with room for `need` elements: replaced by `alloc(max(need, 2 x its size))` when short.
+// Grown by doubling, the outgrown buffers (they stay with the Ops) are at most as large together
+// as the last.
+template <typename Alloc>
+void ensure_room(tensor::TensorView& buf, int64_t need, Alloc alloc) {
+  const int64_t held = buf.empty() ? 0 : buf.numel();
+  if (held < need) buf = alloc(std::max(need, 2 * held));
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots)
@@ -130,13 +139,9 @@ Status ModelRunner::logits_to_host(model::ForwardResult* result) {
   model::ForwardResult& r = *result;
   if (r.logits.device == tensor::Device::kCpu || r.logits.numel() == 0) return Status::ok();
   // Device logits: one copy per step into host memory ([rows, vocab] F32, contiguous), page-locked
-  // (Ops::alloc_host), grown by doubling: the buffers outgrown stay with the Ops, at most as large
-  // together as the last.
+  // (Ops::alloc_host).
   const int64_t rows = r.logits.shape[0], vocab = r.logits.shape[1];
-  const int64_t held = host_logits_.empty() ? 0 : host_logits_.numel();
-  if (held < rows * vocab) {
-    host_logits_ = model_->ops->alloc_host(tensor::DType::kF32, {std::max(rows * vocab, 2 * held)});
-  }
+  ensure_room(host_logits_, rows * vocab, [&](int64_t n) { return model_->ops->alloc_host(tensor::DType::kF32, {n}); });
   const tensor::TensorView host =
       tensor::TensorView::contiguous(host_logits_.data, tensor::DType::kF32, {rows, vocab});
   model_->ops->copy(r.logits, host);  // synchronous for host destinations
@@ -169,10 +174,7 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   // copy brings everything back. Persistent: a step planned ahead reads the ids after this step's
   // workspace is gone (a larger buffer replaces it; step graphs key take_tokens by its address).
   const int64_t width = n >= 0 ? 2 + 2 * n : 1;
-  if (sampled_dev_.empty() || sampled_dev_.numel() < rows * width) {
-    sampled_dev_ = ops.alloc_persistent(tensor::DType::kI32,
-                                        {std::max(rows * width, sampled_dev_.empty() ? 0 : 2 * sampled_dev_.numel())});
-  }
+  ensure_room(sampled_dev_, rows * width, [&](int64_t n) { return ops.alloc_persistent(tensor::DType::kI32, {n}); });
   const tensor::TensorView d_all =
       tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {rows * width}, sampled_dev_.device);
   auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
@@ -197,9 +199,7 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
                      part(tensor::DType::kF32, 2 + n, {rows, n}));
   }
   tensor::TensorView& host = sampled_host_[ticket->buffer];  // [width x rows]
-  if (host.empty() || host.numel() < rows * width) {
-    host = ops.alloc_host(tensor::DType::kI32, {std::max(rows * width, host.empty() ? 0 : 2 * host.numel())});
-  }
+  ensure_room(host, rows * width, [&](int64_t n) { return ops.alloc_host(tensor::DType::kI32, {n}); });
   ticket->copy = ops.copy_to_host_async(
       d_all, tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {rows * width}, host.device));
   next_host_buffer_ ^= 1;
