@@ -170,14 +170,12 @@ Result<DecodeTiming> time_decode(BenchModel& b, const BenchOptions& o, int64_t b
   return out;
 }
 
-// The engine's greedy decode loop under asynchronous scheduling (EngineOptions::async_scheduling):
-// each step's input tokens are the ids the step before picked on the device (ForwardBatch::
-// token_from), its argmax is queued behind it with the ids' copy to the host, and the host waits
-// for step i's ids only after queuing step i + 1 — so one step's prepare pass and graph launch
-// overlap the device's work on the step before, as in the engine. Seconds per step: the median of
-// three runs of o.iters steps (after warm-up), each from an idle device to the last ids on the host.
-// That loop's state for one decode shape: the batch reading its tokens from `ids`, and the two
-// page-locked buffers the ids come back in.
+// The engine's greedy decode loop under asynchronous scheduling (EngineOptions::async_scheduling)
+// for one decode shape: each step's input tokens are the ids the step before picked on the device
+// (ForwardBatch::token_from reading `ids`), its argmax is queued behind it with the ids' copy to
+// one of the two page-locked buffers, and the host waits for step i's ids only after queuing step
+// i + 1 — so one step's prepare pass and graph launch overlap the device's work on the step
+// before, as in the engine.
 struct PipelinedDecode {
   model::ForwardBatch fb;
   tensor::TensorView ids, host[2];  // [batch] I32 on the device / the host
@@ -208,6 +206,8 @@ struct PipelinedDecode {
   }
 };
 
+// Seconds per step of that loop: the median of three runs of o.iters steps after warm-up, each from
+// an idle device to the last ids on the host.
 Result<double> time_decode_pipelined(BenchModel& b, const BenchOptions& o, int64_t batch, int64_t context,
                                      model::KvState& state, double warm_seconds) {
   PipelinedDecode loop(ops_of(b), batch, context, state.options().block_tokens);
@@ -292,6 +292,15 @@ json model_json(const loader::ModelConfig& c) {
           {"index_topk", c.index_topk}};
 }
 
+// A timeline summary's largest idle gaps, with the kernels around them.
+json gaps_json(const engine::TimelineSummary& s) {
+  json gaps = json::array();
+  for (const engine::TimelineGap& g : s.largest_gaps) {
+    gaps.push_back({{"us", g.us}, {"at_us", g.at_us}, {"before", g.before.substr(0, 120)}, {"after", g.after.substr(0, 120)}});
+  }
+  return gaps;
+}
+
 // One more decode step recorded by `timeline`: the summary (idle time, largest gaps) and, with
 // `launches`, every kernel's start and duration from the step's first kernel.
 Result<json> timeline_json(BenchModel& b, engine::KernelTimeline& timeline, const model::ForwardBatch& fb,
@@ -303,11 +312,7 @@ Result<json> timeline_json(BenchModel& b, engine::KernelTimeline& timeline, cons
   if (!r.is_ok()) return r.status();
   const engine::TimelineSummary s = engine::summarize_timeline(spans, 12);
   json out = {{"kernels", s.kernels}, {"span_us", s.span_us}, {"busy_us", s.busy_us}, {"idle_us", s.idle_us},
-              {"kernel_sum_us", s.kernel_sum_us}, {"largest_gaps", json::array()}};
-  for (const engine::TimelineGap& g : s.largest_gaps) {
-    out["largest_gaps"].push_back({{"us", g.us}, {"at_us", g.at_us}, {"before", g.before.substr(0, 120)},
-                                   {"after", g.after.substr(0, 120)}});
-  }
+              {"kernel_sum_us", s.kernel_sum_us}, {"largest_gaps", gaps_json(s)}};
   if (launches && !spans.empty()) {
     json list = json::array();
     for (const engine::KernelSpan& k : spans) {
@@ -324,20 +329,16 @@ Result<json> timeline_json(BenchModel& b, engine::KernelTimeline& timeline, cons
 // next's (the sampling launches, the ids' copy, the staging copy, the graph launch).
 Result<json> pipelined_timeline_json(BenchModel& b, engine::KernelTimeline& timeline, int64_t batch, int64_t context,
                                      model::KvState& state) {
-  PipelinedDecode loop(ops_of(b), batch, context, state.options().block_tokens);
-  DI_RETURN_IF_ERROR(loop.run(b, state, 3).status());  // replays, not recordings, below
   constexpr int kSteps = 3;
+  PipelinedDecode loop(ops_of(b), batch, context, state.options().block_tokens);
+  DI_RETURN_IF_ERROR(loop.run(b, state, kSteps).status());  // replays, not recordings, below
   DI_RETURN_IF_ERROR(timeline.begin());
   auto r = loop.run(b, state, kSteps);
   DI_ASSIGN_OR_RETURN(std::vector<engine::KernelSpan> spans, timeline.end());
   if (!r.is_ok()) return r.status();
   const engine::TimelineSummary s = engine::summarize_timeline(spans, 8);
   json out = {{"steps", kSteps}, {"kernels", s.kernels}, {"span_us_per_step", s.span_us / kSteps},
-              {"idle_us_per_step", s.idle_us / kSteps}, {"largest_gaps", json::array()}};
-  for (const engine::TimelineGap& g : s.largest_gaps) {
-    out["largest_gaps"].push_back({{"us", g.us}, {"at_us", g.at_us}, {"before", g.before.substr(0, 120)},
-                                   {"after", g.after.substr(0, 120)}});
-  }
+              {"idle_us_per_step", s.idle_us / kSteps}, {"largest_gaps", gaps_json(s)}};
   return out;
 }
 
