@@ -4,7 +4,7 @@
 # the benchmark with the transformers baseline (tools/bench/run_bench_on_device.sh: $OUT/bench.json,
 # .svg). Each device start costs minutes of the session's device time, so the two share one.
 # Back here: tools/device/suite_to_json.py $OUT/suite.txt ... and copy bench.json / .svg under
-# bench/results/ (README "Tests" and "Benchmark").
+# bench/results/ (README "Tests" and "CUDA backend and benchmarks"; docs/cuda.md "Benchmark records").
 # Usage: COMMIT=<sha> bash tools/device/suite_and_bench.sh   (SUITE_ONLY=1: no benchmark)
 # The suite took ~300 s on a fresh machine at be23530 (its synthetic checkpoints generated first)
 # and outgrew 340 s at ff76f7b (the 46th run cut off; ~360 s at 63bbb02), hence a 440 s limit; the
