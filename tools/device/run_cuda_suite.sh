@@ -39,7 +39,9 @@
 # heads for every launch below that threshold (DEEPINFER_ATTN_CLUSTER=2) and never (=0), the mHC
 # tests with the decode-sized finalize on clusters of two and four CTAs (DEEPINFER_HC_CLUSTER=2, 4)
 # and the model tests on the one-CTA finalize (=0; the default is the automatic size), the
-# step-graph model tests with one copy node per upload (DEEPINFER_CUDA_ONE_UPLOAD=0), and the
+# step-graph model tests with one copy node per upload (DEEPINFER_CUDA_ONE_UPLOAD=0), the engine
+# and step-graph tests with the uploads and copies back on the main stream
+# (DEEPINFER_CUDA_COPY_STREAMS=0), and the
 # model tests with the shared expert joined before the routed experts' grouping instead of just
 # before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0), so every kernel and launch mode stays verified.
 # Exit status: non-zero if any run failed.
@@ -110,6 +112,7 @@ DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQ
 DEEPINFER_MOE_SHARED_LATE_JOIN=0 .carry/bin/cuda_model_test || status=1
 # The step graphs with one copy node per upload instead of one for all of a step's uploads.
 DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*' || status=1
+DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*' || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1
 DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test || status=1
 exit $status

@@ -30,7 +30,10 @@ void CudaOps::mix(uint64_t v) {
 }
 
 bool CudaOps::launch_site(const char* file, int line) {
-  if (mode_ == Mode::kEager) return true;
+  if (mode_ == Mode::kEager) {
+    join_host_copies();  // eager work may overwrite what a pending copy back reads
+    return true;
+  }
   mix(reinterpret_cast<uintptr_t>(file));
   mix(static_cast<uint64_t>(line));
   return mode_ == Mode::kCapture;
@@ -147,6 +150,7 @@ Ops::GraphStep CudaOps::graph_replay() {
       upload_staging();
       DI_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), main_stream_));
       DI_CUDA_CHECK(cudaEventRecord(graph_done_, main_stream_));
+      join_host_copies();  // the graph may read a pending copy's source (take_tokens), not write it
       const auto t1 = std::chrono::steady_clock::now();
       ++graph_stats_.replayed;
       ++host_time_.replayed;
@@ -165,6 +169,7 @@ Ops::GraphStep CudaOps::graph_replay() {
 
 void CudaOps::graph_capture_begin() {
   DI_CHECK(mode_ == Mode::kEager, "graph_capture_begin inside another graph pass");
+  join_host_copies();  // before the capture: a recording must not wait on work outside it
   start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
   DI_CUDA_CHECK(cudaStreamBeginCapture(main_stream_, cudaStreamCaptureModeRelaxed));
@@ -175,6 +180,7 @@ void CudaOps::upload_staging() {
   // same offsets: the signatures match or the recording is discarded), in one copy queued before
   // the graph — not a node inside it, so each replay reads its own ring slot; stream order keeps
   // the copy behind the previous step, which may still be reading staging_dev_.
+  if (staging_dev_ != nullptr && copy_streams_on_) return upload_staging_beside();
   if (staging_dev_ != nullptr && prepared_staged_ > 0 && prepared_staged_ <= staging_size_) {
     DI_CUDA_CHECK(cudaMemcpyAsync(staging_dev_, staging_, prepared_staged_, cudaMemcpyHostToDevice, main_stream_));
   }

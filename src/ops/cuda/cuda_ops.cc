@@ -38,12 +38,14 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   n_staging_slots_ = one_upload_ ? kStagingSlots : 1;
   for (cudaEvent_t& e : slot_copied_) DI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   for (cudaEvent_t& e : host_copy_done_) DI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  create_copy_streams();
 }
 
 CudaOps::~CudaOps() {
   for (const SideLane& l : side_)
     if (l.stream != nullptr) cudaStreamSynchronize(l.stream);
   cudaStreamSynchronize(main_stream_);
+  destroy_copy_streams();
   drop_graphs();
   cudaEventDestroy(graph_done_);
   for (cudaEvent_t e : slot_copied_) cudaEventDestroy(e);
@@ -178,6 +180,7 @@ TensorView CudaOps::upload(const void* host, DType dtype, std::initializer_list<
     // Large uploads (bandwidth-bound: a prefill's gathered rows) copy from where they are.
     constexpr size_t kRingMaxUpload = size_t{8} << 20;
     const void* src = v.nbytes() <= kRingMaxUpload ? eager_stage(host, v.nbytes()) : host;
+    join_host_copies();  // v may reuse the workspace a pending copy back reads
     DI_CUDA_CHECK(cudaMemcpyAsync(v.data, src, v.nbytes(), cudaMemcpyHostToDevice, stream_));
     return v;
   }
@@ -203,28 +206,6 @@ void CudaOps::copy(const TensorView& src, const TensorView& dst) {
   if (host) DI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host memory: complete before returning
 }
 
-uint64_t CudaOps::copy_to_host_async(const TensorView& src, const TensorView& dst) {
-  DI_CHECK(mode_ == Mode::kEager, "copy_to_host_async inside a step pass");
-  DI_CHECK(src.dtype == dst.dtype && src.numel() == dst.numel() && src.is_contiguous() && dst.is_contiguous(),
-           "copy_to_host_async {} -> {}", src.shape_string(), dst.shape_string());
-  DI_CHECK(src.device == tensor::Device::kCuda && dst.device == tensor::Device::kCpu,
-           "copy_to_host_async: device {} -> host {}", src.shape_string(), dst.shape_string());
-  const uint64_t ticket = next_host_copy_++;
-  cudaEvent_t done = host_copy_done_[ticket % kHostCopiesInFlight];
-  // Events are reused every kHostCopiesInFlight tickets (the Ops contract bounds the outstanding ones).
-  if (src.nbytes() > 0)
-    DI_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToHost, main_stream_));
-  DI_CUDA_CHECK(cudaEventRecord(done, main_stream_));
-  return ticket;
-}
-
-void CudaOps::wait_host_copy(uint64_t ticket) {
-  if (ticket == 0) return;
-  DI_CHECK(ticket < next_host_copy_ && next_host_copy_ - ticket <= kHostCopiesInFlight,
-           "wait_host_copy: ticket {} is not one of the last {} copies", ticket, kHostCopiesInFlight);
-  DI_CUDA_CHECK(cudaEventSynchronize(host_copy_done_[ticket % kHostCopiesInFlight]));
-}
-
 void CudaOps::fill(const TensorView& dst, float value) {
   if (dst.numel() == 0) return;
   int kind = 0;
@@ -239,6 +220,10 @@ void CudaOps::fill(const TensorView& dst, float value) {
 
 void CudaOps::synchronize() {
   if (mode_ == Mode::kPrepare) return;  // nothing was launched
+  if (copy_streams_on_) {
+    DI_CUDA_CHECK(cudaStreamSynchronize(h2d_stream_));
+    DI_CUDA_CHECK(cudaStreamSynchronize(d2h_stream_));
+  }
   for (const SideLane& l : side_)
     if (l.stream != nullptr) DI_CUDA_CHECK(cudaStreamSynchronize(l.stream));
   DI_CUDA_CHECK(cudaStreamSynchronize(main_stream_));

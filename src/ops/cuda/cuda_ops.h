@@ -215,6 +215,22 @@ class CudaOps final : public Ops {
   // copy_to_host_async's events, by ticket modulo kHostCopiesInFlight.
   cudaEvent_t host_copy_done_[kHostCopiesInFlight] = {};
   uint64_t next_host_copy_ = 1;  // ticket 0 means "complete"
+  // ---- copy queues beside the main stream (cuda_copy_streams.cc) ----
+  // The staging upload of a replayed step and copy_to_host_async's copies run on streams of their
+  // own (DEEPINFER_CUDA_COPY_STREAMS=0: on the main stream), so that neither sits between one
+  // step's sampling and the next step's first kernel: the upload waits only for the last graph
+  // (the one reader of staging_dev_) and overlaps the sampling; a copy back waits for the
+  // sampling and overlaps the next forward. The main stream joins a copy back before its next
+  // eager work or right after the next graph launch (join_host_copies), so nothing queued later
+  // can overwrite the copy's source before it has been read.
+  bool copy_streams_on_ = true;
+  cudaStream_t h2d_stream_ = nullptr, d2h_stream_ = nullptr;
+  cudaEvent_t copy_fork_ = nullptr;  // recorded on the main stream where a copy back starts
+  bool host_copy_pending_ = false;   // a copy back the main stream has not joined yet
+  void create_copy_streams();
+  void destroy_copy_streams();
+  void join_host_copies();
+  void upload_staging_beside();  // upload_staging on h2d_stream_
   std::unique_ptr<GraphCache> graph_cache_;  // which steps replay / record (handles: cudaGraphExec_t)
   GraphStats graph_stats_;
   GraphHostTime host_time_;
