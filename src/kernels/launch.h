@@ -49,8 +49,12 @@ cudaError_t launch_argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 // I32 (the argmax's), part_s / part_si sample_workspace_slots F64 / I32 (the Gumbel-max's; null
 // when 0). params: [rows] DeviceSampleRow on the device (Ops::SampleRow's layout).
 struct SampleLaunchParams { const float* logits; int64_t rows, ld, V; const void* params; int32_t* out;
-                            float* part_v; int32_t* part_i; double* part_s; int32_t* part_si; bool filters; float* cut; };
+                            float* part_v; int32_t* part_i; double* part_s; int32_t* part_si; bool filters; float* cut;
+                            int32_t* pre; unsigned long long* part_check; };
 int64_t sample_workspace_slots(int64_t rows, int64_t V);
+// With top-k / top-p rows (filters): pre I32 [rows] and part_check U64 of this many slots, when
+// the launch draws first (DEEPINFER_SAMPLE_DRAW_FIRST, default on; 0: none needed).
+int64_t sample_check_slots(int64_t rows, int64_t V);
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t stream);
 // Raw logprobs (Ops::logprob_rows) of logits [rows, V]: the log-softmax at tokens [rows] into
 // logprob [rows], the top-n (n <= 20) into top_ids / top_lp [rows, n]. Workspace: part_m F32 and

@@ -120,6 +120,43 @@ TEST_F(CudaSampleOpsTest, SampleRowsIsTheCpuChoice) {
   EXPECT_GT(not_argmax, compared / 3) << "of " << compared;
 }
 
+// Top-k / top-p rows drawn first (DEEPINFER_SAMPLE_DRAW_FIRST, sample_filter.cuh): the CPU op's
+// ids both where the draw over every min-p survivor stands (it survives the cut) and where it
+// falls outside and the row is filtered and drawn again — flat rows with small top-p / top-k put
+// most first draws outside, peaked rows most inside; the test counts both kinds (from the CPU
+// op's draw without the cut) so that each path is exercised, at batch 1 (the most slices) and 40.
+TEST_F(CudaSampleOpsTest, FilteredRowsDrawFirstAndFilterOnlyWhereTheDrawFallsOutside) {
+  int64_t stood = 0, redrawn = 0;
+  for (const int64_t V : {int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t R : {int64_t{1}, int64_t{40}}) {
+      for (int trial = 0; trial < 4; ++trial) {
+        Pair buf = random(DType::kF32, {R, V}, trial % 2 ? 8.0f : 1.0f);  // peaked-ish and flat rows
+        upload(buf);
+        std::vector<ops::Ops::SampleRow> rows(static_cast<size_t>(R)), open(static_cast<size_t>(R));
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        for (int64_t r = 0; r < R; ++r) {
+          const bool k = (r + trial) % 2 == 1;
+          const float top_p = k ? 1.0f : 0.02f + 0.9f * unit(rng_);
+          const int32_t top_k = k ? 1 + static_cast<int32_t>(rng_() % 200) : 0;
+          const float min_p = r % 5 == 4 ? 0.05f * unit(rng_) : 0.0f;
+          rows[static_cast<size_t>(r)] = {0.5f + unit(rng_), min_p, rng_(), static_cast<int64_t>(rng_() % 100000), top_k,
+                                          top_p};
+          open[static_cast<size_t>(r)] = rows[static_cast<size_t>(r)];
+          open[static_cast<size_t>(r)].top_k = 0, open[static_cast<size_t>(r)].top_p = 1.0f;
+        }
+        Pair ids = make(DType::kI32, {R}), first = make(DType::kI32, {R});
+        cpu_.sample_rows(buf.host, rows, ids.host);
+        cpu_.sample_rows(buf.host, open, first.host);  // the draw without the cut
+        gpu_->sample_rows(buf.dev, rows, ids.dev);
+        EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", rows " << R << ", trial " << trial;
+        for (int64_t r = 0; r < R; ++r) (ids.host.as<int32_t>()[r] == first.host.as<int32_t>()[r] ? stood : redrawn)++;
+      }
+    }
+  }
+  EXPECT_GT(stood, 20);
+  EXPECT_GT(redrawn, 20);
+}
+
 // Raw logprobs on the device (Ops::logprob_rows): the CPU op's top-n ids exactly and its values
 // within 2 float ulps (the F64 log-sum-exp is summed per fixed slice on the device), for n = 0,
 // 5 and 20, rows with ties (integer logits), NaN, +inf, nothing finite and fewer finite entries

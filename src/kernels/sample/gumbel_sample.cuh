@@ -55,20 +55,33 @@ inline int sample_slices(int64_t rows, int64_t V, int sms) {
   return s;
 }
 
-// Block (s, r): slice s of row r (sample_slices of them). Greedy rows (T = 0) and rows
-// with nothing finite (out[r] = -1) keep argmax_rows_kernel's answer. One slice per row writes
-// out[r]; with S > 1 each slice writes its (score, id) to part_s / part_i [R, S] for
-// sample_merge_kernel.
+// A cut of NaN: the row's draw over every min-p survivor (`pre`, the first pass of a launch with
+// top-k / top-p rows, sample_filter.cuh) is already its answer.
+__device__ __forceinline__ bool cut_takes_pre(const float* cut, int64_t r) { return cut != nullptr && isnan(cut[r]); }
+
+// Block (s, r): slice s of row r (sample_slices of them). arg[r] is the row's argmax
+// (argmax_rows_kernel; -1: nothing finite). Greedy rows (T = 0) and rows with nothing finite keep
+// argmax_rows_kernel's answer (dest untouched, or the slices' partials empty). One slice per row
+// writes dest[r]; with S > 1 each slice writes its (score, id) to part_s / part_i [R, S] for
+// sample_merge_kernel. Rows whose cut takes `pre` (cut_takes_pre) copy pre[r] into dest[r] (S = 1)
+// or leave it to the merge.
 __global__ void __launch_bounds__(1024)
     gumbel_sample_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const float* cut,
-                         int32_t* out, double* part_s, int32_t* part_i) {
+                         const int32_t* arg_ids, int32_t* dest, const int32_t* pre, double* part_s, int32_t* part_i) {
   pdl_prologue();
   const int64_t S = gridDim.x, s = blockIdx.x, r = blockIdx.y;
   const DeviceSampleRow p = rows[r];
-  const int32_t arg = out[r];
+  const int32_t arg = arg_ids[r];
   if (p.temperature == 0.0f || arg < 0) {
     if (S > 1 && threadIdx.x == 0) part_s[r * S + s] = -INFINITY, part_i[r * S + s] = -1;
     return;  // uniform across the block: no barrier is skipped by part of it
+  }
+  if (cut_takes_pre(cut, r)) {
+    if (S == 1) {
+      __syncthreads();  // dest may be arg_ids: every thread has read it
+      if (threadIdx.x == 0) dest[r] = pre[r];
+    }
+    return;
   }
   const float* row = logits + r * ld;
   const float m = sanitized_logit(row[arg]);
@@ -101,7 +114,7 @@ __global__ void __launch_bounds__(1024)
     warp_best(best_s, best);
     if (lane == 0) {
       if (S == 1) {
-        out[r] = best;
+        dest[r] = best;
       } else {
         part_s[r * S + s] = best_s;
         part_i[r * S + s] = best;
@@ -110,14 +123,19 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// The slices' (score, id) pairs of each sampled row [R, S] reduced into out [R]: a warp per row
+// The slices' (score, id) pairs of each sampled row [R, S] reduced into dest [R]: a warp per row
 // (lane l folds slices l, l + 32, ...: the choice is a total order, so any fold gives it); greedy
-// rows keep out[r].
+// rows keep dest[r], rows whose cut takes `pre` get pre[r].
 __global__ void __launch_bounds__(32)
-    sample_merge_kernel(const DeviceSampleRow* rows, const double* part_s, const int32_t* part_i, int S, int32_t* out) {
+    sample_merge_kernel(const DeviceSampleRow* rows, const double* part_s, const int32_t* part_i, int S, const float* cut,
+                        const int32_t* pre, int32_t* dest) {
   pdl_prologue();
   const int64_t r = blockIdx.x;
   if (rows[r].temperature == 0.0f) return;
+  if (cut_takes_pre(cut, r)) {
+    if (threadIdx.x == 0) dest[r] = pre[r];
+    return;
+  }
   double best_s = -INFINITY;
   int32_t best = -1;
   for (int j = static_cast<int>(threadIdx.x); j < S; j += 32) {
@@ -126,8 +144,8 @@ __global__ void __launch_bounds__(32)
     if (sample_beats(s, id, best_s, best)) best_s = s, best = id;
   }
   warp_best(best_s, best);
-  // A row with nothing finite kept -1 in every slice (and in out[r]).
-  if (threadIdx.x == 0) out[r] = best;
+  // A row with nothing finite kept -1 in every slice (and in argmax_rows_kernel's answer).
+  if (threadIdx.x == 0) dest[r] = best;
 }
 
 }  // namespace deepinfer::kernels

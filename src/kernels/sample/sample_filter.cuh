@@ -14,6 +14,17 @@
 // A cluster of CTAs per row at small batch (each CTA histograms its own ids, every CTA reads all
 // the histograms), one CTA per row at large; rows without top-k / top-p write -inf (no cut).
 // gumbel_sample_kernel then drops z < cut[r] before min-p and the Gumbel-max.
+//
+// Draw first, filter only where needed (DEEPINFER_SAMPLE_DRAW_FIRST, default on): the Gumbel-max
+// over every min-p survivor draws j; if j survives top-k / top-p, it is the row's answer — the
+// argmax over a subset that holds the argmax of its superset (same keyed noise, same tie rule) —
+// and whether it survives needs no cut: with K* the cut's key (the largest key K with
+// M(K) = double(weight of keys >= K) >= target, what radix_select finds), key_j >= K* exactly when
+// M(key_j + 1) = double(weight of keys > key_j) < target. So one pass summing the weight above j
+// (sample_check_kernel, spread over the Gumbel-max's slices) decides; the filter and a second
+// Gumbel-max run only for rows whose first draw fell outside (for top-p about 1 - top_p of the
+// draws of a flat row, rarely for a peaked one). Rows with both top-k and top-p (top-p's total is
+// over top-k's survivors, which needs top-k's cut) always take the filter.
 #pragma once
 
 #include <cfloat>
@@ -191,6 +202,75 @@ __device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& 
   return prefix;
 }
 
+// The weight a row's first draw j (pre[r]) has above it, per slice of the Gumbel-max's (S of them):
+// part[(r S + s) 3 + 0] the slice's top-p mass of every id (the filter's `total`), + 1 its mass of
+// the ids whose key is above j's, + 2 their count (top-k) — the same per-id weights the filter
+// sums (exp(z) in 2^-40 fixed point, 1 per finite id), so the sums are the same integers.
+inline constexpr int kCheckSums = 3;
+__device__ __forceinline__ bool takes_draw_check(const DeviceSampleRow& p, int32_t arg) {
+  const bool top_k = p.top_k > 0, top_p = p.top_p < 1.0f;
+  return p.temperature != 0.0f && arg >= 0 && top_k != top_p;  // exactly one of them
+}
+__device__ __forceinline__ unsigned long long top_p_mass(float z) {
+  return z != -INFINITY ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
+}
+
+// Grid (S, R), 1,024 threads: slice s of row r, the Gumbel-max's slicing (gumbel_sample_kernel).
+__global__ void __launch_bounds__(1024)
+    sample_check_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
+                        const int32_t* pre, unsigned long long* part) {
+  pdl_prologue();
+  const int64_t S = gridDim.x, s = blockIdx.x, r = blockIdx.y;
+  const DeviceSampleRow p = rows[r];
+  const int32_t arg = argmax[r];
+  if (!takes_draw_check(p, arg)) return;  // uniform across the block
+  const float* row = logits + r * ld;
+  const float m = sanitized_logit(row[arg]);
+  // j: the draw over the min-p survivors, never -1 (the maximum, z = 0, survives min-p).
+  const uint32_t key_j = ordered_key(__fdiv_rn(__fsub_rn(sanitized_logit(row[pre[r]]), m), p.temperature));
+  const int64_t per = (V / S + 3) / 4 * 4;
+  const int64_t begin = min(V, s * per), end = s + 1 == S ? V : min(V, begin + per);
+  const bool top_p = p.top_p < 1.0f;
+  unsigned long long sums[kCheckSums] = {0, 0, 0};
+  for_each_z(row, begin, end, m, p.temperature, [&](int64_t, float z) {
+    if (z == -INFINITY) return;
+    const bool above = ordered_key(z) > key_j;
+    if (top_p) {
+      const unsigned long long w = top_p_mass(z);
+      sums[0] += w;
+      if (above) sums[1] += w;
+    } else {
+      sums[2] += above;
+    }
+  });
+  __shared__ unsigned long long block_sums[kCheckSums];
+  if (threadIdx.x < kCheckSums) block_sums[threadIdx.x] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kCheckSums; ++k) {
+    unsigned long long v = sums[k];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0 && v != 0) atomicAdd(&block_sums[k], v);
+  }
+  __syncthreads();
+  if (threadIdx.x < kCheckSums) part[(r * S + s) * kCheckSums + threadIdx.x] = block_sums[threadIdx.x];
+}
+
+// Whether row r's first draw survives its top-k or top-p cut, from sample_check_kernel's sums.
+__device__ __forceinline__ bool draw_survives(const DeviceSampleRow& p, const unsigned long long* part, int64_t r,
+                                              int S) {
+  unsigned long long total = 0, mass_above = 0, count_above = 0;
+  for (int s = 0; s < S; ++s) {
+    const unsigned long long* q = part + (r * S + s) * kCheckSums;
+    total += q[0], mass_above += q[1], count_above += q[2];
+  }
+  if (p.top_k > 0) return count_above < static_cast<unsigned long long>(p.top_k);
+  // The filter's comparison (choose_digit): the weight as a double against top_p * total.
+  const double target = static_cast<double>(p.top_p) * static_cast<double>(total);
+  return static_cast<double>(mass_above) < target;
+}
+
 // Grid (C, R) in clusters of (C, 1, 1): the C CTAs of row r each take a C-th of its ids (C = 1: a
 // plain launch, one CTA per row — a cluster of one). With cache_elems >= a CTA's share of ids
 // (dynamic shared memory of kFilterCacheBytes each), the first pass keeps each id's key and
@@ -199,9 +279,11 @@ __device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& 
 // per-id instructions on a cluster's 8 SMs were most of a top-p launch's ~100 us).
 inline constexpr int kFilterCacheBytes = 12;  // per id: key (4) + mass (8)
 inline constexpr int kFilterCacheMaxBytes = 200 << 10;  // beside FilterShared's 16 KB: within 227 KB
+// With `part` (draw first: S_check slices of sample_check_kernel's sums), rows whose first draw
+// is their answer get a NaN cut (gumbel_sample_kernel's cut_takes_pre) instead of a cut.
 __global__ void __launch_bounds__(kFilterThreads)
     sample_filter_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const int32_t* argmax,
-                         float* cut, int64_t cache_elems) {
+                         float* cut, int64_t cache_elems, const unsigned long long* part, int S_check) {
   pdl_prologue();
   const int64_t r = blockIdx.y;
   const int rank = cluster_cta_rank(), C = static_cast<int>(gridDim.x);
@@ -209,8 +291,14 @@ __global__ void __launch_bounds__(kFilterThreads)
   const int32_t arg = argmax[r];
   const bool top_k = p.top_k > 0, top_p = p.top_p < 1.0f;
   if (p.temperature == 0.0f || arg < 0 || (!top_k && !top_p)) {
-    if (rank == 0 && threadIdx.x == 0) cut[r] = -INFINITY;
+    // Greedy and empty rows keep their argmax either way; a plain temperature row's first draw is its answer.
+    const bool drawn = part != nullptr && p.temperature != 0.0f && arg >= 0;
+    if (rank == 0 && threadIdx.x == 0) cut[r] = drawn ? NAN : -INFINITY;
     return;  // uniform across the cluster (one row)
+  }
+  if (part != nullptr && takes_draw_check(p, arg) && draw_survives(p, part, r, S_check)) {
+    if (rank == 0 && threadIdx.x == 0) cut[r] = NAN;
+    return;  // every CTA of the cluster reads the same sums: uniform
   }
   const float* row = logits + r * ld;
   const float m = sanitized_logit(row[arg]);
@@ -264,9 +352,7 @@ __global__ void __launch_bounds__(kFilterThreads)
   float p_cut = -INFINITY;
   if (top_p) {
     // The survivors' mass exp(z - max z), max z = +0 (top-k keeps the maximum), in fixed point.
-    auto mass = [k_cut](float z) -> unsigned long long {
-      return z != -INFINITY && z >= k_cut ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
-    };
+    auto mass = [k_cut](float z) -> unsigned long long { return z >= k_cut ? top_p_mass(z) : 0ull; };
     if (threadIdx.x == 0) scratch = 0;
     __syncthreads();
     unsigned long long mine = 0;

@@ -142,11 +142,16 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
     return r.temperature > 0.0f && (r.top_k > 0 || r.top_p < 1.0f);
   });
   const TensorView cut = filters ? alloc(DType::kF32, {R}) : TensorView{};  // [R] top-k / top-p thresholds
+  // Draw first: [R] the draw over every min-p survivor, [R, S', 3] U64 the weights above it.
+  const int64_t checks = filters ? k::sample_check_slots(R, V) : 0;
+  const TensorView pre = checks > 0 ? alloc(DType::kI32, {R}) : TensorView{};
+  const TensorView part_check = checks > 0 ? alloc(DType::kI32, {2 * checks}) : TensorView{};
   // [R] SampleRow (32 bytes each) on the device.
   const TensorView d_rows = upload(rows.data(), DType::kI32, {R * static_cast<int64_t>(sizeof(SampleRow) / 4)});
   DI_LAUNCH(k::launch_sample_rows({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, dptr<int32_t>(out),
                                    dptr<float>(part_v), dptr<int32_t>(part_i),
-                                   static_cast<double*>(part_s.data), dptr<int32_t>(part_si), filters, dptr<float>(cut)},
+                                   static_cast<double*>(part_s.data), dptr<int32_t>(part_si), filters, dptr<float>(cut),
+                                   dptr<int32_t>(pre), static_cast<unsigned long long*>(part_check.data)},
                                   stream_));
 }
 

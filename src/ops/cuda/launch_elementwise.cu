@@ -174,6 +174,18 @@ static_assert(sizeof(DeviceSampleRow) == 32 && offsetof(DeviceSampleRow, min_p) 
               offsetof(DeviceSampleRow, seed) == 8 && offsetof(DeviceSampleRow, position) == 16 &&
               offsetof(DeviceSampleRow, top_k) == 24 && offsetof(DeviceSampleRow, top_p) == 28);
 
+// Draw first, filter only the rows whose draw falls outside their cut (sample_filter.cuh;
+// DEEPINFER_SAMPLE_DRAW_FIRST=0: filter every top-k / top-p row first, as before — an A/B switch,
+// the same ids).
+static bool draw_first() {
+  static const bool on = env_switch("DEEPINFER_SAMPLE_DRAW_FIRST");
+  return on;
+}
+
+int64_t sample_check_slots(int64_t rows, int64_t V) {
+  return draw_first() ? rows * sample_slices(rows, V, device_sm_count()) * kCheckSums : 0;
+}
+
 cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   if (p.rows < 1) return cudaSuccess;
   if (cudaError_t e = launch_argmax_rows({p.logits, p.rows, p.ld, p.V, p.out, p.part_v, p.part_i}, s); e != cudaSuccess) {
@@ -182,6 +194,21 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const int S = sample_slices(p.rows, p.V, device_sm_count());
   if (S > 1 && (p.part_s == nullptr || p.part_si == nullptr)) return cudaErrorInvalidValue;
   const auto* rows = static_cast<const DeviceSampleRow*>(p.params);
+  const dim3 slices(static_cast<unsigned>(S), static_cast<unsigned>(p.rows));
+  const bool first = p.filters && draw_first();
+  if (first) {
+    if (p.pre == nullptr || p.part_check == nullptr) return cudaErrorInvalidValue;
+    // The draw over every min-p survivor into pre, then the weight above it per slice.
+    launch_pdl(gumbel_sample_kernel, slices, 1024, 0, s, p.logits, p.ld, p.V, rows, static_cast<const float*>(nullptr),
+               static_cast<const int32_t*>(p.out), p.pre, static_cast<const int32_t*>(nullptr), p.part_s, p.part_si);
+    if (S > 1) {
+      launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows,
+                 static_cast<const double*>(p.part_s), static_cast<const int32_t*>(p.part_si), S,
+                 static_cast<const float*>(nullptr), static_cast<const int32_t*>(nullptr), p.pre);
+    }
+    launch_pdl(sample_check_kernel, slices, 1024, 0, s, p.logits, p.ld, p.V, rows, static_cast<const int32_t*>(p.out),
+               static_cast<const int32_t*>(p.pre), p.part_check);
+  }
   if (p.filters) {
     if (p.cut == nullptr) return cudaErrorInvalidValue;
     // A cluster of CTAs per row at small batch (one per row where the device cannot run them).
@@ -200,11 +227,18 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
     const int64_t cache = C > 1 && big_smem && per * kFilterCacheBytes <= kFilterCacheMaxBytes ? per : 0;
     launch_pdl_cluster(sample_filter_kernel, dim3(static_cast<unsigned>(C), static_cast<unsigned>(p.rows)),
                        dim3(kFilterThreads), static_cast<size_t>(cache * kFilterCacheBytes), s, static_cast<unsigned>(C),
-                       p.logits, p.ld, p.V, rows, static_cast<const int32_t*>(p.out), p.cut, cache);
+                       p.logits, p.ld, p.V, rows, static_cast<const int32_t*>(p.out), p.cut, cache,
+                       static_cast<const unsigned long long*>(first ? p.part_check : nullptr), S);
   }
-  launch_pdl(gumbel_sample_kernel, dim3(static_cast<unsigned>(S), static_cast<unsigned>(p.rows)), 1024, 0, s, p.logits,
-             p.ld, p.V, rows, p.filters ? static_cast<const float*>(p.cut) : nullptr, p.out, p.part_s, p.part_si);
-  if (S > 1) launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows, p.part_s, p.part_si, S, p.out);
+  // The (second) draw, over each row's survivors; rows whose first draw stands copy it.
+  const float* cut = p.filters ? static_cast<const float*>(p.cut) : nullptr;
+  const int32_t* pre = first ? static_cast<const int32_t*>(p.pre) : nullptr;
+  launch_pdl(gumbel_sample_kernel, slices, 1024, 0, s, p.logits, p.ld, p.V, rows, cut,
+             static_cast<const int32_t*>(p.out), p.out, pre, p.part_s, p.part_si);
+  if (S > 1) {
+    launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows,
+               static_cast<const double*>(p.part_s), static_cast<const int32_t*>(p.part_si), S, cut, pre, p.out);
+  }
   return cudaGetLastError();
 }
 
