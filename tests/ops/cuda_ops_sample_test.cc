@@ -120,11 +120,12 @@ TEST_F(CudaSampleOpsTest, SampleRowsIsTheCpuChoice) {
   EXPECT_GT(not_argmax, compared / 3) << "of " << compared;
 }
 
-// Top-k / top-p rows drawn first (DEEPINFER_SAMPLE_DRAW_FIRST, sample_filter.cuh): the CPU op's
-// ids both where the draw over every min-p survivor stands (it survives the cut) and where it
-// falls outside and the row is filtered and drawn again — flat rows with small top-p / top-k put
-// most first draws outside, peaked rows most inside; the test counts both kinds (from the CPU
-// op's draw without the cut) so that each path is exercised, at batch 1 (the most slices) and 40.
+// Top-p rows drawn first (DEEPINFER_SAMPLE_DRAW_FIRST, sample_filter.cuh): the CPU op's ids both
+// where the draw over every min-p survivor stands (it survives the cut) and where it falls outside
+// and the row is filtered and drawn again — flat rows with small top-p put most first draws
+// outside, peaked rows most inside; the test counts both kinds among the top-p rows (from the CPU
+// op's draw without the cut) so that each path is exercised, at batch 1 (the most slices) and 40,
+// beside top-k rows (which filter first) and plain temperature rows in the same launches.
 TEST_F(CudaSampleOpsTest, FilteredRowsDrawFirstAndFilterOnlyWhereTheDrawFallsOutside) {
   int64_t stood = 0, redrawn = 0;
   for (const int64_t V : {int64_t{1000}, int64_t{129280}}) {
@@ -135,8 +136,8 @@ TEST_F(CudaSampleOpsTest, FilteredRowsDrawFirstAndFilterOnlyWhereTheDrawFallsOut
         std::vector<ops::Ops::SampleRow> rows(static_cast<size_t>(R)), open(static_cast<size_t>(R));
         std::uniform_real_distribution<float> unit(0.0f, 1.0f);
         for (int64_t r = 0; r < R; ++r) {
-          const bool k = (r + trial) % 2 == 1;
-          const float top_p = k ? 1.0f : 0.02f + 0.9f * unit(rng_);
+          const bool k = (r + trial) % 3 == 1, plain = (r + trial) % 3 == 2 && R > 1;
+          const float top_p = k || plain ? 1.0f : 0.02f + 0.9f * unit(rng_);
           const int32_t top_k = k ? 1 + static_cast<int32_t>(rng_() % 200) : 0;
           const float min_p = r % 5 == 4 ? 0.05f * unit(rng_) : 0.0f;
           rows[static_cast<size_t>(r)] = {0.5f + unit(rng_), min_p, rng_(), static_cast<int64_t>(rng_() % 100000), top_k,
@@ -149,7 +150,10 @@ TEST_F(CudaSampleOpsTest, FilteredRowsDrawFirstAndFilterOnlyWhereTheDrawFallsOut
         cpu_.sample_rows(buf.host, open, first.host);  // the draw without the cut
         gpu_->sample_rows(buf.dev, rows, ids.dev);
         EXPECT_EQ(download(ids.dev), values(ids.host)) << "V " << V << ", rows " << R << ", trial " << trial;
-        for (int64_t r = 0; r < R; ++r) (ids.host.as<int32_t>()[r] == first.host.as<int32_t>()[r] ? stood : redrawn)++;
+        for (int64_t r = 0; r < R; ++r) {
+          if (rows[static_cast<size_t>(r)].top_p < 1.0f)
+            (ids.host.as<int32_t>()[r] == first.host.as<int32_t>()[r] ? stood : redrawn)++;
+        }
       }
     }
   }

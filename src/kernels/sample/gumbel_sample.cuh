@@ -64,15 +64,17 @@ __device__ __forceinline__ bool cut_takes_pre(const float* cut, int64_t r) { ret
 // argmax_rows_kernel's answer (dest untouched, or the slices' partials empty). One slice per row
 // writes dest[r]; with S > 1 each slice writes its (score, id) to part_s / part_i [R, S] for
 // sample_merge_kernel. Rows whose cut takes `pre` (cut_takes_pre) copy pre[r] into dest[r] (S = 1)
-// or leave it to the merge.
+// or leave it to the merge. skip_top_k (a draw-first launch's first pass): top-k rows, which
+// filter first, are left out like greedy ones.
 __global__ void __launch_bounds__(1024)
     gumbel_sample_kernel(const float* logits, int64_t ld, int64_t V, const DeviceSampleRow* rows, const float* cut,
-                         const int32_t* arg_ids, int32_t* dest, const int32_t* pre, double* part_s, int32_t* part_i) {
+                         const int32_t* arg_ids, int32_t* dest, const int32_t* pre, double* part_s, int32_t* part_i,
+                         bool skip_top_k) {
   pdl_prologue();
   const int64_t S = gridDim.x, s = blockIdx.x, r = blockIdx.y;
   const DeviceSampleRow p = rows[r];
   const int32_t arg = arg_ids[r];
-  if (p.temperature == 0.0f || arg < 0) {
+  if (p.temperature == 0.0f || arg < 0 || (skip_top_k && p.top_k > 0)) {
     if (S > 1 && threadIdx.x == 0) part_s[r * S + s] = -INFINITY, part_i[r * S + s] = -1;
     return;  // uniform across the block: no barrier is skipped by part of it
   }

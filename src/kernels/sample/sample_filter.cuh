@@ -15,16 +15,18 @@
 // the histograms), one CTA per row at large; rows without top-k / top-p write -inf (no cut).
 // gumbel_sample_kernel then drops z < cut[r] before min-p and the Gumbel-max.
 //
-// Draw first, filter only where needed (DEEPINFER_SAMPLE_DRAW_FIRST, default on): the Gumbel-max
-// over every min-p survivor draws j; if j survives top-k / top-p, it is the row's answer — the
-// argmax over a subset that holds the argmax of its superset (same keyed noise, same tie rule) —
-// and whether it survives needs no cut: with K* the cut's key (the largest key K with
-// M(K) = double(weight of keys >= K) >= target, what radix_select finds), key_j >= K* exactly when
-// M(key_j + 1) = double(weight of keys > key_j) < target. So one pass summing the weight above j
-// (sample_check_kernel, spread over the Gumbel-max's slices) decides; the filter and a second
-// Gumbel-max run only for rows whose first draw fell outside (for top-p about 1 - top_p of the
-// draws of a flat row, rarely for a peaked one). Rows with both top-k and top-p (top-p's total is
-// over top-k's survivors, which needs top-k's cut) always take the filter.
+// Draw first, filter only where needed (top-p rows; DEEPINFER_SAMPLE_DRAW_FIRST, default on): the
+// Gumbel-max over every min-p survivor draws j; if j survives the cut, it is the row's answer —
+// the argmax over a subset that holds the argmax of its superset (same keyed noise, same tie
+// rule) — and whether it survives needs no cut: with K* the cut's key (the largest key K with
+// M(K) = double(mass of keys >= K) >= target, what radix_select finds), key_j >= K* exactly when
+// M(key_j + 1) = double(mass of keys > key_j) < target. So one pass summing the mass above j
+// (sample_check_kernel, spread over the Gumbel-max's slices) decides, and the filter and a second
+// Gumbel-max run only for rows whose first draw fell outside: a draw lands outside a top-p cut
+// with probability below ~1 - top_p whatever the row. Top-k rows filter first as before: a draw
+// lands inside the top k with the probability of their mass, which a flat row makes tiny (H200,
+// session 33: top-k 50 on the synthetic model's flat rows fell back every step, -2%). Rows with
+// both take the filter too (top-p's total is over top-k's survivors, which needs top-k's cut).
 #pragma once
 
 #include <cfloat>
@@ -202,14 +204,13 @@ __device__ uint32_t radix_select(ForEach for_each, double target, FilterShared& 
   return prefix;
 }
 
-// The weight a row's first draw j (pre[r]) has above it, per slice of the Gumbel-max's (S of them):
-// part[(r S + s) 3 + 0] the slice's top-p mass of every id (the filter's `total`), + 1 its mass of
-// the ids whose key is above j's, + 2 their count (top-k) — the same per-id weights the filter
-// sums (exp(z) in 2^-40 fixed point, 1 per finite id), so the sums are the same integers.
-inline constexpr int kCheckSums = 3;
+// The mass above a row's first draw j (pre[r]), per slice of the Gumbel-max's (S of them):
+// part[(r S + s) 2 + 0] the slice's top-p mass of every id (the filter's `total`), + 1 its mass of
+// the ids whose key is above j's — the filter's own per-id masses (exp(z) in 2^-40 fixed point),
+// so the sums are the same integers.
+inline constexpr int kCheckSums = 2;
 __device__ __forceinline__ bool takes_draw_check(const DeviceSampleRow& p, int32_t arg) {
-  const bool top_k = p.top_k > 0, top_p = p.top_p < 1.0f;
-  return p.temperature != 0.0f && arg >= 0 && top_k != top_p;  // exactly one of them
+  return p.temperature != 0.0f && arg >= 0 && p.top_p < 1.0f && p.top_k <= 0;  // top-p alone
 }
 __device__ __forceinline__ unsigned long long top_p_mass(float z) {
   return z != -INFINITY ? static_cast<unsigned long long>(exp(static_cast<double>(z)) * kMassScale) : 0ull;
@@ -222,26 +223,19 @@ __global__ void __launch_bounds__(1024)
   pdl_prologue();
   const int64_t S = gridDim.x, s = blockIdx.x, r = blockIdx.y;
   const DeviceSampleRow p = rows[r];
-  const int32_t arg = argmax[r];
+  const int32_t arg = argmax[r], j = pre[r];  // both loads in flight at once
   if (!takes_draw_check(p, arg)) return;  // uniform across the block
   const float* row = logits + r * ld;
-  const float m = sanitized_logit(row[arg]);
   // j: the draw over the min-p survivors, never -1 (the maximum, z = 0, survives min-p).
-  const uint32_t key_j = ordered_key(__fdiv_rn(__fsub_rn(sanitized_logit(row[pre[r]]), m), p.temperature));
+  const float m = sanitized_logit(row[arg]), l_j = sanitized_logit(row[j]);
+  const uint32_t key_j = ordered_key(__fdiv_rn(__fsub_rn(l_j, m), p.temperature));
   const int64_t per = (V / S + 3) / 4 * 4;
   const int64_t begin = min(V, s * per), end = s + 1 == S ? V : min(V, begin + per);
-  const bool top_p = p.top_p < 1.0f;
-  unsigned long long sums[kCheckSums] = {0, 0, 0};
+  unsigned long long sums[kCheckSums] = {0, 0};
   for_each_z(row, begin, end, m, p.temperature, [&](int64_t, float z) {
-    if (z == -INFINITY) return;
-    const bool above = ordered_key(z) > key_j;
-    if (top_p) {
-      const unsigned long long w = top_p_mass(z);
-      sums[0] += w;
-      if (above) sums[1] += w;
-    } else {
-      sums[2] += above;
-    }
+    const unsigned long long w = top_p_mass(z);
+    sums[0] += w;
+    if (ordered_key(z) > key_j) sums[1] += w;
   });
   __shared__ unsigned long long block_sums[kCheckSums];
   if (threadIdx.x < kCheckSums) block_sums[threadIdx.x] = 0;
@@ -257,16 +251,12 @@ __global__ void __launch_bounds__(1024)
   if (threadIdx.x < kCheckSums) part[(r * S + s) * kCheckSums + threadIdx.x] = block_sums[threadIdx.x];
 }
 
-// Whether row r's first draw survives its top-k or top-p cut, from sample_check_kernel's sums.
+// Whether row r's first draw survives its top-p cut, from sample_check_kernel's sums: the
+// filter's comparison (choose_digit), the mass as a double against top_p * total.
 __device__ __forceinline__ bool draw_survives(const DeviceSampleRow& p, const unsigned long long* part, int64_t r,
                                               int S) {
-  unsigned long long total = 0, mass_above = 0, count_above = 0;
-  for (int s = 0; s < S; ++s) {
-    const unsigned long long* q = part + (r * S + s) * kCheckSums;
-    total += q[0], mass_above += q[1], count_above += q[2];
-  }
-  if (p.top_k > 0) return count_above < static_cast<unsigned long long>(p.top_k);
-  // The filter's comparison (choose_digit): the weight as a double against top_p * total.
+  unsigned long long total = 0, mass_above = 0;
+  for (int s = 0; s < S; ++s) total += part[(r * S + s) * kCheckSums], mass_above += part[(r * S + s) * kCheckSums + 1];
   const double target = static_cast<double>(p.top_p) * static_cast<double>(total);
   return static_cast<double>(mass_above) < target;
 }

@@ -198,9 +198,9 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const bool first = p.filters && draw_first();
   if (first) {
     if (p.pre == nullptr || p.part_check == nullptr) return cudaErrorInvalidValue;
-    // The draw over every min-p survivor into pre, then the weight above it per slice.
+    // The draw over every min-p survivor into pre (rows without top-k), then the mass above it per slice.
     launch_pdl(gumbel_sample_kernel, slices, 1024, 0, s, p.logits, p.ld, p.V, rows, static_cast<const float*>(nullptr),
-               static_cast<const int32_t*>(p.out), p.pre, static_cast<const int32_t*>(nullptr), p.part_s, p.part_si);
+               static_cast<const int32_t*>(p.out), p.pre, static_cast<const int32_t*>(nullptr), p.part_s, p.part_si, true);
     if (S > 1) {
       launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows,
                  static_cast<const double*>(p.part_s), static_cast<const int32_t*>(p.part_si), S,
@@ -234,7 +234,7 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
   const float* cut = p.filters ? static_cast<const float*>(p.cut) : nullptr;
   const int32_t* pre = first ? static_cast<const int32_t*>(p.pre) : nullptr;
   launch_pdl(gumbel_sample_kernel, slices, 1024, 0, s, p.logits, p.ld, p.V, rows, cut,
-             static_cast<const int32_t*>(p.out), p.out, pre, p.part_s, p.part_si);
+             static_cast<const int32_t*>(p.out), p.out, pre, p.part_s, p.part_si, false);
   if (S > 1) {
     launch_pdl(sample_merge_kernel, dim3(static_cast<unsigned>(p.rows)), 32, 0, s, rows,
                static_cast<const double*>(p.part_s), static_cast<const int32_t*>(p.part_si), S, cut, pre, p.out);
