@@ -44,8 +44,8 @@ struct EngineOptions {
   std::string replay_mode = "bounded"; // bounded | exact: SWA replay after a prefix hit without snapshot
   bool batch_invariant = true;         // DEEPINFER_BATCH_INVARIANT (the CPU backend always is)
   // Plan and queue decode step n + 1 while the device runs step n, its input tokens read where step
-  // n sampled them (DEEPINFER_ASYNC_SCHEDULING; outputs identical either way, README "Asynchronous
-  // scheduling" says when a step is planned ahead).
+  // n sampled them (DEEPINFER_ASYNC_SCHEDULING; outputs identical either way; docs/engine.md,
+  // "Asynchronous scheduling", says when a step is planned ahead).
   bool async_scheduling = true;
   uint64_t seed = 0;                   // engine seed for requests without their own
   // V4.1 decoder prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE / _KEEP_TOKENS).

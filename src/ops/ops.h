@@ -147,8 +147,10 @@ class Ops {
   // Queues a copy of `src` (on this backend's device, contiguous) into `dst` (alloc_host memory,
   // same dtype and numel) behind the work queued so far and returns without waiting for it; the
   // host may read `dst` once wait_host_copy(ticket) returned. Asynchronous scheduling reads a
-  // step's sampled ids this way while the next step already runs. At most kHostCopiesInFlight
-  // tickets may be outstanding. The default copies at once (its tickets are complete).
+  // step's sampled ids this way while the next step already runs. Work queued after the call may
+  // overwrite `src`: the copy still reads what was there (a backend that copies beside its queue
+  // orders later writes after it). At most kHostCopiesInFlight tickets may be outstanding. The
+  // default copies at once (its tickets are complete).
   static constexpr int kHostCopiesInFlight = 4;
   virtual uint64_t copy_to_host_async(const TensorView& src, const TensorView& dst) {
     copy(src, dst);
