@@ -55,8 +55,8 @@ inline int sample_slices(int64_t rows, int64_t V, int sms) {
   return s;
 }
 
-// A cut of NaN: the row's draw over every min-p survivor (`pre`, the first pass of a launch with
-// top-k / top-p rows, sample_filter.cuh) is already its answer.
+// A cut of NaN: the row's draw over every min-p survivor (`pre`, the first pass of a draw-first
+// launch, sample_filter.cuh) is already its answer.
 __device__ __forceinline__ bool cut_takes_pre(const float* cut, int64_t r) { return cut != nullptr && isnan(cut[r]); }
 
 // Block (s, r): slice s of row r (sample_slices of them). arg[r] is the row's argmax

@@ -174,9 +174,9 @@ static_assert(sizeof(DeviceSampleRow) == 32 && offsetof(DeviceSampleRow, min_p) 
               offsetof(DeviceSampleRow, seed) == 8 && offsetof(DeviceSampleRow, position) == 16 &&
               offsetof(DeviceSampleRow, top_k) == 24 && offsetof(DeviceSampleRow, top_p) == 28);
 
-// Draw first, filter only the rows whose draw falls outside their cut (sample_filter.cuh;
-// DEEPINFER_SAMPLE_DRAW_FIRST=0: filter every top-k / top-p row first, as before — an A/B switch,
-// the same ids).
+// Top-p rows draw first and filter only when the draw falls outside their cut (sample_filter.cuh;
+// DEEPINFER_SAMPLE_DRAW_FIRST=0: every top-p row filters first, as before — an A/B switch, the
+// same ids).
 static bool draw_first() {
   static const bool on = env_switch("DEEPINFER_SAMPLE_DRAW_FIRST");
   return on;
