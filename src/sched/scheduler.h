@@ -53,14 +53,15 @@ class Scheduler {
   BatchPlan schedule();
   // Asynchronous scheduling: plans the step after `in_flight` (the plan awaiting update()) before
   // its results are known, so the device can run it while the host takes in that step's tokens.
-  // Only a decode continuation: every running request was in `in_flight` decoding one token or
-  // running its prompt's last chunk, no drafts, nothing waits for a free sequence slot, and no
-  // snapshot is due — otherwise (or when blocks are short: nothing is preempted here) the plan is
-  // empty and the caller schedules after update(). Each sequence decodes the token `in_flight`
-  // samples for it, token_from_device set; a request whose next
-  // token surely ends it by length is left out. A request that ends in update(in_flight) is
-  // released there as always (the device runs this plan's step before anything planned later
-  // reuses its blocks or slot); this plan's update ignores its row.
+  // A decode continuation, then admissions: every running request was in `in_flight` decoding
+  // one token or running its prompt's last chunk, no drafts, and no snapshot is due — otherwise
+  // (or when blocks are short: nothing is preempted here) the plan is empty and the caller
+  // schedules after update(). Each sequence decodes the token `in_flight` samples for it,
+  // token_from_device set; a request whose next token surely ends it by length is left out.
+  // Waiting requests are then admitted FCFS into the sequence slots free now, as schedule()
+  // admits them. A request that ends in update(in_flight) is released there as always (the device
+  // runs this plan's step before anything planned later reuses its blocks or slot); this plan's
+  // update ignores its row.
   BatchPlan schedule_ahead(const BatchPlan& in_flight);
   // Applies the step's results: outputs[i] belongs to plan.seqs[i]. Appends tokens, commits
   // full blocks to the prefix cache, publishes snapshots, rolls back rejected drafts, finishes
@@ -91,7 +92,10 @@ class Scheduler {
   Status check_integrity() const;
 
  private:
-  struct StepState;  // per-schedule() scratch (scheduler_plan.cc)
+  struct StepState {  // a plan being built (schedule(), schedule_ahead()) and its token budget left
+    BatchPlan plan;
+    int32_t budget = 0;
+  };
   Scheduler(SchedulerConfig config, kv::Manager kv);
 
   void schedule_running(Request& req, StepState& step);

@@ -1,11 +1,12 @@
 // Scheduler::schedule_ahead(): asynchronous scheduling's plan for step n + 1, made while step n is
-// still in flight (vLLM's async scheduling, SGLang's overlap scheduler). It is only ever the decode
+// still in flight (vLLM's async scheduling, SGLang's overlap scheduler). It is the decode
 // continuation of step n — the same sequences (decodes, and prompts whose last chunk step n runs),
 // each decoding the token step n samples for it (read on the device: SeqPlan::token_from_device)
-// — and it declines (an empty plan) whenever step n's results could change what step n + 1 should
-// be beyond that: requests waiting for admission while a sequence slot is free, a request sitting
-// step n out or prefilling a chunk that is not its last, drafts, snapshots, a pool too short to
-// grow every table without preempting. The caller then waits for step n and schedules as usual.
+// — followed by FCFS admissions into the sequence slots free now, exactly as schedule() admits
+// (a newcomer's prompt is on the host). It declines (an empty plan) whenever step n's results
+// could change what step n + 1 should be beyond that: a request sitting step n out or prefilling
+// a chunk that is not its last, drafts, snapshots, a pool too short to grow every table without
+// preempting. The caller then waits for step n and schedules as usual.
 #include <utility>
 #include <vector>
 
@@ -16,11 +17,6 @@ namespace deepinfer::sched {
 
 BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   if (!in_flight_step_ || *in_flight_step_ != in_flight.step_id || ahead_step_ || in_flight.seqs.empty()) return {};
-  // Waiting requests: step n + 1 could admit one only if a sequence slot is free now (a request
-  // that ends at step n frees its slot at that update: the newcomer is then admitted a step later
-  // than a synchronous loop would, its tokens the same). An offline batch with more prompts than
-  // max_num_seqs keeps its queue full for most of the run.
-  if (!waiting_.empty() && n_running() < config_.max_num_seqs) return {};
   if (config_.max_draft_tokens > 0 || in_flight.seqs.size() != running_.size()) return {};
   const int32_t bt = kv_.block_tokens();
   const bool snapshots = kv_.config().n_snapshot_slots > 0 && kv_.config().enable_prefix_caching;
@@ -51,12 +47,18 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     if (first + 1 > covered) blocks_needed += 1;  // step n's table covers `first`: at most one block more
     next.push_back({&req, first});
   }
-  if (next.empty() || blocks_needed > kv_.n_free_blocks()) return {};
+  // Waiting requests are admitted into the sequence slots free now: one that a request ending at
+  // step n frees is taken at that update, so a newcomer waiting for it starts a step later than a
+  // synchronous loop would start it (its tokens are the same).
+  const bool admits = !waiting_.empty() && n_running() < config_.max_num_seqs;
+  if ((next.empty() && !admits) || blocks_needed > kv_.n_free_blocks()) return {};
 
-  BatchPlan plan;
+  StepState step;
+  BatchPlan& plan = step.plan;
   plan.step_id = next_step_++;
   plan.finished_ids = std::exchange(finished_since_plan_, {});
   plan.aborted_ids = std::exchange(aborted_since_plan_, {});
+  step.budget = config_.max_num_batched_tokens;
   ++stats_.n_steps;
   for (auto [req, first] : next) {
     // Covers positions [0, first + 1): step n's and this step's (the manager counts from n_computed,
@@ -79,10 +81,23 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     sp.new_block_ids = std::move(*fresh);
     req->scheduled_step = static_cast<int64_t>(plan.step_id);
     plan.n_tokens_scheduled += 1;
+    step.budget -= 1;
     plan.seqs.push_back(std::move(sp));
   }
+  // Admissions, as schedule() makes them (FCFS, prefix-cache hits, the first chunk of a long
+  // prompt): the blocks the decodes above took are gone from the pool already.
+  while (admits && !waiting_.empty() && step.budget > 0 && n_running() < config_.max_num_seqs) {
+    if (!admit_waiting(requests_.at(waiting_.front()), step)) break;
+  }
+  if (plan.seqs.empty()) {  // nothing admitted after all (the pool): no step ahead
+    --next_step_;
+    --stats_.n_steps;
+    finished_since_plan_ = std::move(plan.finished_ids);
+    aborted_since_plan_ = std::move(plan.aborted_ids);
+    return {};
+  }
   ahead_step_ = plan.step_id;
-  return plan;
+  return std::move(plan);
 }
 
 }  // namespace deepinfer::sched

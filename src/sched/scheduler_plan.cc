@@ -9,11 +9,6 @@
 
 namespace deepinfer::sched {
 
-struct Scheduler::StepState {
-  BatchPlan plan;
-  int32_t budget = 0;
-};
-
 BatchPlan Scheduler::schedule() {
   DI_CHECK(!in_flight_step_, "schedule() while plan {} awaits update()", in_flight_step_.value_or(0));
   StepState step;

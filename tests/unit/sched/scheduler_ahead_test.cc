@@ -182,19 +182,132 @@ TEST(SchedulerAhead, APromptsLastChunkIsFollowedByItsFirstDecode) {
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
 }
 
-// No plan ahead where step n's results decide step n + 1: a request waits for admission, a prefill
-// chunk that is not the prompt's last is in flight, drafts are configured, or the pool cannot grow
-// every table.
-TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
-  {  // a waiting request with a sequence slot free (a full house plans ahead: see above)
-    Harness h(small_sched(/*budget=*/16), small_kv(32));
+// A request that arrives while a slot is free is admitted into the plan ahead as schedule() would
+// admit it — after the decodes, its prompt from the host, a fresh state — and the plan after
+// continues it with its first decode.
+TEST(SchedulerAhead, AWaitingRequestIsAdmittedIntoThePlanAhead) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 4), 30);
+  h.step();
+  BatchPlan n = h.sched().schedule();
+  std::vector<SeqOutput> out = h.runner().run(n);
+  h.add(2, tokens_from(40, 6), 30);
+  BatchPlan ahead = h.sched().schedule_ahead(n);
+  ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
+  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
+  EXPECT_TRUE(ahead.seqs[0].token_from_device);
+  const SeqPlan& admitted = ahead.seqs[1];
+  EXPECT_EQ(admitted.seq_id, 2u);
+  EXPECT_FALSE(admitted.token_from_device);
+  EXPECT_EQ(admitted.first_position, 0);
+  EXPECT_EQ(admitted.n_tokens_scheduled, 6);
+  EXPECT_EQ(admitted.token_ids, tokens_from(40, 6));
+  EXPECT_TRUE(admitted.needs_logits);
+  EXPECT_TRUE(admitted.block_table_reset);
+  EXPECT_EQ(admitted.state_init, StateInit::kReset);
+  EXPECT_EQ(ahead.n_tokens_scheduled, 7);
+  EXPECT_EQ(h.sched().n_waiting(), 0);
+  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  // The step after: both decode, request 2 at the position of the token the plan ahead samples.
+  BatchPlan after = h.sched().schedule_ahead(ahead);
+  ASSERT_EQ(after.seqs.size(), 2u) << describe(after);
+  EXPECT_EQ(after.seqs[1].seq_id, 2u);
+  EXPECT_EQ(after.seqs[1].first_position, 6);
+  EXPECT_TRUE(after.seqs[1].token_from_device);
+  std::vector<SeqOutput> after_out = h.runner().run(after);  // run as planned: before ahead's update
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  ASSERT_TRUE(h.sched().update(after, after_out).is_ok());
+  EXPECT_EQ(h.sched().find(2)->n_tokens(), 8);
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+}
+
+// Admissions ahead take only what is free while the plan in flight runs: no slot (max_num_seqs)
+// or no blocks for the newcomer leave it waiting while the decodes go on ahead; when every request
+// of the plan in flight ends by length, a plan ahead of admissions alone runs beside it.
+TEST(SchedulerAhead, AdmissionsAheadTakeOnlyWhatIsFree) {
+  {  // no free slot: the decode goes ahead alone
+    Harness h(small_sched(/*budget=*/16, /*max_seqs=*/1), small_kv(32));
     h.add(1, tokens_from(1, 4), 30);
     h.step();
     BatchPlan n = h.sched().schedule();
+    std::vector<SeqOutput> out = h.runner().run(n);
     h.add(2, tokens_from(40, 4), 30);
-    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
-    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+    BatchPlan ahead = h.sched().schedule_ahead(n);
+    ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+    EXPECT_EQ(h.sched().n_waiting(), 1);
+    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+    ASSERT_TRUE(h.sched().update(n, out).is_ok());
+    ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
   }
+  {  // blocks for the decodes but not for the newcomer's prompt
+    Harness h(small_sched(/*budget=*/16), small_kv(3));
+    h.add(1, tokens_from(1, 4), 30);
+    h.step();  // positions [0, 4) in one block, token 4 sampled
+    BatchPlan n = h.sched().schedule();  // position 4: a second block
+    std::vector<SeqOutput> out = h.runner().run(n);
+    h.add(2, tokens_from(40, 8), 30);    // needs two blocks; one is left after the decode ahead
+    BatchPlan ahead = h.sched().schedule_ahead(n);
+    ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+    EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
+    EXPECT_EQ(h.sched().n_waiting(), 1);
+    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+    ASSERT_TRUE(h.sched().update(n, out).is_ok());
+    ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  }
+  {  // the request in flight ends by length: the plan ahead only admits
+    Harness h(small_sched(/*budget=*/16), small_kv(32));
+    h.add(1, tokens_from(1, 4), 2);
+    h.step();                            // token 1 of 2
+    BatchPlan n = h.sched().schedule();  // samples token 2: the last
+    std::vector<SeqOutput> out = h.runner().run(n);
+    h.add(2, tokens_from(40, 4), 30);
+    BatchPlan ahead = h.sched().schedule_ahead(n);
+    ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+    EXPECT_EQ(ahead.seqs[0].seq_id, 2u);
+    EXPECT_EQ(ahead.seqs[0].n_tokens_scheduled, 4);
+    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+    ASSERT_TRUE(h.sched().update(n, out).is_ok());
+    EXPECT_EQ(h.sched().find(1), nullptr);
+    ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+    EXPECT_EQ(h.sched().find(2)->n_tokens(), 5);
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  }
+}
+
+// Requests arriving while the run goes on (each at the same step of both runs): the asynchronous
+// run, which admits them into plans made ahead, generates what the synchronous one does.
+TEST(SchedulerAhead, ArrivalsDuringTheRunGenerateWhatTheSynchronousRunGenerates) {
+  for (int32_t max_seqs : {8, 3}) {
+    Harness sync(small_sched(/*budget=*/8, max_seqs), small_kv(32));
+    Harness async(small_sched(/*budget=*/8, max_seqs), small_kv(32));
+    for (Harness* h : {&sync, &async}) {
+      h->add(1, tokens_from(1, 5), 9);
+      for (int i = 0; i < 14; ++i) {
+        if (i == 2) h->add(2, tokens_from(50, 3), 6);
+        if (i == 3) h->add(3, tokens_from(80, 12), 5);  // two chunks at budget 8
+        if (i == 5) h->add(4, tokens_from(120, 2), 7);
+        if (i == 6) h->add(5, tokens_from(160, 4), 3);
+        if (h == &sync) {
+          if (h->sched().has_unfinished()) h->step();
+        } else {
+          h->step_ahead();
+        }
+      }
+    }
+    sync.run_to_completion();
+    async.run_ahead_to_completion();
+    EXPECT_GT(async.n_ahead, 0);
+    EXPECT_EQ(async.generated, sync.generated) << "max_seqs " << max_seqs << "\n" << async.log;
+    EXPECT_EQ(async.finished, sync.finished);
+    async.expect_all_free();
+  }
+}
+
+// No plan ahead where step n's results decide step n + 1: a prefill chunk that is not the prompt's
+// last is in flight, drafts are configured, or the pool cannot grow every table.
+TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
   {  // a prefill chunk (not the prompt's last) in the plan in flight
     Harness h(small_sched(/*budget=*/4), small_kv(32));
     h.add(1, tokens_from(1, 10), 30);
