@@ -1,9 +1,13 @@
 // Scheduler::schedule_ahead (asynchronous scheduling) with block_tokens = 4: the plan for step n + 1
-// made while step n is in flight continues every decode one position with the device's token; a
-// run scheduled ahead generates exactly what the synchronous run generates, with the same finishes
-// and everything freed; a request that ends while the plan ahead holds it is released at once and
-// its row there ignored; and the plan declines wherever step n's results could change step n + 1.
+// made while step n is in flight continues every decode one position with the device's token and
+// admits waiting requests into the slots free now; a run scheduled ahead generates exactly what the
+// synchronous run generates, with the same finishes and everything freed, also with requests
+// arriving during the run; a request that ends while the plan ahead holds it is released at once
+// and its row there ignored; and the plan declines wherever step n's results could change step n + 1.
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
 
 #include "fake_runner.h"
 
@@ -15,16 +19,29 @@ using testing::small_kv;
 using testing::small_sched;
 using testing::tokens_from;
 
+// Runs both to completion (the second planning ahead wherever it can) and expects the same tokens
+// and finishes, and everything freed.
+void expect_ahead_generates_the_same(Harness& sync, Harness& async, const std::string& what) {
+  sync.run_to_completion();
+  async.run_ahead_to_completion();
+  EXPECT_GT(async.n_ahead, 0) << what;
+  EXPECT_EQ(async.generated, sync.generated) << what << "\n" << async.log;
+  EXPECT_EQ(async.finished, sync.finished) << what;
+  async.expect_all_free();
+}
+
 // Step n scheduled and the step after it planned ahead, both run on the fake device in the engine's
-// order (n, then the plan ahead), neither updated yet.
+// order (n, then the plan ahead), neither updated yet; `arrive` runs in between (requests that
+// arrive while step n is in flight).
 struct TwoInFlight {
   BatchPlan n, ahead;
   std::vector<SeqOutput> out, ahead_out;
 };
-TwoInFlight plan_two(Harness& h) {
+TwoInFlight plan_two(Harness& h, const std::function<void()>& arrive = [] {}) {
   TwoInFlight t;
   t.n = h.sched().schedule();
   t.out = h.runner().run(t.n);
+  arrive();
   t.ahead = h.sched().schedule_ahead(t.n);
   if (!t.ahead.empty()) t.ahead_out = h.runner().run(t.ahead);
   return t;
@@ -73,12 +90,7 @@ TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
       h->add(3, tokens_from(80, 9), 4);
       h->add(4, tokens_from(120, 2), 9);
     }
-    sync.run_to_completion();
-    async.run_ahead_to_completion();
-    EXPECT_GT(async.n_ahead, 0);
-    EXPECT_EQ(async.generated, sync.generated) << "stop token " << stop << "\n" << async.log;
-    EXPECT_EQ(async.finished, sync.finished);
-    async.expect_all_free();
+    expect_ahead_generates_the_same(sync, async, "stop token " + std::to_string(stop));
     if (stop >= 0) {
       EXPECT_EQ(async.finished.at(2), FinishReason::kStop);
     }
@@ -189,10 +201,7 @@ TEST(SchedulerAhead, AWaitingRequestIsAdmittedIntoThePlanAhead) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
   h.add(1, tokens_from(1, 4), 30);
   h.step();
-  BatchPlan n = h.sched().schedule();
-  std::vector<SeqOutput> out = h.runner().run(n);
-  h.add(2, tokens_from(40, 6), 30);
-  BatchPlan ahead = h.sched().schedule_ahead(n);
+  auto [n, ahead, out, ahead_out] = plan_two(h, [&] { h.add(2, tokens_from(40, 6), 30); });
   ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
   EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
   EXPECT_TRUE(ahead.seqs[0].token_from_device);
@@ -207,7 +216,6 @@ TEST(SchedulerAhead, AWaitingRequestIsAdmittedIntoThePlanAhead) {
   EXPECT_EQ(admitted.state_init, StateInit::kReset);
   EXPECT_EQ(ahead.n_tokens_scheduled, 7);
   EXPECT_EQ(h.sched().n_waiting(), 0);
-  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
   // The step after: both decode, request 2 at the position of the token the plan ahead samples.
   BatchPlan after = h.sched().schedule_ahead(ahead);
@@ -230,13 +238,9 @@ TEST(SchedulerAhead, AdmissionsAheadTakeOnlyWhatIsFree) {
     Harness h(small_sched(/*budget=*/16, /*max_seqs=*/1), small_kv(32));
     h.add(1, tokens_from(1, 4), 30);
     h.step();
-    BatchPlan n = h.sched().schedule();
-    std::vector<SeqOutput> out = h.runner().run(n);
-    h.add(2, tokens_from(40, 4), 30);
-    BatchPlan ahead = h.sched().schedule_ahead(n);
+    auto [n, ahead, out, ahead_out] = plan_two(h, [&] { h.add(2, tokens_from(40, 4), 30); });
     ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
     EXPECT_EQ(h.sched().n_waiting(), 1);
-    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
     ASSERT_TRUE(h.sched().update(n, out).is_ok());
     ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
   }
@@ -244,14 +248,11 @@ TEST(SchedulerAhead, AdmissionsAheadTakeOnlyWhatIsFree) {
     Harness h(small_sched(/*budget=*/16), small_kv(3));
     h.add(1, tokens_from(1, 4), 30);
     h.step();  // positions [0, 4) in one block, token 4 sampled
-    BatchPlan n = h.sched().schedule();  // position 4: a second block
-    std::vector<SeqOutput> out = h.runner().run(n);
-    h.add(2, tokens_from(40, 8), 30);    // needs two blocks; one is left after the decode ahead
-    BatchPlan ahead = h.sched().schedule_ahead(n);
+    // Step n: position 4, a second block; request 2 needs two, one is left after the decode ahead.
+    auto [n, ahead, out, ahead_out] = plan_two(h, [&] { h.add(2, tokens_from(40, 8), 30); });
     ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
     EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
     EXPECT_EQ(h.sched().n_waiting(), 1);
-    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
     ASSERT_TRUE(h.sched().update(n, out).is_ok());
     ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
     EXPECT_TRUE(h.sched().check_integrity().is_ok());
@@ -259,15 +260,11 @@ TEST(SchedulerAhead, AdmissionsAheadTakeOnlyWhatIsFree) {
   {  // the request in flight ends by length: the plan ahead only admits
     Harness h(small_sched(/*budget=*/16), small_kv(32));
     h.add(1, tokens_from(1, 4), 2);
-    h.step();                            // token 1 of 2
-    BatchPlan n = h.sched().schedule();  // samples token 2: the last
-    std::vector<SeqOutput> out = h.runner().run(n);
-    h.add(2, tokens_from(40, 4), 30);
-    BatchPlan ahead = h.sched().schedule_ahead(n);
+    h.step();  // token 1 of 2; step n samples token 2, the last
+    auto [n, ahead, out, ahead_out] = plan_two(h, [&] { h.add(2, tokens_from(40, 4), 30); });
     ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
     EXPECT_EQ(ahead.seqs[0].seq_id, 2u);
     EXPECT_EQ(ahead.seqs[0].n_tokens_scheduled, 4);
-    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
     ASSERT_TRUE(h.sched().update(n, out).is_ok());
     EXPECT_EQ(h.sched().find(1), nullptr);
     ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
@@ -296,12 +293,7 @@ TEST(SchedulerAhead, ArrivalsDuringTheRunGenerateWhatTheSynchronousRunGenerates)
         }
       }
     }
-    sync.run_to_completion();
-    async.run_ahead_to_completion();
-    EXPECT_GT(async.n_ahead, 0);
-    EXPECT_EQ(async.generated, sync.generated) << "max_seqs " << max_seqs << "\n" << async.log;
-    EXPECT_EQ(async.finished, sync.finished);
-    async.expect_all_free();
+    expect_ahead_generates_the_same(sync, async, "max_seqs " + std::to_string(max_seqs));
   }
 }
 
