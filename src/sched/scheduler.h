@@ -99,6 +99,8 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::Manager kv);
 
   void schedule_running(Request& req, StepState& step);
+  // FCFS admissions into `step` while budget and sequence slots last (schedule(), schedule_ahead()).
+  void admit_from_queue(StepState& step);
   bool admit_waiting(Request& req, StepState& step);
   int32_t draft_count(const Request& req, int32_t budget) const;
   int32_t cut_at_snapshot(const Request& req, int32_t first, int32_t n_real, int32_t n_hit,

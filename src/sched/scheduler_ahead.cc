@@ -55,11 +55,8 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
 
   StepState step;
   BatchPlan& plan = step.plan;
-  plan.step_id = next_step_++;
-  plan.finished_ids = std::exchange(finished_since_plan_, {});
-  plan.aborted_ids = std::exchange(aborted_since_plan_, {});
+  plan.step_id = next_step_;  // taken (with the step's counters) only if the plan holds a row
   step.budget = config_.max_num_batched_tokens;
-  ++stats_.n_steps;
   for (auto [req, first] : next) {
     // Covers positions [0, first + 1): step n's and this step's (the manager counts from n_computed,
     // which step n's update advances to `first`).
@@ -84,18 +81,13 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     step.budget -= 1;
     plan.seqs.push_back(std::move(sp));
   }
-  // Admissions, as schedule() makes them (FCFS, prefix-cache hits, the first chunk of a long
-  // prompt): the blocks the decodes above took are gone from the pool already.
-  while (admits && !waiting_.empty() && step.budget > 0 && n_running() < config_.max_num_seqs) {
-    if (!admit_waiting(requests_.at(waiting_.front()), step)) break;
-  }
-  if (plan.seqs.empty()) {  // nothing admitted after all (the pool): no step ahead
-    --next_step_;
-    --stats_.n_steps;
-    finished_since_plan_ = std::move(plan.finished_ids);
-    aborted_since_plan_ = std::move(plan.aborted_ids);
-    return {};
-  }
+  // Admissions, as schedule() makes them: the blocks the decodes above took are gone already.
+  if (admits) admit_from_queue(step);
+  if (plan.seqs.empty()) return {};  // nothing admitted after all (the pool): no step ahead
+  ++next_step_;
+  ++stats_.n_steps;
+  plan.finished_ids = std::exchange(finished_since_plan_, {});
+  plan.aborted_ids = std::exchange(aborted_since_plan_, {});
   ahead_step_ = plan.step_id;
   return std::move(plan);
 }

@@ -30,11 +30,7 @@ BatchPlan Scheduler::schedule() {
     Request& req = requests_.at(id);
     if (req.is_running()) schedule_running(req, step);  // else preempted earlier in this pass
   }
-  if (step.plan.preempted_ids.empty()) {
-    while (!waiting_.empty() && step.budget > 0 && n_running() < config_.max_num_seqs) {
-      if (!admit_waiting(requests_.at(waiting_.front()), step)) break;  // FCFS: no overtaking
-    }
-  }
+  if (step.plan.preempted_ids.empty()) admit_from_queue(step);
   for (auto& [id, req] : requests_) req.draft_tokens.clear();  // drafts are valid for one step
   if (!step.plan.seqs.empty()) in_flight_step_ = step.plan.step_id;
   return std::move(step.plan);
@@ -103,6 +99,12 @@ void Scheduler::schedule_running(Request& req, StepState& step) {
     if (victim == req.id) return;
   }
   emit(req, step, n_real, n_drafts, boundary, std::move(*fresh), false, StateInit::kKeep, kv::kNoId);
+}
+
+void Scheduler::admit_from_queue(StepState& step) {
+  while (!waiting_.empty() && step.budget > 0 && n_running() < config_.max_num_seqs) {
+    if (!admit_waiting(requests_.at(waiting_.front()), step)) break;  // FCFS: no overtaking
+  }
 }
 
 bool Scheduler::admit_waiting(Request& req, StepState& step) {
