@@ -178,8 +178,9 @@ void CudaOps::graph_capture_begin() {
 void CudaOps::upload_staging() {
   // The step's uploads, staged by the prepare pass (a capture pass stages the same bytes at the
   // same offsets: the signatures match or the recording is discarded), in one copy queued before
-  // the graph — not a node inside it, so each replay reads its own ring slot; stream order keeps
-  // the copy behind the previous step, which may still be reading staging_dev_.
+  // the graph — not a node inside it, so each replay reads its own ring slot. The copy must not
+  // overwrite staging_dev_ while the previous graph reads it: on the main stream, stream order
+  // sees to that; on the copy stream (cuda_copy_streams.cc), a wait for graph_done_.
   if (staging_dev_ != nullptr && copy_streams_on_) return upload_staging_beside();
   if (staging_dev_ != nullptr && prepared_staged_ > 0 && prepared_staged_ <= staging_size_) {
     DI_CUDA_CHECK(cudaMemcpyAsync(staging_dev_, staging_, prepared_staged_, cudaMemcpyHostToDevice, main_stream_));

@@ -142,7 +142,8 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
     return r.temperature > 0.0f && (r.top_k > 0 || r.top_p < 1.0f);
   });
   const TensorView cut = filters ? alloc(DType::kF32, {R}) : TensorView{};  // [R] top-k / top-p thresholds
-  // Draw first: [R] the draw over every min-p survivor, [R, S', 3] U64 the weights above it.
+  // Draw first (top-p rows): [R] the draw over every min-p survivor; [R, S', 2] U64 per slice the
+  // top-p mass of every id and of the ids above the draw (sample_check_kernel).
   const int64_t checks = filters ? k::sample_check_slots(R, V) : 0;
   const TensorView pre = checks > 0 ? alloc(DType::kI32, {R}) : TensorView{};
   const TensorView part_check = checks > 0 ? alloc(DType::kI32, {2 * checks}) : TensorView{};
