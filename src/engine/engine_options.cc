@@ -39,7 +39,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_HC_FOLD_NORM", "DEEPINFER_HC_MIX_TOKENS", "DEEPINFER_HC_POST_FUSED",
     "DEEPINFER_NORM_ROPE_FUSED", "DEEPINFER_MOE_FUSED_COMBINE", "DEEPINFER_ATTN_FOLD_ROPE",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.
-    "DEEPINFER_CUDA_GRAPHS", "DEEPINFER_CUDA_SIDE_STREAM", "DEEPINFER_CUDA_ONE_UPLOAD", "DEEPINFER_CUDA_COPY_STREAMS", "DEEPINFER_CUDA_L2_PREFETCH_MB",
+    "DEEPINFER_CUDA_GRAPHS", "DEEPINFER_CUDA_SIDE_STREAM", "DEEPINFER_CUDA_ONE_UPLOAD", "DEEPINFER_CUDA_COPY_STREAMS",
     "DEEPINFER_CUDA_GRAPH_DOT",
     // CUDA large-M GEMM kernel (`mma`: the mma.sync pipelined kernel instead of wgmma; same bits)
     // and the packed paths' thresholds (rows; output tiles; expert tokens).

@@ -207,14 +207,6 @@ struct GemmParams {
   // launch takes the dequantising kernel (same bits, slower for large M).
   uint8_t* staging = nullptr;
   int64_t staging_bytes = 0;
-  // Weights of the launches that follow (ops/l2_prefetch_chain.h): the small-M kernels spread their
-  // bulk L2 prefetch over the launch's CTAs before waiting for the previous kernel, so the HBM
-  // works while the step's latency-bound launches run. A hint: results never depend on it; the
-  // large-M kernels ignore it. Pointers and sizes are multiples of 16 bytes.
-  static constexpr int kMaxPrefetch = 4;
-  const uint8_t* prefetch[kMaxPrefetch] = {};
-  int64_t prefetch_bytes[kMaxPrefetch] = {};
-  int n_prefetch = 0;
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);

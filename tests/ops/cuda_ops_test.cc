@@ -265,47 +265,6 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
   }
 }
 
-// The decode GEMMs' L2 prefetch (ops/l2_prefetch_chain.h) is a hint: once the chain knows a pass's
-// launch order every launch carries bulk L2 prefetches of the next launches' weights, spread over
-// its CTAs, and the results are bitwise those of the first pass — on the lean kernel (M 1, 5), the
-// streaming one (M 20), for a pair, an FP4 weight and an expert launch (a barrier: the dense launch
-// before it prefetches nothing past it, the launch after it is covered).
-TEST_F(CudaOpsTest, L2PrefetchedLaunchesAreBitwiseTheFirstPass) {
-  if (const char* v = std::getenv("DEEPINFER_CUDA_L2_PREFETCH_MB"); v != nullptr && std::strcmp(v, "0") == 0)
-    GTEST_SKIP() << "L2 prefetch off";
-  const int64_t K = 4096, E = 4, F = 256;
-  Linear a = make_linear(WeightFormat::kFp8Block, 2048, K), b = make_linear(WeightFormat::kBF16, 520, K);
-  Linear c = make_linear(WeightFormat::kFp4Block, 1024, K), d = make_linear(WeightFormat::kFp8Block, 1536, K);
-  std::vector<Linear> keep;
-  const std::vector<tensor::ExpertWeights> experts = make_fp4_experts(E, K, F, keep);
-  for (int64_t M : {1, 5, 20}) {
-    Pair x = random(DType::kBF16, {M, K});
-    Pair ya = make(DType::kBF16, {M, 2048}), yb = make(DType::kF32, {M, 520}), yc = make(DType::kBF16, {M, 1024});
-    Pair pa = make(DType::kBF16, {M, 2048}), pd = make(DType::kBF16, {M, 1536}), ye = make(DType::kF32, {M, K});
-    Pair sel = make(DType::kI32, {M, 2}), wts = make(DType::kF32, {M, 2});
-    for (int64_t t = 0; t < M; ++t) {
-      set(sel.host, 2 * t, static_cast<float>(t % E)), set(sel.host, 2 * t + 1, static_cast<float>((t + 1) % E));
-      set(wts.host, 2 * t, 0.75f), set(wts.host, 2 * t + 1, 0.25f);
-    }
-    upload(sel);
-    upload(wts);
-    const ops::MoeParams mp{2, 1.0f, 10.0f, 128};
-    auto pass = [&] {
-      gpu_->linear(x.dev, a.dev, ya.dev, {128});
-      gpu_->linear(x.dev, b.dev, yb.dev, {0});
-      gpu_->linear_pair(x.dev, a.dev, d.dev, pa.dev, pd.dev, {128});
-      gpu_->moe_experts(x.dev, sel.dev, wts.dev, experts, mp, ye.dev);
-      gpu_->linear(x.dev, c.dev, yc.dev, {128});
-      return std::vector<std::vector<float>>{download(ya.dev), download(yb.dev), download(pa.dev),
-                                             download(pd.dev), download(ye.dev), download(yc.dev)};
-    };
-    const auto first = pass();
-    const int64_t planned = gpu_->l2_prefetch_planned_bytes();
-    for (int i = 0; i < 2; ++i) EXPECT_EQ(pass(), first) << "M " << M << " pass " << i + 2;
-    EXPECT_GT(gpu_->l2_prefetch_planned_bytes(), planned) << "M " << M;
-  }
-}
-
 // A BF16 weight prepared once (prepare_linear: the packed GEMM's blocks, what the LM head keeps) gives
 // bitwise the results of the same weight unprepared, alone and as either weight of a pair, on every
 // path: small M never reads the copy, large M reads it instead of packing (N = 4000, M = 600 takes

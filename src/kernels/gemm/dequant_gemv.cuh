@@ -17,7 +17,6 @@
 // canonical fold; with one sub-range the CTA writes C itself (as 0 + s_0).
 #pragma once
 
-#include "kernels/common/l2_prefetch.cuh"
 #include "kernels/gemm/gemm_common.cuh"
 
 namespace deepinfer::kernels {
@@ -217,7 +216,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kGemvCtasPerSm<MT, NT>)
   // launches stream their first weight windows and scale codes (data no kernel writes) before
   // waiting for the previous kernel; expert launches wait first (the routing picks the weights).
   griddep_launch_dependents();
-  issue_l2_prefetch_share(p);  // the next launches' weights (GemmParams::prefetch)
   if (p.experts != nullptr) {
     griddep_wait();
     if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts

@@ -25,7 +25,6 @@
 
 #include <type_traits>
 
-#include "kernels/common/l2_prefetch.cuh"
 #include "kernels/gemm/dequant_gemv.cuh"
 #include "kernels/gemm/lean_plan.h"
 
@@ -69,7 +68,6 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 &
   __shared__ int32_t a_row[kLeanMaxRows], c_row[kLeanMaxRows];
 
   griddep_launch_dependents();
-  issue_l2_prefetch_share(p);  // the next launches' weights (GemmParams::prefetch)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   // sub = warp % P, cg = warp / P without a division (warps <= 8): the prologue's integer divisions
   // were ~12% of a batch-1 expert launch's instructions.

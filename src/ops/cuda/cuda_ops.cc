@@ -31,9 +31,6 @@ CudaOps::CudaOps(const CudaOpsOptions& options) : device_(options.device) {
   DI_CUDA_CHECK(cudaMalloc(&arena_, arena_size_));
   graphs_on_ = options.graphs && kernels::env_switch("DEEPINFER_CUDA_GRAPHS");
   side_on_ = options.side_streams && kernels::env_switch("DEEPINFER_CUDA_SIDE_STREAM");
-  const int64_t prefetch_mb =
-      kernels::env_switch("DEEPINFER_CUDA_L2_PREFETCH_MB") ? kernels::env_int("DEEPINFER_CUDA_L2_PREFETCH_MB", 24) : 0;
-  l2_chain_ = L2PrefetchChain(prefetch_mb << 20);
   graph_cache_ = std::make_unique<GraphCache>(options.graph_cache);
   staging_wanted_ = options.staging_bytes;
   one_upload_ = kernels::env_switch("DEEPINFER_CUDA_ONE_UPLOAD");

@@ -21,7 +21,6 @@
 
 #include "kernels/launch.h"
 #include "ops/graph_cache.h"
-#include "ops/l2_prefetch_chain.h"
 #include "ops/ops.h"
 
 namespace deepinfer::ops::cuda {
@@ -78,8 +77,6 @@ class CudaOps final : public Ops {
   bool graph_capture_end() override;
 
   const GraphStats& graph_stats() const { return graph_stats_; }
-  // Bytes of L2 prefetch handed to launches so far (GemmParams::prefetch; tests and profiles).
-  int64_t l2_prefetch_planned_bytes() const { return l2_prefetch_planned_; }
   GraphHostTime graph_host_time() const override { return host_time_; }
 
   void embed(const TensorView& ids, const TensorView& table, const TensorView& out) override;
@@ -243,15 +240,6 @@ class CudaOps final : public Ops {
   // zeroed tile counters it folds them with (kernels keep them zeroed; allocated once), and the
   // packed path's staging. p: the launch as it will run, but for those fields.
   void attach_gemm_workspace(kernels::GemmParams& p);
-  // Hands a tensor-core GEMM launch its L2 prefetch (GemmParams::prefetch) from l2_chain_: `key`
-  // names the launch from step to step (its first weight, or an expert layer's descriptor table),
-  // `reads` the weights it streams; an expert launch (barrier) streams weights chosen on the device.
-  // Eager and recorded launches only (a prepare pass launches nothing).
-  void plan_l2_prefetch(kernels::GemmParams& p, const void* key, std::span<const L2PrefetchChain::Span> reads,
-                        bool barrier = false);
-  // DEEPINFER_CUDA_L2_PREFETCH_MB (default 24; 0: off).
-  L2PrefetchChain l2_chain_{0};
-  int64_t l2_prefetch_planned_ = 0;
   int device_ = 0;
   // The stream launches go to: main_stream_, or a lane's side stream inside its side region.
   cudaStream_t stream_ = nullptr;

@@ -226,7 +226,6 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     } else {
       set_gemm_activations(p, a, block);
       attach_gemm_workspace(p);
-      plan_l2_prefetch(p, p.experts, {}, /*barrier=*/true);  // the next dense weights, after this launch
     }
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
   };

@@ -115,22 +115,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
   set_gemm_activations(p, x, options.act_quant_block);
   attach_gemm_workspace(p);
-  const L2PrefetchChain::Span reads[2] = {
-      {static_cast<const uint8_t*>(w.weight.data), static_cast<int64_t>(w.weight.nbytes())},
-      {pair_w != nullptr ? static_cast<const uint8_t*>(pair_w->weight.data) : nullptr,
-       pair_w != nullptr ? static_cast<int64_t>(pair_w->weight.nbytes()) : 0}};
-  plan_l2_prefetch(p, w.weight.data, reads);
   DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
-}
-
-void CudaOps::plan_l2_prefetch(k::GemmParams& p, const void* key, std::span<const L2PrefetchChain::Span> reads,
-                               bool barrier) {
-  if (mode_ == Mode::kPrepare || l2_chain_.budget() == 0) return;
-  const L2PrefetchChain::Plan plan = l2_chain_.on_launch(key, reads, barrier);
-  static_assert(L2PrefetchChain::kMaxSpans <= k::GemmParams::kMaxPrefetch);
-  for (int i = 0; i < plan.n; ++i) p.prefetch[i] = plan.spans[i].ptr, p.prefetch_bytes[i] = plan.spans[i].bytes;
-  p.n_prefetch = plan.n;
-  l2_prefetch_planned_ += plan.bytes();
 }
 
 void CudaOps::attach_gemm_workspace(k::GemmParams& p) {

@@ -73,7 +73,7 @@ GemmParams one_set(const GemmParams& p, int set) {
   } else if (set == 1) {
     q.w = p.w1;
   }
-  if (set == 1) q.N = p.N1, q.ldc = p.ldc1, q.n_prefetch = 0;  // set 0's launch issues the prefetch
+  if (set == 1) q.N = p.N1, q.ldc = p.ldc1;
   q.C = set_c(p, set);
   return q;
 }
