@@ -54,9 +54,11 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, bool hint, uint6
 // TILES: column groups per warp (LeanGemvShape::tiles), a template parameter so that one-tile
 // launches (dense batch 1) keep the registers of 3 resident CTAs per SM (80); with 3 windows in
 // flight FP8 / BF16 fit 4 (64 registers): one wave for the 512-CTA projections instead of 1.3
-// (FP4's decode would spill there). Four-tile warps take 2 (<= 128).
+// (FP4's decode would spill there). Four-tile warps take 2 (<= 128). Deep rings (S > 4: launches of
+// few CTAs, every window of a warp in flight at once) take 1.
 template <WeightFmt F, int S, bool EXPERTS, int TILES>
-__global__ void __launch_bounds__(kLeanMaxWarps * 32, TILES != 1 ? 2 : (S == 3 && F != WeightFmt::kFp4Block ? 4 : 3))
+__global__ void __launch_bounds__(kLeanMaxWarps * 32,
+                                  TILES != 1 ? 2 : (S > 4 ? 1 : (S == 3 && F != WeightFmt::kFp4Block ? 4 : 3)))
     lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L;  // elements per lane run and per window
   // FP4 scales differ per column and 32 inputs: each lane streams its runs' codes with the runs.

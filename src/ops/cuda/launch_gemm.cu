@@ -559,8 +559,26 @@ cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaS
   return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
+// Dense one-tile launches of at most DEEPINFER_GEMV_LEAN_DEEP_CTAS CTAs (default 32; 0: none),
+// BF16 or FP8, whose warps stream at most kLeanDeepStages windows put all of them in flight before
+// waiting for the previous kernel (S = 16, one CTA per SM, no spills): such a launch leaves most
+// SMs idle, so nothing is gained by the registers' occupancy, and each warp otherwise waits one
+// HBM round trip per 4 windows. The batch-1 router gate (4096 -> 256, BF16: 16 CTAs of eight
+// 16-window warps) is on the MoE layer's critical path (hc_pre -> gate -> route -> experts).
+constexpr int kLeanDeepStages = 16;
+int lean_deep_ctas() {
+  static const int n = env_switch("DEEPINFER_GEMV_LEAN_DEEP_CTAS") ? env_int("DEEPINFER_GEMV_LEAN_DEEP_CTAS", 32) : 0;
+  return n;
+}
+
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
+  if constexpr (F != WeightFmt::kFp4Block) {
+    const int windows = plan.shape.R / (4 * run_elems(F));  // per warp and tile
+    if (p.experts == nullptr && plan.shape.tiles == 1 && plan.grid_x * plan.grid_z <= lean_deep_ctas() &&
+        windows <= kLeanDeepStages)
+      return launch_lean_kernel<F, kLeanDeepStages, false, 1>(p, plan, s);
+  }
   switch (lean_stages()) {
     case 3: return launch_lean_s<F, 3>(p, plan, s);
     default: return launch_lean_s<F, 4>(p, plan, s);
