@@ -559,12 +559,15 @@ cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaS
   return experts ? launch_lean_kernel<F, S, true, 1>(p, plan, s) : launch_lean_kernel<F, S, false, 1>(p, plan, s);
 }
 
-// Dense one-tile launches of at most DEEPINFER_GEMV_LEAN_DEEP_CTAS CTAs (default 32; 0: none),
-// BF16 or FP8, whose warps stream at most kLeanDeepStages windows put all of them in flight before
-// waiting for the previous kernel (S = 16, one CTA per SM, no spills): such a launch leaves most
-// SMs idle, so nothing is gained by the registers' occupancy, and each warp otherwise waits one
-// HBM round trip per 4 windows. The batch-1 router gate (4096 -> 256, BF16: 16 CTAs of eight
-// 16-window warps) is on the MoE layer's critical path (hc_pre -> gate -> route -> experts).
+// Dense one-row, one-tile launches of at most DEEPINFER_GEMV_LEAN_DEEP_CTAS CTAs (default 32; 0:
+// none), BF16 or FP8, whose warps stream at most kLeanDeepStages windows put all of them in flight
+// before waiting for the previous kernel (S = 16, one CTA per SM): such a launch leaves most SMs
+// idle, so the registers' occupancy gains nothing, and each warp otherwise waits one HBM round
+// trip per 4 windows. The batch-1 router gate (4096 -> 256, BF16: 16 CTAs of eight 16-window
+// warps) is on the MoE layer's critical path (hc_pre -> gate -> route -> experts). Measured on the
+// H200 (session 34, ABAB): batch 1 +0.9% (the gate ends 6.8 us after its predecessor instead of
+// 7.5-8); at batch 8 the same rule lost 0.7%, and taking the 96- and 128-CTA FP8 launches too
+// (128 CTAs) lost 3% at batches 1 and 8 — hence one row and 32 CTAs.
 constexpr int kLeanDeepStages = 16;
 int lean_deep_ctas() {
   static const int n = env_switch("DEEPINFER_GEMV_LEAN_DEEP_CTAS") ? env_int("DEEPINFER_GEMV_LEAN_DEEP_CTAS", 32) : 0;
@@ -575,8 +578,8 @@ template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   if constexpr (F != WeightFmt::kFp4Block) {
     const int windows = plan.shape.R / (4 * run_elems(F));  // per warp and tile
-    if (p.experts == nullptr && plan.shape.tiles == 1 && plan.grid_x * plan.grid_z <= lean_deep_ctas() &&
-        windows <= kLeanDeepStages)
+    if (p.experts == nullptr && p.M == 1 && plan.shape.tiles == 1 &&
+        plan.grid_x * plan.grid_z <= lean_deep_ctas() && windows <= kLeanDeepStages)
       return launch_lean_kernel<F, kLeanDeepStages, false, 1>(p, plan, s);
   }
   switch (lean_stages()) {
