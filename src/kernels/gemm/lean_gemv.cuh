@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "kernels/gemm/dequant_gemv.cuh"
+#include "kernels/gemm/gemm_norm_staging.cuh"
 #include "kernels/gemm/lean_plan.h"
 
 namespace deepinfer::kernels {
@@ -174,7 +175,13 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
       a_row[r] = cr < 0 ? -1 : (EXPERTS ? cr / p.a_div : cr);
     }
     __syncthreads();
-    if (p.a_quant_block > 0) {
+    if (!EXPERTS && p.a_norm_weight != nullptr) {  // the rows as they are, then normalised in place
+      stage_plain_a(p, a_row, a_col0, a_vec, rows, chunks, sA, sh.lda_s);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+      norm_quant_staged_rows(p, rows, sA, sh.lda_s);
+    } else if (p.a_quant_block > 0) {
       stage_quantised_a<1>(p, a_row, a_col0, a_vec, rows, rows, chunks, sA, sh.lda_s);
     } else {
       stage_plain_a(p, a_row, a_col0, a_vec, rows, chunks, sA, sh.lda_s);

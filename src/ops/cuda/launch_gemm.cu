@@ -637,8 +637,17 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
   return streaming_plan(p, plan, /*with_partials=*/true);
 }
 
+bool gemm_fuses_rms_norm(const GemmParams& p) {
+  static const bool on = env_switch("DEEPINFER_GEMM_FUSE_NORM");
+  if (!on || p.a_norm_weight == nullptr || p.experts != nullptr || p.n_groups != 1 || p.n_sets != 1) return false;
+  if (p.a_f32 || p.a_quant_block != 0 || p.K > kRmsWarpMaxN || p.K % 128 != 0) return false;
+  LeanLaunchPlan lean;
+  return lean_gemv_plan(p, lean);  // the one kernel that stages rows this way
+}
+
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
+  if (p.a_norm_weight != nullptr && !gemm_fuses_rms_norm(p)) return cudaErrorInvalidValue;  // taken by the lean branch
   const bool experts = p.experts != nullptr;
   // Packed expert launches first: the 32-pair-tile ones would otherwise take a small-M kernel (the
   // 128-pair ones take no other kernel's path: they are large-M).
