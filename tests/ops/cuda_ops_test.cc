@@ -267,7 +267,8 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
 }
 
 // rms_norm_linear folds the query latent's norm and FP8 quantisation into the lean decode GEMM's
-// staging (kernels/gemm/gemm_norm_staging.cuh) where it takes the launch: bitwise rms_norm_quant
+// staging (kernels/gemm/gemm_norm_staging.cuh) where it takes the launch (not with the lean kernel
+// off, DEEPINFER_GEMV_LEAN=0: the suite's run of that checks the two ops): bitwise rms_norm_quant
 // followed by linear on its output, for decode-sized rows (1, 3, 8: folded) and more (20: the two
 // ops), the latent's 1,024 columns and 512, BF16 and F32 norm weights, BF16 and F32 outputs; the
 // input is left as it was. A row's result is also its result among 20 rows (batch invariance).
@@ -291,8 +292,9 @@ TEST_F(CudaOpsTest, RmsNormLinearIsBitwiseTheTwoOps) {
           p.M = M, p.N = 2048, p.K = K, p.A = x.dev.data, p.lda = K, p.C = y.dev.data, p.ldc = 2048;
           p.w = ops::cuda::weight_desc(w.dev);
           p.a_norm_weight = g.dev.data;
-          const char* knob = std::getenv("DEEPINFER_GEMM_FUSE_NORM");
-          EXPECT_EQ(kernels::gemm_fuses_rms_norm(p), M <= 8 && (knob == nullptr || std::strcmp(knob, "0") != 0)) << M;
+          auto on = [](const char* knob) { return std::getenv(knob) == nullptr || std::strcmp(std::getenv(knob), "0") != 0; };
+          EXPECT_EQ(kernels::gemm_fuses_rms_norm(p), M <= 8 && on("DEEPINFER_GEMM_FUSE_NORM") && on("DEEPINFER_GEMV_LEAN"))
+              << M;
           gpu_->rms_norm_linear(x.dev, g.dev, 1e-6f, w.dev, y.dev, 128);
           EXPECT_EQ(download(x.dev), values(x.host)) << "the input is kept, M " << M;
           gpu_->rms_norm_quant(x.dev, g.dev, 1e-6f, xn.dev, 128);

@@ -8,28 +8,34 @@
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/gemm/lean_plan.h"
 #include "kernels/launch.h"
 #include "kernels/norm/elementwise.cuh"
 
 namespace deepinfer::kernels {
 
+// Where a folded norm's F32 weights start in the lean kernel's dynamic shared memory (after the
+// staged rows), and the bytes they add to its launch.
+__host__ __device__ inline size_t norm_weights_offset(const LeanGemvShape& sh) {
+  return (static_cast<size_t>(sh.a_rows) * sh.lda_s * 2 + 15) / 16 * 16;
+}
+__host__ __device__ inline size_t norm_weights_bytes(int64_t K) { return static_cast<size_t>(K) * 4; }
+
 // Rows 0 .. rows - 1 of sA (BF16, stride lda, p.K <= kRmsWarpMaxN columns, p.K % 128 == 0),
-// normalised and quantised in place, row r by warp r (rows <= the CTA's warps). Each lane touches
+// normalised with the weights norm_w (F32, shared memory) and quantised in place, row r by warp r
+// (rows <= the CTA's warps). Each lane touches
 // only its own columns c = lane + 32 j, as the norm kernel's lane does:
 //   ss = sum over j in order of v_j * v_j, inv = rsqrt(warp_sum(ss) / K + eps),
 //   o_j = BF16(v_j * inv * w_j), and per block of 128 columns (j in [4b, 4b + 4) of every lane)
 //   s = act_quant_scale(warp_max(|o|)), stored BF16(act_quant_value(o_j, s)).
 // The caller synchronises the CTA before and after.
-__device__ __forceinline__ void norm_quant_staged_rows(const GemmParams& p, int rows, __nv_bfloat16* sA, int64_t lda) {
+__device__ __forceinline__ void norm_quant_staged_rows(const GemmParams& p, const float* norm_w, int rows,
+                                                       __nv_bfloat16* sA, int64_t lda) {
   constexpr int kPer = static_cast<int>(kRmsWarpMaxN / 32), kQJ = 4;  // 128-column blocks: 4 j's per lane
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp >= rows) return;  // warp-uniform
   const int n = static_cast<int>(p.K);
   __nv_bfloat16* row = sA + warp * lda;
-  auto weight = [&](int c) {
-    return p.a_norm_f32 ? static_cast<const float*>(p.a_norm_weight)[c]
-                        : to_f32(static_cast<const __nv_bfloat16*>(p.a_norm_weight)[c]);
-  };
   float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
@@ -43,7 +49,7 @@ __device__ __forceinline__ void norm_quant_staged_rows(const GemmParams& p, int 
 #pragma unroll
     for (int i = 0; i < kQJ; ++i) {
       const int c = lane + 32 * (kQJ * b + i);
-      o[i] = to_f32(from_f32<__nv_bfloat16>(to_f32(row[c]) * inv * weight(c)));  // as rms_norm writes it
+      o[i] = to_f32(from_f32<__nv_bfloat16>(to_f32(row[c]) * inv * norm_w[c]));  // as rms_norm writes it
       amax = fmaxf(amax, fabsf(o[i]));
     }
     const float s = act_quant_scale(warp_max(amax));
