@@ -169,13 +169,6 @@ struct GemmParams {
   // same bits, one launch and one activation round trip fewer. 0: A is the GEMM's BF16 operand.
   int a_quant_block = 0;
   bool a_f32 = false;
-  // RMSNorm folded into the lean kernel's A staging (gemm_fuses_rms_norm says when a launch takes
-  // it): A holds BF16 rows before the norm, normalised with a_norm_weight (F32 when a_norm_f32,
-  // else BF16; K values) and a_norm_eps, then FP8-quantised per 128 columns — the bits of
-  // launch_rms_norm with quant_block 128 followed by the GEMM on its output. null: none.
-  const void* a_norm_weight = nullptr;
-  bool a_norm_f32 = false;
-  float a_norm_eps = 0.0f;
   void* C = nullptr;               // F32 or BF16
   int64_t ldc = 0;
   bool c_bf16 = false;
@@ -227,11 +220,6 @@ int64_t gemm_expert_rows(int64_t T);
 // small-M launches of at most DEEPINFER_GEMV_FUSE_QUANT rows per weight (default 4; 0 = never)
 // whose K sub-ranges the blocks tile. Same bits either way.
 bool gemm_fuses_act_quant(const GemmParams& p, int block);
-// Whether launch_dequant_gemm takes p (a_norm_weight set, every field but the workspaces) with the
-// norm folded into its staging: dense one-group, one-set launches the lean kernel takes, BF16 rows
-// of K <= 1024 columns, K % 128 == 0, no other activation quantisation (DEEPINFER_GEMM_FUSE_NORM=0:
-// never). Otherwise launch_dequant_gemm rejects p; the caller normalises first.
-bool gemm_fuses_rms_norm(const GemmParams& p);
 // Bytes of GemmParams::staging the launch of p (every field but the workspaces set) packs its
 // operands into; 0: it does not take the packed path (kernels/gemm/packed_plan.h; dense launches
 // of at least DEEPINFER_GEMM_PACKED_ROWS rows, default 512, with a wave of output tiles).

@@ -62,33 +62,29 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   // Query: low-rank latent, then per-head unweighted RMS norm and tail RoPE. The KV latent below
   // is projected from the same input in the same pass. The latent's norm also quantises it as
   // its two FP8 projections (wq_b, the indexer's) read it, so they take it as it is.
-  TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});  // before its norm
+  TensorView q_lat = ops_->alloc(act_dtype(), {T, Q});
   TensorView kv = ops_->alloc(act_dtype(), {T, d});
   const Fp8Input ain = fp8_input(a, aq);
   ops_->linear_pair(ain.x, aw.wq_a, aw.wkv, q_lat, kv, ain.options);
   const int qb = fp8_act().act_quant_block;  // 0 in plain numerics: nothing to quantise
+  ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_lat, qb);
 
   // Side lane 1, beside the main query's wq_b and norm (at batch 1 each is a latency-bound chain):
   // the shared K = V latent row of each token (its non-RoPE dims FP8-quantised as cached), and the
-  // indexer's query (heads of the normalised latent, quantised by its norm; RoPE, then the
-  // Hadamard FP4 rounding). The main wq_b normalises the latent itself (rms_norm_linear: a backend
-  // folds the norm into the GEMM, one kernel boundary less on the critical path), so the
-  // normalised copy is the indexer's alone.
+  // indexer's query (heads of q_lat, quantised by its norm; RoPE, then the Hadamard FP4 rounding).
   TensorView qi;  // [T, index heads, index head dim]
   const int64_t Hi = config_.index_n_heads, di = config_.index_head_dim;
   ops_->side_begin(1);
   ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
   if (aw.indexer) {
-    const TensorView q_normed = ops_->alloc(act_dtype(), {T, Q});
-    ops_->rms_norm_quant(q_lat, aw.q_norm, eps, q_normed, qb);
     qi = ops_->alloc(act_dtype(), {T, Hi, di});
-    ops_->linear(q_normed, aw.indexer->wq_b, qi.reshape({T, Hi * di}), {});
+    ops_->linear(q_lat, aw.indexer->wq_b, qi.reshape({T, Hi * di}), {});
     ops_->rope(qi, step.batch.positions, rope);
     if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
   }
   ops_->side_end(1);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
-  ops_->rms_norm_linear(q_lat, aw.q_norm, eps, aw.wq_b, q.reshape({T, H * d}), qb);
+  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
   if (side) ops_->side_join();  // lane 0: the compressed rows and index keys
   ops_->side_join(1);           // the KV row and the index query

@@ -274,15 +274,6 @@ class Ops {
     linear(x, w0, y0, options);
     linear(x, w1, y1, options);
   }
-  // y = rms_norm_quant(x, norm_weight, eps, block) @ W^T without keeping the normalised rows (x is
-  // unchanged): the query latent's norm and its projection. Same results as the two ops, which is
-  // what it is unless a backend can fold the norm into the GEMM's activation staging.
-  virtual void rms_norm_linear(const TensorView& x, const TensorView& norm_weight, float eps, const LinearWeight& w,
-                               const TensorView& y, int block) {
-    const TensorView xn = alloc(x.dtype, {x.numel() / x.shape[x.rank - 1], x.shape[x.rank - 1]});
-    rms_norm_quant(x, norm_weight, eps, xn, block);
-    linear(xn, w, y, {});  // quantised by its norm: the GEMM takes it as it is
-  }
   // Block-diagonal grouped projection: y[t, g, :] = W_g x[t, g, :] where W_g = rows
   // [g*R, (g+1)*R) of w. x [T, G, in_g], y [T, G, R].
   virtual void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,

@@ -69,10 +69,6 @@ class TimingOps final : public Ops {
                    const TensorView& y1, const LinearOptions& o) override {
     timed("linear_pair", [&] { inner_->linear_pair(x, w0, w1, y0, y1, o); }, linear_key("linear_pair", x, w0));
   }
-  void rms_norm_linear(const TensorView& x, const TensorView& nw, float eps, const LinearWeight& w, const TensorView& y,
-                       int b) override {
-    timed("rms_norm_linear", [&] { inner_->rms_norm_linear(x, nw, eps, w, y, b); }, linear_key("rms_norm_linear", x, w));
-  }
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y, const LinearOptions& o) override {
     timed("linear_grouped", [&] { inner_->linear_grouped(x, w, y, o); }, linear_key("linear_grouped", x, w));
   }

@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "kernels/gemm/fp4_layout.h"
-#include "ops/cuda/cuda_common.h"
 #include "op_test_harness.h"
 
 namespace deepinfer::testing {
@@ -260,48 +259,6 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
           gpu_->linear_pair(x.dev, w0.dev, unlike.dev, b0.dev, f1.dev, {block});
           EXPECT_EQ(download(f1.dev), download(e1.dev)) << "formats " << int(f) << "/" << int(g) << " M " << M;
           EXPECT_EQ(download(b0.dev), download(a0.dev)) << "formats " << int(f) << "/" << int(g) << " M " << M;
-        }
-      }
-    }
-  }
-}
-
-// rms_norm_linear folds the query latent's norm and FP8 quantisation into the lean decode GEMM's
-// staging (kernels/gemm/gemm_norm_staging.cuh) where it takes the launch (not with the lean kernel
-// off, DEEPINFER_GEMV_LEAN=0: the suite's run of that checks the two ops): bitwise rms_norm_quant
-// followed by linear on its output, for decode-sized rows (1, 3, 8: folded) and more (20: the two
-// ops), the latent's 1,024 columns and 512, BF16 and F32 norm weights, BF16 and F32 outputs; the
-// input is left as it was. A row's result is also its result among 20 rows (batch invariance).
-TEST_F(CudaOpsTest, RmsNormLinearIsBitwiseTheTwoOps) {
-  for (int64_t K : {1024, 512}) {
-    Linear w = make_linear(WeightFormat::kFp8Block, 2048, K);
-    for (DType wdt : {DType::kBF16, DType::kF32}) {
-      Pair g = random(wdt, {K}, 1.0f);
-      for (DType out : {DType::kBF16, DType::kF32}) {
-        Pair x20 = random(DType::kBF16, {20, K}, 3.0f);
-        Pair y20 = make(out, {20, 2048});
-        gpu_->rms_norm_linear(x20.dev, g.dev, 1e-6f, w.dev, y20.dev, 128);
-        const std::vector<float> all = download(y20.dev);
-        for (int64_t M : {1, 3, 8, 20}) {
-          Pair x = make(DType::kBF16, {M, K});
-          for (int64_t i = 0; i < M * K; ++i) set(x.host, i, get(x20.host, (20 - M) * K + i));  // the last rows
-          upload(x);
-          Pair y = make(out, {M, 2048}), ref = make(out, {M, 2048}), xn = make(DType::kBF16, {M, K});
-          // The launch CudaOps builds: folded for decode-sized rows (unless switched off).
-          kernels::GemmParams p;
-          p.M = M, p.N = 2048, p.K = K, p.A = x.dev.data, p.lda = K, p.C = y.dev.data, p.ldc = 2048;
-          p.w = ops::cuda::weight_desc(w.dev);
-          p.a_norm_weight = g.dev.data;
-          auto on = [](const char* knob) { return std::getenv(knob) == nullptr || std::strcmp(std::getenv(knob), "0") != 0; };
-          EXPECT_EQ(kernels::gemm_fuses_rms_norm(p), M <= 8 && on("DEEPINFER_GEMM_FUSE_NORM") && on("DEEPINFER_GEMV_LEAN"))
-              << M;
-          gpu_->rms_norm_linear(x.dev, g.dev, 1e-6f, w.dev, y.dev, 128);
-          EXPECT_EQ(download(x.dev), values(x.host)) << "the input is kept, M " << M;
-          gpu_->rms_norm_quant(x.dev, g.dev, 1e-6f, xn.dev, 128);
-          gpu_->linear(xn.dev, w.dev, ref.dev, {});
-          EXPECT_EQ(download(y.dev), download(ref.dev)) << "K " << K << " M " << M << " norm weight " << int(wdt)
-                                                        << " out " << int(out);
-          EXPECT_EQ(download(y.dev), std::vector<float>(all.end() - M * 2048, all.end())) << "batch invariance, M " << M;
         }
       }
     }

@@ -26,7 +26,6 @@
 #include <type_traits>
 
 #include "kernels/gemm/dequant_gemv.cuh"
-#include "kernels/gemm/gemm_norm_staging.cuh"
 #include "kernels/gemm/lean_plan.h"
 
 namespace deepinfer::kernels {
@@ -153,15 +152,6 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
   }
   const uint32_t my_scale = quad_scale<F>(my_code);
   const bool exact = F != WeightFmt::kFp8Block || __all_sync(0xffffffffu, quad_scale_exact<F>(my_code));
-  // A folded norm's weights (GemmParams::a_norm_weight) as F32 in shared memory after the staged
-  // rows, loaded before the wait like the weight windows: the norm then reads them without a
-  // round trip to the L2 per block.
-  float* const s_norm_w = reinterpret_cast<float*>(smem + norm_weights_offset(sh));
-  if (!EXPERTS && p.a_norm_weight != nullptr) {
-    for (int i = threadIdx.x; i < p.K; i += blockDim.x)
-      s_norm_w[i] = p.a_norm_f32 ? static_cast<const float*>(p.a_norm_weight)[i]
-                                 : to_f32(static_cast<const __nv_bfloat16*>(p.a_norm_weight)[i]);
-  }
   if constexpr (!EXPERTS) griddep_wait();  // the activations come from the previous kernel
 
   const int64_t a_col0 = EXPERTS ? 0 : static_cast<int64_t>(blockIdx.z) * p.K;
@@ -184,13 +174,7 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
       a_row[r] = cr < 0 ? -1 : (EXPERTS ? cr / p.a_div : cr);
     }
     __syncthreads();
-    if (!EXPERTS && p.a_norm_weight != nullptr) {  // the rows as they are, then normalised in place
-      stage_plain_a(p, a_row, a_col0, a_vec, rows, chunks, sA, sh.lda_s);
-      cp_async_commit();
-      cp_async_wait<0>();
-      __syncthreads();
-      norm_quant_staged_rows(p, s_norm_w, rows, sA, sh.lda_s);
-    } else if (p.a_quant_block > 0) {
+    if (p.a_quant_block > 0) {
       stage_quantised_a<1>(p, a_row, a_col0, a_vec, rows, rows, chunks, sA, sh.lda_s);
     } else {
       stage_plain_a(p, a_row, a_col0, a_vec, rows, chunks, sA, sh.lda_s);

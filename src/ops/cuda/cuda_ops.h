@@ -94,10 +94,6 @@ class CudaOps final : public Ops {
                    const TensorView& y1, const LinearOptions& options) override;
   void linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
                       const LinearOptions& options) override;
-  // The norm folded into the lean kernel's staging where it takes the launch
-  // (kernels::gemm_fuses_rms_norm: decode-sized rows of <= 1,024 columns), else the two ops.
-  void rms_norm_linear(const TensorView& x, const TensorView& norm_weight, float eps, const LinearWeight& w,
-                       const TensorView& y, int block) override;
   void swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) override;
   void swiglu_quant(const TensorView& g, const TensorView& u, float limit, const TensorView& out, int block) override;
   LinearOptions prequantise(const TensorView& x, int block) override;

@@ -161,34 +161,6 @@ void CudaOps::linear_pair(const TensorView& x, const LinearWeight& w0, const Lin
   linear_impl(x, w0, y0, 1, options, &w1, &y1);
 }
 
-void CudaOps::rms_norm_linear(const TensorView& x, const TensorView& norm_weight, float eps, const LinearWeight& w,
-                              const TensorView& y, int block) {
-  const int64_t K = w.in, M = K > 0 ? x.numel() / K : 0;
-  const bool shapes = K > 0 && x.numel() == M * K && y.numel() == M * w.out && norm_weight.numel() == K;
-  const bool types = x.dtype == DType::kBF16 && (norm_weight.dtype == DType::kBF16 || norm_weight.dtype == DType::kF32);
-  if (M > 0 && block == 128 && shapes && types && norm_weight.device == tensor::Device::kCuda) {
-    k::GemmParams p;
-    p.M = M;
-    p.N = w.out;
-    p.K = K;
-    p.A = x.data;
-    p.lda = K;
-    p.C = y.data;
-    p.ldc = w.out;
-    p.c_bf16 = act_type(y) == k::ActType::kBF16;
-    p.w = weight_desc(w);
-    p.a_norm_weight = norm_weight.data;
-    p.a_norm_f32 = norm_weight.dtype == DType::kF32;
-    p.a_norm_eps = eps;
-    if (k::gemm_fuses_rms_norm(p)) {
-      attach_gemm_workspace(p);
-      DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
-      return;
-    }
-  }
-  Ops::rms_norm_linear(x, norm_weight, eps, w, y, block);
-}
-
 void CudaOps::linear_grouped(const TensorView& x, const LinearWeight& w, const TensorView& y,
                              const LinearOptions& options) {
   linear_impl(x, w, y, static_cast<int>(x.shape[1]), options);

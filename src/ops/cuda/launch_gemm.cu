@@ -546,8 +546,7 @@ cudaError_t launch_lean_kernel(const GemmParams& p, const LeanLaunchPlan& plan, 
   if (configured != cudaSuccess) return configured;
   if (plan.grid_x == 0 || plan.grid_z == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(plan.grid_x), 1, static_cast<unsigned>(plan.grid_z));
-  const size_t smem = p.a_norm_weight != nullptr ? norm_weights_offset(plan.shape) + norm_weights_bytes(p.K) : plan.smem;
-  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, plan.threads, smem, s, p, plan.shape);
+  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, plan.threads, plan.smem, s, p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -638,18 +637,8 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
   return streaming_plan(p, plan, /*with_partials=*/true);
 }
 
-bool gemm_fuses_rms_norm(const GemmParams& p) {
-  static const bool on = env_switch("DEEPINFER_GEMM_FUSE_NORM");
-  if (!on || p.a_norm_weight == nullptr || p.experts != nullptr || p.n_groups != 1 || p.n_sets != 1) return false;
-  if (p.a_f32 || p.a_quant_block != 0 || p.K > kRmsWarpMaxN || p.K % 128 != 0) return false;
-  LeanLaunchPlan lean;  // the one kernel that stages rows this way, with room for the norm's weights
-  return lean_gemv_plan(p, lean) &&
-         norm_weights_offset(lean.shape) + norm_weights_bytes(p.K) <= static_cast<size_t>(LeanKnobs{}.max_smem);
-}
-
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
-  if (p.a_norm_weight != nullptr && !gemm_fuses_rms_norm(p)) return cudaErrorInvalidValue;  // taken by the lean branch
   const bool experts = p.experts != nullptr;
   // Packed expert launches first: the 32-pair-tile ones would otherwise take a small-M kernel (the
   // 128-pair ones take no other kernel's path: they are large-M).
