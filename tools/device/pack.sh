@@ -27,7 +27,10 @@ if [ -n "${HF_V41_PORT:-}" ]; then
   cp "$HF_V41_PORT"/__init__.py "$HF_V41_PORT"/configuration_deepseek_v41.py "$HF_V41_PORT"/modeling_deepseek_v41.py .carry/hf_v41/
 fi
 # The device tool carries at most 64 MiB with the working tree: the binaries travel compressed
-# (xz, ~5x) and tools/device/unpack.sh (run first by every device script) restores .carry/bin.
-tar -C .carry -cf - bin | xz -T0 -3 > .carry/bins.tar.xz
+# and tools/device/unpack.sh (run first by every device script) restores .carry/bin. The three
+# binaries share most of their ~25 MB of device code, which only a dictionary larger than one of
+# them finds: xz -9 (64 MiB dictionary) packs them into ~18 MB where -3 (4 MiB) left ~48 MB, too
+# much beside a ~17 MB tree (session 34: a refused carry). ~2 minutes on two cores.
+tar -C .carry -cf - bin | xz -T0 -9 > .carry/bins.tar.xz
 rm -rf .carry/bin
 du -sh .carry
