@@ -106,6 +106,9 @@ Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
                     : runner_->forward(*batch);                                    // 3. forward
   if (!result.is_ok()) return result.status().with_context("forward");
   l->result = std::move(*result);
+  // The snapshots end the plan's step on the device: a step planned ahead, queued next, moves on
+  // the same state slots.
+  runner_->take_snapshots(plan);
   // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
   // back); the device path's inputs are built while the device runs the step.
   l->on_device = device_sampled(plan, l->logit_row, &l->device_plan);
@@ -116,8 +119,14 @@ Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
 }
 
 bool EngineImpl::can_plan_ahead(const sched::BatchPlan& plan) const {
-  if (!launch_slots_[launched_slot_].on_device || !model_->model->takes_device_tokens()) return false;
-  for (const sched::SeqPlan& sp : plan.seqs) {
+  const Launched& l = launch_slots_[launched_slot_];
+  if (!model_->model->takes_device_tokens()) return false;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const sched::SeqPlan& sp = plan.seqs[i];
+    // A prompt chunk that samples nothing: its next chunk's ids are the prompt's.
+    if (l.logit_row[i] < 0) continue;
+    // The host samples this row: its token is known only once step n is back.
+    if (!l.on_device) return false;
     const SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler leaves it out
     // A grammar's mask and the penalties follow the tokens, which the host has not seen yet.
@@ -140,7 +149,6 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   }
   std::vector<sched::SeqOutput> outputs =
       sample_plan(plan_, l.result, l.logit_row, l.on_device ? &device_out_ : nullptr);  // 4. sample
-  runner_->finish_step(plan_);                                             //    snapshot copies
   step_times_.sample_s += lap();
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   step_times_.update_s += lap();

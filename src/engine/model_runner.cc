@@ -226,7 +226,7 @@ Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* 
   return Status::ok();
 }
 
-void ModelRunner::finish_step(const sched::BatchPlan& plan) {
+void ModelRunner::take_snapshots(const sched::BatchPlan& plan) {
   for (const sched::SeqPlan& sp : plan.seqs) {
     if (sp.snapshot_take != kv::kNoId) state_.copy_slot(sp.state_slot, n_state_slots_ + sp.snapshot_take);
   }

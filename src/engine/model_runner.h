@@ -60,8 +60,9 @@ class ModelRunner {
   };
   Status launch_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan, SampleTicket* ticket);
   Status collect_sampling(const SampleTicket& ticket, DeviceSampled* out);
-  // After the forward: copies state slots into the snapshots the plan asked for.
-  void finish_step(const sched::BatchPlan& plan);
+  // Queued right behind the plan's forward (before anything planned ahead of its update can run):
+  // copies state slots into the snapshots the plan asked for.
+  void take_snapshots(const sched::BatchPlan& plan);
   // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).
   void drop(kv::SeqId seq) { tables_.erase(seq); }
 

@@ -159,13 +159,13 @@ std::optional<SnapshotId> Manager::reserve_snapshot(SeqId seq, const BlockHash& 
   return id;
 }
 
-void Manager::end_step(SeqId seq) {
+void Manager::end_step(SeqId seq, bool keep_pending) {
   SeqKv& s = seq_kv(seq);
   if (s.restore_pin != kNoId) {
     snapshots_.unpin(s.restore_pin);
     s.restore_pin = kNoId;
   }
-  if (s.pending_snapshot != kNoId) {
+  if (s.pending_snapshot != kNoId && !keep_pending) {
     if (snapshots_.info(s.pending_snapshot).n_tokens == s.n_tokens_computed) {
       snapshots_.publish(s.pending_snapshot);
     } else {

@@ -72,8 +72,10 @@ class Manager {
   // already exists, no slot is reclaimable, or the seq already has one pending.
   std::optional<SnapshotId> reserve_snapshot(SeqId seq, const BlockHash& key, int32_t boundary);
   // After the step's forward: unpins the restored snapshot and publishes the pending one if the
-  // sequence ended the step exactly at its boundary (cancels it otherwise).
-  void end_step(SeqId seq);
+  // sequence ended the step exactly at its boundary (cancels it otherwise). keep_pending: the step
+  // reserved none, so a pending snapshot belongs to a step planned ahead of this update (still in
+  // flight), which settles it.
+  void end_step(SeqId seq, bool keep_pending = false);
   // Releases everything `seq` holds: blocks (last block first, so a cached prefix's tail is
   // evicted before its head), the state slot, snapshot pins and a pending snapshot.
   void free(SeqId seq);

@@ -52,14 +52,14 @@ class Scheduler {
   // again before that is a programmer error. An empty plan needs no update().
   BatchPlan schedule();
   // Asynchronous scheduling: plans the step after `in_flight` (the plan awaiting update()) before
-  // its results are known, so the device can run it while the host takes in that step's tokens.
-  // A decode continuation, then admissions: every running request was in `in_flight` decoding
-  // one token or running its prompt's last chunk, no drafts, and no snapshot is due — otherwise
-  // (or when blocks are short: nothing is preempted here) the plan is empty and the caller
-  // schedules after update(). Each sequence decodes the token `in_flight` samples for it,
-  // token_from_device set; a request whose next token surely ends it by length is left out.
-  // Waiting requests are then admitted FCFS into the sequence slots free now, as schedule()
-  // admits them. A request that ends in update(in_flight) is released there as always (the device
+  // its results are known, so the device can run it while the host takes in that step's tokens:
+  // what schedule() would plan after the update, as far as it is known without the tokens (file
+  // comment of scheduler_ahead.cc). A sequence that `in_flight` samples for decodes that token
+  // (token_from_device set; left out if it surely ends it by length), a prompt chunk is followed by
+  // the next, a request that sat `in_flight` out goes on; waiting requests are then admitted FCFS
+  // into the sequence slots free now, as schedule() admits them. Declines (an empty plan: the
+  // caller schedules after update()) with drafts, an abort pending, a snapshot keyed by an unknown
+  // token or a second one pending for a request, or blocks short (nothing is preempted here). A request that ends in update(in_flight) is released there as always (the device
   // runs this plan's step before anything planned later reuses its blocks or slot); this plan's
   // update ignores its row.
   BatchPlan schedule_ahead(const BatchPlan& in_flight);

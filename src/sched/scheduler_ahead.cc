@@ -1,12 +1,20 @@
 // Scheduler::schedule_ahead(): asynchronous scheduling's plan for step n + 1, made while step n is
-// still in flight (vLLM's async scheduling, SGLang's overlap scheduler). It is the decode
-// continuation of step n — the same sequences (decodes, and prompts whose last chunk step n runs),
-// each decoding the token step n samples for it (read on the device: SeqPlan::token_from_device)
-// — followed by FCFS admissions into the sequence slots free now, exactly as schedule() admits
-// (a newcomer's prompt is on the host). It declines (an empty plan) whenever step n's results
-// could change what step n + 1 should be beyond that: a request sitting step n out or prefilling
-// a chunk that is not its last, drafts, snapshots, a pool too short to grow every table without
-// preempting. The caller then waits for step n and schedules as usual.
+// still in flight (vLLM's async scheduling, SGLang's overlap scheduler). It is the plan schedule()
+// would make after step n's update, as far as that is known without step n's tokens: every running
+// request where step n leaves it — a decode or a prompt's last chunk of step n decodes the token
+// step n samples for it (read on the device: SeqPlan::token_from_device), a prompt chunk that is not
+// the last is followed by the next chunk, a request that sat step n out (the token budget) goes on
+// from where it stands — decodes first, then prefill chunks, both in admission order, under the
+// token budget as schedule() spends it; then FCFS admissions into the sequence slots free now,
+// exactly as schedule() admits (a newcomer's prompt is on the host). Prompt chunks end at state
+// snapshot boundaries as schedule() cuts them; the snapshot reserved here stays pending through step
+// n's update (kv::Manager::end_step) and the engine copies it right behind this step's forward. It
+// declines (an empty plan) whenever step n's results could change step n + 1 beyond that: drafts,
+// a snapshot due where step n's unknown token decides its key, a second snapshot of a request
+// whose step n takes one (schedule() would reserve it, a pending one forbids it), an abort pending,
+// a pool too short to grow every table without preempting. The caller then waits for step n and
+// schedules as usual.
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,74 +22,131 @@
 #include "sched/scheduler.h"
 
 namespace deepinfer::sched {
+namespace {
+
+// A running request's row in the plan ahead: where it starts, how many tokens it runs, and whether
+// its input is the token step n samples for it (else the ids are on the host: its prompt, or the
+// last sampled token of a request that sat step n out).
+struct AheadRow {
+  Request* req = nullptr;
+  int32_t first = 0;
+  int32_t n_tokens = 0;
+  bool from_device = false;
+  int32_t boundary = 0;  // the state snapshot this step's chunk ends at (cut_at_snapshot), or 0
+};
+
+}  // namespace
 
 BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   if (!in_flight_step_ || *in_flight_step_ != in_flight.step_id || ahead_step_ || in_flight.seqs.empty()) return {};
-  if (config_.max_draft_tokens > 0 || in_flight.seqs.size() != running_.size()) return {};
-  const int32_t bt = kv_.block_tokens();
+  if (config_.max_draft_tokens > 0) return {};
+  const int64_t step_n = static_cast<int64_t>(in_flight.step_id);
   const bool snapshots = kv_.config().n_snapshot_slots > 0 && kv_.config().enable_prefix_caching;
-  // Each continuing request and the position step n + 1 runs for it: that of step n's token.
-  std::vector<std::pair<Request*, int32_t>> next;  // in step n's order (decodes first, admission order within)
-  int64_t blocks_needed = 0;
+  // Step n's rows by request. A request of step n that is gone already ended at the update before
+  // (step n was itself planned ahead): its row there is ignored, and it runs nothing here.
+  std::unordered_map<SeqId, const SeqPlan*> in_step;
   for (const SeqPlan& sp : in_flight.seqs) {
-    Request& req = requests_.at(sp.seq_id);
-    // A decode, or a prompt's last chunk (the step after an admission): either way step n samples
-    // the token that step n + 1 decodes.
-    const bool decode = req.state == RequestState::kDecode && sp.n_tokens_scheduled == 1;
-    const bool last_chunk =
-        req.state == RequestState::kPrefill && sp.first_position + sp.n_tokens_scheduled == req.n_tokens();
-    if (!(decode || last_chunk) || sp.n_draft_tokens != 0 || !sp.needs_logits || sp.snapshot_take != kv::kNoId ||
-        req.pending_finish != FinishReason::kNone || !req.draft_tokens.empty() ||
-        req.scheduled_step != static_cast<int64_t>(in_flight.step_id)) {
+    auto it = requests_.find(sp.seq_id);
+    if (it == requests_.end()) continue;
+    const Request& req = it->second;
+    const int32_t end = sp.first_position + sp.n_tokens_scheduled;
+    // A decode, a prompt's last chunk (step n samples the token step n + 1 decodes) or an earlier
+    // chunk of the prompt (step n samples nothing; the next chunk's ids are the prompt's).
+    const bool decode = req.state == RequestState::kDecode && sp.n_tokens_scheduled == 1 && sp.needs_logits;
+    const bool chunk = req.state == RequestState::kPrefill && sp.needs_logits == (end == req.n_tokens());
+    if (!(decode || chunk) || sp.n_draft_tokens != 0 || req.pending_finish != FinishReason::kNone || !req.draft_tokens.empty() || req.scheduled_step != step_n) {
       return {};
     }
-    // Step n's token ends the request by length: there is nothing to run for it.
-    if (length_finish(req, 1) != FinishReason::kNone) continue;
-    // A snapshot due at the end of step n + 1 would be keyed by the hash of a block holding step
-    // n's unknown token.
-    const int32_t first = sp.first_position + sp.n_tokens_scheduled;
-    if (snapshots && kv_.snapshot_policy().next_boundary(first, first + 1, req.n_prompt, req.n_hit_boundary) != 0) {
-      return {};
+    in_step.emplace(sp.seq_id, &sp);
+  }
+
+  // The running requests as step n's update leaves them, in schedule()'s order: decodes, then
+  // prefill chunks, each in admission order; the budget as schedule() spends it.
+  std::vector<AheadRow> rows;
+  int32_t budget = config_.max_num_batched_tokens;
+  int64_t blocks_needed = 0;
+  for (const bool decodes : {true, false}) {
+    for (SeqId id : running_) {
+      if (budget <= 0) break;
+      Request& req = requests_.at(id);
+      AheadRow row{&req, req.n_computed, 0, false, 0};
+      bool snapshot_in_flight = false;
+      if (auto it = in_step.find(id); it != in_step.end()) {
+        row.first = it->second->first_position + it->second->n_tokens_scheduled;
+        row.from_device = it->second->needs_logits;
+        snapshot_in_flight = it->second->snapshot_take != kv::kNoId;
+      }
+      const bool decode_next = row.from_device || req.state == RequestState::kDecode;
+      if (decode_next != decodes) continue;
+      if (row.from_device) {
+        // Step n's token ends the request by length: there is nothing to run for it.
+        if (length_finish(req, 1) != FinishReason::kNone) continue;
+        // A snapshot due at the end of step n + 1 would be keyed by the hash of a block holding
+        // step n's unknown token.
+        if (snapshots && kv_.snapshot_policy().next_boundary(row.first, row.first + 1, req.n_prompt,
+                                                             req.n_hit_boundary) != 0) {
+          return {};
+        }
+        row.n_tokens = 1;
+      } else {
+        // schedule_running()'s chunk: the prompt's next tokens (or a sat-out decode's last token).
+        const int32_t n_remaining = req.n_tokens() - row.first;
+        row.n_tokens = std::min(n_remaining, budget);
+        if (n_remaining > 1 && config_.max_prefill_chunk > 0) row.n_tokens = std::min(row.n_tokens, config_.max_prefill_chunk);
+        row.n_tokens = cut_at_snapshot(req, row.first, row.n_tokens, req.n_hit_boundary, &row.boundary);
+        if (row.boundary != 0 && snapshot_in_flight) return {};
+      }
+      budget -= row.n_tokens;
+      const int64_t covered = static_cast<int64_t>(kv_.block_table(id).size());
+      blocks_needed += std::max<int64_t>(0, kv_.n_blocks_for(int64_t{row.first} + row.n_tokens) - covered);
+      rows.push_back(row);
     }
-    const int64_t covered = static_cast<int64_t>(kv_.block_table(req.id).size()) * bt;
-    if (first + 1 > covered) blocks_needed += 1;  // step n's table covers `first`: at most one block more
-    next.push_back({&req, first});
   }
   // Waiting requests are admitted into the sequence slots free now: one that a request ending at
   // step n frees is taken at that update, so a newcomer waiting for it starts a step later than a
   // synchronous loop would start it (its tokens are the same).
-  const bool admits = !waiting_.empty() && n_running() < config_.max_num_seqs;
-  if ((next.empty() && !admits) || blocks_needed > kv_.n_free_blocks()) return {};
+  const bool admits = !waiting_.empty() && n_running() < config_.max_num_seqs && budget > 0;
+  if ((rows.empty() && !admits) || blocks_needed > kv_.n_free_blocks()) return {};
 
   StepState step;
   BatchPlan& plan = step.plan;
   plan.step_id = next_step_;  // taken (with the step's counters) only if the plan holds a row
-  step.budget = config_.max_num_batched_tokens;
-  for (auto [req, first] : next) {
-    // Covers positions [0, first + 1): step n's and this step's (the manager counts from n_computed,
-    // which step n's update advances to `first`).
-    std::optional<std::vector<kv::BlockId>> fresh = kv_.allocate(req->id, first + 1 - req->n_computed);
-    DI_CHECK(fresh.has_value(), "schedule_ahead: request {} found no block after counting {} free", req->id,
+  step.budget = budget;
+  for (const AheadRow& row : rows) {
+    Request& req = *row.req;
+    // Covers positions [0, first + n_tokens): step n's and this step's (the manager counts from
+    // n_computed, which step n's update advances to where step n leaves the request).
+    std::optional<std::vector<kv::BlockId>> fresh = kv_.allocate(req.id, row.first + row.n_tokens - req.n_computed);
+    DI_CHECK(fresh.has_value(), "schedule_ahead: request {} found no block after counting {} free", req.id,
              kv_.n_free_blocks());
     SeqPlan sp;
-    sp.seq_id = req->id;
-    sp.state_slot = kv_.state_slot(req->id);
-    sp.first_position = first;
-    sp.n_tokens_scheduled = 1;
-    sp.n_history_cached = req->n_tokens_cached;
-    sp.window_floor = kv_.window_floor(req->id);
-    sp.n_prompt = req->n_prompt;
-    sp.needs_logits = true;
-    sp.token_ids = {req->tokens.back()};  // a placeholder inside the vocabulary
-    sp.token_from_device = true;
-    sp.n_blocks = static_cast<int32_t>(kv_.block_table(req->id).size());
+    sp.seq_id = req.id;
+    sp.state_slot = kv_.state_slot(req.id);
+    sp.first_position = row.first;
+    sp.n_tokens_scheduled = row.n_tokens;
+    sp.n_history_cached = req.n_tokens_cached;
+    sp.window_floor = kv_.window_floor(req.id);
+    sp.n_prompt = req.n_prompt;
+    if (row.from_device) {
+      sp.needs_logits = true;
+      sp.token_ids = {req.tokens.back()};  // a placeholder inside the vocabulary
+      sp.token_from_device = true;
+    } else {
+      sp.needs_logits = row.first + row.n_tokens == req.n_tokens();
+      const auto first = req.tokens.begin() + row.first;
+      sp.token_ids.assign(first, first + row.n_tokens);
+    }
+    sp.n_blocks = static_cast<int32_t>(kv_.block_table(req.id).size());
     sp.new_block_ids = std::move(*fresh);
-    req->scheduled_step = static_cast<int64_t>(plan.step_id);
-    plan.n_tokens_scheduled += 1;
-    step.budget -= 1;
+    if (row.boundary > 0) {
+      const kv::BlockHash& key = req.block_hashes[static_cast<size_t>(row.boundary / kv_.block_tokens() - 1)];
+      sp.snapshot_take = kv_.reserve_snapshot(req.id, key, row.boundary).value_or(kv::kNoId);
+    }
+    req.scheduled_step = static_cast<int64_t>(plan.step_id);
+    plan.n_tokens_scheduled += row.n_tokens;
     plan.seqs.push_back(std::move(sp));
   }
-  // Admissions, as schedule() makes them: the blocks the decodes above took are gone already.
+  // Admissions, as schedule() makes them: the blocks the rows above took are gone already.
   if (admits) admit_from_queue(step);
   if (plan.seqs.empty()) return {};  // nothing admitted after all (the pool): no step ahead
   ++next_step_;

@@ -84,7 +84,8 @@ std::optional<SeqEvent> Scheduler::apply_output(const SeqPlan& sp, const SeqOutp
   const int32_t n_valid = sp.first_position + n_real + n_accepted;
   kv_.commit(req.id, req.block_hashes, n_valid);
   if (n_valid < sp.first_position + sp.n_tokens_scheduled) kv_.rollback(req.id, n_valid);
-  kv_.end_step(req.id);
+  // A snapshot pending that this step did not reserve is a plan ahead's (schedule_ahead).
+  kv_.end_step(req.id, /*keep_pending=*/sp.snapshot_take == kv::kNoId);
   req.n_computed = n_valid;
   req.state = n_valid == req.n_tokens() - 1 ? RequestState::kDecode : RequestState::kPrefill;
 

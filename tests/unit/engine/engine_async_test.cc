@@ -1,4 +1,4 @@
-// Asynchronous scheduling (EngineOptions::async_scheduling): the engine plans and queues decode
+// Asynchronous scheduling (EngineOptions::async_scheduling): the engine plans and queues
 // step n + 1 before step n's tokens are back, its input tokens read where step n sampled them. On
 // the micro model (the CPU backend runs the same plans, only without the overlap): every output —
 // tokens, logprobs, finishes, also stops that end a request while a step ahead holds it — equals
@@ -19,8 +19,8 @@ struct Outcome {
   EngineStats stats;
 };
 
-Outcome run(std::vector<Request> requests, bool async, int32_t max_num_seqs = 8) {
-  EngineOptions o = testing::micro_options();
+Outcome run(std::vector<Request> requests, bool async, int32_t max_num_seqs = 8,
+            EngineOptions o = testing::micro_options()) {
   o.async_scheduling = async;
   o.max_num_seqs = max_num_seqs;
   auto engine = testing::open_micro(o);
@@ -133,6 +133,30 @@ TEST(EngineAsyncTest, StoppedRequestIsFreedWhenItsFinalEventArrives) {
   EXPECT_GT(engine->stats().n_steps_ahead, 0);
   engine->shutdown(/*drain=*/true);
   testing::expect_all_free(*engine);
+}
+
+// Prompts longer than the step's token budget run in chunks beside the others' decodes: those steps
+// are planned ahead too (a chunk's ids are the prompt's; one ending at a prompt's snapshot boundary
+// takes its snapshot ahead as well), and every output is the synchronous loop's.
+TEST(EngineAsyncTest, PromptChunksArePlannedAhead) {
+  auto requests = [] {
+    std::vector<Request> v;
+    v.push_back(ids_request(prompt_ids(5, 1), 30, std::nullopt, 0.0f));  // decodes while the others prefill
+    Request a = ids_request(prompt_ids(150, 2), 8, 91, 0.8f);
+    a.sampling.logprobs = 2;
+    v.push_back(a);
+    v.push_back(ids_request(prompt_ids(97, 3), 8, 92, 1.0f));
+    v.push_back(ids_request(prompt_ids(150, 2), 6, 93, 0.7f));  // request 1's prompt again
+    return v;
+  };
+  EngineOptions o = testing::micro_options();
+  o.max_num_batched_tokens = 24;  // 150 tokens: seven chunks or more
+  const Outcome sync_run = run(requests(), false, 8, o);
+  const Outcome async_run = run(requests(), true, 8, o);
+  expect_same(async_run.outputs, sync_run.outputs);
+  // All but the first few (measured: 29 of 30; 18 when only decodes and last chunks went ahead).
+  EXPECT_GT(async_run.stats.n_steps, 20);
+  EXPECT_GE(async_run.stats.n_steps_ahead, async_run.stats.n_steps - 3);
 }
 
 // Penalties read the tokens generated so far: no step is planned ahead while such a row runs, and

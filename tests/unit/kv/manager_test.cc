@@ -252,6 +252,26 @@ TEST_F(ManagerTest, SnapshotIsCancelledWhenTheStepMissesItsBoundary) {
   expect_ok();
 }
 
+// Asynchronous scheduling reserves a snapshot for a step planned ahead while the step before it is
+// still to be updated: that update (keep_pending: it reserved none) leaves the snapshot pending, and
+// the step that reserved it publishes it at its boundary.
+TEST_F(ManagerTest, SnapshotOfAStepAheadSurvivesTheUpdateBefore) {
+  make(small_config(8, 2, 1));
+  const std::vector<BlockHash> h = hashes(iota_tokens(9, 1));
+  ASSERT_TRUE(kv_->admit(1, PrefixMatch{}, 4).has_value());  // step n: [0, 4)
+  ASSERT_TRUE(kv_->allocate(1, 8).has_value());              // the step ahead: [4, 8)
+  ASSERT_EQ(kv_->reserve_snapshot(1, h[1], 8), 0);
+  kv_->commit(1, h, 4);
+  kv_->end_step(1, /*keep_pending=*/true);  // step n's update
+  EXPECT_EQ(kv_->snapshot_pool().state(0), SnapshotPool::SlotState::kPending);
+  expect_ok();
+  kv_->commit(1, h, 8);
+  kv_->end_step(1);  // the step ahead's update
+  EXPECT_EQ(kv_->snapshot_pool().state(0), SnapshotPool::SlotState::kValid);
+  EXPECT_EQ(kv_->snapshot_pool().lookup(h[1]), 0);
+  expect_ok();
+}
+
 TEST_F(ManagerTest, RollbackReleasesLookaheadBlocks) {
   make(small_config(8));
   const std::vector<TokenId> t = iota_tokens(7, 1);

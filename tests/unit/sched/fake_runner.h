@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -54,7 +55,8 @@ class FakeRunner {
         ADD_FAILURE() << "planned seq " << sp.seq_id << " unknown";
         continue;
       }
-      const bool is_decode = req->state == RequestState::kDecode;
+      // Planned ahead, a row decoding the token of the step before is a decode already.
+      const bool is_decode = req->state == RequestState::kDecode || sp.token_from_device;
       EXPECT_FALSE(is_decode && seen_non_decode) << "decode seq " << sp.seq_id << " after a prefill";
       seen_non_decode |= !is_decode;
       n_total += sp.n_tokens_scheduled;
@@ -220,6 +222,8 @@ class Harness {
     std::vector<SeqOutput> ahead_outputs;
     if (!ahead.empty()) {
       ++n_ahead;
+      const std::vector<SeqPlan>& rows = in_flight_->first.seqs;
+      if (std::any_of(rows.begin(), rows.end(), [](const SeqPlan& sp) { return !sp.needs_logits; })) ++n_ahead_of_chunk;
       ahead_outputs = runner_->run(ahead);
     }
     BatchPlan plan = std::move(in_flight_->first);
@@ -240,7 +244,8 @@ class Harness {
     EXPECT_FALSE(sched_->has_unfinished()) << "not drained after " << max_steps << " steps";
     return n;
   }
-  int n_ahead = 0;  // plans made by schedule_ahead
+  int n_ahead = 0;           // plans made by schedule_ahead
+  int n_ahead_of_chunk = 0;  // of them, ahead of a plan with a prompt chunk that is not the last
 
   // Steps until nothing is left (bounded); returns the number of steps.
   int run_to_completion(int max_steps = 10000) {

@@ -1,6 +1,7 @@
 // Scheduler::schedule_ahead (asynchronous scheduling) with block_tokens = 4: the plan for step n + 1
-// made while step n is in flight continues every decode one position with the device's token and
-// admits waiting requests into the slots free now; a run scheduled ahead generates exactly what the
+// made while step n is in flight continues every decode one position with the device's token, every
+// prompt with its next chunk (snapshots at its boundaries included), and admits waiting requests
+// into the slots free now; a run scheduled ahead generates exactly what the
 // synchronous run generates, with the same finishes and everything freed, also with requests
 // arriving during the run; a request that ends while the plan ahead holds it is released at once
 // and its row there ignored; and the plan declines wherever step n's results could change step n + 1.
@@ -297,14 +298,134 @@ TEST(SchedulerAhead, ArrivalsDuringTheRunGenerateWhatTheSynchronousRunGenerates)
   }
 }
 
-// No plan ahead where step n's results decide step n + 1: a prefill chunk that is not the prompt's
-// last is in flight, drafts are configured, or the pool cannot grow every table.
+// A long prompt chunked beside a decode: the plan ahead continues the decode with the device's token
+// and the prompt with its next chunk from the host (the budget as schedule() spends it: decodes
+// first), and after the prompt's last chunk its first decode; every plan of the run but the first
+// is made ahead.
+TEST(SchedulerAhead, PromptChunksArePlannedAhead) {
+  Harness h(small_sched(/*budget=*/5), small_kv(32));
+  h.add(1, tokens_from(1, 3), 30);
+  h.step();  // request 1 decoding
+  h.add(2, tokens_from(40, 13), 30);
+  auto [n, ahead, out, ahead_out] = plan_two(h);  // decode + [0, 4) of request 2
+  ASSERT_EQ(n.seqs.size(), 2u);
+  EXPECT_FALSE(n.seqs[1].needs_logits);
+  ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
+  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
+  EXPECT_TRUE(ahead.seqs[0].token_from_device);
+  const SeqPlan& chunk = ahead.seqs[1];
+  EXPECT_EQ(chunk.seq_id, 2u);
+  EXPECT_FALSE(chunk.token_from_device);
+  EXPECT_EQ(chunk.first_position, 4);
+  EXPECT_EQ(chunk.n_tokens_scheduled, 4);
+  EXPECT_EQ(chunk.token_ids, tokens_from(44, 4));
+  EXPECT_FALSE(chunk.needs_logits);
+  EXPECT_EQ(chunk.state_init, StateInit::kKeep);
+  EXPECT_FALSE(chunk.block_table_reset);
+  EXPECT_EQ(chunk.n_blocks, 2);  // positions [0, 8) in blocks of 4
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  // [8, 12), then the last chunk [12, 13) with its token, then request 2's first decode: all ahead.
+  BatchPlan prev = std::move(ahead);
+  std::vector<SeqOutput> prev_out = std::move(ahead_out);
+  for (int32_t first : {8, 12, 13}) {
+    BatchPlan next = h.sched().schedule_ahead(prev);
+    ASSERT_EQ(next.seqs.size(), 2u) << describe(next);
+    EXPECT_EQ(next.seqs[1].first_position, first);
+    EXPECT_EQ(next.seqs[1].token_from_device, first == 13);
+    EXPECT_EQ(next.seqs[1].needs_logits, first >= 12);
+    std::vector<SeqOutput> next_out = h.runner().run(next);
+    ASSERT_TRUE(h.sched().update(prev, prev_out).is_ok());
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+    prev = std::move(next);
+    prev_out = std::move(next_out);
+  }
+  ASSERT_TRUE(h.sched().update(prev, prev_out).is_ok());
+  EXPECT_EQ(h.sched().find(2)->n_tokens(), 15);
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+}
+
+// Step n made ahead holds a request that the update before it released (a stop at step n - 1): the
+// plan ahead of step n runs nothing for it and goes on with the others.
+TEST(SchedulerAhead, AheadOfAPlanHoldingAReleasedRequest) {
+  Harness h(small_sched(/*budget=*/16), small_kv(32));
+  h.add(1, tokens_from(1, 4), 30);
+  h.add(2, tokens_from(40, 4), 30);
+  h.step();
+  auto [n, ahead, out, ahead_out] = plan_two(h);
+  ASSERT_EQ(ahead.seqs.size(), 2u);
+  out[0].finish = FinishReason::kStop;
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  ASSERT_EQ(h.sched().find(1), nullptr);
+  BatchPlan after = h.sched().schedule_ahead(ahead);
+  ASSERT_EQ(after.seqs.size(), 1u) << describe(after);
+  EXPECT_EQ(after.seqs[0].seq_id, 2u);
+  EXPECT_TRUE(after.seqs[0].token_from_device);
+  std::vector<SeqOutput> after_out = h.runner().run(after);
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  ASSERT_TRUE(h.sched().update(after, after_out).is_ok());
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  EXPECT_EQ(h.sched().find(2)->n_generated(), 4);  // steps: the prompt's, n, ahead, after
+}
+
+// Prompt chunks end at state snapshot boundaries ahead as schedule() cuts them: the snapshot the plan
+// ahead reserves stays pending through the update of the plan before it, is published by its own
+// update, and a later request with the same prompt restores it.
+TEST(SchedulerAhead, SnapshotsArePlannedAheadAndPublishedByTheirOwnUpdate) {
+  Harness h(small_sched(/*budget=*/4), small_kv(32, 8, /*n_snapshots=*/2));
+  h.add(1, tokens_from(1, 14), 3);  // a snapshot at 12, the prompt's last block boundary
+  h.step();                         // [0, 4)
+  BatchPlan n = h.sched().schedule();  // [4, 8)
+  std::vector<SeqOutput> out = h.runner().run(n);
+  BatchPlan ahead = h.sched().schedule_ahead(n);  // [8, 12), ending at the boundary
+  ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+  EXPECT_EQ(ahead.seqs[0].first_position, 8);
+  EXPECT_EQ(ahead.seqs[0].n_tokens_scheduled, 4);
+  const kv::SnapshotId snap = ahead.seqs[0].snapshot_take;
+  ASSERT_NE(snap, kv::kNoId);
+  std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+  ASSERT_TRUE(h.sched().update(n, out).is_ok());
+  EXPECT_EQ(h.sched().kv().snapshot_pool().state(snap), kv::SnapshotPool::SlotState::kPending);
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  // With the snapshot still in flight, the last chunk [12, 14) goes ahead too (it takes none).
+  BatchPlan last = h.sched().schedule_ahead(ahead);
+  ASSERT_EQ(last.seqs.size(), 1u) << describe(last);
+  EXPECT_EQ(last.seqs[0].first_position, 12);
+  EXPECT_TRUE(last.seqs[0].needs_logits);
+  std::vector<SeqOutput> last_out = h.runner().run(last);
+  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+  EXPECT_EQ(h.sched().kv().snapshot_pool().state(snap), kv::SnapshotPool::SlotState::kValid);
+  ASSERT_TRUE(h.sched().update(last, last_out).is_ok());
+  h.run_ahead_to_completion();
+  // The same prompt again: restored from the snapshot (the FakeRunner checks the state it holds).
+  h.add(2, tokens_from(1, 14), 3);
+  h.run_ahead_to_completion();
+  EXPECT_EQ(h.sched().stats().n_snapshot_restores, 1);
+  h.expect_all_free();
+}
+
+// No plan ahead where step n's results decide step n + 1: a second snapshot of a request whose
+// step n takes one (a pending snapshot forbids the reservation schedule() would make after the
+// update), drafts configured, or the pool cannot grow every table.
 TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
-  {  // a prefill chunk (not the prompt's last) in the plan in flight
-    Harness h(small_sched(/*budget=*/4), small_kv(32));
-    h.add(1, tokens_from(1, 10), 30);
+  {  // a snapshot every block (interval 4), chunks of 4: each chunk takes one
+    kv::KvConfig kv = small_kv(32, 8, /*n_snapshots=*/4);
+    kv.snapshot.interval_tokens = 4;
+    Harness h(small_sched(/*budget=*/4), kv);
+    h.add(1, tokens_from(1, 14), 30);
+    BatchPlan n = h.sched().schedule();  // [0, 4), taking the snapshot at 4
+    ASSERT_EQ(n.seqs.size(), 1u);
+    EXPECT_NE(n.seqs[0].snapshot_take, kv::kNoId);
+    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
+    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  }
+  {  // drafts configured
+    SchedulerConfig c = small_sched(/*budget=*/16);
+    c.max_draft_tokens = 2;
+    Harness h(c, small_kv(32));
+    h.add(1, tokens_from(1, 4), 30);
+    h.step();
     BatchPlan n = h.sched().schedule();
-    EXPECT_FALSE(n.seqs[0].needs_logits);
     EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
     ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
   }

@@ -143,6 +143,80 @@ TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
   ::testing::Test::RecordProperty("preemptions", static_cast<int>(st.n_preemptions));
 }
 
+// The same kind of workload run the way asynchronous scheduling runs it (Harness::step_ahead: each
+// plan made ahead of its predecessor's update wherever schedule_ahead allows, else by schedule()
+// after it), without drafts (they are never planned ahead): aborts land while one or two plans hold
+// the request; preemption happens in the plans schedule() makes. Every request that finished
+// produced exactly what an uninterrupted run would have, everything is freed, and plans were made
+// ahead of decodes and of prompt chunks alike.
+TEST_P(SchedulerStress, AsyncRandomWorkloadGeneratesWhatAnUninterruptedRunDoes) {
+  const StressCase& sc = GetParam();
+  SchedulerConfig config;
+  config.max_num_seqs = 4;
+  config.max_num_batched_tokens = 16;
+  config.max_prefill_chunk = 7;
+  config.max_model_len = 60;
+  kv::KvConfig kv_config = testing::small_kv(/*n_blocks=*/20, /*n_slots=*/5, sc.n_snapshots);
+  kv_config.enable_prefix_caching = sc.prefix_caching;
+  kv_config.replay = kv::ReplayConfig{.mode = sc.mode, .window = 3, .n_layers = 2, .max_overlap = 2};
+  kv_config.snapshot.interval_tokens = 8;
+  Harness h(config, kv_config);
+  h.runner().stop_token = model_token(3, 20);
+  Rng rng(sc.seed + 100);
+
+  std::vector<std::vector<TokenId>> families(3);
+  for (auto& f : families) {
+    for (int i = 0; i < 24; ++i) f.push_back(rng.uniform(0, 50));
+  }
+  std::map<SeqId, int32_t> n_prompt;
+  std::set<SeqId> aborted;
+  SeqId next_id = 1;
+  for (int step = 0; step < 700; ++step) {
+    if (step < 550 && rng.chance(35)) {
+      std::vector<TokenId> prompt;
+      if (rng.chance(70)) {
+        const auto& f = families[static_cast<size_t>(rng.uniform(0, 2))];
+        prompt.assign(f.begin(), f.begin() + rng.uniform(1, 24));
+      }
+      const int32_t n_tail = rng.uniform(prompt.empty() ? 1 : 0, 12);
+      for (int32_t i = 0; i < n_tail; ++i) prompt.push_back(rng.uniform(0, 50));
+      const SeqId id = next_id++;
+      n_prompt[id] = static_cast<int32_t>(prompt.size());
+      h.add(id, std::move(prompt), rng.uniform(1, 14));
+    }
+    std::vector<SeqId> live(h.sched().running().begin(), h.sched().running().end());
+    live.insert(live.end(), h.sched().waiting().begin(), h.sched().waiting().end());
+    if (!live.empty() && rng.chance(4)) {
+      const SeqId victim = live[static_cast<size_t>(rng.uniform(0, static_cast<int32_t>(live.size()) - 1))];
+      ASSERT_TRUE(h.sched().abort(victim).is_ok());
+      aborted.insert(victim);
+    }
+    h.step_ahead();
+    if (::testing::Test::HasFailure()) FAIL() << "at step " << step << "\n" << h.log.substr(h.log.size() > 4000 ? h.log.size() - 4000 : 0);
+  }
+  h.run_ahead_to_completion();
+  h.expect_all_free();
+
+  int n_checked = 0;
+  for (const auto& [id, reason] : h.finished) {
+    if (aborted.contains(id)) continue;  // an abort racing a finish: whichever the scheduler saw first
+    const std::vector<TokenId>& g = h.generated.at(id);
+    EXPECT_EQ(g, model_tokens(id, n_prompt[id], n_prompt[id] + static_cast<int32_t>(g.size()))) << "request " << id;
+    if (reason == FinishReason::kStop) {
+      EXPECT_EQ(g.back(), h.runner().stop_token);
+    }
+    ++n_checked;
+  }
+  EXPECT_GT(n_checked, 100);
+  // Most plans are made ahead (~300-470 here), of chunks too (~150-240), snapshots included.
+  EXPECT_GT(h.n_ahead, 200);
+  EXPECT_GT(h.n_ahead_of_chunk, 100);
+  EXPECT_GT(h.sched().stats().n_preemptions, 0);
+  if (sc.prefix_caching && sc.n_snapshots > 0) {
+    EXPECT_GT(h.sched().stats().n_snapshot_restores, 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Seeds, SchedulerStress,
     ::testing::Values(StressCase{"bounded", 1, kv::ReplayMode::kBounded, true, 3},
