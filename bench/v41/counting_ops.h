@@ -101,8 +101,9 @@ class CountingOps final : public ops::Ops {
     cpu_.logprob_rows(l, t, lp, ti, tl);
   }
   void adjust_logits(const TensorView& l, std::span<const AdjustRow> r, std::span<const AdjustEntry> e,
-                     std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& o) override {
-    cpu_.adjust_logits(l, r, e, s, m, o);
+                     std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& p,
+                     const TensorView& o) override {
+    cpu_.adjust_logits(l, r, e, s, m, p, o);
   }
 
   void kv_fake_quant(const TensorView& x, ops::KvQuantFormat f) override { cpu_.kv_fake_quant(x, f); }

@@ -17,7 +17,8 @@ bool penalties_active(const SamplingParams& p) {
 
 }  // namespace
 
-void DeviceSamplePlan::add(size_t row, const sample::RowInput& in, const sample::SamplerConfig& config) {
+void DeviceSamplePlan::add(size_t row, const sample::RowInput& in, const sample::SamplerConfig& config,
+                           int32_t pending) {
   const SamplingParams& p = *in.params;
   if (rows.size() <= row) rows.resize(row + 1);
   rows[row] = ops::Ops::SampleRow{p.temperature, p.min_p, in.seed, in.position, p.top_k, p.top_p};
@@ -30,6 +31,7 @@ void DeviceSamplePlan::add(size_t row, const sample::RowInput& in, const sample:
   a.repetition = p.repetition_penalty;
   a.presence = p.presence_penalty;
   a.frequency = p.frequency_penalty;
+  if (penalties_active(p)) a.pending = pending;  // bias, masks and stops do not read the history
   const int32_t V = config.n_vocab;
   // Entries: one per distinct token the bias or the penalties touch. `at` maps a token to its
   // entry while this row is built (thread-local: the vocabulary-sized index is reused).
@@ -97,6 +99,7 @@ void DeviceSamplePlan::clear() {
   entries.clear();
   stops.clear();
   masks.clear();
+  pending_ids = {};
 }
 
 void DeviceSamplePlan::finish(size_t n_rows) {

@@ -21,6 +21,9 @@ struct DeviceSamplePlan {
   std::vector<ops::Ops::AdjustEntry> entries;
   std::vector<int32_t> stops;
   std::vector<uint32_t> masks;                    // [masked rows, ceil(V / 32)]
+  // The ids the step before sampled, where they are (ForwardBatch::token_source), when a row with
+  // penalties decodes one of them (AdjustRow::pending); else empty.
+  tensor::TensorView pending_ids;
 
   bool adjusts() const { return !adjust_rows.empty(); }
   // Empties the plan for the next step, keeping the vectors' memory (a step's entries run to
@@ -28,8 +31,10 @@ struct DeviceSamplePlan {
   void clear();
   // Row `row` (rows must be added in any order, each once) from the host sampler's input: its
   // SampleRow, and its adjustments when steps 1-4 change anything. `config`: the sampler's
-  // vocabulary and EOS ids (min_tokens suppresses them unless ignore_eos).
-  void add(size_t row, const sample::RowInput& in, const sample::SamplerConfig& config);
+  // vocabulary and EOS ids (min_tokens suppresses them unless ignore_eos). pending >= 0: the row's
+  // input token is pending_ids[pending], which `in`'s history does not hold yet (a step planned
+  // ahead): the penalties count it on the device.
+  void add(size_t row, const sample::RowInput& in, const sample::SamplerConfig& config, int32_t pending = -1);
   // Rows with nothing to adjust in a step where others have: identity rows (a plain sanitised copy).
   void finish(size_t n_rows);
 };

@@ -93,7 +93,8 @@ class EngineImpl final : public Engine {
   // *device then holds each logit row's inputs (DeviceSamplePlan). A row whose sampler input
   // fails (a grammar's bitmask) sends the step to the host sampler, which reports it. device (in
   // sample_plan): what the device sampled per logit row (such steps; `result`'s logits not read).
-  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row, DeviceSamplePlan* device);
+  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
+                      const model::ForwardBatch& batch, DeviceSamplePlan* device);
   ModelRunner::DeviceSampled device_out_;      // what the device sampled
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,

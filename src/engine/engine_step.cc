@@ -111,7 +111,7 @@ Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
   runner_->take_snapshots(plan);
   // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
   // back); the device path's inputs are built while the device runs the step.
-  l->on_device = device_sampled(plan, l->logit_row, &l->device_plan);
+  l->on_device = device_sampled(plan, l->logit_row, *batch, &l->device_plan);
   const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)
                                      : runner_->logits_to_host(&l->result);
   step_times_.forward_s += lap();
@@ -129,8 +129,9 @@ bool EngineImpl::can_plan_ahead(const sched::BatchPlan& plan) const {
     if (!l.on_device) return false;
     const SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler leaves it out
-    // A grammar's mask and the penalties follow the tokens, which the host has not seen yet.
-    if (s->matcher || sample::reads_token_history(*s->params)) return false;
+    // A grammar's mask follows the tokens, which the host has not seen yet (the penalties count the
+    // unseen one on the device: AdjustRow::pending).
+    if (s->matcher) return false;
   }
   return true;
 }
@@ -158,7 +159,7 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
 }
 
 bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                                DeviceSamplePlan* device) {
+                                const model::ForwardBatch& batch, DeviceSamplePlan* device) {
   device->clear();
   if (debug_.host_sampling) return false;
   bool any = false;
@@ -174,9 +175,15 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
     Result<sample::RowInput> in =
         outputs_->row_input(*s, plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled);
     if (!in.is_ok() || !sampler_->check_row(*in, i).is_ok()) return false;
-    // Planned ahead: the token of the step before counts too (min_tokens), though not taken in yet.
-    if (plan.seqs[i].token_from_device) ++in->n_generated;
-    device->add(row, *in, sampler_->config());
+    // Planned ahead: the token of the step before counts too (min_tokens; the penalties count it
+    // where it is: AdjustRow::pending), though not taken in yet.
+    int32_t pending = -1;
+    if (plan.seqs[i].token_from_device) {
+      ++in->n_generated;
+      pending = batch.token_from.at(static_cast<size_t>(batch.seqs.at(i).token_begin));
+      device->pending_ids = batch.token_source;
+    }
+    device->add(row, *in, sampler_->config(), pending);
     any = true;
   }
   device->finish(n_rows);

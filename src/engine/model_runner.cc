@@ -186,7 +186,7 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   tensor::TensorView sampled_from = logits;
   if (plan.adjusts()) {
     sampled_from = ops.alloc(tensor::DType::kF32, {rows, logits.shape[1]});  // [rows, V] steps 0-4
-    ops.adjust_logits(logits, plan.adjust_rows, plan.entries, plan.stops, plan.masks, sampled_from);
+    ops.adjust_logits(logits, plan.adjust_rows, plan.entries, plan.stops, plan.masks, plan.pending_ids, sampled_from);
   }
   const bool greedy = std::all_of(params.begin(), params.end(), [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
   if (greedy) {

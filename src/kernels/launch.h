@@ -67,10 +67,11 @@ struct LogprobLaunchParams {
 int64_t logprob_workspace_slots(int64_t rows);
 // Steps 0-4 of the sampler (Ops::adjust_logits) from logits [rows, V] into out [rows, V]: rows,
 // entries (DeviceAdjustRow / DeviceAdjustEntry: Ops::AdjustRow / AdjustEntry's layouts), stops and
-// masks on the device; part_finite: adjust_workspace_slots(rows) I32.
+// masks on the device; pending_ids: the ids rows' `pending` index (null when none does);
+// part_finite: adjust_workspace_slots(rows) I32.
 struct AdjustLaunchParams {
   const float* logits; int64_t rows, ld, V; const void* rows_params; const void* entries; const int32_t* stops;
-  const uint32_t* masks; float* out; int32_t* part_finite;
+  const uint32_t* masks; const int32_t* pending_ids; float* out; int32_t* part_finite;
 };
 int64_t adjust_workspace_slots(int64_t rows);
 cudaError_t launch_adjust_logits(const AdjustLaunchParams& p, cudaStream_t stream);

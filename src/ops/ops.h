@@ -492,11 +492,16 @@ class Ops {
   // F32 without contraction — Sampler::process_row's step 4 row bit for bit. A row's sparse inputs
   // are ranges of `entries` (one per distinct token: its bias, whether it was seen, its output
   // count) and `stops` (distinct ids); mask_row indexes `masks` [M, ceil(V / 32)] words (-1: none).
+  // pending >= 0: the row's sequence has one more output token than its entries count, the id at
+  // pending_ids[pending] (I32 on this backend's device: the ids the step before sampled, which a
+  // step planned ahead of their return reads where they are; ids < 0 mean none) — seen, and its
+  // output count one higher (an entry of its own, bias 0, when it has none).
   struct AdjustRow {
     int32_t entry_begin = 0, entry_end = 0;  // [begin, end) of entries
     int32_t stop_begin = 0, stop_end = 0;    // [begin, end) of stops (empty unless min_tokens holds)
     int32_t mask_row = -1;
     float repetition = 1.0f, presence = 0.0f, frequency = 0.0f;
+    int32_t pending = -1;
   };
   struct AdjustEntry {
     int32_t token = 0;
@@ -506,10 +511,12 @@ class Ops {
   };
   virtual void adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
                              std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
-                             std::span<const uint32_t> masks, const TensorView& out) = 0;
+                             std::span<const uint32_t> masks, const TensorView& pending_ids,
+                             const TensorView& out) = 0;
   static void check_adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
                                   std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
-                                  std::span<const uint32_t> masks, const TensorView& out) {
+                                  std::span<const uint32_t> masks, const TensorView& pending_ids,
+                                  const TensorView& out) {
     DI_CHECK(logits.dtype == DType::kF32 && logits.rank == 2 && logits.stride[1] == 1 &&
                  logits.stride[0] >= logits.shape[1],
              "adjust_logits logits {} must be [R, V] F32 with unit column stride", logits.shape_string());
@@ -525,7 +532,11 @@ class Ops {
                    r.mask_row >= -1 && r.mask_row < n_masks && r.repetition > 0.0f,
                "adjust_logits: a row's ranges [{}, {}) / [{}, {}) / mask {} outside {} entries, {} stops, {} masks",
                r.entry_begin, r.entry_end, r.stop_begin, r.stop_end, r.mask_row, entries.size(), stops.size(), n_masks);
+      DI_CHECK(r.pending < (pending_ids.empty() ? 0 : pending_ids.numel()),
+               "adjust_logits: pending id {} outside the {} ids given", r.pending, pending_ids.empty() ? 0 : pending_ids.numel());
     }
+    DI_CHECK(pending_ids.empty() || (pending_ids.dtype == DType::kI32 && pending_ids.is_contiguous()),
+             "adjust_logits: pending ids {} must be contiguous I32", pending_ids.shape_string());
     for (const AdjustEntry& e : entries) DI_CHECK(e.token >= 0 && e.token < V, "adjust_logits: token {} outside [0, {})", e.token, V);
     for (int32_t id : stops) DI_CHECK(id >= 0 && id < V, "adjust_logits: stop id {} outside [0, {})", id, V);
   }

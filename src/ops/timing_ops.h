@@ -161,8 +161,9 @@ class TimingOps final : public Ops {
     timed("logprob_rows", [&] { inner_->logprob_rows(l, t, lp, ti, tl); });
   }
   void adjust_logits(const TensorView& l, std::span<const AdjustRow> r, std::span<const AdjustEntry> e,
-                     std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& o) override {
-    timed("adjust_logits", [&] { inner_->adjust_logits(l, r, e, s, m, o); });
+                     std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& p,
+                     const TensorView& o) override {
+    timed("adjust_logits", [&] { inner_->adjust_logits(l, r, e, s, m, p, o); });
   }
 
  private:

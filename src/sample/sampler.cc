@@ -174,7 +174,6 @@ bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask
          !has_mask && n_generated >= p.min_tokens && !penalties_active(p);
 }
 
-bool reads_token_history(const SamplingParams& p) { return penalties_active(p); }
 
 bool is_device_sampleable(const SamplingParams& p) {
   // Steps 1-4 are Ops::adjust_logits', 5-10 Ops::argmax_rows' / sample_rows', raw logprobs

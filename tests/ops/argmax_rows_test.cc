@@ -152,6 +152,9 @@ TEST(SampleRowsTest, DeviceSampleableRows) {
 // with random bias, allowed ids, grammar masks, min_tokens' stop ids (also where they are all that
 // is finite) and penalties over a random history, its output equals Sampler::process_row of a
 // greedy row (which stops after step 4) bit for bit; rows without adjustments are sanitised copies.
+// Rows with a pending token (AdjustRow::pending: sampled by the step before, not in the entries —
+// an output token already counted, a fresh one, a biased one, none) equal process_row over the
+// history with that token appended.
 TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -175,6 +178,8 @@ TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
   std::vector<Ops::AdjustEntry> entries;
   std::vector<int32_t> stops;
   std::vector<uint32_t> masks;
+  std::vector<int32_t> pending_ids;  // the pending rows' tokens
+  std::mt19937_64 pending_rng(10);   // its own stream: the rows' random inputs stay the same
   histories.reserve(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
     SamplingParams& p = params[static_cast<size_t>(r)];
@@ -183,6 +188,14 @@ TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
     for (auto& t : prompt) t = static_cast<int32_t>(rng() % V);
     histories.emplace_back(prompt);
     for (int i = 0; i < 15; ++i) histories.back().append(static_cast<int32_t>(rng() % 40));  // repeats
+    // What the entries count; a pending row's history then gets the pending token (sampler's view).
+    const sample::TokenHistory counted = histories.back();
+    int32_t pending = -2;  // -2: not a pending row
+    if (r % 4 == 0) {
+      const int32_t choices[] = {static_cast<int32_t>(pending_rng() % 40), static_cast<int32_t>(250 + r), 5, -1};
+      pending = choices[(r / 4) % 4];
+      if (pending >= 0) histories.back().append(pending);
+    }
     if (r % 3 == 1) p.repetition_penalty = r % 2 ? 1.3f : 0.8f;
     if (r % 4 == 1) p.frequency_penalty = 0.7f;
     if (r % 5 == 2) p.presence_penalty = -0.4f;
@@ -203,10 +216,19 @@ TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
     Ops::AdjustRow& a = rows[static_cast<size_t>(r)];
     a = {static_cast<int32_t>(entries.size()), 0, static_cast<int32_t>(stops.size()), 0, -1, p.repetition_penalty,
          p.presence_penalty, p.frequency_penalty};
+    if (pending != -2) {
+      a.pending = static_cast<int32_t>(pending_ids.size());
+      pending_ids.push_back(pending);
+      if (r % 8 == 0) p.frequency_penalty = 0.6f;  // every pending row with penalties of some kind
+      p.repetition_penalty = 1.2f;
+      if (pending == 5) p.logit_bias[5] = 2.5f;
+      a.repetition = p.repetition_penalty;
+      a.frequency = p.frequency_penalty;
+    }
     std::map<int32_t, Ops::AdjustEntry> by_token;
     for (const auto& [id, b] : p.logit_bias) by_token[id].bias = b;
-    for (int32_t id : histories.back().seen()) by_token[id].seen = 1;
-    for (const sample::TokenCount& tc : histories.back().output_counts()) by_token[tc.token].output_count = tc.count;
+    for (int32_t id : counted.seen()) by_token[id].seen = 1;
+    for (const sample::TokenCount& tc : counted.output_counts()) by_token[tc.token].output_count = tc.count;
     for (auto [id, e] : by_token) {
       if (p.logit_bias.count(id) == 0 && (p.repetition_penalty == 1.0f || !e.seen) &&
           ((p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) || e.output_count == 0)) {
@@ -234,7 +256,8 @@ TEST(AdjustLogitsTest, IsTheHostSamplersSteps0To4) {
     }
   }
   TensorView out = ops.alloc_persistent(DType::kF32, {R, V});
-  ops.adjust_logits(logits, rows, entries, stops, masks, out);
+  TensorView d_pending = ops.upload(pending_ids.data(), DType::kI32, {static_cast<int64_t>(pending_ids.size())});
+  ops.adjust_logits(logits, rows, entries, stops, masks, d_pending, out);
   int64_t changed = 0;
   for (int64_t r = 0; r < R; ++r) {
     sample::RowInput in;

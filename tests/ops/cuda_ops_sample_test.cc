@@ -227,8 +227,9 @@ TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
 
 // Steps 0-4 on the device (Ops::adjust_logits): the CPU op's rows bit for bit (whose values are
 // the host sampler's, argmax_rows_test) for rows with bias, masks, stop ids (suppressed, and kept
-// where they are all that is finite), repetition / frequency / presence penalties and none, at the
-// real vocabulary with a padded row stride.
+// where they are all that is finite), repetition / frequency / presence penalties and none, and a
+// pending token (one of the row's entries, a token without one, none), at the real vocabulary with
+// a padded row stride.
 TEST_F(CudaSampleOpsTest, AdjustLogitsIsTheCpuResult) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (const int64_t V : {int64_t{1000}, int64_t{129280}}) {
@@ -243,9 +244,14 @@ TEST_F(CudaSampleOpsTest, AdjustLogitsIsTheCpuResult) {
     std::vector<ops::Ops::AdjustEntry> entries;
     std::vector<int32_t> stops;
     std::vector<uint32_t> masks;
+    std::vector<int32_t> pending;  // the pending rows' tokens
     for (int64_t r = 0; r < R; ++r) {
       ops::Ops::AdjustRow& a = rows[static_cast<size_t>(r)];
       if (r == 0) continue;  // identity: a sanitised copy
+      if (r % 3 == 2) {  // an entry's token (k = 5), a token without an entry, none
+        a.pending = static_cast<int32_t>(pending.size());
+        pending.push_back(r == 2 ? static_cast<int32_t>((5 * 97 + r * 13) % V) : r == 5 ? static_cast<int32_t>(V - 1) : -1);
+      }
       a.entry_begin = static_cast<int32_t>(entries.size());
       for (int32_t k = 0; k < 300; ++k) {  // distinct tokens
         const auto t = static_cast<int32_t>((k * 97 + r * 13) % V);
@@ -269,8 +275,11 @@ TEST_F(CudaSampleOpsTest, AdjustLogitsIsTheCpuResult) {
       }
     }
     Pair out = make(DType::kF32, {R, V});
-    cpu_.adjust_logits(lh, rows, entries, stops, masks, out.host);
-    gpu_->adjust_logits(ld_dev, rows, entries, stops, masks, out.dev);
+    Pair ids = make(DType::kI32, {static_cast<int64_t>(pending.size())});
+    std::copy(pending.begin(), pending.end(), ids.host.as<int32_t>());
+    upload(ids);
+    cpu_.adjust_logits(lh, rows, entries, stops, masks, ids.host, out.host);
+    gpu_->adjust_logits(ld_dev, rows, entries, stops, masks, ids.dev, out.dev);
     const std::vector<float> got = download(out.dev), want = values(out.host);
     ASSERT_EQ(got.size(), want.size());
     int64_t mismatches = 0;

@@ -6,7 +6,9 @@
 //   * adjust_sparse_kernel: a block per row applies the row's sparse inputs in the host's order.
 //     Stop ids become -inf unless they are all the row's finite entries (a grammar that can only
 //     end here); then each entry (one distinct token per thread) gets its bias, repetition,
-//     frequency and presence penalties. Masks and suppression only write -inf, which the later
+//     frequency and presence penalties — a pending token (asynchronous scheduling: sampled by the
+//     step before, not yet in the host's counts) with one more output occurrence and seen, as an
+//     entry of its own if it has none. Masks and suppression only write -inf, which the later
 //     steps keep, so applying the bias after the mask is the host's bias-then-mask. The arithmetic
 //     is F32 with explicit rounding (no FMA contraction): the host's values bit for bit.
 #pragma once
@@ -25,6 +27,7 @@ inline constexpr int kAdjustThreads = 256;
 struct DeviceAdjustRow {
   int32_t entry_begin, entry_end, stop_begin, stop_end, mask_row;
   float repetition, presence, frequency;
+  int32_t pending;  // >= 0: index in pending_ids of one more output token (Ops::AdjustRow::pending)
 };
 struct DeviceAdjustEntry {
   int32_t token;
@@ -67,11 +70,16 @@ __global__ void __launch_bounds__(kAdjustThreads)
 
 __global__ void __launch_bounds__(kAdjustThreads)
     adjust_sparse_kernel(int64_t V, const DeviceAdjustRow* rows, const DeviceAdjustEntry* entries, const int32_t* stops,
-                         const int32_t* part_finite, float* out) {
+                         const int32_t* pending_ids, const int32_t* part_finite, float* out) {
   pdl_prologue();
   const int64_t r = blockIdx.x;
   const DeviceAdjustRow a = rows[r];
   float* o = out + r * V;
+  // The pending token (-1: none; an id past V is no token either, as on the host).
+  int32_t pending = a.pending >= 0 ? pending_ids[a.pending] : -1;
+  if (pending >= V) pending = -1;
+  __shared__ int pending_has_entry;
+  if (threadIdx.x == 0) pending_has_entry = 0;
   if (a.stop_end > a.stop_begin) {  // step 3: min_tokens
     int finite_stops = 0;
     for (int i = a.stop_begin + threadIdx.x; i < a.stop_end; i += kAdjustThreads) finite_stops += o[stops[i]] != -INFINITY;
@@ -94,10 +102,9 @@ __global__ void __launch_bounds__(kAdjustThreads)
     __syncthreads();
   }
   // Steps 1 and 4 per distinct token; a -inf entry (masked, suppressed) stays -inf through them.
-  for (int i = a.entry_begin + threadIdx.x; i < a.entry_end; i += kAdjustThreads) {
-    const DeviceAdjustEntry e = entries[i];
+  auto apply = [&](DeviceAdjustEntry e) {
     float v = o[e.token];
-    if (v == -INFINITY) continue;
+    if (v == -INFINITY) return;
     v = __fadd_rn(v, e.bias);
     if (a.repetition != 1.0f && e.seen != 0) v = v > 0.0f ? __fdiv_rn(v, a.repetition) : __fmul_rn(v, a.repetition);
     if ((a.presence != 0.0f || a.frequency != 0.0f) && e.output_count > 0) {
@@ -105,7 +112,20 @@ __global__ void __launch_bounds__(kAdjustThreads)
       v = __fsub_rn(v, a.presence);
     }
     o[e.token] = v;
+  };
+  __syncthreads();  // pending_has_entry's initial value (also after the stop pass)
+  for (int i = a.entry_begin + threadIdx.x; i < a.entry_end; i += kAdjustThreads) {
+    DeviceAdjustEntry e = entries[i];
+    if (e.token == pending) {  // one entry per distinct token: at most one thread
+      e.output_count += 1;
+      e.seen = 1;
+      pending_has_entry = 1;
+    }
+    apply(e);
   }
+  if (pending < 0) return;  // block-uniform
+  __syncthreads();
+  if (threadIdx.x == 0 && pending_has_entry == 0) apply(DeviceAdjustEntry{pending, 0.0f, 1, 1});
 }
 
 }  // namespace deepinfer::kernels

@@ -169,17 +169,27 @@ void CpuOps::sample_rows(const TensorView& logits, std::span<const SampleRow> ro
 
 void CpuOps::adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
                            std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
-                           std::span<const uint32_t> masks, const TensorView& out) {
-  check_adjust_logits(logits, rows, entries, stops, masks, out);
+                           std::span<const uint32_t> masks, const TensorView& pending_ids, const TensorView& out) {
+  check_adjust_logits(logits, rows, entries, stops, masks, pending_ids, out);
   const auto V = static_cast<size_t>(logits.shape[1]);
   const auto words = static_cast<size_t>(sample::bitmask_words(logits.shape[1]));
+  std::vector<AdjustEntry> merged;  // a row's entries with its pending token counted
   for (size_t r = 0; r < rows.size(); ++r) {
     const AdjustRow& a = rows[r];
     const float* in = logits.as<const float>() + static_cast<int64_t>(r) * logits.stride[0];
     std::span<float> z(out.as<float>() + r * V, V);  // [V] the row through the host sampler's steps 0-4
     std::copy(in, in + V, z.begin());
     sample::sanitize_logits(z);
-    const std::span<const AdjustEntry> row_entries = entries.subspan(a.entry_begin, a.entry_end - a.entry_begin);
+    std::span<const AdjustEntry> row_entries = entries.subspan(a.entry_begin, a.entry_end - a.entry_begin);
+    const int32_t pending = a.pending >= 0 ? pending_ids.as<const int32_t>()[a.pending] : -1;
+    if (pending >= 0 && static_cast<size_t>(pending) < V) {
+      merged.assign(row_entries.begin(), row_entries.end());
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const AdjustEntry& e) { return e.token == pending; });
+      if (it == merged.end()) it = merged.insert(merged.end(), AdjustEntry{pending, 0.0f, 0, 0});
+      it->output_count += 1;
+      it->seen = 1;
+      row_entries = merged;
+    }
     for (const AdjustEntry& e : row_entries) z[e.token] += e.bias;  // step 1 (masks commute with it)
     if (a.mask_row >= 0) sample::apply_token_bitmask(z, masks.subspan(a.mask_row * words, words));  // step 2
     if (a.stop_end > a.stop_begin) sample::suppress_stop_tokens(z, stops.subspan(a.stop_begin, a.stop_end - a.stop_begin));

@@ -140,7 +140,8 @@ class CudaOps final : public Ops {
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;
   void adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows, std::span<const AdjustEntry> entries,
-                     std::span<const int32_t> stops, std::span<const uint32_t> masks, const TensorView& out) override;
+                     std::span<const int32_t> stops, std::span<const uint32_t> masks, const TensorView& pending_ids,
+                     const TensorView& out) override;
   void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
                     const TensorView& top_ids, const TensorView& top_logprobs) override;
 

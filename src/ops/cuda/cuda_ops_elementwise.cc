@@ -157,15 +157,16 @@ void CudaOps::sample_rows(const TensorView& logits, std::span<const SampleRow> r
 }
 
 // The layouts of kernels::DeviceAdjustRow / DeviceAdjustEntry (checked in launch_elementwise.cu).
-static_assert(sizeof(Ops::AdjustRow) == 32 && offsetof(Ops::AdjustRow, mask_row) == 16 &&
-              offsetof(Ops::AdjustRow, repetition) == 20 && offsetof(Ops::AdjustRow, frequency) == 28);
+static_assert(sizeof(Ops::AdjustRow) == 36 && offsetof(Ops::AdjustRow, mask_row) == 16 &&
+              offsetof(Ops::AdjustRow, repetition) == 20 && offsetof(Ops::AdjustRow, frequency) == 28 &&
+              offsetof(Ops::AdjustRow, pending) == 32);
 static_assert(sizeof(Ops::AdjustEntry) == 16 && offsetof(Ops::AdjustEntry, bias) == 4 &&
               offsetof(Ops::AdjustEntry, seen) == 12);
 
 void CudaOps::adjust_logits(const TensorView& logits, std::span<const AdjustRow> rows,
                             std::span<const AdjustEntry> entries, std::span<const int32_t> stops,
-                            std::span<const uint32_t> masks, const TensorView& out) {
-  check_adjust_logits(logits, rows, entries, stops, masks, out);
+                            std::span<const uint32_t> masks, const TensorView& pending_ids, const TensorView& out) {
+  check_adjust_logits(logits, rows, entries, stops, masks, pending_ids, out);
   const int64_t R = logits.shape[0], V = logits.shape[1];
   if (R == 0) return;
   // The row parameters and sparse inputs on the device (I32 words; empty inputs stay null).
@@ -179,7 +180,8 @@ void CudaOps::adjust_logits(const TensorView& logits, std::span<const AdjustRow>
   const TensorView part = alloc(DType::kI32, {k::adjust_workspace_slots(R)});  // [R, slices] finite counts
   DI_LAUNCH(k::launch_adjust_logits({dptr<float>(logits), R, logits.stride[0], V, d_rows.data, d_entries.data,
                                      dptr<int32_t>(d_stops), static_cast<const uint32_t*>(d_masks.data),
-                                     dptr<float>(out), dptr<int32_t>(part)},
+                                     pending_ids.empty() ? nullptr : dptr<int32_t>(pending_ids), dptr<float>(out),
+                                     dptr<int32_t>(part)},
                                     stream_));
 }
 

@@ -243,8 +243,9 @@ cudaError_t launch_sample_rows(const SampleLaunchParams& p, cudaStream_t s) {
 }
 
 // Ops::AdjustRow / AdjustEntry's layouts (checked against the same numbers in cuda_ops_elementwise.cc).
-static_assert(sizeof(DeviceAdjustRow) == 32 && offsetof(DeviceAdjustRow, mask_row) == 16 &&
-              offsetof(DeviceAdjustRow, repetition) == 20 && offsetof(DeviceAdjustRow, frequency) == 28);
+static_assert(sizeof(DeviceAdjustRow) == 36 && offsetof(DeviceAdjustRow, mask_row) == 16 &&
+              offsetof(DeviceAdjustRow, repetition) == 20 && offsetof(DeviceAdjustRow, frequency) == 28 &&
+              offsetof(DeviceAdjustRow, pending) == 32);
 static_assert(sizeof(DeviceAdjustEntry) == 16 && offsetof(DeviceAdjustEntry, bias) == 4 &&
               offsetof(DeviceAdjustEntry, seen) == 12);
 
@@ -256,7 +257,8 @@ cudaError_t launch_adjust_logits(const AdjustLaunchParams& p, cudaStream_t s) {
   launch_pdl(adjust_dense_kernel, dim3(kAdjustSlices, static_cast<unsigned>(p.rows)), kAdjustThreads, 0, s, p.logits,
              p.ld, p.V, rows, p.masks, p.out, p.part_finite);
   launch_pdl(adjust_sparse_kernel, dim3(static_cast<unsigned>(p.rows)), kAdjustThreads, 0, s, p.V, rows,
-             static_cast<const DeviceAdjustEntry*>(p.entries), p.stops, static_cast<const int32_t*>(p.part_finite), p.out);
+             static_cast<const DeviceAdjustEntry*>(p.entries), p.stops, p.pending_ids,
+             static_cast<const int32_t*>(p.part_finite), p.out);
   return cudaGetLastError();
 }
 

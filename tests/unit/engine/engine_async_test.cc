@@ -159,15 +159,25 @@ TEST(EngineAsyncTest, PromptChunksArePlannedAhead) {
   EXPECT_GE(async_run.stats.n_steps_ahead, async_run.stats.n_steps - 3);
 }
 
-// Penalties read the tokens generated so far: no step is planned ahead while such a row runs, and
-// the outputs are the synchronous loop's.
-TEST(EngineAsyncTest, PenaltiesWaitForTheTokens) {
+// Penalties read the tokens generated so far: a step planned ahead counts the token the step before
+// sampled where it is (AdjustRow::pending), so such rows are planned ahead too, and the outputs —
+// repetition, frequency and presence penalties, with a logit bias on tokens the rows emit — are the
+// synchronous loop's.
+TEST(EngineAsyncTest, PenaltiesArePlannedAheadToo) {
   auto requests = [] {
     std::vector<Request> v;
-    for (int i = 0; i < 3; ++i) {
-      Request r = ids_request(prompt_ids(15 + i, 10 + i), 10, 100 + i, 0.9f);
-      r.sampling.repetition_penalty = 1.3f;
-      r.sampling.frequency_penalty = 0.5f;
+    for (int i = 0; i < 4; ++i) {
+      // The greedy rows favour one token by a bias and penalise it as it repeats, so that a count
+      // off by one (the token the step before sampled) changes what they emit: row 0 takes token
+      // 200 once (a repetition penalty of 50 then forbids it), row 2 takes token 100 until its
+      // frequency and presence penalties outweigh the bias.
+      Request r = ids_request(prompt_ids(15 + i, 10 + i), 20, 100 + i, i % 2 ? 0.9f : 0.0f);
+      if (i == 0 || i == 3) r.sampling.repetition_penalty = i == 0 ? 50.0f : 0.7f;
+      if (i >= 1) r.sampling.frequency_penalty = 2.0f;
+      if (i == 0) r.sampling.logit_bias = {{200, 20.0f}};
+      if (i == 2) r.sampling.logit_bias = {{100, 9.0f}};
+      if (i == 2) r.sampling.presence_penalty = 2.0f;
+      if (i == 3) r.sampling.logit_bias = {{prompt_ids(15, 1)[0], 3.0f}};
       v.push_back(r);
     }
     return v;
@@ -175,7 +185,12 @@ TEST(EngineAsyncTest, PenaltiesWaitForTheTokens) {
   const Outcome sync_run = run(requests(), false);
   const Outcome async_run = run(requests(), true);
   expect_same(async_run.outputs, sync_run.outputs);
-  EXPECT_EQ(async_run.stats.n_steps_ahead, 0);
+  EXPECT_GT(async_run.stats.n_steps_ahead, 5);  // 0 before the device counted the pending token
+  ASSERT_EQ(sync_run.outputs.size(), 4u);
+  const std::vector<int32_t>& row0 = sync_run.outputs[0].sequences.at(0).token_ids;
+  const std::vector<int32_t>& row2 = sync_run.outputs[2].sequences.at(0).token_ids;
+  EXPECT_EQ(std::count(row0.begin(), row0.end(), 200), 1);
+  EXPECT_GE(std::count(row2.begin(), row2.end(), 100), 2);
 }
 
 // Aborts while a step and the one planned ahead of it hold the sequence: every resource is freed
