@@ -76,13 +76,25 @@ class EngineImpl final : public Engine {
     bool on_device = false;
     DeviceSamplePlan device_plan;  // memory reused across steps
     ModelRunner::SampleTicket ticket;
+    // Per plan row: where its input token lies in token_source (ForwardBatch::token_from of its
+    // first token: a row decoding the token the step before sampled), else -1.
+    std::vector<int32_t> token_from;
+    tensor::TensorView token_source;
   };
   // prepare → forward → sampling queued (or the logits copied to the host) for `plan`.
   Status launch(const sched::BatchPlan& plan, Launched* l);
+  // The two halves of launch(): the forward (prepare, forward, snapshot copies), and the sampling.
+  // host_has_previous: the host has taken in the tokens the step before sampled (a step planned
+  // ahead whose sampling waited for them: a grammar's mask follows them).
+  Status launch_forward(const sched::BatchPlan& plan, Launched* l);
+  Status launch_sampling(const sched::BatchPlan& plan, Launched* l, bool host_has_previous);
+  // Whether a step planned ahead must launch its sampling only once the host has taken in the
+  // step before: a row decoding that step's token has a grammar (its mask follows the token).
+  bool sampling_waits_for_tokens(const sched::BatchPlan& plan) const;
   // Takes in the launched step plan_: its tokens, stop checks, scheduler update, events.
   void finish_step(Launched& l, bool ahead_in_flight);
-  // Whether plan_ (launched, sampled on the device) may have its successor planned before its
-  // tokens are back: the model reads device tokens and no row's sampler input follows the tokens.
+  // Whether plan_ (launched) may have its successor planned before its tokens are back: the model
+  // reads device tokens and every row of plan_ that samples was sampled on the device.
   bool can_plan_ahead(const sched::BatchPlan& plan) const;
   Launched launch_slots_[2];  // the launched step's and the one planned ahead of it
   int launched_slot_ = 0;
@@ -93,8 +105,8 @@ class EngineImpl final : public Engine {
   // *device then holds each logit row's inputs (DeviceSamplePlan). A row whose sampler input
   // fails (a grammar's bitmask) sends the step to the host sampler, which reports it. device (in
   // sample_plan): what the device sampled per logit row (such steps; `result`'s logits not read).
-  bool device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                      const model::ForwardBatch& batch, DeviceSamplePlan* device);
+  bool device_sampled(const sched::BatchPlan& plan, const Launched& l, bool host_has_previous,
+                      DeviceSamplePlan* device);
   ModelRunner::DeviceSampled device_out_;      // what the device sampled
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,

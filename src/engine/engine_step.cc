@@ -72,6 +72,7 @@ void EngineImpl::step() {
   sched::BatchPlan& ahead = ahead_plan_;  // a member: recover_step() fails it too
   ahead = {};
   Status ahead_status;
+  bool sample_after = false;  // the plan ahead's sampling waits for step n's tokens
   if (options_.async_scheduling && can_plan_ahead(plan_)) {
     lap();
     ahead = scheduler_->schedule_ahead(plan_);
@@ -80,8 +81,10 @@ void EngineImpl::step() {
       if (debug_.on_plan) debug_.on_plan(ahead);
       // Should a row of it need the host sampler after all, launch() copied its logits back: the
       // host samples them after step n's update, from complete histories, and nothing is planned
-      // ahead of it (can_plan_ahead).
-      ahead_status = launch(ahead, &next);
+      // ahead of it (can_plan_ahead). A grammar row decoding step n's token has its mask only
+      // once the host has taken that token in: the forward goes ahead, the sampling after.
+      sample_after = sampling_waits_for_tokens(ahead);
+      ahead_status = sample_after ? launch_forward(ahead, &next) : launch(ahead, &next);
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.n_steps_ahead;
     }
@@ -92,15 +95,28 @@ void EngineImpl::step() {
   plan_ = std::exchange(ahead, {});
   plan_in_flight_ = true;
   launched_slot_ ^= 1;
+  if (ahead_status.is_ok() && sample_after) ahead_status = launch_sampling(plan_, &next, /*host_has_previous=*/true);
   if (!ahead_status.is_ok()) return fail_plan(ahead_status.with_context("step planned ahead"));
   launched_ = true;
 }
 
 Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
+  DI_RETURN_IF_ERROR(launch_forward(plan, l));
+  return launch_sampling(plan, l, /*host_has_previous=*/false);
+}
+
+Status EngineImpl::launch_forward(const sched::BatchPlan& plan, Launched* l) {
   Lap lap;
   auto batch = runner_->prepare(plan, &l->logit_row);                      // 2. plan → ForwardBatch
   step_times_.prepare_s += lap();
   if (!batch.is_ok()) return batch.status();
+  l->token_from.assign(plan.seqs.size(), -1);
+  l->token_source = batch->token_source;
+  if (!batch->token_from.empty()) {
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      l->token_from[i] = batch->token_from[static_cast<size_t>(batch->seqs[i].token_begin)];
+    }
+  }
   auto result = static_cast<int64_t>(plan.step_id) == debug_.fail_forward_at_step
                     ? Result<model::ForwardResult>(internal_error("injected forward failure"))
                     : runner_->forward(*batch);                                    // 3. forward
@@ -109,30 +125,41 @@ Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
   // The snapshots end the plan's step on the device: a step planned ahead, queued next, moves on
   // the same state slots.
   runner_->take_snapshots(plan);
+  step_times_.forward_s += lap();
+  return Status::ok();
+}
+
+Status EngineImpl::launch_sampling(const sched::BatchPlan& plan, Launched* l, bool host_has_previous) {
+  Lap lap;
   // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
   // back); the device path's inputs are built while the device runs the step.
-  l->on_device = device_sampled(plan, l->logit_row, *batch, &l->device_plan);
+  l->on_device = device_sampled(plan, *l, host_has_previous, &l->device_plan);
   const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)
                                      : runner_->logits_to_host(&l->result);
   step_times_.forward_s += lap();
   return queued.with_context("forward");
 }
 
+bool EngineImpl::sampling_waits_for_tokens(const sched::BatchPlan& plan) const {
+  for (const sched::SeqPlan& sp : plan.seqs) {
+    if (!sp.token_from_device) continue;
+    const SequenceState* s = outputs_->find(sp.seq_id);
+    if (s != nullptr && s->matcher) return true;
+  }
+  return false;
+}
+
 bool EngineImpl::can_plan_ahead(const sched::BatchPlan& plan) const {
   const Launched& l = launch_slots_[launched_slot_];
   if (!model_->model->takes_device_tokens()) return false;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
-    const sched::SeqPlan& sp = plan.seqs[i];
-    // A prompt chunk that samples nothing: its next chunk's ids are the prompt's.
-    if (l.logit_row[i] < 0) continue;
-    // The host samples this row: its token is known only once step n is back.
-    if (!l.on_device) return false;
-    const SequenceState* s = outputs_->find(sp.seq_id);
-    if (s == nullptr) continue;  // ended while in flight: the scheduler leaves it out
-    // A grammar's mask follows the tokens, which the host has not seen yet (the penalties count the
-    // unseen one on the device: AdjustRow::pending).
-    if (s->matcher) return false;
+    // A prompt chunk that samples nothing: its next chunk's ids are the prompt's. Else, if the host
+    // samples the row, its token is known only once step n is back.
+    if (l.logit_row[i] >= 0 && !l.on_device) return false;
   }
+  // A grammar's mask follows the tokens, which the host has not seen yet: such a row's sampling
+  // waits for them (sampling_waits_for_tokens), its forward does not; the penalties count the
+  // unseen token on the device (AdjustRow::pending).
   return true;
 }
 
@@ -158,8 +185,9 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   emit_step_events(*events);                                               // 6. emit
 }
 
-bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<int32_t>& logit_row,
-                                const model::ForwardBatch& batch, DeviceSamplePlan* device) {
+bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const Launched& l, bool host_has_previous,
+                                DeviceSamplePlan* device) {
+  const std::vector<int32_t>& logit_row = l.logit_row;
   device->clear();
   if (debug_.host_sampling) return false;
   bool any = false;
@@ -176,12 +204,12 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const std::vector<
         outputs_->row_input(*s, plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled);
     if (!in.is_ok() || !sampler_->check_row(*in, i).is_ok()) return false;
     // Planned ahead: the token of the step before counts too (min_tokens; the penalties count it
-    // where it is: AdjustRow::pending), though not taken in yet.
+    // where it is: AdjustRow::pending), unless the host has taken it in already.
     int32_t pending = -1;
-    if (plan.seqs[i].token_from_device) {
+    if (plan.seqs[i].token_from_device && !host_has_previous) {
       ++in->n_generated;
-      pending = batch.token_from.at(static_cast<size_t>(batch.seqs.at(i).token_begin));
-      device->pending_ids = batch.token_source;
+      pending = l.token_from.at(i);
+      device->pending_ids = l.token_source;
     }
     device->add(row, *in, sampler_->config(), pending);
     any = true;
