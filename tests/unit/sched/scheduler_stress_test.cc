@@ -43,46 +43,90 @@ struct StressCase {
 
 class SchedulerStress : public ::testing::TestWithParam<StressCase> {};
 
-TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
-  const StressCase& sc = GetParam();
+// The stress configuration: four sequences on a tiny pool that forces preemption and eviction,
+// 7-token prefill chunks, a snapshot every 8 tokens.
+SchedulerConfig stress_sched(int32_t max_draft_tokens) {
   SchedulerConfig config;
   config.max_num_seqs = 4;
   config.max_num_batched_tokens = 16;
   config.max_prefill_chunk = 7;
-  config.max_draft_tokens = 3;
+  config.max_draft_tokens = max_draft_tokens;
   config.max_model_len = 60;
+  return config;
+}
+kv::KvConfig stress_kv(const StressCase& sc) {
   kv::KvConfig kv_config = testing::small_kv(/*n_blocks=*/20, /*n_slots=*/5, sc.n_snapshots);
   kv_config.enable_prefix_caching = sc.prefix_caching;
   kv_config.replay = kv::ReplayConfig{.mode = sc.mode, .window = 3, .n_layers = 2, .max_overlap = 2};
   kv_config.snapshot.interval_tokens = 8;
-  Harness h(config, kv_config);
+  return kv_config;
+}
+
+// Random arrivals until step 550, one in about three steps: a prefix of one of three shared
+// families (or none) and a random tail, 1-14 tokens to generate.
+class Arrivals {
+ public:
+  explicit Arrivals(Rng* rng) : rng_(rng), families_(3) {
+    for (auto& f : families_) {
+      for (int i = 0; i < 24; ++i) f.push_back(rng_->uniform(0, 50));
+    }
+  }
+  void maybe_add(int step, Harness& h) {
+    if (step >= 550 || !rng_->chance(35)) return;
+    std::vector<TokenId> prompt;
+    if (rng_->chance(70)) {
+      const auto& f = families_[static_cast<size_t>(rng_->uniform(0, 2))];
+      prompt.assign(f.begin(), f.begin() + rng_->uniform(1, 24));
+    }
+    const int32_t n_tail = rng_->uniform(prompt.empty() ? 1 : 0, 12);
+    for (int32_t i = 0; i < n_tail; ++i) prompt.push_back(rng_->uniform(0, 50));
+    const SeqId id = next_id_++;
+    n_prompt[id] = static_cast<int32_t>(prompt.size());
+    max_new[id] = rng_->uniform(1, 14);
+    h.add(id, std::move(prompt), max_new[id]);
+  }
+  int32_t n_added() const { return static_cast<int32_t>(next_id_ - 1); }
+
+  std::map<SeqId, int32_t> n_prompt, max_new;
+
+ private:
+  Rng* rng_;
+  std::vector<std::vector<TokenId>> families_;
+  SeqId next_id_ = 1;
+};
+
+// Every request that finished (none of them aborted) produced exactly what an uninterrupted run
+// would have, and ended by length at its limit or on the engine's stop token. Returns how many.
+int check_finished(Harness& h, const Arrivals& arrivals, const std::set<SeqId>& aborted) {
+  int n_checked = 0;
+  for (const auto& [id, reason] : h.finished) {
+    EXPECT_FALSE(aborted.contains(id)) << "request " << id;
+    const std::vector<TokenId>& g = h.generated.at(id);
+    const int32_t n_prompt = arrivals.n_prompt.at(id);
+    EXPECT_EQ(g, model_tokens(id, n_prompt, n_prompt + static_cast<int32_t>(g.size()))) << "request " << id;
+    if (reason == FinishReason::kLength) {
+      EXPECT_TRUE(static_cast<int32_t>(g.size()) == arrivals.max_new.at(id) ||
+                  n_prompt + static_cast<int32_t>(g.size()) == h.sched().max_seq_tokens()) << "request " << id;
+    } else {
+      EXPECT_EQ(reason, FinishReason::kStop);
+      EXPECT_EQ(g.back(), h.runner().stop_token);
+    }
+    ++n_checked;
+  }
+  return n_checked;
+}
+
+TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
+  const StressCase& sc = GetParam();
+  Harness h(stress_sched(/*max_draft_tokens=*/3), stress_kv(sc));
   h.runner().stop_token = model_token(3, 20);  // an occasional engine-reported stop
   Rng rng(sc.seed);
-
-  std::vector<std::vector<TokenId>> families(3);
-  for (auto& f : families) {
-    for (int i = 0; i < 24; ++i) f.push_back(rng.uniform(0, 50));
-  }
-  std::map<SeqId, int32_t> n_prompt;
-  std::map<SeqId, int32_t> max_new;
+  Arrivals arrivals(&rng);
   std::set<SeqId> aborted;
-  SeqId next_id = 1;
   int n_in_flight_aborts = 0;
 
   for (int step = 0; step < 700; ++step) {
-    if (step < 550 && rng.chance(35)) {
-      std::vector<TokenId> prompt;
-      if (rng.chance(70)) {
-        const auto& f = families[static_cast<size_t>(rng.uniform(0, 2))];
-        prompt.assign(f.begin(), f.begin() + rng.uniform(1, 24));
-      }
-      const int32_t n_tail = rng.uniform(prompt.empty() ? 1 : 0, 12);
-      for (int32_t i = 0; i < n_tail; ++i) prompt.push_back(rng.uniform(0, 50));
-      const SeqId id = next_id++;
-      n_prompt[id] = static_cast<int32_t>(prompt.size());
-      max_new[id] = rng.uniform(1, 14);
-      h.add(id, std::move(prompt), max_new[id]);
-    }
+    arrivals.maybe_add(step, h);
     const std::vector<SeqId> live = [&] {
       std::vector<SeqId> v(h.sched().running().begin(), h.sched().running().end());
       v.insert(v.end(), h.sched().waiting().begin(), h.sched().waiting().end());
@@ -114,21 +158,8 @@ TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
   h.run_to_completion();
   h.expect_all_free();
 
-  int n_checked = 0;
-  for (const auto& [id, reason] : h.finished) {
-    ASSERT_FALSE(aborted.contains(id));
-    const std::vector<TokenId>& g = h.generated.at(id);
-    EXPECT_EQ(g, model_tokens(id, n_prompt[id], n_prompt[id] + static_cast<int32_t>(g.size()))) << "request " << id;
-    if (reason == FinishReason::kLength) {
-      EXPECT_TRUE(static_cast<int32_t>(g.size()) == max_new[id] ||
-                  n_prompt[id] + static_cast<int32_t>(g.size()) == h.sched().max_seq_tokens()) << "request " << id;
-    } else {
-      EXPECT_EQ(reason, FinishReason::kStop);
-      EXPECT_EQ(g.back(), h.runner().stop_token);
-    }
-    ++n_checked;
-  }
-  EXPECT_EQ(n_checked + static_cast<int>(aborted.size()), static_cast<int>(next_id - 1));
+  const int n_checked = check_finished(h, arrivals, aborted);
+  EXPECT_EQ(n_checked + static_cast<int>(aborted.size()), arrivals.n_added());
   const SchedulerStats& st = h.sched().stats();
   // The workload must exercise what it claims to (preemption, aborts in flight, prefix hits).
   EXPECT_GT(st.n_preemptions, 0);
@@ -151,39 +182,13 @@ TEST_P(SchedulerStress, RandomWorkloadKeepsInvariantsAndFreesEverything) {
 // ahead of decodes and of prompt chunks alike.
 TEST_P(SchedulerStress, AsyncRandomWorkloadGeneratesWhatAnUninterruptedRunDoes) {
   const StressCase& sc = GetParam();
-  SchedulerConfig config;
-  config.max_num_seqs = 4;
-  config.max_num_batched_tokens = 16;
-  config.max_prefill_chunk = 7;
-  config.max_model_len = 60;
-  kv::KvConfig kv_config = testing::small_kv(/*n_blocks=*/20, /*n_slots=*/5, sc.n_snapshots);
-  kv_config.enable_prefix_caching = sc.prefix_caching;
-  kv_config.replay = kv::ReplayConfig{.mode = sc.mode, .window = 3, .n_layers = 2, .max_overlap = 2};
-  kv_config.snapshot.interval_tokens = 8;
-  Harness h(config, kv_config);
+  Harness h(stress_sched(/*max_draft_tokens=*/0), stress_kv(sc));
   h.runner().stop_token = model_token(3, 20);
   Rng rng(sc.seed + 100);
-
-  std::vector<std::vector<TokenId>> families(3);
-  for (auto& f : families) {
-    for (int i = 0; i < 24; ++i) f.push_back(rng.uniform(0, 50));
-  }
-  std::map<SeqId, int32_t> n_prompt;
+  Arrivals arrivals(&rng);
   std::set<SeqId> aborted;
-  SeqId next_id = 1;
   for (int step = 0; step < 700; ++step) {
-    if (step < 550 && rng.chance(35)) {
-      std::vector<TokenId> prompt;
-      if (rng.chance(70)) {
-        const auto& f = families[static_cast<size_t>(rng.uniform(0, 2))];
-        prompt.assign(f.begin(), f.begin() + rng.uniform(1, 24));
-      }
-      const int32_t n_tail = rng.uniform(prompt.empty() ? 1 : 0, 12);
-      for (int32_t i = 0; i < n_tail; ++i) prompt.push_back(rng.uniform(0, 50));
-      const SeqId id = next_id++;
-      n_prompt[id] = static_cast<int32_t>(prompt.size());
-      h.add(id, std::move(prompt), rng.uniform(1, 14));
-    }
+    arrivals.maybe_add(step, h);
     std::vector<SeqId> live(h.sched().running().begin(), h.sched().running().end());
     live.insert(live.end(), h.sched().waiting().begin(), h.sched().waiting().end());
     if (!live.empty() && rng.chance(4)) {
@@ -197,16 +202,7 @@ TEST_P(SchedulerStress, AsyncRandomWorkloadGeneratesWhatAnUninterruptedRunDoes) 
   h.run_ahead_to_completion();
   h.expect_all_free();
 
-  int n_checked = 0;
-  for (const auto& [id, reason] : h.finished) {
-    if (aborted.contains(id)) continue;  // an abort racing a finish: whichever the scheduler saw first
-    const std::vector<TokenId>& g = h.generated.at(id);
-    EXPECT_EQ(g, model_tokens(id, n_prompt[id], n_prompt[id] + static_cast<int32_t>(g.size()))) << "request " << id;
-    if (reason == FinishReason::kStop) {
-      EXPECT_EQ(g.back(), h.runner().stop_token);
-    }
-    ++n_checked;
-  }
+  const int n_checked = check_finished(h, arrivals, aborted);
   EXPECT_GT(n_checked, 100);
   // Most plans are made ahead (~300-470 here), of chunks too (~150-240), snapshots included.
   EXPECT_GT(h.n_ahead, 200);
