@@ -159,6 +159,29 @@ TEST(EngineAsyncTest, PromptChunksArePlannedAhead) {
   EXPECT_GE(async_run.stats.n_steps_ahead, async_run.stats.n_steps - 3);
 }
 
+// A pool too small for every request at once, prompts longer than a step and repeated (prefix hits,
+// snapshot restores): steps planned ahead decline where the pool would need a preemption, the
+// synchronous steps between them preempt, and every output still equals the synchronous loop's.
+TEST(EngineAsyncTest, PreemptionAndPrefixHitsBetweenStepsPlannedAhead) {
+  auto requests = [] {
+    std::vector<Request> v;
+    for (int i = 0; i < 6; ++i) {
+      // Requests 3-5 repeat the prompts of 0-2 with other seeds: prefix hits once those are cached.
+      v.push_back(ids_request(prompt_ids(40 + 7 * (i % 3), 900 + i % 3), 20, 70 + i, i % 2 ? 0.8f : 0.0f));
+    }
+    return v;
+  };
+  EngineOptions o = testing::micro_options();
+  o.kv_blocks = 10;  // 6 requests of up to 74 tokens (5 blocks of 16): preemptions
+  o.max_num_batched_tokens = 24;
+  const Outcome sync_run = run(requests(), false, 8, o);
+  const Outcome async_run = run(requests(), true, 8, o);
+  expect_same(async_run.outputs, sync_run.outputs);
+  EXPECT_GT(async_run.stats.n_preemptions, 0);
+  EXPECT_GT(async_run.stats.n_prefix_hit_tokens, 0);
+  EXPECT_GT(async_run.stats.n_steps_ahead, async_run.stats.n_steps / 2);
+}
+
 // Penalties read the tokens generated so far: a step planned ahead counts the token the step before
 // sampled where it is (AdjustRow::pending), so such rows are planned ahead too, and the outputs —
 // repetition, frequency and presence penalties, with a logit bias on tokens the rows emit — are the
