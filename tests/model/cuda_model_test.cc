@@ -442,6 +442,10 @@ TEST(CudaEngineTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
 // Penalties, logit bias, allowed ids, min_tokens' stop ids and grammar masks on the CUDA engine
 // (Ops::adjust_logits, then the device's sampling: no logits copied): the tokens and text of the
 // host sampler from the copied logits, greedy and seeded, on the tiny checkpoint's real vocabulary.
+// With asynchronous scheduling (the default) the device run plans its steps ahead: the penalty
+// rows count the token the step before sampled on the device (AdjustRow::pending) — request 1's
+// biased token loses to its frequency penalty after a count that an uncounted token would shift —
+// and the grammar row samples once the host has its token.
 TEST(CudaEngineTest, LogitProcessorsOnTheDeviceEqualTheHostSampler) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
   auto run = [&](bool host_sampling, EngineStats* stats) {
@@ -470,6 +474,7 @@ TEST(CudaEngineTest, LogitProcessorsOnTheDeviceEqualTheHostSampler) {
     reqs[0].sampling.repetition_penalty = 1.5f;
     reqs[0].sampling.frequency_penalty = 0.8f;
     reqs[1].sampling.presence_penalty = 1.2f;
+    reqs[1].sampling.frequency_penalty = 2.0f;
     reqs[1].sampling.logit_bias = {{500, 8.0f}, {600, 5.0f}};
     reqs[2].sampling.allowed_token_ids = {100, 200, 300, 400, 500, 600, 700};
     reqs[3].sampling.ignore_eos = false;
@@ -491,6 +496,7 @@ TEST(CudaEngineTest, LogitProcessorsOnTheDeviceEqualTheHostSampler) {
   ASSERT_EQ(on_host.size(), 5u);
   EXPECT_EQ(device.n_device_sampled_steps, device.n_steps);
   EXPECT_EQ(host.n_device_sampled_steps, 0);
+  EXPECT_GE(device.n_steps_ahead, 5);
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(on_device[i].sequences.at(0).token_ids, on_host[i].sequences.at(0).token_ids) << "request " << i;
     EXPECT_EQ(on_device[i].sequences.at(0).text, on_host[i].sequences.at(0).text) << "request " << i;
