@@ -24,6 +24,8 @@ void setup(CLI::App* app) {
   app->add_option("--frequency-penalty", o->frequency_penalty, "0: off")->capture_default_str();
   app->add_option("--logprobs", o->logprobs, ">= 0: raw logprobs and this many top logprobs per token")
       ->capture_default_str();
+  app->add_option("--regex", o->regex,
+                  "constrain every request by this regex (structured outputs; requests may end where it does)");
   app->add_flag("--host-sampling", o->host_sampling,
                 "sample every step on the host from the copied logits (the path of rows with bias, masks, penalties)");
   app->add_flag("!--no-async-scheduling", o->async_scheduling,

@@ -61,6 +61,10 @@ struct EngineBenchOptions {
   double repetition_penalty = 1.0;    // 1: off
   double frequency_penalty = 0.0;     // 0: off
   int32_t logprobs = -1;              // >= 0: raw logprobs per token (sampled on the device too)
+  // Non-empty: every request is constrained by this regex (structured outputs: a grammar mask per
+  // row and step). A request may then end before output_len where the grammar does (kStop); the
+  // rows count the tokens generated.
+  std::string regex;
   // Every step sampled on the host from the copied logits: the path of rows with bias, masks,
   // penalties or processed logprobs.
   bool host_sampling = false;

@@ -53,7 +53,8 @@ double percentile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// Submits `n` requests at once and waits for their final events.
+// Submits `n` requests at once and waits for their final events. Each generates output_len tokens
+// (ignore_eos), or fewer under a regex that ends (a grammar's own stop).
 Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t n,
                                                int32_t vocab, uint64_t seed, double* wall_s) {
   std::mt19937_64 rng(seed);
@@ -76,6 +77,7 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
     r.sampling.repetition_penalty = static_cast<float>(o.repetition_penalty);
     r.sampling.frequency_penalty = static_cast<float>(o.frequency_penalty);
     if (o.logprobs >= 0) r.sampling.logprobs = o.logprobs;
+    if (!o.regex.empty()) r.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, o.regex};
     r.sampling.max_tokens = o.output_len;
     r.sampling.ignore_eos = true;
     r.sampling.seed = seed + static_cast<uint64_t>(i);
@@ -90,7 +92,8 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
         t.n_tokens += static_cast<int32_t>(ev.token_ids.size());
       }
       if (ev.finish.has_value()) {
-        if (*ev.finish != FinishReason::kLength) {
+        const bool grammar_end = !o.regex.empty() && *ev.finish == FinishReason::kStop;
+        if (*ev.finish != FinishReason::kLength && !grammar_end) {
           t.error = std::string(finish_reason_name(*ev.finish)) + (ev.error.empty() ? "" : ": " + ev.error);
         }
         ++n_done;
@@ -111,7 +114,7 @@ Result<std::vector<RequestTimes>> run_requests(engine::EngineImpl& e, const Engi
   for (int32_t i = 0; i < n; ++i) {
     const RequestTimes& t = times[static_cast<size_t>(i)];
     if (!t.error.empty()) return internal_error("bench-engine request {} ended with {}", i, t.error);
-    if (t.n_tokens != o.output_len) {
+    if (t.n_tokens != o.output_len && (o.regex.empty() || t.n_tokens < 1 || t.n_tokens > o.output_len)) {
       return internal_error("bench-engine request {} generated {} tokens, not {}", i, t.n_tokens, o.output_len);
     }
   }
@@ -138,7 +141,8 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
   const EngineStats::StepTimes& b = before.step_times;
   const double total = a.total_s() - b.total_s(), forward = a.forward_s - b.forward_s;
   auto per_step_ms = [&](double s) { return steps > 0 ? s / steps * 1e3 : 0.0; };
-  const double out_tokens = static_cast<double>(concurrency) * o.output_len;
+  double out_tokens = 0;  // concurrency x output_len, unless a regex ended some requests early
+  for (const RequestTimes& t : times) out_tokens += t.n_tokens;
   json row = {{"concurrency", concurrency},
               {"input_len", o.input_len},
               {"output_len", o.output_len},
@@ -148,11 +152,13 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"repetition_penalty", o.repetition_penalty},
               {"frequency_penalty", o.frequency_penalty},
               {"logprobs", o.logprobs},
+              {"regex", o.regex},
               {"host_sampling", o.host_sampling},
               {"async_scheduling", o.async_scheduling},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
-              {"total_tokens_per_s", out_tokens * (1.0 + static_cast<double>(o.input_len) / o.output_len) / wall},
+              {"output_tokens", out_tokens},
+              {"total_tokens_per_s", (out_tokens + static_cast<double>(concurrency) * o.input_len) / wall},
               {"ttft_ms_mean", mean(ttft) * 1e3},
               {"ttft_ms_p50", percentile(ttft, 0.5) * 1e3},
               {"ttft_ms_max", percentile(ttft, 1.0) * 1e3},

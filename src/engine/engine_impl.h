@@ -121,8 +121,12 @@ class EngineImpl final : public Engine {
   void admit(std::vector<AcceptedRequest> requests);
   // Ends every live sequence of the given requests with `reason` (kAbort or kError).
   void apply_aborts(const std::vector<RequestId>& ids, FinishReason reason, const std::string& message);
-  // Ends one sequence outside update(): scheduler abort (deferred if in flight), final event.
+  // Ends one sequence outside update(): scheduler abort (deferred if in flight), final event —
+  // held back while a plan in flight keeps the sequence's KV (deferred_finals_), so that a caller
+  // that sees the final event sees its resources freed.
   void end_sequence(kv::SeqId seq, FinishReason reason, const std::string& message);
+  // Queues the held-back final events of sequences the scheduler has released (after an update).
+  void queue_released_finals();
   // Forgets a sequence that has had its final event queued.
   void release_sequence(kv::SeqId seq, FinishReason reason);
   void queue_event(kv::SeqId seq, TokenEvent event);
@@ -149,6 +153,12 @@ class EngineImpl final : public Engine {
   std::unordered_map<kv::SeqId, RequestId> seq_owner_;
   kv::SeqId next_seq_id_ = 1;
   std::vector<std::pair<RequestId, TokenEvent>> pending_events_;  // in emission order
+  struct DeferredFinal {
+    kv::SeqId seq;
+    RequestId owner;
+    TokenEvent event;
+  };
+  std::vector<DeferredFinal> deferred_finals_;  // ended while a plan in flight holds them
   sched::BatchPlan plan_;         // the current step's plan (a member so the fatal path can see it)
   bool plan_in_flight_ = false;   // between schedule() and a successful update()
   // The current step's phase times (loop thread), added to stats_.step_times by record_step.

@@ -56,8 +56,23 @@ void EngineImpl::end_sequence(kv::SeqId seq, FinishReason reason, const std::str
   if (reason == FinishReason::kError) {
     log_error("engine: request {} sample {} failed: {}", s->request_id, s->sample_index, message);
   }
-  queue_event(seq, outputs_->final_event(*s, reason, message));
+  TokenEvent final_event = outputs_->final_event(*s, reason, message);
+  if (scheduler_->find(seq) != nullptr) {
+    // In a plan in flight: the scheduler frees its KV at that plan's update; the final event waits
+    // for it. Nothing more is sampled or emitted for the sequence meanwhile (released here).
+    deferred_finals_.push_back(DeferredFinal{seq, seq_owner_.at(seq), std::move(final_event)});
+  } else {
+    queue_event(seq, std::move(final_event));
+  }
   release_sequence(seq, reason);
+}
+
+void EngineImpl::queue_released_finals() {
+  std::erase_if(deferred_finals_, [&](DeferredFinal& d) {
+    if (scheduler_->find(d.seq) != nullptr) return false;
+    pending_events_.emplace_back(d.owner, std::move(d.event));
+    return true;
+  });
 }
 
 void EngineImpl::release_sequence(kv::SeqId seq, FinishReason reason) {

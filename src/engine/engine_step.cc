@@ -134,8 +134,15 @@ Status EngineImpl::launch_sampling(const sched::BatchPlan& plan, Launched* l, bo
   // Sampled where the logits are unless a row needs the host sampler (only ids and logprobs come
   // back); the device path's inputs are built while the device runs the step.
   l->on_device = device_sampled(plan, *l, host_has_previous, &l->device_plan);
+  // A step planned ahead whose every sampled row ended before it (a stop in the step before)
+  // samples nothing for anyone: its logits stay where they are.
+  bool live = false;
+  for (size_t i = 0; i < plan.seqs.size() && !live; ++i) {
+    live = l->logit_row[i] >= 0 && outputs_->find(plan.seqs[i].seq_id) != nullptr;
+  }
   const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)
-                                     : runner_->logits_to_host(&l->result);
+                        : live       ? runner_->logits_to_host(&l->result)
+                                     : Status::ok();
   step_times_.forward_s += lap();
   return queued.with_context("forward");
 }
@@ -181,6 +188,7 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   step_times_.update_s += lap();
   if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
+  queue_released_finals();  // sequences ended while this plan held them: their KV is free now
   plan_in_flight_ = ahead_in_flight;
   emit_step_events(*events);                                               // 6. emit
 }
@@ -323,6 +331,7 @@ void EngineImpl::fail_plan(const Status& status) {
     auto released = scheduler_->update(plan_, outputs);
     if (!released.is_ok()) log_error("engine: releasing failed step {}: {}", plan_.step_id, released.status().to_string());
     plan_in_flight_ = false;
+    queue_released_finals();
   }
   record_step(&plan_);
   flush_events();

@@ -92,6 +92,30 @@ TEST(BenchEngineTest, SampledRowsTakeTheDevicePathUnlessHostSampling) {
   EXPECT_TRUE(r["host_sampling"].get<bool>());
 }
 
+// --regex: every request is constrained (a grammar mask per row and step, sampled on the device);
+// requests end where the grammar does, and the rows count the tokens generated. tiny-v4f: the
+// grammar needs the real vocabulary's strings.
+TEST(BenchEngineTest, RegexRowsAreConstrainedAndCountTheirTokens) {
+  EngineBenchOptions o = micro_bench();
+  o.model = testing::synthetic_model_dir("tiny-v4f");
+  o.concurrency = {2};
+  o.output_len = 6;
+  o.regex = "(yes|no|maybe)";
+  auto out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const auto r = nlohmann::json::parse(*out)["rows"][0];
+  SCOPED_TRACE(r.dump());
+  EXPECT_EQ(r["regex"].get<std::string>(), "(yes|no|maybe)");
+  const double tokens = r["output_tokens"].get<double>();
+  EXPECT_GE(tokens, 2.0);   // at least one token each
+  EXPECT_LE(tokens, 12.0);  // "maybe" is at most a few tokens: each ends before output_len
+  EXPECT_NEAR(r["output_tokens_per_s"].get<double>(), tokens / r["wall_s"].get<double>(), 1e-6);
+  // Every step sampled on the device, but the one planned ahead of the grammar's stop, whose rows
+  // all ended before it was taken in (nothing of it is sampled for anyone).
+  EXPECT_GE(r["device_sampled_steps"].get<int>(), r["steps"].get<int>() - 1);
+  EXPECT_GE(r["steps_ahead"].get<int>(), 1);
+}
+
 TEST(BenchEngineTest, BadOptionsAreNamed) {
   auto expect_error = [](EngineBenchOptions o, const std::string& flag) {
     auto out = run_engine_benchmark(o);

@@ -182,6 +182,43 @@ TEST(EngineAsyncTest, PreemptionAndPrefixHitsBetweenStepsPlannedAhead) {
   EXPECT_GT(async_run.stats.n_steps_ahead, async_run.stats.n_steps / 2);
 }
 
+// An abort while the steps in flight hold the request (its KV is freed at their update): its final
+// event waits for that, so a caller that sees it sees the resources freed, as for a stop.
+TEST(EngineAsyncTest, AbortedRequestIsFreedWhenItsFinalEventArrives) {
+  EngineOptions o = testing::micro_options();
+  o.async_scheduling = true;
+  auto engine = testing::open_micro(o);
+  ASSERT_NE(engine, nullptr);
+  Engine* e = engine.get();
+  testing::EventLog log;
+  engine::DebugSnapshot at_final;
+  std::atomic<bool> seen{false};
+  std::atomic<RequestId> victim{0};
+  std::atomic<int> n_tokens{0};
+  auto a = engine->submit(ids_request(prompt_ids(21, 1), 40, 3), [&, inner = log.sink()](const TokenEvent& ev) {
+    if (!ev.token_ids.empty() && ++n_tokens == 3) e->abort(victim.load());  // from the engine thread
+    if (ev.finish.has_value()) {
+      at_final = engine::debug_snapshot(*e);  // on the loop thread, as the event is delivered
+      seen = true;
+    }
+    inner(ev);
+  });
+  ASSERT_TRUE(a.is_ok());
+  victim = *a;
+  auto b = engine->submit(ids_request(prompt_ids(30, 2), 60, 5), log.sink());
+  ASSERT_TRUE(b.is_ok());
+  ASSERT_TRUE(log.wait(2));
+  ASSERT_TRUE(seen.load());
+  EXPECT_EQ(log.finish(*a), FinishReason::kAbort);
+  EXPECT_EQ(log.tokens(*b).size(), 60u);
+  EXPECT_EQ(at_final.n_kv_seqs, 1);  // request b only
+  EXPECT_EQ(at_final.n_live_sequences, 1);
+  EXPECT_TRUE(at_final.integrity.is_ok()) << at_final.integrity.to_string();
+  EXPECT_GT(engine->stats().n_steps_ahead, 0);
+  engine->shutdown(/*drain=*/true);
+  testing::expect_all_free(*engine);
+}
+
 // Penalties read the tokens generated so far: a step planned ahead counts the token the step before
 // sampled where it is (AdjustRow::pending), so such rows are planned ahead too, and the outputs —
 // repetition, frequency and presence penalties, with a logit bias on tokens the rows emit — are the
