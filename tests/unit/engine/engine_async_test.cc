@@ -4,6 +4,8 @@
 // tokens, logprobs, finishes, also stops that end a request while a step ahead holds it — equals
 // the synchronous loop's, steps are planned ahead where the sampler allows it, never for rows whose
 // inputs follow the tokens (penalties), and every resource is back in its pool.
+#include <atomic>
+#include <functional>
 #include <thread>
 
 #include "engine_test_util.h"
@@ -96,36 +98,36 @@ TEST(EngineAsyncTest, GeneratesWhatTheSynchronousLoopGenerates) {
   }
 }
 
-// A request that stops while the step planned ahead of its last one runs is released with that
-// step's update: when its final event arrives, its KV sequence is gone (the engine's promise: a
-// caller that saw a final event sees its resources freed), while the other request decodes on.
-TEST(EngineAsyncTest, StoppedRequestIsFreedWhenItsFinalEventArrives) {
-  const Outcome probe = run({ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f)}, false);
-  ASSERT_EQ(probe.outputs.size(), 1u);
-  const int32_t stop_id = probe.outputs[0].sequences.at(0).token_ids.at(4);
+// Request `a` beside a 60-token request on an engine that plans ahead; `on_event(engine, a's id,
+// event)` runs in a's sink (the loop thread) before the event is logged. a must end with `want`,
+// and the debug snapshot taken as its final event is delivered must show only the other request's
+// KV (the engine's promise: a caller that saw a final event sees its resources freed).
+void expect_freed_at_final_event(Request a, FinishReason want,
+                                 const std::function<void(Engine&, RequestId, const TokenEvent&)>& on_event) {
   EngineOptions o = testing::micro_options();
   o.async_scheduling = true;
   auto engine = testing::open_micro(o);
   ASSERT_NE(engine, nullptr);
+  Engine* e = engine.get();
   testing::EventLog log;
   engine::DebugSnapshot at_final;
-  bool seen = false;
-  Request stops = ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f);
-  stops.sampling.ignore_eos = false;
-  stops.sampling.stop_token_ids = {stop_id};
-  auto a = engine->submit(stops, [&](const TokenEvent& e) {
-    if (e.finish.has_value()) {
-      at_final = engine::debug_snapshot(*engine);  // on the loop thread, as the event is delivered
+  std::atomic<bool> seen{false};
+  std::atomic<RequestId> a_id{0};
+  auto id = engine->submit(std::move(a), [&, inner = log.sink()](const TokenEvent& ev) {
+    on_event(*e, a_id.load(), ev);
+    if (ev.finish.has_value()) {
+      at_final = engine::debug_snapshot(*e);  // on the loop thread, as the event is delivered
       seen = true;
     }
-    log.sink()(e);
+    inner(ev);
   });
-  ASSERT_TRUE(a.is_ok());
+  ASSERT_TRUE(id.is_ok());
+  a_id = *id;
   auto b = engine->submit(ids_request(prompt_ids(30, 2), 60, 5), log.sink());
   ASSERT_TRUE(b.is_ok());
   ASSERT_TRUE(log.wait(2));
-  ASSERT_TRUE(seen);
-  EXPECT_EQ(log.finish(*a), FinishReason::kStop);
+  ASSERT_TRUE(seen.load());
+  EXPECT_EQ(log.finish(*id), want);
   EXPECT_EQ(log.tokens(*b).size(), 60u);
   EXPECT_EQ(at_final.n_kv_seqs, 1);  // request b only
   EXPECT_EQ(at_final.n_live_sequences, 1);
@@ -133,6 +135,33 @@ TEST(EngineAsyncTest, StoppedRequestIsFreedWhenItsFinalEventArrives) {
   EXPECT_GT(engine->stats().n_steps_ahead, 0);
   engine->shutdown(/*drain=*/true);
   testing::expect_all_free(*engine);
+}
+
+// A request that stops while the step planned ahead of its last one runs is released with that
+// step's update: when its final event arrives, its KV sequence is gone, while the other request
+// decodes on.
+TEST(EngineAsyncTest, StoppedRequestIsFreedWhenItsFinalEventArrives) {
+  const Outcome probe = run({ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f)}, false);
+  ASSERT_EQ(probe.outputs.size(), 1u);
+  Request stops = ids_request(prompt_ids(21, 1), 12, std::nullopt, 0.0f);
+  stops.sampling.ignore_eos = false;
+  stops.sampling.stop_token_ids = {probe.outputs[0].sequences.at(0).token_ids.at(4)};
+  expect_freed_at_final_event(stops, FinishReason::kStop, [](Engine&, RequestId, const TokenEvent&) {});
+}
+
+// An abort while the steps in flight hold the request (its KV is freed at their update): its final
+// event waits for that, so a caller that sees it sees the resources freed, as for a stop.
+TEST(EngineAsyncTest, AbortedRequestIsFreedWhenItsFinalEventArrives) {
+  int n_tokens = 0;  // the loop thread's only
+  bool aborted = false;
+  expect_freed_at_final_event(ids_request(prompt_ids(21, 1), 40, 3), FinishReason::kAbort,
+                              [&](Engine& e, RequestId id, const TokenEvent& ev) {
+                                n_tokens += static_cast<int>(ev.token_ids.size());
+                                if (n_tokens >= 3 && !aborted) {
+                                  aborted = true;
+                                  e.abort(id);  // from the engine thread, mid-decode
+                                }
+                              });
 }
 
 // Prompts longer than the step's token budget run in chunks beside the others' decodes: those steps
@@ -182,42 +211,6 @@ TEST(EngineAsyncTest, PreemptionAndPrefixHitsBetweenStepsPlannedAhead) {
   EXPECT_GT(async_run.stats.n_steps_ahead, async_run.stats.n_steps / 2);
 }
 
-// An abort while the steps in flight hold the request (its KV is freed at their update): its final
-// event waits for that, so a caller that sees it sees the resources freed, as for a stop.
-TEST(EngineAsyncTest, AbortedRequestIsFreedWhenItsFinalEventArrives) {
-  EngineOptions o = testing::micro_options();
-  o.async_scheduling = true;
-  auto engine = testing::open_micro(o);
-  ASSERT_NE(engine, nullptr);
-  Engine* e = engine.get();
-  testing::EventLog log;
-  engine::DebugSnapshot at_final;
-  std::atomic<bool> seen{false};
-  std::atomic<RequestId> victim{0};
-  std::atomic<int> n_tokens{0};
-  auto a = engine->submit(ids_request(prompt_ids(21, 1), 40, 3), [&, inner = log.sink()](const TokenEvent& ev) {
-    if (!ev.token_ids.empty() && ++n_tokens == 3) e->abort(victim.load());  // from the engine thread
-    if (ev.finish.has_value()) {
-      at_final = engine::debug_snapshot(*e);  // on the loop thread, as the event is delivered
-      seen = true;
-    }
-    inner(ev);
-  });
-  ASSERT_TRUE(a.is_ok());
-  victim = *a;
-  auto b = engine->submit(ids_request(prompt_ids(30, 2), 60, 5), log.sink());
-  ASSERT_TRUE(b.is_ok());
-  ASSERT_TRUE(log.wait(2));
-  ASSERT_TRUE(seen.load());
-  EXPECT_EQ(log.finish(*a), FinishReason::kAbort);
-  EXPECT_EQ(log.tokens(*b).size(), 60u);
-  EXPECT_EQ(at_final.n_kv_seqs, 1);  // request b only
-  EXPECT_EQ(at_final.n_live_sequences, 1);
-  EXPECT_TRUE(at_final.integrity.is_ok()) << at_final.integrity.to_string();
-  EXPECT_GT(engine->stats().n_steps_ahead, 0);
-  engine->shutdown(/*drain=*/true);
-  testing::expect_all_free(*engine);
-}
 
 // Penalties read the tokens generated so far: a step planned ahead counts the token the step before
 // sampled where it is (AdjustRow::pending), so such rows are planned ahead too, and the outputs —

@@ -48,6 +48,22 @@ TwoInFlight plan_two(Harness& h, const std::function<void()>& arrive = [] {}) {
   return t;
 }
 
+// A plan ahead of two rows: request 1 decoding the device's token, then request 2 running `ids`
+// from the host at `first` (an admission's prompt, a prompt's next chunk).
+void expect_decode_then_host_row(const BatchPlan& ahead, int32_t first, const std::vector<TokenId>& ids,
+                                 bool needs_logits, StateInit init) {
+  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
+  EXPECT_TRUE(ahead.seqs[0].token_from_device);
+  const SeqPlan& row = ahead.seqs[1];
+  EXPECT_EQ(row.seq_id, 2u);
+  EXPECT_FALSE(row.token_from_device);
+  EXPECT_EQ(row.first_position, first);
+  EXPECT_EQ(row.n_tokens_scheduled, static_cast<int32_t>(ids.size()));
+  EXPECT_EQ(row.token_ids, ids);
+  EXPECT_EQ(row.needs_logits, needs_logits);
+  EXPECT_EQ(row.state_init, init);
+}
+
 // Prompts reach decode, then run together: the plans made ahead carry the device's token.
 TEST(SchedulerAhead, ContinuesEveryDecodeWithTheDevicesToken) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
@@ -101,7 +117,8 @@ TEST(SchedulerAhead, GeneratesWhatTheSynchronousRunGenerates) {
 
 // A request that the step in flight ends (an engine stop) while the plan ahead also holds it is
 // released with that step's update, its event and its freed resources together (the device runs
-// the plan ahead before anything planned later reuses them); the plan ahead's row for it is ignored.
+// the plan ahead before anything planned later reuses them); the plan ahead's row for it is ignored,
+// and the plan made ahead of that one runs nothing for it.
 TEST(SchedulerAhead, EndedRequestIsReleasedAndItsRowAheadIgnored) {
   Harness h(small_sched(/*budget=*/16), small_kv(32));
   h.add(1, tokens_from(1, 4), 30);
@@ -117,6 +134,14 @@ TEST(SchedulerAhead, EndedRequestIsReleasedAndItsRowAheadIgnored) {
   EXPECT_EQ(h.sched().find(1), nullptr);
   EXPECT_FALSE(h.sched().kv().contains(1));
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  // The plan ahead of the plan ahead (the engine's next step) runs nothing for request 1, gone
+  // now, and reports its end.
+  BatchPlan after = h.sched().schedule_ahead(ahead);
+  ASSERT_EQ(after.seqs.size(), 1u) << describe(after);
+  EXPECT_EQ(after.seqs[0].seq_id, 2u);
+  EXPECT_TRUE(after.seqs[0].token_from_device);
+  EXPECT_EQ(after.finished_ids, (std::vector<SeqId>{1}));
+  std::vector<SeqOutput> after_out = h.runner().run(after);
   // Its row of the plan ahead comes back empty (the engine dropped the sequence), or with a token:
   // ignored either way.
   ev = h.sched().update(ahead, ahead_out);
@@ -124,8 +149,9 @@ TEST(SchedulerAhead, EndedRequestIsReleasedAndItsRowAheadIgnored) {
   ASSERT_EQ(ev->size(), 1u);
   EXPECT_EQ((*ev)[0].seq_id, 2u);
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
-  const BatchPlan next = h.sched().schedule();
-  EXPECT_EQ(next.finished_ids, (std::vector<SeqId>{1}));
+  ASSERT_TRUE(h.sched().update(after, after_out).is_ok());
+  EXPECT_TRUE(h.sched().check_integrity().is_ok());
+  EXPECT_EQ(h.sched().find(2)->n_generated(), 4);  // steps: the prompts', n, ahead, after
 }
 
 // An abort while two plans hold the request is deferred to the first plan's update, as with one.
@@ -204,17 +230,8 @@ TEST(SchedulerAhead, AWaitingRequestIsAdmittedIntoThePlanAhead) {
   h.step();
   auto [n, ahead, out, ahead_out] = plan_two(h, [&] { h.add(2, tokens_from(40, 6), 30); });
   ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
-  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
-  EXPECT_TRUE(ahead.seqs[0].token_from_device);
-  const SeqPlan& admitted = ahead.seqs[1];
-  EXPECT_EQ(admitted.seq_id, 2u);
-  EXPECT_FALSE(admitted.token_from_device);
-  EXPECT_EQ(admitted.first_position, 0);
-  EXPECT_EQ(admitted.n_tokens_scheduled, 6);
-  EXPECT_EQ(admitted.token_ids, tokens_from(40, 6));
-  EXPECT_TRUE(admitted.needs_logits);
-  EXPECT_TRUE(admitted.block_table_reset);
-  EXPECT_EQ(admitted.state_init, StateInit::kReset);
+  expect_decode_then_host_row(ahead, /*first=*/0, tokens_from(40, 6), /*needs_logits=*/true, StateInit::kReset);
+  EXPECT_TRUE(ahead.seqs[1].block_table_reset);
   EXPECT_EQ(ahead.n_tokens_scheduled, 7);
   EXPECT_EQ(h.sched().n_waiting(), 0);
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
@@ -311,18 +328,9 @@ TEST(SchedulerAhead, PromptChunksArePlannedAhead) {
   ASSERT_EQ(n.seqs.size(), 2u);
   EXPECT_FALSE(n.seqs[1].needs_logits);
   ASSERT_EQ(ahead.seqs.size(), 2u) << describe(ahead);
-  EXPECT_EQ(ahead.seqs[0].seq_id, 1u);
-  EXPECT_TRUE(ahead.seqs[0].token_from_device);
-  const SeqPlan& chunk = ahead.seqs[1];
-  EXPECT_EQ(chunk.seq_id, 2u);
-  EXPECT_FALSE(chunk.token_from_device);
-  EXPECT_EQ(chunk.first_position, 4);
-  EXPECT_EQ(chunk.n_tokens_scheduled, 4);
-  EXPECT_EQ(chunk.token_ids, tokens_from(44, 4));
-  EXPECT_FALSE(chunk.needs_logits);
-  EXPECT_EQ(chunk.state_init, StateInit::kKeep);
-  EXPECT_FALSE(chunk.block_table_reset);
-  EXPECT_EQ(chunk.n_blocks, 2);  // positions [0, 8) in blocks of 4
+  expect_decode_then_host_row(ahead, /*first=*/4, tokens_from(44, 4), /*needs_logits=*/false, StateInit::kKeep);
+  EXPECT_FALSE(ahead.seqs[1].block_table_reset);
+  EXPECT_EQ(ahead.seqs[1].n_blocks, 2);  // positions [0, 8) in blocks of 4
   ASSERT_TRUE(h.sched().update(n, out).is_ok());
   // [8, 12), then the last chunk [12, 13) with its token, then request 2's first decode: all ahead.
   BatchPlan prev = std::move(ahead);
@@ -342,29 +350,6 @@ TEST(SchedulerAhead, PromptChunksArePlannedAhead) {
   ASSERT_TRUE(h.sched().update(prev, prev_out).is_ok());
   EXPECT_EQ(h.sched().find(2)->n_tokens(), 15);
   EXPECT_TRUE(h.sched().check_integrity().is_ok());
-}
-
-// Step n made ahead holds a request that the update before it released (a stop at step n - 1): the
-// plan ahead of step n runs nothing for it and goes on with the others.
-TEST(SchedulerAhead, AheadOfAPlanHoldingAReleasedRequest) {
-  Harness h(small_sched(/*budget=*/16), small_kv(32));
-  h.add(1, tokens_from(1, 4), 30);
-  h.add(2, tokens_from(40, 4), 30);
-  h.step();
-  auto [n, ahead, out, ahead_out] = plan_two(h);
-  ASSERT_EQ(ahead.seqs.size(), 2u);
-  out[0].finish = FinishReason::kStop;
-  ASSERT_TRUE(h.sched().update(n, out).is_ok());
-  ASSERT_EQ(h.sched().find(1), nullptr);
-  BatchPlan after = h.sched().schedule_ahead(ahead);
-  ASSERT_EQ(after.seqs.size(), 1u) << describe(after);
-  EXPECT_EQ(after.seqs[0].seq_id, 2u);
-  EXPECT_TRUE(after.seqs[0].token_from_device);
-  std::vector<SeqOutput> after_out = h.runner().run(after);
-  ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
-  ASSERT_TRUE(h.sched().update(after, after_out).is_ok());
-  EXPECT_TRUE(h.sched().check_integrity().is_ok());
-  EXPECT_EQ(h.sched().find(2)->n_generated(), 4);  // steps: the prompt's, n, ahead, after
 }
 
 // Prompt chunks end at state snapshot boundaries ahead as schedule() cuts them: the snapshot the plan
