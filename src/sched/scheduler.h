@@ -103,10 +103,16 @@ class Scheduler {
   void admit_from_queue(StepState& step);
   bool admit_waiting(Request& req, StepState& step);
   int32_t draft_count(const Request& req, int32_t budget) const;
+  // Tokens of the prompt's next chunk from `first` under `budget` and max_prefill_chunk, before a
+  // snapshot cut (schedule_running, admit_waiting, schedule_ahead).
+  int32_t chunk_tokens(const Request& req, int32_t first, int32_t budget) const;
   int32_t cut_at_snapshot(const Request& req, int32_t first, int32_t n_real, int32_t n_hit,
                           int32_t* boundary) const;
-  void emit(Request& req, StepState& step, int32_t n_real, int32_t n_drafts, int32_t boundary,
-            std::vector<kv::BlockId> new_blocks, bool reset, StateInit init, kv::SnapshotId restore);
+  // Appends the row of `req` running positions [first, first + n_real + n_drafts) to `step`.
+  // from_device: a decode of the token the plan in flight samples (schedule_ahead; n_real = 1).
+  void emit(Request& req, StepState& step, int32_t first, int32_t n_real, int32_t n_drafts, int32_t boundary,
+            std::vector<kv::BlockId> new_blocks, bool reset, StateInit init, kv::SnapshotId restore,
+            bool from_device = false);
   void preempt(SeqId victim, StepState& step);
   SeqId pick_victim(uint64_t step_id) const;
   bool is_in_flight(const Request& req) const;

@@ -54,7 +54,8 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     // chunk of the prompt (step n samples nothing; the next chunk's ids are the prompt's).
     const bool decode = req.state == RequestState::kDecode && sp.n_tokens_scheduled == 1 && sp.needs_logits;
     const bool chunk = req.state == RequestState::kPrefill && sp.needs_logits == (end == req.n_tokens());
-    if (!(decode || chunk) || sp.n_draft_tokens != 0 || req.pending_finish != FinishReason::kNone || !req.draft_tokens.empty() || req.scheduled_step != step_n) {
+    if (!(decode || chunk) || sp.n_draft_tokens != 0 || req.pending_finish != FinishReason::kNone ||
+        !req.draft_tokens.empty() || req.scheduled_step != step_n) {
       return {};
     }
     in_step.emplace(sp.seq_id, &sp);
@@ -90,9 +91,7 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
         row.n_tokens = 1;
       } else {
         // schedule_running()'s chunk: the prompt's next tokens (or a sat-out decode's last token).
-        const int32_t n_remaining = req.n_tokens() - row.first;
-        row.n_tokens = std::min(n_remaining, budget);
-        if (n_remaining > 1 && config_.max_prefill_chunk > 0) row.n_tokens = std::min(row.n_tokens, config_.max_prefill_chunk);
+        row.n_tokens = chunk_tokens(req, row.first, budget);
         row.n_tokens = cut_at_snapshot(req, row.first, row.n_tokens, req.n_hit_boundary, &row.boundary);
         if (row.boundary != 0 && snapshot_in_flight) return {};
       }
@@ -111,7 +110,7 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
   StepState step;
   BatchPlan& plan = step.plan;
   plan.step_id = next_step_;  // taken (with the step's counters) only if the plan holds a row
-  step.budget = budget;
+  step.budget = config_.max_num_batched_tokens;
   for (const AheadRow& row : rows) {
     Request& req = *row.req;
     // Covers positions [0, first + n_tokens): step n's and this step's (the manager counts from
@@ -119,32 +118,8 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
     std::optional<std::vector<kv::BlockId>> fresh = kv_.allocate(req.id, row.first + row.n_tokens - req.n_computed);
     DI_CHECK(fresh.has_value(), "schedule_ahead: request {} found no block after counting {} free", req.id,
              kv_.n_free_blocks());
-    SeqPlan sp;
-    sp.seq_id = req.id;
-    sp.state_slot = kv_.state_slot(req.id);
-    sp.first_position = row.first;
-    sp.n_tokens_scheduled = row.n_tokens;
-    sp.n_history_cached = req.n_tokens_cached;
-    sp.window_floor = kv_.window_floor(req.id);
-    sp.n_prompt = req.n_prompt;
-    if (row.from_device) {
-      sp.needs_logits = true;
-      sp.token_ids = {req.tokens.back()};  // a placeholder inside the vocabulary
-      sp.token_from_device = true;
-    } else {
-      sp.needs_logits = row.first + row.n_tokens == req.n_tokens();
-      const auto first = req.tokens.begin() + row.first;
-      sp.token_ids.assign(first, first + row.n_tokens);
-    }
-    sp.n_blocks = static_cast<int32_t>(kv_.block_table(req.id).size());
-    sp.new_block_ids = std::move(*fresh);
-    if (row.boundary > 0) {
-      const kv::BlockHash& key = req.block_hashes[static_cast<size_t>(row.boundary / kv_.block_tokens() - 1)];
-      sp.snapshot_take = kv_.reserve_snapshot(req.id, key, row.boundary).value_or(kv::kNoId);
-    }
-    req.scheduled_step = static_cast<int64_t>(plan.step_id);
-    plan.n_tokens_scheduled += row.n_tokens;
-    plan.seqs.push_back(std::move(sp));
+    emit(req, step, row.first, row.n_tokens, 0, row.boundary, std::move(*fresh), false, StateInit::kKeep, kv::kNoId,
+         row.from_device);
   }
   // Admissions, as schedule() makes them: the blocks the rows above took are gone already.
   if (admits) admit_from_queue(step);

@@ -85,11 +85,16 @@ void Scheduler::preempt(SeqId victim, StepState& step) {
   step.plan.preempted_ids.push_back(victim);
 }
 
+int32_t Scheduler::chunk_tokens(const Request& req, int32_t first, int32_t budget) const {
+  const int32_t n_remaining = req.n_tokens() - first;
+  int32_t n = std::min(n_remaining, budget);
+  if (n_remaining > 1 && config_.max_prefill_chunk > 0) n = std::min(n, config_.max_prefill_chunk);
+  return n;
+}
+
 void Scheduler::schedule_running(Request& req, StepState& step) {
-  const int32_t n_remaining = req.n_tokens() - req.n_computed;
-  int32_t n_real = std::min(n_remaining, step.budget);
-  if (n_remaining > 1 && config_.max_prefill_chunk > 0) n_real = std::min(n_real, config_.max_prefill_chunk);
-  const int32_t n_drafts = n_remaining == 1 ? draft_count(req, step.budget) : 0;
+  int32_t n_real = chunk_tokens(req, req.n_computed, step.budget);
+  const int32_t n_drafts = req.n_tokens() - req.n_computed == 1 ? draft_count(req, step.budget) : 0;
   int32_t boundary = 0;
   if (n_drafts == 0) n_real = cut_at_snapshot(req, req.n_computed, n_real, req.n_hit_boundary, &boundary);
   std::optional<std::vector<kv::BlockId>> fresh;
@@ -98,7 +103,7 @@ void Scheduler::schedule_running(Request& req, StepState& step) {
     preempt(victim, step);
     if (victim == req.id) return;
   }
-  emit(req, step, n_real, n_drafts, boundary, std::move(*fresh), false, StateInit::kKeep, kv::kNoId);
+  emit(req, step, req.n_computed, n_real, n_drafts, boundary, std::move(*fresh), false, StateInit::kKeep, kv::kNoId);
 }
 
 void Scheduler::admit_from_queue(StepState& step) {
@@ -110,9 +115,7 @@ void Scheduler::admit_from_queue(StepState& step) {
 bool Scheduler::admit_waiting(Request& req, StepState& step) {
   const kv::PrefixMatch m = kv_.match_prefix(req.block_hashes, req.n_tokens());
   const int32_t first = m.replay_start;
-  const int32_t n_remaining = req.n_tokens() - first;
-  int32_t n_real = std::min(n_remaining, step.budget);
-  if (n_remaining > 1 && config_.max_prefill_chunk > 0) n_real = std::min(n_real, config_.max_prefill_chunk);
+  int32_t n_real = chunk_tokens(req, first, step.budget);
   // A hit boundary without its own snapshot is a candidate for one once the replay reaches it.
   const bool restored_at_hit = m.snapshot && m.replay_start == m.n_tokens_cached;
   const int32_t n_hit = restored_at_hit ? 0 : m.n_tokens_cached;
@@ -133,28 +136,33 @@ bool Scheduler::admit_waiting(Request& req, StepState& step) {
   stats_.n_tokens_replayed += m.n_tokens_cached - first;
   stats_.n_snapshot_restores += m.snapshot ? 1 : 0;
   const std::span<const kv::BlockId> table = kv_.block_table(req.id);
-  emit(req, step, n_real, 0, boundary, std::vector<kv::BlockId>(table.begin(), table.end()), true,
+  emit(req, step, first, n_real, 0, boundary, std::vector<kv::BlockId>(table.begin(), table.end()), true,
        m.snapshot ? StateInit::kRestoreSnapshot : StateInit::kReset, m.snapshot.value_or(kv::kNoId));
   return true;
 }
 
-void Scheduler::emit(Request& req, StepState& step, int32_t n_real, int32_t n_drafts, int32_t boundary,
-                     std::vector<kv::BlockId> new_blocks, bool reset, StateInit init,
-                     kv::SnapshotId restore) {
+void Scheduler::emit(Request& req, StepState& step, int32_t first, int32_t n_real, int32_t n_drafts,
+                     int32_t boundary, std::vector<kv::BlockId> new_blocks, bool reset, StateInit init,
+                     kv::SnapshotId restore, bool from_device) {
   SeqPlan sp;
   sp.seq_id = req.id;
   sp.state_slot = kv_.state_slot(req.id);
   sp.state_init = init;
   sp.snapshot_restore = restore;
-  sp.first_position = req.n_computed;
+  sp.first_position = first;
   sp.n_tokens_scheduled = n_real + n_drafts;
   sp.n_draft_tokens = n_drafts;
   sp.n_history_cached = req.n_tokens_cached;
   sp.window_floor = kv_.window_floor(req.id);
   sp.n_prompt = req.n_prompt;
-  sp.needs_logits = req.n_computed + n_real == req.n_tokens();
-  const auto first = req.tokens.begin() + req.n_computed;
-  sp.token_ids.assign(first, first + n_real);
+  sp.needs_logits = from_device || first + n_real == req.n_tokens();
+  if (from_device) {
+    sp.token_ids = {req.tokens.back()};  // a placeholder inside the vocabulary
+    sp.token_from_device = true;
+  } else {
+    const auto begin = req.tokens.begin() + first;
+    sp.token_ids.assign(begin, begin + n_real);
+  }
   sp.token_ids.insert(sp.token_ids.end(), req.draft_tokens.begin(), req.draft_tokens.begin() + n_drafts);
   if (init == StateInit::kReset && sp.first_position > 0) {
     for (int32_t p = sp.first_position - config_.n_lookback_tokens; p < sp.first_position; ++p) {
