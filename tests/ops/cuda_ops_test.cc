@@ -25,7 +25,7 @@ class CudaOpsTest : public OpHarness {
   struct Linear {
     LinearWeight host, dev;
   };
-  void moe_batch_invariance(int64_t E, int act_block, int64_t F = 256);
+  void moe_batch_invariance(int64_t E, int act_block, int64_t F = 256, int64_t D = 1024);
   void hc_batch_invariance(int64_t D);
   // E experts of random FP4 weights (w1, w3: [F, D], w2: [D, F]) on the device; `keep` owns them.
   std::vector<tensor::ExpertWeights> make_fp4_experts(int64_t E, int64_t D, int64_t F, std::vector<Linear>& keep) {
@@ -674,14 +674,22 @@ TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
 // sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
 // staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600. F = 224: the
 // gate/up launches' second 128-column tile is partly past N (the packed expert kernels' edge).
+// 1 and 8 tokens take the streamed expert kernel where K allows (gate/up at D = 1024: two
+// sub-ranges, eight teams of two warps).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
   moe_batch_invariance(8, 32);
   moe_batch_invariance(8, 128, 224);
 }
 
-void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
-  const int64_t k = 3, D = 1024, T = 600;
+// The streamed expert kernel at V4-Flash's widths (D = 4096, F = 2048: gate/up in eight
+// sub-ranges, two teams; down in four, four teams) gives the bits of the large-M kernels: 3
+// experts and k = 3, so 8 tokens put 8 rows on every expert (the kernel's whole row tile). Its
+// own test (not under the suite's '*Moe*' re-runs: 75M weights to generate on the host).
+TEST_F(CudaOpsTest, StreamedExpertKernelIsBitwiseTheLargeMKernels) { moe_batch_invariance(3, 128, 2048, 4096); }
+
+void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F, int64_t D) {
+  const int64_t k = 3, T = 600;
   std::vector<Linear> keep;
   const std::vector<tensor::ExpertWeights> ed = make_fp4_experts(E, D, F, keep);
   Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
@@ -695,7 +703,7 @@ void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
   gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
   const std::vector<float> all = download(out.dev);
   const std::vector<float> sel_all = download(sel.dev), wts_all = download(wts.dev);
-  for (int64_t n : {int64_t{1}, int64_t{100}}) {  // the last n tokens
+  for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{100}}) {  // the last n tokens
     const int64_t t0 = T - n;
     Pair xn = make(DType::kBF16, {n, D}), sn = make(DType::kI32, {n, k}), wn = make(DType::kF32, {n, k});
     for (int64_t i = 0; i < n * D; ++i) set(xn.host, i, get(x.host, t0 * D + i));
@@ -706,7 +714,7 @@ void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F) {
     Pair on = make(DType::kF32, {n, D});
     gpu_->moe_experts(xn.dev, sn.dev, wn.dev, ed, mp, on.dev);
     EXPECT_EQ(download(on.dev), std::vector<float>(all.begin() + t0 * D, all.end()))
-        << n << " tokens, " << E << " experts, block " << act_block << ", F " << F;
+        << n << " tokens, " << E << " experts, block " << act_block << ", F " << F << ", D " << D;
   }
 }
 

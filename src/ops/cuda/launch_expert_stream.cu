@@ -1,0 +1,53 @@
+// Launcher of the streamed FP4 expert kernel (expert_stream_gemv.cuh; geometry in
+// expert_stream_plan.h).
+#include "ops/cuda/launch_expert_stream.h"
+
+#include "kernels/common/env_knob.h"
+#include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/expert_stream_gemv.cuh"
+
+namespace deepinfer::kernels {
+
+namespace {
+
+// DEEPINFER_GEMV_EXPERT_STREAM: expert launches of at most this many tokens (1-8, default 8) take
+// the streamed kernel; 0 = never (an A/B switch: the lean kernel takes them, same bits).
+int expert_stream_max_tokens() {
+  static const int n =
+      env_switch("DEEPINFER_GEMV_EXPERT_STREAM") ? env_int("DEEPINFER_GEMV_EXPERT_STREAM", 8, {1, 2, 4, 8}) : 0;
+  return n;
+}
+
+}  // namespace
+
+bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
+  if (p.experts == nullptr || p.active == nullptr || !p.experts_aligned) return false;
+  if (p.w.fmt != WeightFmt::kFp4Block || p.w.scale_f32 || p.a_quant_block > 0 || p.a_f32) return false;
+  if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;  // 16-byte row reads
+  if (device_cc_major() < 9) return false;  // bulk copies and mbarriers: sm_90
+  ExpertStreamDims d;
+  d.tokens = p.max_rows_per_expert;
+  d.N = p.N;
+  d.N1 = p.n_sets > 1 ? p.N1 : 0;
+  d.K = p.K;
+  d.max_active = p.max_active;
+  ExpertStreamKnobs knobs;
+  knobs.max_tokens = expert_stream_max_tokens();
+  knobs.sms = device_sm_count();
+  return plan_expert_stream(d, knobs, plan);
+}
+
+cudaError_t launch_expert_stream(const GemmParams& p, const ExpertStreamPlan& plan, cudaStream_t s) {
+  if (p.tile_counters == nullptr || p.n_tile_counters < 2) return cudaErrorInvalidValue;
+  // Every plan's ring fits beside the kernel's static shared memory (plan_expert_stream).
+  constexpr size_t kMaxRing = ExpertStreamKnobs{}.max_smem - ExpertStreamKnobs{}.static_smem;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      expert_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxRing));
+  if (configured != cudaSuccess) return configured;
+  if (plan.smem > kMaxRing) return cudaErrorInvalidValue;
+  const cudaError_t e = launch_pdl(expert_stream_kernel, dim3(static_cast<unsigned>(plan.grid)),
+                                   static_cast<unsigned>(plan.threads), plan.smem, s, p, plan);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+}  // namespace deepinfer::kernels
