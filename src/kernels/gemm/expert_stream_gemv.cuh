@@ -100,11 +100,16 @@ __global__ void __launch_bounds__((kStreamConsumerWarps + 1) * 32, 1)
 
   if (warp == kStreamConsumerWarps) {  // the producer
     int32_t* counter = p.tile_counters;
-    int item = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(counter, 1) : 0, 0);
+    // The next item: the counter's (or, with static items, this CTA's next in stride order).
+    auto grab = [&](int issued) {
+      if (plan.static_items) return static_cast<int>(blockIdx.x) + (issued + 1) * static_cast<int>(gridDim.x);
+      return lane == 0 ? atomicAdd(counter, 1) : 0;
+    };
+    int item = plan.static_items ? static_cast<int>(blockIdx.x) : __shfl_sync(0xffffffffu, grab(-1), 0);
     int s = 0, phase = 0, j = 0;  // stage, its occupancy's parity, items issued
     const uint32_t tx = static_cast<uint32_t>(expert_stream_copy_bytes(K));
     while (item < n_items) {
-      const int next = lane == 0 ? atomicAdd(counter, 1) : 0;  // in flight during the copies
+      const int next = grab(j);  // in flight during the copies
       if (j >= S) mbar_wait(&empty[s], phase ^ 1);              // the team before is done with it
       const int slot = item / tpe, rem = item - slot * tpe;
       const int set = rem >= plan.tiles0 ? 1 : 0, tile = rem - set * plan.tiles0;
@@ -138,7 +143,7 @@ __global__ void __launch_bounds__((kStreamConsumerWarps + 1) * 32, 1)
       if (++s == S) s = 0, phase ^= 1;
     }
     // Every CTA's last grab is done once all have counted themselves here: the last re-arms.
-    if (lane == 0 && atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    if (!plan.static_items && lane == 0 && atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
       counter[0] = 0;
       counter[1] = 0;
     }

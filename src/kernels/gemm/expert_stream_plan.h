@@ -57,6 +57,7 @@ struct ExpertStreamPlan {
   int tiles0 = 0, tiles1 = 0;  // items per active expert of weight set 0 and 1
   int64_t grid = 0;
   int threads = 0;          // consumers and one producer warp
+  bool static_items = false;  // CTA b takes items b, b + grid, ... instead of the counter's (A/B)
   size_t smem = 0;          // dynamic: the ring, its barriers and item slots
 };
 

@@ -18,6 +18,13 @@ int expert_stream_max_tokens() {
   return n;
 }
 
+// DEEPINFER_GEMV_EXPERT_STREAM_STATIC=1: CTA b takes items b, b + grid, ... instead of the
+// counter's (an A/B switch on the counter's round trips against uneven CTA starts; same bits).
+bool expert_stream_static_items() {
+  static const bool on = env_tristate("DEEPINFER_GEMV_EXPERT_STREAM_STATIC") == 1;
+  return on;
+}
+
 }  // namespace
 
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
@@ -34,7 +41,9 @@ bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
   ExpertStreamKnobs knobs;
   knobs.max_tokens = expert_stream_max_tokens();
   knobs.sms = device_sm_count();
-  return plan_expert_stream(d, knobs, plan);
+  if (!plan_expert_stream(d, knobs, plan)) return false;
+  plan.static_items = expert_stream_static_items();
+  return true;
 }
 
 cudaError_t launch_expert_stream(const GemmParams& p, const ExpertStreamPlan& plan, cudaStream_t s) {
