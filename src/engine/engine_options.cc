@@ -55,7 +55,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_ATTN_WGMMA_WARPGROUPS", "DEEPINFER_ATTN_CLUSTER", "DEEPINFER_HC_CLUSTER",
     "DEEPINFER_GEMM_EVICT_FIRST",
     // CUDA programmatic dependent launch of the small-M GEMM (default on; 0 = plain launches).
-    "DEEPINFER_CUDA_PDL", "DEEPINFER_CUDA_PDL_PLAIN_FIRST",
+    "DEEPINFER_CUDA_PDL",
 };
 
 std::string known_list() {

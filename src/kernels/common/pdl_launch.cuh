@@ -40,24 +40,6 @@ inline bool pdl_enabled() {
   return on;
 }
 
-// Launches of this host thread still to be made plainly, without the PDL attribute (the caller
-// sets it: CudaOps makes a recorded step graph's first DEEPINFER_CUDA_PDL_PLAIN_FIRST launches
-// plain — an A/B experiment on the ~10 us gap after a multi-stream graph's first kernel, which is
-// gone with PDL off). One counter per thread, shared by every translation unit (inline function).
-inline int& pdl_plain_launches() {
-  static thread_local int n = 0;
-  return n;
-}
-// Whether the launch being made gets the PDL attribute (uses up one plain launch if any are left).
-inline bool pdl_for_next_launch() {
-  int& plain = pdl_plain_launches();
-  if (plain > 0) {
-    --plain;
-    return false;
-  }
-  return pdl_enabled();
-}
-
 // A launch configuration with the attributes attr[0 .. n_attrs).
 inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                         cudaLaunchAttribute* attr, unsigned n_attrs) {
@@ -88,7 +70,7 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
                        cudaStream_t stream, Args&&... args) {
   cudaLaunchAttribute attr[1];
   set_pdl_attribute(attr[0]);
-  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_for_next_launch() ? 1 : 0);
+  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_enabled() ? 1 : 0);
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
@@ -99,7 +81,7 @@ cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block,
   cudaLaunchAttribute attr[2];
   set_cluster_attribute(attr[0], cluster_x);
   set_pdl_attribute(attr[1]);
-  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_for_next_launch() ? 2 : 1);
+  cudaLaunchConfig_t cfg = launch_config(grid, block, smem, stream, attr, pdl_enabled() ? 2 : 1);
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

@@ -16,8 +16,6 @@
 #include <vector>
 
 #include "base/log.h"
-#include "kernels/common/env_knob.h"
-#include "kernels/common/pdl_launch.cuh"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
 
@@ -175,10 +173,6 @@ void CudaOps::graph_capture_begin() {
   start_pass(Mode::kCapture);
   // Relaxed: launchers may set kernel attributes (not stream work) while recording.
   DI_CUDA_CHECK(cudaStreamBeginCapture(main_stream_, cudaStreamCaptureModeRelaxed));
-  // DEEPINFER_CUDA_PDL_PLAIN_FIRST (default 0): the recording's first launches without the PDL
-  // attribute (an A/B experiment: the gap after a multi-stream graph's first kernel, docs/cuda.md).
-  static const int plain_first = kernels::env_int("DEEPINFER_CUDA_PDL_PLAIN_FIRST", 0);
-  kernels::pdl_plain_launches() = plain_first;
 }
 
 void CudaOps::upload_staging() {
@@ -197,7 +191,6 @@ void CudaOps::upload_staging() {
 bool CudaOps::graph_capture_end() {
   DI_CHECK(mode_ == Mode::kCapture, "graph_capture_end without graph_capture_begin");
   mode_ = Mode::kEager;
-  kernels::pdl_plain_launches() = 0;  // a recording with fewer launches leaves none to later ones
   cudaGraph_t graph = nullptr;
   const cudaError_t err = cudaStreamEndCapture(main_stream_, &graph);
   cudaGraphExec_t exec = nullptr;
