@@ -3,8 +3,8 @@
 # .carry/ carried): every op against the CPU reference, the bitwise batch-invariance checks, the
 # whole model against the golden fixtures and the CPU engine. The GEMM/MoE tests run again
 # under other settings: with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's
-# non-default path), the MoE tests without the streamed expert kernel (DEEPINFER_GEMV_EXPERT_STREAM=0:
-# decode expert launches of <= 8 tokens then take the lean kernel), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
+# non-default path), the MoE tests on the streamed expert kernel (DEEPINFER_GEMV_EXPERT_STREAM=8,
+# off by default: decode expert launches of <= 8 tokens), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
 # with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
@@ -58,7 +58,7 @@ status=0
 .carry/bin/cuda_ops_test || status=1
 DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_EXPERT_STREAM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
+DEEPINFER_GEMV_EXPERT_STREAM=8 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -12,7 +12,7 @@ namespace deepinfer::kernels {
 // Whether the streamed kernel takes p (counters aside: the launch needs two of
 // GemmParams::tile_counters, which attach_gemm_workspace provides when gemm_needs_counters says
 // so), and its plan: FP4 expert launches of at most DEEPINFER_GEMV_EXPERT_STREAM tokens (default
-// 8; 0 = never) with UE8M0 scales, 16-byte aligned expert rows (GemmParams::experts_aligned) and
+// 0 = never) with UE8M0 scales, 16-byte aligned expert rows (GemmParams::experts_aligned) and
 // BF16 activations staged as given, on a Hopper device.
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan);
 // Runs p on the streamed kernel (plan from expert_stream_plan; p.tile_counters holds >= 2 zeroed
