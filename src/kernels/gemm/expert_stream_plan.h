@@ -3,8 +3,8 @@
 // launches of a few tokens (decode): a producer warp copies whole items (16 weight rows x all of
 // K, with their scale rows) into a ring of shared-memory stages with bulk copies, and teams of
 // consumer warps (a warp per canonical K sub-range, as the lean kernel) decode them. Items are
-// handed out through a global counter, so a CTA that starts late (its SM busy with a side lane's
-// kernel) takes fewer of them.
+// handed out in stride order, or through a global counter so that a CTA which starts late (its
+// SM busy with a side lane's kernel) takes fewer of them.
 //
 // Why: at batch 1 the lean kernel's FP4 gate/up launch (384 CTAs, each streaming 64 columns
 // through a 4-window register ring per lane) read its 50 MB in ~31 us (~1.6 TB/s): each warp
@@ -26,8 +26,6 @@ inline constexpr int kStreamConsumerWarps = 16;  // consumer warps per CTA, in t
 inline constexpr int kStreamMaxRows = 8;         // rows per expert (one n8 activation tile)
 inline constexpr int kStreamMaxSlots = 64;       // active experts a launch may hold
 inline constexpr int kStreamMaxStages = 16;
-inline constexpr int kStreamMaxWindows = 4;  // 128-element windows per sub-range (R <= 512): a
-                                             // lane holds its item's activations in registers
 inline constexpr int kStreamRowPad = 64;    // bytes after each staged weight row: rows g and g + 8
                                             // of a lane quad land in different bank groups
 inline constexpr int kStreamScalePad = 16;  // bytes after each staged scale row (same reason)
@@ -75,13 +73,12 @@ inline bool plan_expert_stream(const ExpertStreamDims& d, const ExpertStreamKnob
   if (d.max_active < 1 || d.max_active > kStreamMaxSlots) return false;
   plan.R = static_cast<int>(gemm_subrange(d.K));
   plan.P = gemm_n_subranges(d.K);
-  if (kStreamConsumerWarps % plan.P != 0 || plan.R > kStreamMaxWindows * 128) return false;
+  if (kStreamConsumerWarps % plan.P != 0) return false;
   plan.teams = kStreamConsumerWarps / plan.P;
   plan.w_stride = static_cast<int>(d.K / 2) + kStreamRowPad;
   plan.s_stride = static_cast<int>(d.K / 32) + kStreamScalePad;
   plan.stage_bytes = kStreamCols * (plan.w_stride + plan.s_stride);
-  // A stage: its rows, two barriers, the announced item and its tag.
-  const size_t per_stage = static_cast<size_t>(plan.stage_bytes) + 2 * sizeof(uint64_t) + 2 * sizeof(int32_t);
+  const size_t per_stage = static_cast<size_t>(plan.stage_bytes) + 2 * sizeof(uint64_t) + sizeof(int32_t);
   if (knobs.max_smem <= knobs.static_smem) return false;
   const size_t fit = (knobs.max_smem - knobs.static_smem) / per_stage;
   plan.stages = static_cast<int>(std::min<size_t>(fit, kStreamMaxStages));
