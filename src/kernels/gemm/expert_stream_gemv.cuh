@@ -206,16 +206,7 @@ __global__ void __launch_bounds__((kStreamConsumerWarps + 1) * 32, 1)
       auto window = [&](auto decode) {
 #pragma unroll
         for (int j = 0; j < L / 4; j += 2) {
-          const uint4 xv = x[j / 2];
-#pragma unroll
-          for (int jj = 0; jj < 2; ++jj) {
-            uint32_t w0[2], w1[2];
-            decode(0, j + jj, w0[0], w0[1]);
-            decode(1, j + jj, w1[0], w1[1]);
-            const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
-            const uint32_t bx[2] = {jj ? xv.z : xv.x, jj ? xv.w : xv.y};
-            mma_bf16_16816(acc, af, bx);
-          }
+          transposed_mma_pair(acc, decode, j, x[j / 2]);
         }
       };
       // Warp-uniform (the lanes of an mma.sync run the same instruction).

@@ -251,6 +251,23 @@ __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int6
   for (int q = 0; q < run_elems(F) / 4; ++q) decode_quad<F>(raw, code, q, out[2 * q], out[2 * q + 1]);
 }
 
+// Steps j and j + 1 of a transposed window (weights as the mma's A operand: row tiles 0 and 1,
+// i.e. columns g and g + 8, decoded by `decode(t, step, b0, b1)`; one row of activations as B):
+// x holds the lane's activations 4j .. 4j + 7, so one 16-byte read serves both steps. The lean
+// and the streamed expert kernels' inner loop, in the canonical order.
+template <typename Decode>
+__device__ __forceinline__ void transposed_mma_pair(float* acc, Decode decode, int j, const uint4& x) {
+#pragma unroll
+  for (int jj = 0; jj < 2; ++jj) {
+    uint32_t w0[2], w1[2];
+    decode(0, j + jj, w0[0], w0[1]);
+    decode(1, j + jj, w1[0], w1[1]);
+    const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
+    const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
+    mma_bf16_16816(acc, af, bx);
+  }
+}
+
 // C[i] = v in the output's type (BF16 rounded to nearest even, or F32): every GEMM kernel's store.
 __device__ __forceinline__ void store_out(void* C, bool c_bf16, int64_t i, float v) {
   if (c_bf16) {

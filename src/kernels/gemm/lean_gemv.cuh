@@ -194,15 +194,7 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
       for (int j = 0; j < L / 4; j += 2) {
         uint4 x = make_uint4(0, 0, 0, 0);
         if (has_row) x = *reinterpret_cast<const uint4*>(a_lane + w_in * W + 4 * j);
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          uint32_t w0[2], w1[2];
-          decode(0, j + jj, w0[0], w0[1]);
-          decode(1, j + jj, w1[0], w1[1]);
-          const uint32_t af[4] = {w0[0], w1[0], w0[1], w1[1]};
-          const uint32_t bx[2] = {jj ? x.z : x.x, jj ? x.w : x.y};
-          mma_bf16_16816(acc, af, bx);
-        }
+        transposed_mma_pair(acc, decode, j, x);
       }
     };
     // The stream: window fi (of all tiles) decoded from buf[fi % S], which then takes window fi + S.
