@@ -215,8 +215,8 @@ struct GemmParams {
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
-// Whether p's launch uses GemmParams::tile_counters without partials (the streamed expert kernel's
-// work counter): the caller then attaches them as for split launches.
+// Whether p's launch uses GemmParams::tile_counters without partials (the streamed expert kernel
+// drawing its items from a counter): the caller then attaches them as for split launches.
 bool gemm_needs_counters(const GemmParams& p);
 // The row bound the GEMM launcher plans an expert-mode GEMM of T tokens with: up to 512 tokens
 // the small-M kernel takes every expert (chunks of <= 32 rows, weights re-streamed per chunk),

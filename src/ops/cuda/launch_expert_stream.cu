@@ -13,8 +13,8 @@ namespace {
 // DEEPINFER_GEMV_EXPERT_STREAM = 1, 2, 4 or 8: expert launches of at most this many tokens take
 // the streamed kernel; unset or 0: never (the lean kernel takes them, same bits). Off by default:
 // its first form measured 7% slower at batch 1 and 18% at batch 8 on the H200 (session 36, tuning
-// record); the second (the activations in registers, requested at the item's announcement) is
-// not yet measured.
+// record); the second (the activations in registers, requested at the item's announcement) is on
+// branch session36-expert-stream-v2.
 int expert_stream_max_tokens() {
   static const int n = env_int("DEEPINFER_GEMV_EXPERT_STREAM", 0, {1, 2, 4, 8});
   return n;
@@ -50,8 +50,12 @@ bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
   return true;
 }
 
+bool expert_stream_has_counters(const GemmParams& p, const ExpertStreamPlan& plan) {
+  return plan.static_items || (p.tile_counters != nullptr && p.n_tile_counters >= 2);
+}
+
 cudaError_t launch_expert_stream(const GemmParams& p, const ExpertStreamPlan& plan, cudaStream_t s) {
-  if (p.tile_counters == nullptr || p.n_tile_counters < 2) return cudaErrorInvalidValue;
+  if (!expert_stream_has_counters(p, plan)) return cudaErrorInvalidValue;
   // Every plan's ring fits beside the kernel's static shared memory (plan_expert_stream).
   constexpr size_t kMaxRing = ExpertStreamKnobs{}.max_smem - ExpertStreamKnobs{}.static_smem;
   static const cudaError_t configured = cudaFuncSetAttribute(

@@ -595,7 +595,7 @@ int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGe
 
 bool gemm_needs_counters(const GemmParams& p) {
   ExpertStreamPlan plan;
-  return expert_stream_plan(p, plan);
+  return expert_stream_plan(p, plan) && !plan.static_items;
 }
 
 int64_t gemm_counter_slots(const GemmParams& p) {
@@ -651,9 +651,9 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (PackedExpertPlan plan;
       experts && p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_experts(p, plan, s);
-  // Decode expert launches of a few tokens: the streamed kernel, when it has its counters.
-  if (ExpertStreamPlan plan;
-      experts && p.tile_counters != nullptr && p.n_tile_counters >= 2 && expert_stream_plan(p, plan))
+  // Decode expert launches of a few tokens: the streamed kernel (with its counters when it draws
+  // items from them).
+  if (ExpertStreamPlan plan; experts && expert_stream_plan(p, plan) && expert_stream_has_counters(p, plan))
     return launch_expert_stream(p, plan, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
