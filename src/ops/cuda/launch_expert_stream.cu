@@ -29,6 +29,15 @@ bool expert_stream_static_items() {
   return on;
 }
 
+// DEEPINFER_GEMV_EXPERT_STREAM_SETS = 2: only the two-set launches (the routed gate / up) take the
+// streamed kernel, 1: only the one-set ones (the down projection); unset: both. An A/B switch:
+// session 36's timeline had the streamed gate / up end 3.4 us sooner than the lean kernel's and
+// its down projection 13 us later (its whole-SM CTAs waited for the side lane's shared expert).
+int expert_stream_sets() {
+  static const int n = env_int("DEEPINFER_GEMV_EXPERT_STREAM_SETS", 0, {1, 2});
+  return n;
+}
+
 }  // namespace
 
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
@@ -36,6 +45,7 @@ bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
   if (p.w.fmt != WeightFmt::kFp4Block || p.w.scale_f32 || p.a_quant_block > 0 || p.a_f32) return false;
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;  // 16-byte row reads
   if (device_cc_major() < 9) return false;  // bulk copies and mbarriers: sm_90
+  if (expert_stream_sets() != 0 && expert_stream_sets() != p.n_sets) return false;
   ExpertStreamDims d;
   d.tokens = p.max_rows_per_expert;
   d.N = p.N;
