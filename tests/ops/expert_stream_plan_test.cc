@@ -63,6 +63,34 @@ TEST(ExpertStreamPlanTest, DeclinesWhatItCannotRun) {
   EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 2048, 4096, 6), small, plan));
 }
 
+// Room for the side lane: 8 consumer warps in ~110 KB, two CTAs per SM (each CTA's ring and
+// static shared memory within half the SM's 228 KB, with the 1 KB the hardware reserves per CTA).
+TEST(ExpertStreamPlanTest, HalfSmCtasKeepOneStageLoadingPerTeam) {
+  ExpertStreamKnobs knobs;
+  knobs.consumer_warps = 8;
+  knobs.ctas_per_sm = 2;
+  knobs.max_smem = 110 << 10;
+  knobs.min_loading = 1;
+  ExpertStreamPlan plan;
+  ASSERT_TRUE(plan_expert_stream(experts(1, 2048, 2048, 4096, 6), knobs, plan));
+  EXPECT_EQ(plan.P, 8);
+  EXPECT_EQ(plan.teams, 1);
+  EXPECT_EQ(plan.stages, 2);  // 36 KB stages in the 86 KB left beside 24 KB of static memory
+  EXPECT_EQ(plan.threads, 9 * 32);
+  EXPECT_EQ(plan.grid, 2 * 132);
+  EXPECT_LE(2 * (plan.smem + knobs.static_smem + 1024), size_t{228} << 10);
+  // K = 2048: 4 warps a team, so 2 teams, and 4 stages of ~18 KB.
+  ASSERT_TRUE(plan_expert_stream(experts(1, 2048, 0, 2048, 6), knobs, plan));
+  EXPECT_EQ(plan.teams, 2);
+  EXPECT_EQ(plan.stages, 4);
+  // 8 warps do not split into teams of 3 (K = 1536), nor do 4 into teams of 8 (K = 4096).
+  EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 1536, 6), knobs, plan));
+  knobs.consumer_warps = 4;
+  EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 4096, 6), knobs, plan));
+  knobs.consumer_warps = 17;  // more than the kernel's fold buffer holds
+  EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 2048, 6), knobs, plan));
+}
+
 TEST(ExpertStreamPlanTest, AcceptedPlansKeepTheirInvariants) {
   const ExpertStreamKnobs knobs;
   int accepted = 0;
@@ -74,6 +102,7 @@ TEST(ExpertStreamPlanTest, AcceptedPlansKeepTheirInvariants) {
       EXPECT_EQ(plan.P, gemm_n_subranges(K)) << K;
       EXPECT_EQ(static_cast<int64_t>(plan.P) * plan.R >= K, true) << K;
       EXPECT_EQ(plan.teams * plan.P, kStreamConsumerWarps) << K;
+      EXPECT_EQ(plan.consumer_warps, kStreamConsumerWarps) << K;
       EXPECT_GE(plan.stages, plan.teams + knobs.min_loading) << K;
       EXPECT_LE(plan.stages, kStreamMaxStages) << K;
       EXPECT_LE(plan.smem + knobs.static_smem, knobs.max_smem) << K;

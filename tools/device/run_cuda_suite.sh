@@ -64,6 +64,8 @@ status=0
 DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_EXPERT_STREAM=8 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
+DEEPINFER_GEMV_EXPERT_STREAM=8 DEEPINFER_GEMV_EXPERT_STREAM_WARPS=8 DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB=110 DEEPINFER_GEMV_EXPERT_STREAM_CTAS=2 \
+  .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__((kStreamConsumerWarps + 1) * 32, 1)
   const int n_items = n_active * tpe;
   const int64_t K = p.K;
 
-  if (warp == kStreamConsumerWarps) {  // the producer
+  if (warp == plan.consumer_warps) {  // the producer
     int32_t* counter = p.tile_counters;
     // The next item: the counter's (or, with static items, this CTA's next in stride order).
     auto grab = [&](int issued) {

@@ -43,13 +43,17 @@ struct ExpertStreamKnobs {
   int max_tokens = 8;                  // launches of at most this many tokens (0: none)
   size_t max_smem = 227 << 10;         // shared memory per CTA (the H200's opt-in limit)
   size_t static_smem = 24 << 10;       // what the kernel holds besides the ring (fold, slot table)
-  int64_t sms = 132;                   // CTAs: one per SM
+  int64_t sms = 132;                   // SMs of the device
+  int ctas_per_sm = 1;                 // CTAs per SM (2: two half-SM CTAs, max_smem <= 113 KB)
+  int consumer_warps = kStreamConsumerWarps;  // consumer warps per CTA (4, 8 or 16): fewer leave
+                                              // room on the SM for the side lane's kernels
   int min_loading = 3;                 // stages loading while every team holds one
 };
 
 struct ExpertStreamPlan {
   int R = 0, P = 0;         // gemm_subrange(K), gemm_n_subranges(K): a consumer warp each
-  int teams = 0;            // kStreamConsumerWarps / P: items in work at once
+  int consumer_warps = 0;   // the producer is warp consumer_warps
+  int teams = 0;            // consumer_warps / P: items in work at once
   int stages = 0;           // ring stages (>= teams + min_loading)
   int w_stride = 0;         // staged weight row stride in bytes: K / 2 + kStreamRowPad
   int s_stride = 0;         // staged scale row stride in bytes: K / 32 + kStreamScalePad
@@ -73,8 +77,10 @@ inline bool plan_expert_stream(const ExpertStreamDims& d, const ExpertStreamKnob
   if (d.max_active < 1 || d.max_active > kStreamMaxSlots) return false;
   plan.R = static_cast<int>(gemm_subrange(d.K));
   plan.P = gemm_n_subranges(d.K);
-  if (kStreamConsumerWarps % plan.P != 0) return false;
-  plan.teams = kStreamConsumerWarps / plan.P;
+  if (knobs.consumer_warps < 1 || knobs.consumer_warps > kStreamConsumerWarps) return false;
+  if (knobs.consumer_warps % plan.P != 0) return false;
+  plan.consumer_warps = knobs.consumer_warps;
+  plan.teams = plan.consumer_warps / plan.P;
   plan.w_stride = static_cast<int>(d.K / 2) + kStreamRowPad;
   plan.s_stride = static_cast<int>(d.K / 32) + kStreamScalePad;
   plan.stage_bytes = kStreamCols * (plan.w_stride + plan.s_stride);
@@ -86,8 +92,8 @@ inline bool plan_expert_stream(const ExpertStreamDims& d, const ExpertStreamKnob
   plan.smem = static_cast<size_t>(plan.stages) * per_stage;
   plan.tiles0 = static_cast<int>(d.N / kStreamCols);
   plan.tiles1 = static_cast<int>(d.N1 / kStreamCols);
-  plan.grid = knobs.sms;
-  plan.threads = (kStreamConsumerWarps + 1) * 32;
+  plan.grid = knobs.sms * std::max(knobs.ctas_per_sm, 1);
+  plan.threads = (plan.consumer_warps + 1) * 32;
   return true;
 }
 

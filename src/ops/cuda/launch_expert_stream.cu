@@ -38,6 +38,24 @@ int expert_stream_sets() {
   return n;
 }
 
+// Room for the side lane's kernels on the streamed kernel's SMs (A/B switches; same bits):
+// DEEPINFER_GEMV_EXPERT_STREAM_WARPS = 4 or 8 consumer warps instead of 16 (teams of P warps must
+// still divide them), DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB = the CTA's shared memory (ring and
+// static; at least one stage loading beside every team's), DEEPINFER_GEMV_EXPERT_STREAM_CTAS = 2
+// CTAs per SM (with at most ~110 KB each). Session 36's whole-SM CTAs kept the shared expert's
+// down projection off their SMs and waited for it.
+void expert_stream_room(ExpertStreamKnobs& knobs) {
+  static const int warps = env_int("DEEPINFER_GEMV_EXPERT_STREAM_WARPS", kStreamConsumerWarps, {4, 8, 16});
+  static const int smem_kb = env_int("DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB", 0);
+  static const int ctas = env_int("DEEPINFER_GEMV_EXPERT_STREAM_CTAS", 1, {1, 2});
+  knobs.consumer_warps = warps;
+  knobs.ctas_per_sm = ctas;
+  if (smem_kb > 0 && static_cast<size_t>(smem_kb) << 10 < knobs.max_smem) {
+    knobs.max_smem = static_cast<size_t>(smem_kb) << 10;
+    knobs.min_loading = 1;
+  }
+}
+
 }  // namespace
 
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
@@ -55,6 +73,7 @@ bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
   ExpertStreamKnobs knobs;
   knobs.max_tokens = expert_stream_max_tokens();
   knobs.sms = device_sm_count();
+  expert_stream_room(knobs);
   if (!plan_expert_stream(d, knobs, plan)) return false;
   plan.static_items = expert_stream_static_items();
   return true;
