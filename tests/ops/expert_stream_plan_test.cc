@@ -52,6 +52,8 @@ TEST(ExpertStreamPlanTest, DeclinesWhatItCannotRun) {
   EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 2040, 4096, 6), knobs, plan));
   EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 4000, 6), knobs, plan));     // scale rows of 125
   EXPECT_FALSE(plan_expert_stream(experts(1, 128, 0, 256, 6), knobs, plan));       // K < 512
+  // K = 4608: 640-element sub-ranges, more windows than a lane's activation ring covers.
+  EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 4608, 6), knobs, plan));
   // K = 512: one sub-range, so 16 teams, which 16 stages cannot keep loading.
   EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 512, 6), knobs, plan));
   EXPECT_FALSE(plan_expert_stream(experts(1, 2048, 0, 4096, 65), knobs, plan));    // slots

@@ -26,6 +26,7 @@ inline constexpr int kStreamConsumerWarps = 16;  // consumer warps per CTA, in t
 inline constexpr int kStreamMaxRows = 8;         // rows per expert (one n8 activation tile)
 inline constexpr int kStreamMaxSlots = 64;       // active experts a launch may hold
 inline constexpr int kStreamMaxStages = 16;
+inline constexpr int kStreamMaxWindows = 4;  // 128-element windows per sub-range (R <= 512)
 inline constexpr int kStreamRowPad = 64;    // bytes after each staged weight row: rows g and g + 8
                                             // of a lane quad land in different bank groups
 inline constexpr int kStreamScalePad = 16;  // bytes after each staged scale row (same reason)
@@ -78,13 +79,14 @@ inline bool plan_expert_stream(const ExpertStreamDims& d, const ExpertStreamKnob
   plan.R = static_cast<int>(gemm_subrange(d.K));
   plan.P = gemm_n_subranges(d.K);
   if (knobs.consumer_warps < 1 || knobs.consumer_warps > kStreamConsumerWarps) return false;
-  if (knobs.consumer_warps % plan.P != 0) return false;
+  if (knobs.consumer_warps % plan.P != 0 || plan.R > kStreamMaxWindows * 128) return false;
   plan.consumer_warps = knobs.consumer_warps;
   plan.teams = plan.consumer_warps / plan.P;
   plan.w_stride = static_cast<int>(d.K / 2) + kStreamRowPad;
   plan.s_stride = static_cast<int>(d.K / 32) + kStreamScalePad;
   plan.stage_bytes = kStreamCols * (plan.w_stride + plan.s_stride);
-  const size_t per_stage = static_cast<size_t>(plan.stage_bytes) + 2 * sizeof(uint64_t) + sizeof(int32_t);
+  // A stage: its rows, its two barriers, the announced item and its tag.
+  const size_t per_stage = static_cast<size_t>(plan.stage_bytes) + 2 * sizeof(uint64_t) + 2 * sizeof(int32_t);
   if (knobs.max_smem <= knobs.static_smem) return false;
   const size_t fit = (knobs.max_smem - knobs.static_smem) / per_stage;
   plan.stages = static_cast<int>(std::min<size_t>(fit, kStreamMaxStages));

@@ -13,8 +13,8 @@ namespace {
 // DEEPINFER_GEMV_EXPERT_STREAM = 1, 2, 4 or 8: expert launches of at most this many tokens take
 // the streamed kernel; unset or 0: never (the lean kernel takes them, same bits). Off by default:
 // its first form measured 7% slower at batch 1 and 18% at batch 8 on the H200 (session 36, tuning
-// record); the second (the activations in registers, requested at the item's announcement) is on
-// branch session36-expert-stream-v2.
+// record); the second (the activations in registers, requested at the item's announcement: this
+// one) is not measured yet.
 int expert_stream_max_tokens() {
   static const int n = env_int("DEEPINFER_GEMV_EXPERT_STREAM", 0, {1, 2, 4, 8});
   return n;
@@ -56,6 +56,26 @@ void expert_stream_room(ExpertStreamKnobs& knobs) {
   }
 }
 
+// DEEPINFER_GEMV_EXPERT_STREAM_SLOTS = 2: a lane holds two windows of its activations instead of
+// three (requested at the item's announcement; an A/B switch, same bits).
+int expert_stream_slots() {
+  static const int n = env_int("DEEPINFER_GEMV_EXPERT_STREAM_SLOTS", 3, {2, 3});
+  return n;
+}
+
+template <int SLOTS>
+cudaError_t launch_slots(const GemmParams& p, const ExpertStreamPlan& plan, cudaStream_t s) {
+  // Every plan's ring fits beside the kernel's static shared memory (plan_expert_stream).
+  constexpr size_t kMaxRing = ExpertStreamKnobs{}.max_smem - ExpertStreamKnobs{}.static_smem;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      expert_stream_kernel<SLOTS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxRing));
+  if (configured != cudaSuccess) return configured;
+  if (plan.smem > kMaxRing) return cudaErrorInvalidValue;
+  const cudaError_t e = launch_pdl(expert_stream_kernel<SLOTS>, dim3(static_cast<unsigned>(plan.grid)),
+                                   static_cast<unsigned>(plan.threads), plan.smem, s, p, plan);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 }  // namespace
 
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan) {
@@ -85,15 +105,7 @@ bool expert_stream_has_counters(const GemmParams& p, const ExpertStreamPlan& pla
 
 cudaError_t launch_expert_stream(const GemmParams& p, const ExpertStreamPlan& plan, cudaStream_t s) {
   if (!expert_stream_has_counters(p, plan)) return cudaErrorInvalidValue;
-  // Every plan's ring fits beside the kernel's static shared memory (plan_expert_stream).
-  constexpr size_t kMaxRing = ExpertStreamKnobs{}.max_smem - ExpertStreamKnobs{}.static_smem;
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      expert_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxRing));
-  if (configured != cudaSuccess) return configured;
-  if (plan.smem > kMaxRing) return cudaErrorInvalidValue;
-  const cudaError_t e = launch_pdl(expert_stream_kernel, dim3(static_cast<unsigned>(plan.grid)),
-                                   static_cast<unsigned>(plan.threads), plan.smem, s, p, plan);
-  return e != cudaSuccess ? e : cudaGetLastError();
+  return expert_stream_slots() == 2 ? launch_slots<2>(p, plan, s) : launch_slots<3>(p, plan, s);
 }
 
 }  // namespace deepinfer::kernels
