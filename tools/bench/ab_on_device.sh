@@ -5,7 +5,8 @@
 # Repeat a configuration (ABAB) to see the run-to-run spread. JSON per run in $OUT/ab_<i>.json,
 # a summary table on stdout (what the tuning records quote).
 # A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
-# (PATH.xz is decompressed first): a before/after A/B of two builds in one device call.
+# (PATH.xz is decompressed first): a before/after A/B of two builds in one device call
+# (tools/device/build_variant.sh builds and packs one from another commit or branch).
 # BENCH_ARGS: more `deepinfer bench` flags for every run; with --timeline, each run's kernel
 # timeline is printed too (tools/bench/timeline_report.py: idle time and gaps of the replayed steps)
 # and each decode cell carries the replayed step's GPU span beside the host's share of the step
