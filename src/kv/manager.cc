@@ -151,11 +151,15 @@ void Manager::rollback(SeqId seq, int32_t n_tokens_computed) {
 
 std::optional<SnapshotId> Manager::reserve_snapshot(SeqId seq, const BlockHash& key, int32_t boundary) {
   SeqKv& s = seq_kv(seq);
-  if (s.pending_snapshot != kNoId || !config_.enable_prefix_caching) return std::nullopt;
+  if (s.pending_snapshots.size() >= kMaxPendingSnapshots || !config_.enable_prefix_caching) return std::nullopt;
+  // Steps end at their boundaries in the order they are planned: a later step's lies further.
+  if (!s.pending_snapshots.empty() && boundary <= snapshots_.info(s.pending_snapshots.back()).n_tokens) {
+    return std::nullopt;
+  }
   DI_CHECK(boundary > s.n_tokens_computed && boundary % config_.block_tokens == 0,
            "snapshot of sequence {} at {} (computed {})", seq, boundary, s.n_tokens_computed);
   const std::optional<SnapshotId> id = snapshots_.reserve(SnapshotInfo{key, boundary, s.window_floor});
-  if (id) s.pending_snapshot = *id;
+  if (id) s.pending_snapshots.push_back(*id);
   return id;
 }
 
@@ -165,13 +169,14 @@ void Manager::end_step(SeqId seq, bool keep_pending) {
     snapshots_.unpin(s.restore_pin);
     s.restore_pin = kNoId;
   }
-  if (s.pending_snapshot != kNoId && !keep_pending) {
-    if (snapshots_.info(s.pending_snapshot).n_tokens == s.n_tokens_computed) {
-      snapshots_.publish(s.pending_snapshot);
+  if (!s.pending_snapshots.empty() && !keep_pending) {
+    const SnapshotId own = s.pending_snapshots.front();
+    if (snapshots_.info(own).n_tokens == s.n_tokens_computed) {
+      snapshots_.publish(own);
     } else {
-      snapshots_.cancel(s.pending_snapshot);
+      snapshots_.cancel(own);
     }
-    s.pending_snapshot = kNoId;
+    s.pending_snapshots.erase(s.pending_snapshots.begin());
   }
 }
 
@@ -180,7 +185,7 @@ void Manager::free(SeqId seq) {
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) blocks_.release(*it);
   slots_.release(s.state_slot);
   if (s.restore_pin != kNoId) snapshots_.unpin(s.restore_pin);
-  if (s.pending_snapshot != kNoId) snapshots_.cancel(s.pending_snapshot);
+  for (SnapshotId p : s.pending_snapshots) snapshots_.cancel(p);
   seqs_.erase(seq);
 }
 

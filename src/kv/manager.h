@@ -35,6 +35,9 @@ struct PrefixMatch {
 
 class Manager {
  public:
+  // Pending snapshots a sequence may hold: its step in flight's and its step planned ahead's.
+  static constexpr size_t kMaxPendingSnapshots = 2;
+
   static Result<Manager> create(KvConfig config);
 
   const KvConfig& config() const { return config_; }
@@ -68,13 +71,16 @@ class Manager {
   // holds position n_tokens_computed − 1 are released. Never reaches into committed blocks.
   void rollback(SeqId seq, int32_t n_tokens_computed);
   // Reserves a snapshot of seq's state at position `boundary`, which the step being planned must
-  // end at (the engine copies state slot → snapshot after the forward). nullopt when the key
-  // already exists, no slot is reclaimable, or the seq already has one pending.
+  // end at (the engine copies state slot → snapshot after the forward). A sequence holds at most
+  // kMaxPendingSnapshots pending, in the order of their steps: the step in flight's and the one
+  // planned ahead of it (asynchronous scheduling), so `boundary` must lie past any pending one's.
+  // nullopt when the key already exists, no slot is reclaimable, or the seq cannot hold another.
   std::optional<SnapshotId> reserve_snapshot(SeqId seq, const BlockHash& key, int32_t boundary);
-  // After the step's forward: unpins the restored snapshot and publishes the pending one if the
-  // sequence ended the step exactly at its boundary (cancels it otherwise). keep_pending: the step
-  // reserved none, so a pending snapshot belongs to a step planned ahead of this update (still in
-  // flight), which settles it.
+  // After the step's forward: unpins the restored snapshot and settles the oldest pending one —
+  // the step's own, steps are updated in the order they were planned — publishing it if the
+  // sequence ended the step exactly at its boundary (cancelling it otherwise). keep_pending: the
+  // step reserved none, so every pending snapshot belongs to a step planned ahead of this update
+  // (still in flight), which settles it.
   void end_step(SeqId seq, bool keep_pending = false);
   // Releases everything `seq` holds: blocks (last block first, so a cached prefix's tail is
   // evicted before its head), the state slot, snapshot pins and a pending snapshot.
@@ -105,7 +111,7 @@ class Manager {
     int32_t n_tokens_cached = 0;
     int32_t window_floor = 0;
     SnapshotId restore_pin = kNoId;
-    SnapshotId pending_snapshot = kNoId;
+    std::vector<SnapshotId> pending_snapshots;  // oldest first, at most kMaxPendingSnapshots
   };
   explicit Manager(KvConfig config);
   SeqKv& seq_kv(SeqId seq);

@@ -52,13 +52,22 @@ Status Manager::check_snapshots() const {
       }
       ++pins[static_cast<size_t>(s.restore_pin)];
     }
-    if (s.pending_snapshot != kNoId) {
-      if (s.pending_snapshot < 0 || s.pending_snapshot >= snapshots_.n_slots() ||
-          snapshots_.state(s.pending_snapshot) != SnapshotPool::SlotState::kPending ||
-          !pending_owned.insert(s.pending_snapshot).second) {
-        return internal_error("kv manager: sequence {} owns snapshot {} which is not its pending slot",
-                              id, s.pending_snapshot);
+    if (s.pending_snapshots.size() > kMaxPendingSnapshots) {
+      return internal_error("kv manager: sequence {} holds {} pending snapshots (at most {})", id,
+                            s.pending_snapshots.size(), kMaxPendingSnapshots);
+    }
+    int32_t last_boundary = s.n_tokens_computed;
+    for (SnapshotId p : s.pending_snapshots) {
+      if (p < 0 || p >= snapshots_.n_slots() || snapshots_.state(p) != SnapshotPool::SlotState::kPending ||
+          !pending_owned.insert(p).second) {
+        return internal_error("kv manager: sequence {} owns snapshot {} which is not its pending slot", id, p);
       }
+      // Boundaries in step order, none behind the computed positions (a step's update settles its own).
+      if (snapshots_.info(p).n_tokens <= last_boundary) {
+        return internal_error("kv manager: sequence {}'s pending snapshot {} at {} is not past {}", id, p,
+                              snapshots_.info(p).n_tokens, last_boundary);
+      }
+      last_boundary = snapshots_.info(p).n_tokens;
     }
   }
   for (SnapshotId i = 0; i < snapshots_.n_slots(); ++i) {

@@ -8,12 +8,11 @@
 // token budget as schedule() spends it; then FCFS admissions into the sequence slots free now,
 // exactly as schedule() admits (a newcomer's prompt is on the host). Prompt chunks end at state
 // snapshot boundaries as schedule() cuts them; the snapshot reserved here stays pending through step
-// n's update (kv::Manager::end_step) and the engine copies it right behind this step's forward. It
-// declines (an empty plan) whenever step n's results could change step n + 1 beyond that: drafts,
-// a snapshot due where step n's unknown token decides its key, a second snapshot of a request
-// whose step n takes one (schedule() would reserve it, a pending one forbids it), an abort pending,
-// a pool too short to grow every table without preempting. The caller then waits for step n and
-// schedules as usual.
+// n's update (kv::Manager::end_step settles step n's own, which a request whose step n takes one
+// holds beside it) and the engine copies it right behind this step's forward. It declines (an
+// empty plan) whenever step n's results could change step n + 1 beyond that: drafts, a snapshot
+// due where step n's unknown token decides its key, an abort pending, a pool too short to grow
+// every table without preempting. The caller then waits for step n and schedules as usual.
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -71,11 +70,9 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
       if (budget <= 0) break;
       Request& req = requests_.at(id);
       AheadRow row{&req, req.n_computed, 0, false, 0};
-      bool snapshot_in_flight = false;
       if (auto it = in_step.find(id); it != in_step.end()) {
         row.first = it->second->first_position + it->second->n_tokens_scheduled;
         row.from_device = it->second->needs_logits;
-        snapshot_in_flight = it->second->snapshot_take != kv::kNoId;
       }
       const bool decode_next = row.from_device || req.state == RequestState::kDecode;
       if (decode_next != decodes) continue;
@@ -93,7 +90,6 @@ BatchPlan Scheduler::schedule_ahead(const BatchPlan& in_flight) {
         // schedule_running()'s chunk: the prompt's next tokens (or a sat-out decode's last token).
         row.n_tokens = chunk_tokens(req, row.first, budget);
         row.n_tokens = cut_at_snapshot(req, row.first, row.n_tokens, req.n_hit_boundary, &row.boundary);
-        if (row.boundary != 0 && snapshot_in_flight) return {};
       }
       budget -= row.n_tokens;
       const int64_t covered = static_cast<int64_t>(kv_.block_table(id).size());

@@ -242,7 +242,7 @@ TEST_F(ManagerTest, SnapshotIsCancelledWhenTheStepMissesItsBoundary) {
   const std::vector<BlockHash> h = hashes(iota_tokens(9, 1));
   ASSERT_TRUE(kv_->admit(1, PrefixMatch{}, 8).has_value());
   ASSERT_EQ(kv_->reserve_snapshot(1, h[1], 8), 0);
-  EXPECT_FALSE(kv_->reserve_snapshot(1, h[0], 4).has_value()) << "one pending per sequence";
+  EXPECT_FALSE(kv_->reserve_snapshot(1, h[0], 4).has_value()) << "a later step's boundary lies past the pending one's";
   kv_->commit(1, h, 6);
   kv_->end_step(1);
   EXPECT_EQ(kv_->snapshot_pool().state(0), SnapshotPool::SlotState::kFree);
@@ -269,6 +269,42 @@ TEST_F(ManagerTest, SnapshotOfAStepAheadSurvivesTheUpdateBefore) {
   kv_->end_step(1);  // the step ahead's update
   EXPECT_EQ(kv_->snapshot_pool().state(0), SnapshotPool::SlotState::kValid);
   EXPECT_EQ(kv_->snapshot_pool().lookup(h[1]), 0);
+  expect_ok();
+}
+
+// A request whose step in flight takes a snapshot and whose step planned ahead takes the next
+// (asynchronous scheduling over snapshot intervals): two pending, settled oldest first — each by
+// its own step's update, the first one's update leaving the second pending — and no third.
+TEST_F(ManagerTest, TwoPendingSnapshotsAreSettledInStepOrder) {
+  make(small_config(8, 2, 4));
+  const std::vector<BlockHash> h = hashes(iota_tokens(13, 1));
+  ASSERT_TRUE(kv_->admit(1, PrefixMatch{}, 4).has_value());  // step n: [0, 4)
+  ASSERT_TRUE(kv_->allocate(1, 8).has_value());              // the step ahead: [4, 8)
+  ASSERT_EQ(kv_->reserve_snapshot(1, h[0], 4), 0);           // step n's
+  ASSERT_EQ(kv_->reserve_snapshot(1, h[1], 8), 1);           // the step ahead's
+  expect_ok();
+  EXPECT_FALSE(kv_->reserve_snapshot(1, h[2], 12).has_value()) << "two pending at most";
+  kv_->commit(1, h, 4);
+  kv_->end_step(1);  // step n's update: its own published, the step ahead's still pending
+  EXPECT_EQ(kv_->snapshot_pool().state(0), SnapshotPool::SlotState::kValid);
+  EXPECT_EQ(kv_->snapshot_pool().state(1), SnapshotPool::SlotState::kPending);
+  expect_ok();
+  kv_->commit(1, h, 8);
+  kv_->end_step(1);  // the step ahead's update
+  EXPECT_EQ(kv_->snapshot_pool().state(1), SnapshotPool::SlotState::kValid);
+  EXPECT_EQ(kv_->snapshot_pool().lookup(h[1]), 1);
+  expect_ok();
+  // A step that misses its boundary cancels its own only; free cancels the rest.
+  ASSERT_TRUE(kv_->allocate(1, 8).has_value());  // [8, 16)
+  ASSERT_EQ(kv_->reserve_snapshot(1, h[2], 12), 2);
+  ASSERT_TRUE(kv_->reserve_snapshot(1, BlockHash{}, 16).has_value());
+  kv_->commit(1, h, 11);
+  kv_->end_step(1);
+  EXPECT_EQ(kv_->snapshot_pool().state(2), SnapshotPool::SlotState::kFree);
+  EXPECT_EQ(kv_->snapshot_pool().state(3), SnapshotPool::SlotState::kPending);
+  expect_ok();
+  kv_->free(1);
+  EXPECT_EQ(kv_->snapshot_pool().state(3), SnapshotPool::SlotState::kFree);
   expect_ok();
 }
 

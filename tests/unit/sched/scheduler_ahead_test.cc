@@ -4,7 +4,8 @@
 // into the slots free now; a run scheduled ahead generates exactly what the
 // synchronous run generates, with the same finishes and everything freed, also with requests
 // arriving during the run; a request that ends while the plan ahead holds it is released at once
-// and its row there ignored; and the plan declines wherever step n's results could change step n + 1.
+// and its row there ignored; a snapshot is planned ahead of a pending one; and the plan declines
+// wherever step n's results could change step n + 1.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -388,22 +389,58 @@ TEST(SchedulerAhead, SnapshotsArePlannedAheadAndPublishedByTheirOwnUpdate) {
   h.expect_all_free();
 }
 
-// No plan ahead where step n's results decide step n + 1: a second snapshot of a request whose
-// step n takes one (a pending snapshot forbids the reservation schedule() would make after the
-// update), drafts configured, or the pool cannot grow every table.
-TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
-  {  // a snapshot every block (interval 4), chunks of 4: each chunk takes one
-    kv::KvConfig kv = small_kv(32, 8, /*n_snapshots=*/4);
-    kv.snapshot.interval_tokens = 4;
+// Snapshots at intervals (every block, chunks of a block): every prompt chunk takes one, so the
+// chunk planned ahead takes the next while step n's is still pending — each published by its own
+// step's update — and the run generates what the synchronous run generates, restoring them after.
+TEST(SchedulerAhead, ASecondSnapshotIsPlannedAheadOfThePendingOne) {
+  kv::KvConfig kv = small_kv(32, 8, /*n_snapshots=*/8);
+  kv.snapshot.interval_tokens = 4;
+  {
     Harness h(small_sched(/*budget=*/4), kv);
     h.add(1, tokens_from(1, 14), 30);
     BatchPlan n = h.sched().schedule();  // [0, 4), taking the snapshot at 4
     ASSERT_EQ(n.seqs.size(), 1u);
-    EXPECT_NE(n.seqs[0].snapshot_take, kv::kNoId);
-    EXPECT_TRUE(h.sched().schedule_ahead(n).empty());
-    ASSERT_TRUE(h.sched().update(n, h.runner().run(n)).is_ok());
+    const kv::SnapshotId first = n.seqs[0].snapshot_take;
+    ASSERT_NE(first, kv::kNoId);
+    std::vector<SeqOutput> out = h.runner().run(n);
+    BatchPlan ahead = h.sched().schedule_ahead(n);  // [4, 8), taking the one at 8
+    ASSERT_EQ(ahead.seqs.size(), 1u) << describe(ahead);
+    EXPECT_EQ(ahead.seqs[0].first_position, 4);
+    EXPECT_EQ(ahead.seqs[0].n_tokens_scheduled, 4);
+    const kv::SnapshotId second = ahead.seqs[0].snapshot_take;
+    ASSERT_NE(second, kv::kNoId);
+    EXPECT_NE(second, first);
+    std::vector<SeqOutput> ahead_out = h.runner().run(ahead);
+    ASSERT_TRUE(h.sched().update(n, out).is_ok());
+    EXPECT_EQ(h.sched().kv().snapshot_pool().state(first), kv::SnapshotPool::SlotState::kValid);
+    EXPECT_EQ(h.sched().kv().snapshot_pool().state(second), kv::SnapshotPool::SlotState::kPending);
     EXPECT_TRUE(h.sched().check_integrity().is_ok());
+    ASSERT_TRUE(h.sched().update(ahead, ahead_out).is_ok());
+    EXPECT_EQ(h.sched().kv().snapshot_pool().state(second), kv::SnapshotPool::SlotState::kValid);
+    EXPECT_TRUE(h.sched().check_integrity().is_ok());
+    h.run_ahead_to_completion();
+    h.expect_all_free();
   }
+  Harness sync(small_sched(/*budget=*/4), kv), async(small_sched(/*budget=*/4), kv);
+  for (Harness* h : {&sync, &async}) {
+    h->add(1, tokens_from(1, 14), 6);
+    h->add(2, tokens_from(50, 11), 5);
+  }
+  expect_ahead_generates_the_same(sync, async, "snapshot every block");
+  // The same prompts again: restored from the deepest snapshot each (the FakeRunner checks the
+  // state it holds), in both runs alike.
+  for (Harness* h : {&sync, &async}) {
+    h->add(3, tokens_from(1, 14), 4);
+    h->add(4, tokens_from(50, 11), 4);
+  }
+  expect_ahead_generates_the_same(sync, async, "restored");
+  EXPECT_GE(async.sched().stats().n_snapshot_restores, 2);
+  EXPECT_EQ(async.sched().stats().n_snapshot_restores, sync.sched().stats().n_snapshot_restores);
+}
+
+// No plan ahead where step n's results decide step n + 1: drafts configured, the pool cannot grow
+// every table, the request's next token ends it.
+TEST(SchedulerAhead, DeclinesWhereTheStepsResultsDecide) {
   {  // drafts configured
     SchedulerConfig c = small_sched(/*budget=*/16);
     c.max_draft_tokens = 2;
