@@ -31,6 +31,10 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
   app->add_option("--replay-mode", o.replay_mode, "bounded | exact: SWA replay after a prefix hit")
       ->check(CLI::IsMember({"bounded", "exact"}))
       ->capture_default_str();
+  app->add_option("--snapshot-interval", o.snapshot_interval_tokens,
+                  "a prefix-cache state snapshot every this many positions, also while decoding "
+                  "(a multiple of the block size; 0: prompt ends and hit boundaries only)")
+      ->capture_default_str();
   app->add_flag("!--no-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
   app->add_flag("!--no-async-scheduling", o.async_scheduling,
                 "wait for each decode step's tokens before planning the next (default: plan ahead)");

@@ -40,6 +40,10 @@ struct EngineOptions {
   int32_t kv_blocks = 0;
   int64_t kv_cache_bytes = 0;          // budget for history blocks when kv_blocks == 0; 0: 256 MiB
   int32_t n_snapshot_slots = 16;       // prefix-cache state snapshots
+  // A snapshot every this many positions (a multiple of block_tokens), also while decoding, so
+  // long conversations keep restart points beyond the prompt's end; 0: off (prompt ends and hit
+  // boundaries only).
+  int32_t snapshot_interval_tokens = 0;
   bool enable_prefix_caching = true;
   std::string replay_mode = "bounded"; // bounded | exact: SWA replay after a prefix hit without snapshot
   bool batch_invariant = true;         // DEEPINFER_BATCH_INVARIANT (the CPU backend always is)

@@ -137,6 +137,7 @@ EngineOptions engine_options_from_kwargs(const py::dict& in) {
   take(d, "kv_blocks", &o.kv_blocks);
   take(d, "kv_cache_bytes", &o.kv_cache_bytes);
   take(d, "n_snapshot_slots", &o.n_snapshot_slots);
+  take(d, "snapshot_interval_tokens", &o.snapshot_interval_tokens);
   take(d, "enable_prefix_caching", &o.enable_prefix_caching);
   take(d, "replay_mode", &o.replay_mode);
   take(d, "batch_invariant", &o.batch_invariant);

@@ -87,6 +87,7 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
   ec.kv.n_blocks = static_cast<int32_t>(n_blocks);
   ec.kv.n_state_slots = options.max_num_seqs;
   ec.kv.n_snapshot_slots = options.enable_prefix_caching ? options.n_snapshot_slots : 0;
+  ec.kv.snapshot.interval_tokens = options.snapshot_interval_tokens;
   ec.kv.compress_ratios.assign(c.compress_ratios.begin(), c.compress_ratios.end());
   ec.kv.enable_prefix_caching = options.enable_prefix_caching;
   ec.kv.hash_seed = model_fingerprint;

@@ -197,6 +197,11 @@ Status EngineOptions::validate() const {
   DI_RETURN_IF_ERROR(check_non_negative("kv_blocks", kv_blocks));
   DI_RETURN_IF_ERROR(check_non_negative("kv_cache_bytes", kv_cache_bytes));
   DI_RETURN_IF_ERROR(check_non_negative("n_snapshot_slots", n_snapshot_slots));
+  DI_RETURN_IF_ERROR(check_non_negative("snapshot_interval_tokens", snapshot_interval_tokens));
+  if (block_tokens > 0 && snapshot_interval_tokens % block_tokens != 0) {
+    return invalid_argument("snapshot_interval_tokens = {} must be a multiple of block_tokens = {}",
+                            snapshot_interval_tokens, block_tokens);
+  }
   DI_RETURN_IF_ERROR(check_non_negative("yoco_keep_tokens", yoco_keep_tokens));
   DI_RETURN_IF_ERROR(check_non_negative("nextn_decode", nextn_decode));
   if (replay_mode != "bounded" && replay_mode != "exact") {

@@ -108,6 +108,38 @@ TEST(EngineDeterminismTest, PrefixHitWithStateSnapshotEqualsTheColdRun) {
   testing::expect_all_free(*engine);
 }
 
+// Interval snapshots are taken while decoding too: a conversation's next turn (the first turn's
+// prompt and answer, then more) restores the snapshot a decode step took, and continues exactly
+// as a cold run of the whole prompt does.
+TEST(EngineDeterminismTest, SnapshotTakenWhileDecodingRestoresExactly) {
+  EngineOptions o = testing::micro_options();
+  o.snapshot_interval_tokens = 32;
+  o.replay_mode = "bounded";
+  auto engine = testing::open_micro(o);
+  ASSERT_NE(engine, nullptr);
+  auto first = engine->generate({ids_request(prompt_ids(40, 61), 40, 7, 0.0f)});  // decodes past 64
+  ASSERT_TRUE(first.is_ok());
+  std::vector<int32_t> turn = prompt_ids(40, 61);
+  const std::vector<int32_t>& answer = (*first)[0].sequences[0].token_ids;
+  turn.insert(turn.end(), answer.begin(), answer.end());
+  const std::vector<int32_t> more = prompt_ids(9, 62);
+  turn.insert(turn.end(), more.begin(), more.end());  // 89 tokens
+  auto next = engine->generate({ids_request(turn, 8, 5, 0.0f)});
+  ASSERT_TRUE(next.is_ok());
+  // The snapshot at 64 (taken by the decode step that ended there) is the deepest below the
+  // prompt's last token (the prompt-end snapshot at 80 belongs to this turn).
+  EXPECT_EQ((*next)[0].n_cached_tokens, 64);
+  EXPECT_EQ(engine::debug_snapshot(*engine).n_snapshot_restores, 1);
+  EXPECT_EQ(engine::debug_snapshot(*engine).n_tokens_replayed, 0);
+  testing::expect_all_free(*engine);
+  auto cold_engine = testing::open_micro(testing::micro_options());
+  ASSERT_NE(cold_engine, nullptr);
+  auto cold = cold_engine->generate({ids_request(turn, 8, 5, 0.0f)});
+  ASSERT_TRUE(cold.is_ok());
+  EXPECT_EQ((*cold)[0].n_cached_tokens, 0);
+  EXPECT_EQ((*next)[0].sequences[0].token_ids, (*cold)[0].sequences[0].token_ids);
+}
+
 TEST(EngineDeterminismTest, BoundedReplayReplaysOneWindow) {
   EngineOptions o = testing::micro_options();
   o.replay_mode = "bounded";

@@ -117,6 +117,11 @@ TEST(EngineOpenTest, BadOptionsAndModelsNameTheOption) {
   o = testing::micro_options();
   o.device = "tpu";
   expect_open_error(o, "device 'tpu'");
+  o = testing::micro_options();
+  o.snapshot_interval_tokens = 24;  // blocks of 16
+  expect_open_error(o, "snapshot_interval_tokens = 24 must be a multiple of block_tokens = 16");
+  o.snapshot_interval_tokens = -16;
+  expect_open_error(o, "snapshot_interval_tokens");
 }
 
 TEST(EngineOptionsTest, EnvironmentVariables) {
