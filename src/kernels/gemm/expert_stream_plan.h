@@ -30,6 +30,8 @@ inline constexpr int kStreamMaxWindows = 4;  // 128-element windows per sub-rang
 inline constexpr int kStreamRowPad = 64;    // bytes after each staged weight row: rows g and g + 8
                                             // of a lane quad land in different bank groups
 inline constexpr int kStreamScalePad = 16;  // bytes after each staged scale row (same reason)
+inline constexpr size_t kStreamSmSmem = 228 << 10;     // shared memory per SM (H100 / H200)
+inline constexpr size_t kStreamCtaReserved = 1 << 10;  // of it, reserved per resident CTA
 
 // A launch as the plan sees it (launch_expert_stream.cu checks what this cannot see: formats,
 // alignment, the counters).
@@ -45,7 +47,7 @@ struct ExpertStreamKnobs {
   size_t max_smem = 227 << 10;         // shared memory per CTA (the H200's opt-in limit)
   size_t static_smem = 24 << 10;       // what the kernel holds besides the ring (fold, slot table)
   int64_t sms = 132;                   // SMs of the device
-  int ctas_per_sm = 1;                 // CTAs per SM (2: two half-SM CTAs, max_smem <= 113 KB)
+  int ctas_per_sm = 1;                 // CTAs per SM (2: each within half the SM's shared memory)
   int consumer_warps = kStreamConsumerWarps;  // consumer warps per CTA (4, 8 or 16): fewer leave
                                               // room on the SM for the side lane's kernels
   int min_loading = 3;                 // stages loading while every team holds one
@@ -87,14 +89,17 @@ inline bool plan_expert_stream(const ExpertStreamDims& d, const ExpertStreamKnob
   plan.stage_bytes = kStreamCols * (plan.w_stride + plan.s_stride);
   // A stage: its rows, its two barriers, the announced item and its tag.
   const size_t per_stage = static_cast<size_t>(plan.stage_bytes) + 2 * sizeof(uint64_t) + 2 * sizeof(int32_t);
-  if (knobs.max_smem <= knobs.static_smem) return false;
-  const size_t fit = (knobs.max_smem - knobs.static_smem) / per_stage;
+  // Several CTAs per SM share its shared memory, each less the part the hardware reserves for it.
+  const int ctas = std::max(knobs.ctas_per_sm, 1);
+  const size_t max_smem = std::min(knobs.max_smem, kStreamSmSmem / static_cast<size_t>(ctas) - kStreamCtaReserved);
+  if (max_smem <= knobs.static_smem) return false;
+  const size_t fit = (max_smem - knobs.static_smem) / per_stage;
   plan.stages = static_cast<int>(std::min<size_t>(fit, kStreamMaxStages));
   if (plan.stages < plan.teams + knobs.min_loading) return false;
   plan.smem = static_cast<size_t>(plan.stages) * per_stage;
   plan.tiles0 = static_cast<int>(d.N / kStreamCols);
   plan.tiles1 = static_cast<int>(d.N1 / kStreamCols);
-  plan.grid = knobs.sms * std::max(knobs.ctas_per_sm, 1);
+  plan.grid = knobs.sms * ctas;
   plan.threads = (plan.consumer_warps + 1) * 32;
   return true;
 }

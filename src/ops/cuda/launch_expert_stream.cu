@@ -41,19 +41,18 @@ int expert_stream_sets() {
 // Room for the side lane's kernels on the streamed kernel's SMs (A/B switches; same bits):
 // DEEPINFER_GEMV_EXPERT_STREAM_WARPS = 4 or 8 consumer warps instead of 16 (teams of P warps must
 // still divide them), DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB = the CTA's shared memory (ring and
-// static; at least one stage loading beside every team's), DEEPINFER_GEMV_EXPERT_STREAM_CTAS = 2
-// CTAs per SM (with at most ~110 KB each). Session 36's whole-SM CTAs kept the shared expert's
-// down projection off their SMs and waited for it.
+// static), DEEPINFER_GEMV_EXPERT_STREAM_CTAS = 2 CTAs per SM (each within half its shared memory:
+// the plan). A smaller ring keeps one stage loading beside every team's instead of three.
+// Session 36's whole-SM CTAs kept the shared expert's down projection off their SMs and waited.
 void expert_stream_room(ExpertStreamKnobs& knobs) {
   static const int warps = env_int("DEEPINFER_GEMV_EXPERT_STREAM_WARPS", kStreamConsumerWarps, {4, 8, 16});
   static const int smem_kb = env_int("DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB", 0);
   static const int ctas = env_int("DEEPINFER_GEMV_EXPERT_STREAM_CTAS", 1, {1, 2});
   knobs.consumer_warps = warps;
   knobs.ctas_per_sm = ctas;
-  if (smem_kb > 0 && static_cast<size_t>(smem_kb) << 10 < knobs.max_smem) {
-    knobs.max_smem = static_cast<size_t>(smem_kb) << 10;
-    knobs.min_loading = 1;
-  }
+  const size_t smem = static_cast<size_t>(smem_kb) << 10;
+  if (smem_kb > 0 && smem < knobs.max_smem) knobs.max_smem = smem;
+  if (knobs.max_smem < ExpertStreamKnobs{}.max_smem || ctas > 1) knobs.min_loading = 1;
 }
 
 // DEEPINFER_GEMV_EXPERT_STREAM_SLOTS = 2: a lane holds two windows of its activations instead of

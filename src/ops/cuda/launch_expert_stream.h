@@ -9,9 +9,10 @@
 
 namespace deepinfer::kernels {
 
-// Whether the streamed kernel takes p (counters aside: expert_stream_has_counters), and its plan: FP4 expert launches of at most DEEPINFER_GEMV_EXPERT_STREAM tokens (default
-// 0 = never) with UE8M0 scales, 16-byte aligned expert rows (GemmParams::experts_aligned) and
-// BF16 activations staged as given, on a Hopper device.
+// Whether the streamed kernel takes p (counters aside: expert_stream_has_counters), and its plan:
+// FP4 expert launches of at most DEEPINFER_GEMV_EXPERT_STREAM tokens (1, 2, 4 or 8; unset or 0:
+// never) with UE8M0 scales, 16-byte aligned expert rows (GemmParams::experts_aligned) and BF16
+// activations staged as given, on a Hopper device.
 bool expert_stream_plan(const GemmParams& p, ExpertStreamPlan& plan);
 // Whether p has what the plan's item hand-out needs: nothing in stride order; two zeroed
 // GemmParams::tile_counters when items come from the counter (DEEPINFER_GEMV_EXPERT_STREAM_STATIC=0),
