@@ -35,6 +35,16 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
                   "a prefix-cache state snapshot every this many positions, also while decoding "
                   "(a multiple of the block size; 0: prompt ends and hit boundaries only)")
       ->capture_default_str();
+  app->add_option("--nextn-decode", o.nextn_decode,
+                  "speculative decoding: drafts per step from the checkpoint's MTP / DSpark module "
+                  "(0: off unless --mtp-varlen; outputs are those without drafts)")
+      ->capture_default_str();
+  app->add_flag("--mtp-varlen", o.mtp_varlen,
+                "speculative decoding with confidence-scheduled draft lengths (see --draft-min-survival)");
+  app->add_option("--draft-min-survival", o.draft_min_survival,
+                  "with --mtp-varlen: a request's drafts end where the estimate that all are accepted "
+                  "falls below this")
+      ->capture_default_str();
   app->add_flag("!--no-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
   app->add_flag("!--no-async-scheduling", o.async_scheduling,
                 "wait for each decode step's tokens before planning the next (default: plan ahead)");

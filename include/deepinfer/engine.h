@@ -55,9 +55,16 @@ struct EngineOptions {
   // V4.1 decoder prefill truncation (DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE / _KEEP_TOKENS).
   std::string yoco_prefill_mode = "compact";
   int32_t yoco_keep_tokens = 140;
-  // Speculative decoding (DEEPINFER_ENABLE_MTP_VARLEN, DEEPINFER_USE_NEXTN_DECODE).
+  // Speculative decoding with the checkpoint's draft module (V4: the MTP block chained; V4.1: the
+  // DSpark block), verified so that outputs equal decoding without drafts (docs/engine.md,
+  // "Speculative decoding"). nextn_decode (DEEPINFER_USE_NEXTN_DECODE): drafts per step, 0 = off
+  // unless mtp_varlen. mtp_varlen (DEEPINFER_ENABLE_MTP_VARLEN): confidence-scheduled variable
+  // length — a request's drafts end where the drafter's estimate that all of them are accepted
+  // (the product of its per-draft confidences) falls below draft_min_survival; with nextn_decode
+  // 0 the drafts per step are the DSpark block size (V4.1) or 3 (V4 MTP).
   bool mtp_varlen = false;
   int32_t nextn_decode = 0;
+  float draft_min_survival = 0.3f;
   std::string log_level;               // DEEPINFER_LOG_LEVEL (debug|info|warn|error|off); "": keep
 
   // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR
@@ -167,6 +174,9 @@ struct EngineStats {
   int64_t n_device_sampled_steps = 0;
   // Steps planned and queued before the previous step's tokens reached the host (async_scheduling).
   int64_t n_steps_ahead = 0;
+  // Speculative decoding: draft tokens verified, and those accepted (the mean accepted length per
+  // verifying row is 1 + accepted / rows; acceptance rate = accepted / verified).
+  int64_t n_draft_tokens = 0, n_accepted_draft_tokens = 0, n_draft_rows = 0;
   // Wall time of the engine's steps on its loop thread, summed by phase (seconds): schedule;
   // prepare (plan -> the model's batch, block tables, state-slot duties); forward (the model's step
   // until its outputs are on the host: on a GPU the step's prepare pass, the graph launch, the wait

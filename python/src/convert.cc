@@ -147,6 +147,7 @@ EngineOptions engine_options_from_kwargs(const py::dict& in) {
   take(d, "yoco_keep_tokens", &o.yoco_keep_tokens);
   take(d, "mtp_varlen", &o.mtp_varlen);
   take(d, "nextn_decode", &o.nextn_decode);
+  take(d, "draft_min_survival", &o.draft_min_survival);
   take(d, "log_level", &o.log_level);
   reject_unknown(d, "engine option(s)");
   if (Status s = o.validate(); !s.is_ok()) throw_status(s);
@@ -236,6 +237,9 @@ py::dict stats_to_dict(const EngineStats& s) {
   d["argmax_steps"] = s.n_argmax_steps;
   d["device_sampled_steps"] = s.n_device_sampled_steps;
   d["steps_ahead"] = s.n_steps_ahead;
+  d["draft_rows"] = s.n_draft_rows;
+  d["draft_tokens"] = s.n_draft_tokens;
+  d["accepted_draft_tokens"] = s.n_accepted_draft_tokens;
   py::dict t;  // seconds by phase (EngineStats::StepTimes)
   t["schedule"] = s.step_times.schedule_s;
   t["prepare"] = s.step_times.prepare_s;

@@ -171,6 +171,10 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"argmax_steps", after.n_argmax_steps - before.n_argmax_steps},
               {"device_sampled_steps", after.n_device_sampled_steps - before.n_device_sampled_steps},
               {"steps_ahead", after.n_steps_ahead - before.n_steps_ahead},
+              // Speculative decoding: rows that verified drafts, drafts verified and accepted.
+              {"draft_rows", after.n_draft_rows - before.n_draft_rows},
+              {"draft_tokens", after.n_draft_tokens - before.n_draft_tokens},
+              {"accepted_draft_tokens", after.n_accepted_draft_tokens - before.n_accepted_draft_tokens},
               {"step_ms", per_step_ms(total)},
               // The engine's own per-step time (all but the forward), and its share of the steps.
               {"host_ms_per_step", per_step_ms(total - forward)},

@@ -76,7 +76,20 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
   ec.sched.max_num_batched_tokens = options.max_num_batched_tokens;
   ec.sched.max_model_len = ec.max_model_len;
   ec.sched.max_prefill_chunk = options.max_prefill_chunk;
-  ec.sched.max_draft_tokens = 0;  // speculative decoding is not wired into the engine yet
+  // Speculative decoding: the checkpoint's draft module proposes, the step verifies.
+  if (options.nextn_decode > 0 || options.mtp_varlen) {
+    if (c.n_mtp_layers == 0) {
+      return invalid_argument("nextn_decode / mtp_varlen: the checkpoint has no draft module "
+                              "(num_nextn_predict_layers = 0)");
+    }
+    const bool dspark = c.dspark_block_size > 0;
+    ec.drafter = dspark ? Drafter::kDspark : Drafter::kMtp;
+    const int32_t block = static_cast<int32_t>(c.dspark_block_size);
+    ec.sched.max_draft_tokens = options.nextn_decode > 0 ? options.nextn_decode : (dspark ? block : 3);
+    if (dspark && ec.sched.max_draft_tokens > block) {
+      return invalid_argument("nextn_decode = {} exceeds the DSpark block of {} drafts", options.nextn_decode, block);
+    }
+  }
   // V4.1 Engram hashes the n-gram ending at each position: a replay from a cold slot needs the
   // N - 1 ids before it.
   if (c.is_v41() && !c.engram_layer_ids.empty()) {
@@ -96,6 +109,7 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
 
   ec.n_state_slots = ec.kv.n_state_slots;
   ec.state.n_slots = ec.kv.n_state_slots + ec.kv.n_snapshot_slots;
+  if (ec.drafter != Drafter::kNone) ec.state.n_slots += ec.kv.n_state_slots;  // rewind copies
   ec.state.n_blocks = ec.kv.n_blocks;
   ec.state.block_tokens = options.block_tokens;
   ec.state.kv_dtype = kv_dtype;

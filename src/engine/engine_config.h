@@ -17,11 +17,20 @@ namespace deepinfer::engine {
 // Default history-block budget when neither kv_blocks nor kv_cache_bytes is given.
 inline constexpr int64_t kDefaultKvCacheBytes = int64_t{256} << 20;
 
+// Which draft model proposes the tokens a step verifies (speculative decoding).
+enum class Drafter {
+  kNone,
+  kMtp,     // V4: the MTP block mtp.0 over every position, chained k times for k drafts
+  kDspark,  // V4.1: the DSpark block (its rings seeded by forward()), one pass for up to block-size drafts
+};
+
 struct EngineConfig {
-  sched::SchedulerConfig sched;
+  sched::SchedulerConfig sched;  // sched.max_draft_tokens: drafts per step (0 without a drafter)
   kv::KvConfig kv;
-  model::KvStateOptions state;  // n_slots = state slots + snapshot slots
+  // n_slots = state slots + snapshot slots (+ one rewind slot per state slot with a drafter)
+  model::KvStateOptions state;
   int32_t n_state_slots = 0;    // snapshot id s lives in KvState slot n_state_slots + s
+  Drafter drafter = Drafter::kNone;
   int32_t max_model_len = 0;    // longest sequence (prompt + generated)
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "deepinfer/engine.h"
 #include "sched/batch_plan.h"
@@ -24,6 +25,12 @@ struct DebugOptions {
   // Every step sampled on the host from the copied logits, even the ones the device would take
   // whole (tests compare the two paths).
   bool host_sampling = false;
+  // Speculative decoding: called with each sequence's next drafts (the drafter's, possibly none)
+  // before the scheduler takes them; may replace them (tests: an oracle that knows the tokens
+  // decoding without drafts gives, so every acceptance count is exercised). n_generated: the
+  // tokens the sequence has generated so far, the one just sampled included.
+  std::function<void(RequestId request, int32_t sample_index, int32_t n_generated, std::vector<int32_t>* drafts)>
+      on_drafts;
 };
 
 struct DebugSnapshot {

@@ -68,10 +68,6 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   DI_RETURN_IF_ERROR(options.validate());
   DI_CHECK(model != nullptr && model->model != nullptr, "EngineImpl::create without a model");
   if (LogLevel level; !options.log_level.empty() && parse_log_level(options.log_level, &level)) set_log_level(level);
-  if (options.mtp_varlen || options.nextn_decode > 0) {
-    log_warn("speculative decoding (mtp_varlen / nextn_decode) is not wired into the engine yet; "
-             "decoding without drafts");
-  }
   std::unique_ptr<EngineImpl> e(new EngineImpl());
   e->options_ = options;
   e->debug_ = debug;
@@ -89,7 +85,8 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   std::vector<int32_t> eos = {static_cast<int32_t>(mc.eos_token_id)};
   DI_ASSIGN_OR_RETURN(sample::Sampler sampler, sample::Sampler::create(sample::SamplerConfig{n_vocab, eos}));
   e->sampler_.emplace(std::move(sampler));
-  e->runner_ = std::make_unique<ModelRunner>(e->model_.get(), e->config_.state, e->config_.n_state_slots);
+  e->runner_ = std::make_unique<ModelRunner>(e->model_.get(), e->config_.state, e->config_.n_state_slots,
+                                             e->config_.drafter);
   e->outputs_ = std::make_unique<OutputProcessor>(e->tokenizer_, eos, n_vocab);
   auto compiler = StructuredOutputCompiler::create(e->tokenizer_, n_vocab);
   if (compiler.is_ok()) {

@@ -111,6 +111,15 @@ class EngineImpl final : public Engine {
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,
                                             const ModelRunner::DeviceSampled* device);
+  // Speculative decoding (engine_spec.cc). verify_drafts: the row's k + 1 logit rows sampled in
+  // order as k + 1 steps without drafts would sample them (row inputs from the sequence's state,
+  // accept_token after each), stopping at the first token that is not the draft — the noise is
+  // keyed by position, so the tokens are those of decoding without drafts. speculate: the rewind
+  // of rejected drafts and the next drafts (next_drafts_, given to the scheduler after update()).
+  Result<sched::SeqOutput> verify_drafts(const sched::SeqPlan& sp, const model::ForwardResult& result,
+                                         int32_t logit_row, SequenceState& s);
+  Status speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs);
+  std::vector<std::pair<kv::SeqId, std::vector<int32_t>>> next_drafts_;
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
   // After an exception inside step(): fails plan_ and the plan scheduled ahead of it, if any, so

@@ -204,6 +204,9 @@ Status EngineOptions::validate() const {
   }
   DI_RETURN_IF_ERROR(check_non_negative("yoco_keep_tokens", yoco_keep_tokens));
   DI_RETURN_IF_ERROR(check_non_negative("nextn_decode", nextn_decode));
+  if (!(draft_min_survival >= 0.0f && draft_min_survival < 1.0f)) {
+    return invalid_argument("draft_min_survival = {} must be in [0, 1)", draft_min_survival);
+  }
   if (replay_mode != "bounded" && replay_mode != "exact") {
     return invalid_argument("replay_mode '{}' must be bounded or exact", replay_mode);
   }

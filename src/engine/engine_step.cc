@@ -185,9 +185,23 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   std::vector<sched::SeqOutput> outputs =
       sample_plan(plan_, l.result, l.logit_row, l.on_device ? &device_out_ : nullptr);  // 4. sample
   step_times_.sample_s += lap();
+  if (runner_->drafter() != Drafter::kNone) {  // 4b. rewind rejected drafts, draft the next ones
+    const Status spec = speculate(plan_, outputs);
+    step_times_.forward_s += lap();
+    if (!spec.is_ok()) return fail_plan(spec.with_context("speculative decoding"));
+  }
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   step_times_.update_s += lap();
   if (!events.is_ok()) return fail_plan(events.status().with_context("scheduler update"));
+  // Rejected drafts' blocks went back to the pool in update(); drafts for the next step (a
+  // request that update() ended has none to take).
+  for (const sched::SeqPlan& sp : plan_.seqs) {
+    if (sp.n_draft_tokens > 0 && scheduler_->find(sp.seq_id) != nullptr) {
+      runner_->rollback_table(sp.seq_id, scheduler_->block_table(sp.seq_id).size());
+    }
+  }
+  for (auto& [seq, drafts] : next_drafts_) (void)scheduler_->set_draft_tokens(seq, drafts);
+  next_drafts_.clear();
   queue_released_finals();  // sequences ended while this plan held them: their KV is free now
   plan_in_flight_ = ahead_in_flight;
   emit_step_events(*events);                                               // 6. emit
@@ -198,6 +212,10 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const Launched& l,
   const std::vector<int32_t>& logit_row = l.logit_row;
   device->clear();
   if (debug_.host_sampling) return false;
+  // Drafts are verified row after row by the host sampler (engine_spec.cc).
+  for (const sched::SeqPlan& sp : plan.seqs) {
+    if (sp.n_draft_tokens > 0) return false;
+  }
   bool any = false;
   size_t n_rows = 0;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
@@ -237,7 +255,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
   // Host rows: their inputs gathered in plan order (grammar masks are filled per sequence), then
   // sampled together across threads (Sampler::sample_rows; a row's token depends on its inputs
   // only), then accepted in plan order below.
-  std::vector<size_t> host;
+  std::vector<size_t> host, spec;
   std::vector<sample::RowInput> inputs;
   std::vector<const float*> rows;
   for (size_t i = 0; i < n; ++i) {
@@ -248,6 +266,10 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
     if (device != nullptr) {  // the device's choice (logits not read)
       sampled[i] = device_row(*device, static_cast<size_t>(logit_row[i]), s->params->logprobs);
+      continue;
+    }
+    if (sp.n_draft_tokens > 0) {  // verified on its own, after the batch below (engine_spec.cc)
+      spec.push_back(i);
       continue;
     }
     // The sampled token occupies the position after the step's last token (the noise key).
@@ -265,6 +287,15 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
     if (s == nullptr) continue;
+    if (std::find(spec.begin(), spec.end(), i) != spec.end()) {
+      Result<sched::SeqOutput> verified = verify_drafts(plan.seqs[i], result, logit_row[i], *s);
+      if (!verified.is_ok()) {
+        end_sequence(plan.seqs[i].seq_id, FinishReason::kError, verified.status().message());
+        continue;
+      }
+      outputs[i] = std::move(*verified);
+      continue;
+    }
     Status ok = status[i];
     const sample::RowOutput& out = sampled[i];
     if (ok.is_ok() && out.token == sample::kNoToken) {

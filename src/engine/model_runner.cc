@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/status.h"
 
 namespace deepinfer::engine {
@@ -19,22 +20,17 @@ void add_lookback(model::ForwardBatch& b, size_t seq, size_t n_seqs, const std::
   std::copy(ids.begin(), ids.end(), b.engram_lookback.begin() + static_cast<std::ptrdiff_t>(seq * n));
 }
 
-// `buf` with room for `need` elements: replaced by `alloc(max(need, 2 x its size))` when short.
-// Grown by doubling, the outgrown buffers (they stay with the Ops) are at most as large together
-// as the last.
-template <typename Alloc>
-void ensure_room(tensor::TensorView& buf, int64_t need, Alloc alloc) {
-  const int64_t held = buf.empty() ? 0 : buf.numel();
-  if (held < need) buf = alloc(std::max(need, 2 * held));
-}
-
 }  // namespace
 
-ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots)
+ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots,
+                         Drafter drafter)
     : model_(model),
       state_(model->config, state, model->ops.get()),
       n_state_slots_(n_state_slots),
-      n_snapshot_slots_(state.n_slots - n_state_slots) {}
+      n_snapshot_slots_(state.n_slots - n_state_slots * (drafter == Drafter::kNone ? 1 : 2)),
+      drafter_(drafter) {
+  DI_CHECK(n_snapshot_slots_ >= 0, "ModelRunner: {} KV state slots for {} sequences", state.n_slots, n_state_slots);
+}
 
 std::span<const kv::BlockId> ModelRunner::block_table(kv::SeqId seq) const {
   auto it = tables_.find(seq);
@@ -77,7 +73,7 @@ Status ModelRunner::init_state(const sched::SeqPlan& sp) {
 
 Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row) {
   for (const auto* ids : {&plan.preempted_ids, &plan.finished_ids, &plan.aborted_ids}) {
-    for (kv::SeqId id : *ids) tables_.erase(id);
+    for (kv::SeqId id : *ids) drop(id);
   }
   model::ForwardBatch b;
   logit_row->assign(plan.seqs.size(), -1);
@@ -85,14 +81,23 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   for (const sched::SeqPlan& sp : plan.seqs) {
     DI_RETURN_IF_ERROR(apply_table_diff(sp));
     DI_RETURN_IF_ERROR(init_state(sp));
+    // Drafts to verify: the slot as it stands before the step, should some be rejected (rewind).
+    if (sp.n_draft_tokens > 0) {
+      if (drafter_ == Drafter::kNone) return internal_error("request {}: drafts without a drafter", sp.seq_id);
+      state_.copy_slot(sp.state_slot, rewind_slot(sp.state_slot));
+    }
     max_blocks = std::max(max_blocks, tables_[sp.seq_id].size());
   }
+  // The MTP drafter reads every row's final hidden state.
+  b.keep_hidden_all = drafter_ == Drafter::kMtp;
+  token_begin_.clear();
   b.max_blocks = static_cast<int32_t>(max_blocks);
   b.block_tables.reserve(plan.seqs.size() * max_blocks);
   logit_row_scratch_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
     const auto begin = static_cast<int32_t>(b.token_ids.size());
+    token_begin_.push_back(begin);
     b.seqs.push_back(ops::SeqSpan{sp.state_slot, begin, sp.n_tokens_scheduled, sp.first_position,
                                   sp.n_history_cached, sp.window_floor});
     b.n_prompt.push_back(sp.n_prompt);
@@ -110,11 +115,11 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
       b.token_from.resize(static_cast<size_t>(begin), -1);
       b.token_from.push_back(row->second);
     }
-    // Drafts are not scheduled yet (max_draft_tokens = 0): one logit row, the last token's.
+    // The last real token's row, then one per draft (verification): consecutive logit rows.
     if (sp.needs_logits) {
       (*logit_row)[i] = static_cast<int32_t>(b.logit_rows.size());
       logit_row_scratch_[sp.seq_id] = (*logit_row)[i];
-      b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1);
+      for (int32_t j = sp.n_draft_tokens; j >= 0; --j) b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1 - j);
     }
     if (!sp.lookback_ids.empty()) add_lookback(b, i, plan.seqs.size(), sp.lookback_ids);
     const std::vector<kv::BlockId>& t = tables_[sp.seq_id];
@@ -132,7 +137,15 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
 }
 
 Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
-  return model_->model->forward(batch, state_);
+  Result<model::ForwardResult> r = model_->model->forward(batch, state_);
+  if (r.is_ok() && batch.keep_hidden_all) {
+    // Kept past the workspace's life: the rewind's replay and the drafter run after sampling.
+    const tensor::TensorView& h = r->hidden;
+    ensure_room(spec_hidden_, h.numel(), [&](int64_t n) { return model_->ops->alloc_persistent(h.dtype, {n}); });
+    model_->ops->copy(h, tensor::TensorView::contiguous(spec_hidden_.data, h.dtype, {h.numel()}, spec_hidden_.device)
+                             .reshape({h.shape[0], h.shape[1], h.shape[2]}));
+  }
+  return r;
 }
 
 Status ModelRunner::logits_to_host(model::ForwardResult* result) {

@@ -3,25 +3,41 @@
 // apply block-table diffs, reset or restore state slots before, copy state slots into snapshots
 // after — and runs the model. It owns the KvState (the bytes behind the KV manager's ids) and a
 // mirror of every running sequence's block table; it never decides anything the plan does not say.
-// Snapshot id s lives in KvState slot n_state_slots + s. Not thread-safe (engine thread only).
+// Snapshot id s lives in KvState slot n_state_slots + s; with speculative decoding, the rewind
+// copy of state slot s in slot n_state_slots + n_snapshot_slots + s. Not thread-safe (engine
+// thread only).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/device_sample_plan.h"
+#include "engine/engine_config.h"
 #include "engine/loaded_model.h"
 #include "model/kv_state.h"
 #include "sched/batch_plan.h"
 
 namespace deepinfer::engine {
 
+// `buf` with room for `need` elements: replaced by `alloc(max(need, 2 x its size))` when short.
+// Grown by doubling, the outgrown buffers (they stay with the Ops) are at most as large together
+// as the last.
+template <typename Alloc>
+void ensure_room(tensor::TensorView& buf, int64_t need, Alloc alloc) {
+  const int64_t held = buf.empty() ? 0 : buf.numel();
+  if (held < need) buf = alloc(std::max(need, 2 * held));
+}
+
 class ModelRunner {
  public:
-  // `model` must outlive the runner.
-  ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots);
+  // `model` must outlive the runner. `state.n_slots` = n_state_slots + snapshot slots (+
+  // n_state_slots rewind slots when `drafter` is not kNone).
+  ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots,
+              Drafter drafter = Drafter::kNone);
 
   // Applies the plan's bookkeeping and state duties and builds the forward batch. logit_row[i]
   // receives the batch's logit row of plan.seqs[i] (-1: no logits this step).
@@ -64,7 +80,44 @@ class ModelRunner {
   // copies state slots into the snapshots the plan asked for.
   void take_snapshots(const sched::BatchPlan& plan);
   // Forgets a sequence's table at once (abort outside a plan; the next plan repeats it harmlessly).
-  void drop(kv::SeqId seq) { tables_.erase(seq); }
+  void drop(kv::SeqId seq) {
+    tables_.erase(seq);
+    mtp_rows_.erase(seq);
+  }
+
+  // ---- Speculative decoding (model_runner_spec.cc) ----
+  // A step that verifies drafts writes the state of every row it runs; prepare() keeps a copy of
+  // each such sequence's slot from before the step. After sampling, rewind() brings back the
+  // sequences whose drafts were not all accepted: the copy is restored and the step's valid rows
+  // [first_position, first_position + n_valid[i]) run again (no logits), so that every window
+  // ring, compressor state and draft ring ends exactly after the last accepted token (the rows
+  // are the ones the step ran: row-for-row the same numbers). n_valid[i] < 0: leave row i alone.
+  Status rewind(const sched::BatchPlan& plan, std::span<const int32_t> n_valid);
+  // What the drafter continues from, per sequence of the step just run (after rewind()).
+  struct DraftInput {
+    size_t plan_row = 0;       // index in plan.seqs
+    std::vector<int32_t> next; // the token after each valid row of the step, in order (its last
+                               // entry the token just sampled; a prompt chunk's, the prompt's next)
+    int32_t n_drafts = 0;      // drafts wanted (0: feed the drafter's ring only: a prompt chunk)
+  };
+  // Per input: up to n_drafts greedy draft tokens and, for each, the drafter's estimate that it is
+  // accepted given the ones before it (V4.1: sigmoid of the confidence head; V4: the MTP's
+  // probability of its own pick).
+  struct Drafts {
+    std::vector<int32_t> tokens;
+    std::vector<float> confidence;
+  };
+  // How the MTP drafter picks draft j of input k from its logits row (V4; DSpark's Markov chain
+  // is greedy inside the model): -1 = the greedy pick. The engine samples a sampled request's
+  // drafts with the request's own sampler and noise (coupled drafts: accepted whenever the
+  // drafter's distribution puts the same noise's winner where the target's does).
+  using DraftPicker = std::function<int32_t(size_t k, int32_t j, std::span<const float> logits)>;
+  Result<std::vector<Drafts>> propose(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
+                                      const DraftPicker& pick = {});
+  Drafter drafter() const { return drafter_; }
+  // Mirrors kv::Manager::rollback of rejected drafts: the sequence's table keeps its first
+  // n_blocks blocks (the next plan's diff would say the same; the integrity check compares now).
+  void rollback_table(kv::SeqId seq, size_t n_blocks);
 
   // The mirrored block table of a sequence (empty if unknown): tests compare it with the manager's.
   std::span<const kv::BlockId> block_table(kv::SeqId seq) const;
@@ -74,6 +127,16 @@ class ModelRunner {
  private:
   Status apply_table_diff(const sched::SeqPlan& sp);
   Status init_state(const sched::SeqPlan& sp);
+  int32_t rewind_slot(int32_t slot) const { return n_state_slots_ + n_snapshot_slots_ + slot; }
+  // Appends rows of `sp`'s sequence at positions first.. with `ids` to `b` (its tables: fill_tables).
+  static void add_rows(model::ForwardBatch& b, const sched::SeqPlan& sp, int32_t first, std::span<const int32_t> ids,
+                       int32_t window_floor);
+  // The block tables of b's sequences (plan rows `rows`), padded with -1 to cover every row's
+  // position (the drafters run past the blocks a sequence holds; they read no history).
+  void fill_tables(model::ForwardBatch& b, const sched::BatchPlan& plan, std::span<const size_t> rows) const;
+  Result<std::vector<Drafts>> propose_mtp(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
+                                          const DraftPicker& pick);
+  Result<std::vector<Drafts>> propose_dspark(const sched::BatchPlan& plan, std::span<const DraftInput> inputs);
 
   LoadedModel* model_;
   model::KvState state_;
@@ -90,6 +153,18 @@ class ModelRunner {
   int64_t last_rows_ = 0;
   int32_t n_state_slots_;
   int32_t n_snapshot_slots_;
+  Drafter drafter_;
+  // MTP drafter: every row's final hidden state of the last forward ([rows, hc, D], persistent:
+  // the rewind's replay and the drafter's own steps come between), each plan row's first batch
+  // row in it, and the chained drafts' running state ([seqs, hc, D]).
+  tensor::TensorView spec_hidden_, spec_x_;
+  std::vector<int32_t> token_begin_;
+  // MTP ring per sequence: positions [floor, next) hold rows of this sequence (a gap — a prefix
+  // hit, a preemption — starts it over at the gap).
+  struct MtpRows {
+    int32_t floor = 0, next = 0;
+  };
+  std::unordered_map<kv::SeqId, MtpRows> mtp_rows_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
 };
 

@@ -43,6 +43,9 @@ struct ForwardBatch {
   std::vector<int32_t> block_tables;  // [n_seqs * max_blocks] history block ids (-1 unused)
   std::vector<int32_t> logit_rows;    // token rows whose logits are wanted, in output order
   bool keep_hidden = false;           // also return the final HC state of the logit rows (MTP input)
+  // Return the final HC state of every row instead ([n_tokens, hc, D]): the MTP drafter's input
+  // for each position the step runs (V4; V4.1 seeds its DSpark rings inside forward()).
+  bool keep_hidden_all = false;
   // Asynchronous scheduling (optional; LanguageModel::takes_device_tokens): rows whose token an
   // earlier step sampled on the device and the host has not seen yet. token_from[t] >= 0: row t's
   // id is token_source[token_from[t]] (token_ids[t] is then a placeholder, any id of the
@@ -61,7 +64,7 @@ struct ForwardBatch {
 
 struct ForwardResult {
   tensor::TensorView logits;  // [n_logit_rows, vocab] F32 on the ops' device, valid until the next call
-  tensor::TensorView hidden;  // [n_logit_rows, hc, D] when keep_hidden
+  tensor::TensorView hidden;  // [n_logit_rows, hc, D] when keep_hidden; [n_tokens, hc, D] when keep_hidden_all
   // V4.1 DSpark draft (mtp_forward), one entry per batch row: the greedy Markov-chained draft
   // token of the row and its confidence logit (sigmoid = estimated acceptance probability).
   std::vector<int32_t> draft_tokens;

@@ -99,8 +99,9 @@ void KvState::reset_slot(int32_t slot) {
   decoder_rows_[static_cast<size_t>(slot)] = DecoderRows{};
 }
 
-void KvState::copy_slot(int32_t src, int32_t dst) {
-  for (LayerState& s : layers_) {
+void KvState::copy_slot_layers(int32_t src, int32_t dst, int64_t first_layer) {
+  for (size_t l = static_cast<size_t>(std::max<int64_t>(first_layer, 0)); l < layers_.size(); ++l) {
+    LayerState& s = layers_[l];
     ops_->copy(slot_view(s.window, src), slot_view(s.window, dst));
     for (CompressorState* cs : {&s.comp, &s.idx_comp}) {
       if (cs->kv.empty()) continue;
@@ -108,6 +109,10 @@ void KvState::copy_slot(int32_t src, int32_t dst) {
       ops_->copy(slot_view(cs->score, src), slot_view(cs->score, dst));
     }
   }
+}
+
+void KvState::copy_slot(int32_t src, int32_t dst) {
+  copy_slot_layers(src, dst, 0);
   const size_t n = static_cast<size_t>(n_engram_back_) * 2;
   std::copy_n(engram_ring_.begin() + static_cast<std::ptrdiff_t>(src * n), n,
               engram_ring_.begin() + static_cast<std::ptrdiff_t>(dst * n));

@@ -51,6 +51,10 @@ class KvState {
   void reset_slot(int32_t slot);
   // Copies every per-slot tensor of `src` into `dst` (prefix-cache state snapshots).
   void copy_slot(int32_t src, int32_t dst);
+  // Copies the per-slot tensors of layers [first_layer, n_layers()) only (window rings and
+  // compressor states; the host-side Engram and decoder-row records stay): the MTP drafter keeps
+  // its own ring aside while it chains speculative rows through it.
+  void copy_slot_layers(int32_t src, int32_t dst, int64_t first_layer);
   // Bytes held per slot and per block (capacity planning and the bench).
   int64_t bytes_per_slot() const { return bytes_per_slot_; }
   int64_t bytes_per_block() const { return bytes_per_block_; }

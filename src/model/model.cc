@@ -39,14 +39,15 @@ ops::LinearOptions Model::fp8_act() const {
   return o;
 }
 
-Status Model::validate(const ForwardBatch& b, const KvState& state) const {
+Status Model::validate(const ForwardBatch& b, const KvState& state, bool history) const {
   // History blocks hold the compressed rows, so only models with compressed layers need tables.
   return check_batch_layout(b, state.options(), config_.vocab_size, config_.max_position_embeddings,
-                            config_.max_ratio() > 1);
+                            history && config_.max_ratio() > 1);
 }
 
 bool Model::graph_shaped(const ForwardBatch& b) {
-  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens)) return false;
+  // The MTP drafter's steps (every row's hidden state kept) run eagerly: not yet measured in graphs.
+  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens) || b.keep_hidden_all) return false;
   for (const ops::SeqSpan& s : b.seqs)
     if (s.n_tokens > kGraphMaxSeqTokens) return false;
   return true;
@@ -155,7 +156,10 @@ ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture
   }
   ForwardResult result;
   result.logits = head(x, weights_.hc_head, weights_.norm, b.logit_rows);
-  if (b.keep_hidden && !b.logit_rows.empty()) {
+  if (b.keep_hidden_all) {
+    result.hidden = ops_->alloc(act_dtype(), {T, hc, D});
+    ops_->copy(x, result.hidden);
+  } else if (b.keep_hidden && !b.logit_rows.empty()) {
     result.hidden = ops_->alloc(act_dtype(), {static_cast<int64_t>(b.logit_rows.size()), hc, D});
     ops_->gather_rows(x.reshape({T, hc * D}), b.logit_rows,
                       result.hidden.reshape({static_cast<int64_t>(b.logit_rows.size()), hc * D}));

@@ -44,7 +44,9 @@ class Model final : public LanguageModel {
   static constexpr int kGraphMaxSeqTokens = 16;
   static constexpr int32_t kGraphTableQuantum = 16;  // block-table columns of a fixed-shape step
   static bool graph_shaped(const ForwardBatch& batch);
-  Status validate(const ForwardBatch& batch, const KvState& state) const;
+  // history: the batch's block tables must cover its positions (the main stack's compressed
+  // layers; the MTP block is window-only and reads none).
+  Status validate(const ForwardBatch& batch, const KvState& state, bool history = true) const;
   // `fixed`: shapes that depend only on the batch's token and sequence counts (emission plans
   // padded to one row per token, block tables to kGraphTableQuantum columns), as graph replay
   // needs. The results are the same either way.

@@ -12,7 +12,9 @@ using tensor::TensorView;
 Result<ForwardResult> Model::mtp_forward(const ForwardBatch& b, const TensorView& hidden, KvState& state) {
   if (weights_.mtp.empty()) return failed_precondition("mtp_forward: the checkpoint has no MTP block");
   if (config_.dspark_block_size > 0) return unimplemented("mtp_forward: DSpark draft stages are not an MTP block");
-  DI_RETURN_IF_ERROR(validate(b, state));
+  // Window-only: the block tables need not cover the rows (the drafter chains past the blocks
+  // its sequence holds).
+  DI_RETURN_IF_ERROR(validate(b, state, /*history=*/false));
   const int64_t T = static_cast<int64_t>(b.token_ids.size()), D = config_.hidden_size, hc = config_.hc_mult;
   if (hidden.rank != 3 || hidden.shape[0] != T || hidden.shape[1] != hc || hidden.shape[2] != D) {
     return invalid_argument("mtp_forward: hidden {} must be [{}, {}, {}]", hidden.shape_string(), T, hc, D);

@@ -104,6 +104,29 @@ TEST(CliE2eTest, GeneratesWithTheV41DemoModel) {
   EXPECT_EQ(a.out, b.out);  // greedy and deterministic
 }
 
+// Speculative decoding through the CLI flags: the demo model's MTP drafts (V4) and DSpark drafts
+// (V4.1), confidence-scheduled or fixed, give the output of decoding without them.
+TEST(CliE2eTest, SpeculativeDecodingFlagsKeepTheOutput) {
+  const std::string ids = " --ids '0 5 9 17 33 64 100 200 300 400 401 402' --max-tokens 10 --seed 3 "
+                          "--temperature 0.7 --output-jsonl - --no-progress";
+  const std::string v4 = kCli + " generate" + model_flag() + ids.substr(1);
+  const std::string v41 = "DEEPINFER_CACHE_DIR=" + testing::demo_cache_dir() + " OMP_NUM_THREADS=1 " + kCli +
+                          " generate --model demo-v41 --kv-blocks 16" + ids;
+  for (const std::string& cmd : {v4, v41}) {
+    const auto plain = run_shell(cmd);
+    ASSERT_EQ(plain.status, 0) << plain.out;
+    const auto fixed = run_shell(cmd + " --nextn-decode 2");
+    ASSERT_EQ(fixed.status, 0) << fixed.out;
+    EXPECT_EQ(fixed.out, plain.out) << cmd;
+    const auto varlen = run_shell("DEEPINFER_ENABLE_MTP_VARLEN=1 " + cmd + " --draft-min-survival 0.01");
+    ASSERT_EQ(varlen.status, 0) << varlen.out;
+    EXPECT_EQ(varlen.out, plain.out) << cmd;
+  }
+  const auto bad = run_shell(v4 + " --nextn-decode 2 --draft-min-survival 2", true);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("draft_min_survival"), std::string::npos) << bad.out;
+}
+
 TEST(CliE2eTest, RegexConstrainsTheOutput) {
   const auto r = run_shell(kCli + " generate" + model_flag() + "--regex '(red|green|blue)' --seed 4 --output-jsonl - "
                            "'My favourite colour is'");

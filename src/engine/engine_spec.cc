@@ -1,0 +1,125 @@
+// Speculative decoding in the engine step (docs/engine.md "Speculative decoding"): the drafts'
+// verification, the rewind of rejected ones and the next drafts.
+//
+// Verification is exact-match against the engine's own sampler: row j of a row with k drafts is
+// sampled exactly as a step without drafts samples the token at its position — same row input
+// (penalty history, grammar mask, min_tokens count, all advanced by the tokens accepted before
+// it), same noise (keyed by seed, position and token id) — and the draft is accepted when it is
+// that token. For greedy rows this is the usual argmax rule; for sampled rows it is the coupled
+// ("drafter-invariant", grammar_sampling_determinism.md §5.3) rule: what is sampled never depends
+// on the drafts, only how many steps it takes. So outputs with drafts are those without, token for
+// token, given row-for-row logits (the CPU backend's are batch- and chunk-invariant).
+#include <algorithm>
+#include <limits>
+
+#include "engine/engine_impl.h"
+
+namespace deepinfer::engine {
+
+Result<sched::SeqOutput> EngineImpl::verify_drafts(const sched::SeqPlan& sp, const model::ForwardResult& result,
+                                                   int32_t logit_row, SequenceState& s) {
+  sched::SeqOutput out{sp.seq_id, {}, sched::FinishReason::kNone};
+  const int32_t k = sp.n_draft_tokens, n_real = sp.n_tokens_scheduled - k;
+  const int64_t V = result.logits.shape[1];
+  int64_t accepted = 0;
+  for (int32_t j = 0; j <= k; ++j) {
+    // Row j's input is the token at first + n_real - 1 + j; it samples the next position's token.
+    const int64_t position = int64_t{sp.first_position} + n_real + j;
+    DI_ASSIGN_OR_RETURN(sample::RowInput in, outputs_->row_input(s, position));
+    DI_RETURN_IF_ERROR(sampler_->check_row(in, static_cast<size_t>(logit_row + j)));
+    const float* row = result.logits.as<const float>() + (int64_t{logit_row} + j) * result.logits.stride[0];
+    const sample::RowOutput token = sampler_->sample_row(std::span<const float>(row, static_cast<size_t>(V)), in);
+    if (token.token == sample::kNoToken) {
+      return invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
+    }
+    DI_ASSIGN_OR_RETURN(sched::FinishReason finish, outputs_->accept_token(s, token));
+    out.tokens.push_back(token.token);
+    const bool is_draft = j < k && token.token == sp.token_ids[static_cast<size_t>(n_real + j)];
+    accepted += is_draft ? 1 : 0;
+    if (finish != sched::FinishReason::kNone) {
+      out.finish = finish;
+      break;
+    }
+    if (!is_draft) break;
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.n_draft_tokens += k;
+  stats_.n_accepted_draft_tokens += accepted;
+  ++stats_.n_draft_rows;
+  return out;
+}
+
+Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs) {
+  next_drafts_.clear();
+  std::vector<int32_t> n_valid(plan.seqs.size(), -1);
+  std::vector<ModelRunner::DraftInput> inputs;
+  const bool mtp = runner_->drafter() == Drafter::kMtp;
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const sched::SeqPlan& sp = plan.seqs[i];
+    const sched::SeqOutput& out = outputs[i];
+    const sched::Request* req = scheduler_->find(sp.seq_id);
+    // Ended (abort, error, stop, length): its state is never read again.
+    if (req == nullptr || req->pending_finish != sched::FinishReason::kNone || outputs_->find(sp.seq_id) == nullptr ||
+        out.finish != sched::FinishReason::kNone) {
+      continue;
+    }
+    const int32_t n_real = sp.n_tokens_scheduled - sp.n_draft_tokens;
+    ModelRunner::DraftInput in;
+    in.plan_row = i;
+    if (!sp.needs_logits) {
+      // A prompt chunk before the last: only the MTP's ring follows it (the DSpark rings were
+      // seeded by the forward); the token after its last row is the prompt's next.
+      if (!mtp) continue;
+      const auto end = static_cast<size_t>(sp.first_position + n_real);
+      if (end >= req->tokens.size()) return internal_error("request {}: prompt chunk ends past its tokens", sp.seq_id);
+      in.next.assign(sp.token_ids.begin() + 1, sp.token_ids.begin() + n_real);
+      in.next.push_back(req->tokens[end]);
+    } else {
+      if (out.tokens.empty()) continue;  // failed in sampling: ended
+      const int32_t valid = n_real + static_cast<int32_t>(out.tokens.size()) - 1;
+      if (sp.n_draft_tokens > 0) n_valid[i] = valid;
+      in.next.assign(sp.token_ids.begin() + 1, sp.token_ids.begin() + valid);
+      in.next.push_back(out.tokens.back());
+      in.n_drafts = config_.sched.max_draft_tokens;
+    }
+    inputs.push_back(std::move(in));
+  }
+  DI_RETURN_IF_ERROR(runner_->rewind(plan, n_valid));
+  if (inputs.empty()) return Status::ok();
+  // Coupled drafts (MTP): a sampled request's drafts are drawn by its own sampler with its own
+  // noise at the positions they would occupy, so wherever the drafter's distribution is close to
+  // the target's it proposes the very token verification samples there (greedy requests: argmax).
+  auto pick = [&](size_t k, int32_t j, std::span<const float> logits) -> int32_t {
+    const sched::SeqPlan& sp = plan.seqs[inputs[k].plan_row];
+    SequenceState* s = outputs_->find(sp.seq_id);
+    if (s == nullptr || s->params->temperature == 0.0f) return -1;
+    const int64_t position = int64_t{sp.first_position} + static_cast<int64_t>(inputs[k].next.size()) + 1 + j;
+    Result<sample::RowInput> in = outputs_->row_input(*s, position);
+    if (!in.is_ok()) return -1;
+    if (j > 0) in->token_bitmask = {};  // the grammar's mask follows the accepted tokens only
+    if (!sampler_->check_row(*in, 0).is_ok()) return -1;
+    return sampler_->sample_row(logits, *in).token;
+  };
+  DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    ModelRunner::Drafts& d = drafts[k];
+    if (inputs[k].n_drafts == 0) continue;  // a prompt chunk: nothing to verify next
+    if (options_.mtp_varlen) {
+      // Confidence-scheduled length: the drafts while the estimate that all of them are accepted
+      // stays at or above draft_min_survival (prefix-closed).
+      double survival = 1.0;
+      size_t keep = 0;
+      while (keep < d.tokens.size() && (survival *= d.confidence[keep]) >= options_.draft_min_survival) ++keep;
+      d.tokens.resize(keep);
+    }
+    const kv::SeqId seq = plan.seqs[inputs[k].plan_row].seq_id;
+    if (debug_.on_drafts) {
+      const SequenceState* s = outputs_->find(seq);
+      debug_.on_drafts(s->request_id, s->sample_index, s->n_generated, &d.tokens);
+    }
+    if (!d.tokens.empty()) next_drafts_.emplace_back(seq, std::move(d.tokens));
+  }
+  return Status::ok();
+}
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,311 @@
+// Speculative decoding (EngineOptions::nextn_decode, mtp_varlen): the checkpoint's draft module
+// proposes, each step verifies its drafts, rejected ones are rewound. Verification samples every
+// row as a step without drafts would (noise keyed by position), so the outputs must be those of
+// decoding without drafts, token for token and logprob for logprob, whatever is drafted — checked
+// with the real drafters (V4's MTP block on the micro model: window 16, ratios 4 and 16, so
+// drafts cross ring wraps and compression groups; V4.1's DSpark block on tiny-v41) and with an
+// oracle that knows the tokens and corrupts one draft in turn, so that every acceptance count
+// from none to all is rewound or kept. Integrity is checked after every step.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "engine/loaded_model.h"
+#include "engine_test_util.h"
+#include "model/kv_state.h"
+
+namespace deepinfer {
+namespace {
+
+using testing::ids_request;
+using testing::prompt_ids;
+
+struct Outcome {
+  std::vector<GenerateOutput> outputs;
+  EngineStats stats;
+};
+
+Outcome run(std::vector<Request> requests, EngineOptions o, engine::DebugOptions debug = {}) {
+  auto engine = testing::open_micro(o, debug);
+  EXPECT_NE(engine, nullptr);
+  if (engine == nullptr) return {};
+  auto outs = engine->generate(std::move(requests));
+  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+  testing::expect_all_free(*engine);
+  return {outs.is_ok() ? std::move(outs).value() : std::vector<GenerateOutput>{}, engine->stats()};
+}
+
+void expect_same(const std::vector<GenerateOutput>& a, const std::vector<GenerateOutput>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sequences.size(), b[i].sequences.size()) << "request " << i;
+    for (size_t j = 0; j < a[i].sequences.size(); ++j) {
+      const GenerateOutput::Sequence &x = a[i].sequences[j], &y = b[i].sequences[j];
+      EXPECT_EQ(x.token_ids, y.token_ids) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.text, y.text) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.finish, y.finish) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.error, y.error);
+      ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << "request " << i << " sample " << j;
+      for (size_t k = 0; k < x.logprobs.size(); ++k) {
+        EXPECT_EQ(x.logprobs[k].token, y.logprobs[k].token);
+        EXPECT_EQ(x.logprobs[k].logprob, y.logprobs[k].logprob);
+        EXPECT_EQ(x.logprobs[k].top, y.logprobs[k].top);
+      }
+    }
+  }
+}
+
+// Greedy and sampled rows, logprobs, n = 2, penalties (their counts follow every accepted token),
+// a stop id met mid-way, min_tokens, and a request sharing the first one's prompt (a prefix hit).
+std::vector<Request> mixed_requests(int32_t vocab, std::optional<int32_t> stop_id) {
+  std::vector<Request> v;
+  v.push_back(ids_request(prompt_ids(21, 1, vocab), 40, std::nullopt, 0.0f));
+  Request topp = ids_request(prompt_ids(40, 2, vocab), 30, 77, 0.8f);
+  topp.sampling.top_p = 0.9f;
+  topp.sampling.logprobs = 3;
+  v.push_back(topp);
+  Request topk = ids_request(prompt_ids(7, 3, vocab), 25, 78, 1.1f);
+  topk.sampling.top_k = 20;
+  topk.sampling.n = 2;
+  v.push_back(topk);
+  Request penalties = ids_request(prompt_ids(18, 5, vocab), 30, 80, 0.9f);
+  penalties.sampling.repetition_penalty = 1.3f;
+  penalties.sampling.presence_penalty = 0.5f;
+  penalties.sampling.frequency_penalty = 0.3f;
+  v.push_back(penalties);
+  if (stop_id.has_value()) {
+    Request stops = ids_request(prompt_ids(21, 1, vocab), 40, std::nullopt, 0.0f);
+    stops.sampling.ignore_eos = false;
+    stops.sampling.stop_token_ids = {*stop_id};
+    v.push_back(stops);
+  }
+  Request min_tokens = ids_request(prompt_ids(33, 4, vocab), 12, 79, 0.7f);
+  min_tokens.sampling.min_tokens = 6;
+  min_tokens.sampling.ignore_eos = false;
+  v.push_back(min_tokens);
+  std::vector<int32_t> longer = prompt_ids(21, 1, vocab);
+  const std::vector<int32_t> tail = prompt_ids(20, 6, vocab);
+  longer.insert(longer.end(), tail.begin(), tail.end());
+  v.push_back(ids_request(longer, 24, 81, 0.6f));
+  return v;
+}
+
+// The greedy request's 9th token: its twin stops there, inside a step that verifies drafts.
+int32_t stop_id_of(const EngineOptions& o, int32_t vocab) {
+  const Outcome probe = run({ids_request(prompt_ids(21, 1, vocab), 40, std::nullopt, 0.0f)}, o);
+  if (probe.outputs.empty() || probe.outputs[0].sequences.at(0).token_ids.size() < 9) return 0;
+  return probe.outputs[0].sequences.at(0).token_ids[8];
+}
+
+// Drafts from the tokens decoding without drafts gives (by request id = submission order), the
+// one at n_generated % (k + 1) replaced by a wrong token when it is among them: over a run, every
+// acceptance count from 0 to k comes up. corrupt = false: every draft right.
+engine::DebugOptions oracle(const std::vector<GenerateOutput>& reference, int32_t k, int32_t vocab, bool corrupt) {
+  engine::DebugOptions d;
+  d.on_drafts = [&reference, k, vocab, corrupt](RequestId id, int32_t sample, int32_t n_generated,
+                                                std::vector<int32_t>* drafts) {
+    const std::vector<int32_t>& ref = reference.at(static_cast<size_t>(id - 1)).sequences.at(static_cast<size_t>(sample)).token_ids;
+    drafts->clear();
+    for (int32_t j = 0; j < k && static_cast<size_t>(n_generated + j) < ref.size(); ++j) {
+      int32_t t = ref[static_cast<size_t>(n_generated + j)];
+      if (corrupt && j == n_generated % (k + 1)) t = (t + 1) % vocab;
+      drafts->push_back(t);
+    }
+  };
+  return d;
+}
+
+TEST(EngineSpecTest, MtpDraftsGiveTheTokensOfDecodingWithout) {
+  EngineOptions base = testing::micro_options();
+  const int32_t stop_id = stop_id_of(base, 512);
+  const Outcome plain = run(mixed_requests(512, stop_id), base);
+  ASSERT_EQ(plain.outputs.size(), 7u);
+  EXPECT_EQ(plain.stats.n_draft_tokens, 0);
+  EXPECT_EQ(plain.outputs[4].sequences.at(0).finish, FinishReason::kStop);
+  for (int32_t k : {1, 3}) {
+    EngineOptions o = base;
+    o.nextn_decode = k;
+    const Outcome spec = run(mixed_requests(512, stop_id), o);
+    expect_same(spec.outputs, plain.outputs);
+    EXPECT_GT(spec.stats.n_draft_rows, 0) << "k " << k;
+    EXPECT_GE(spec.stats.n_draft_tokens, spec.stats.n_draft_rows) << "k " << k;
+    EXPECT_LE(spec.stats.n_draft_tokens, k * spec.stats.n_draft_rows) << "k " << k;
+  }
+}
+
+TEST(EngineSpecTest, EveryAcceptanceCountIsRewoundOrKeptExactly) {
+  EngineOptions base = testing::micro_options();
+  const int32_t stop_id = stop_id_of(base, 512);
+  const Outcome plain = run(mixed_requests(512, stop_id), base);
+  for (int32_t k : {2, 4}) {
+    EngineOptions o = base;
+    o.nextn_decode = k;
+    const Outcome corrupted = run(mixed_requests(512, stop_id), o, oracle(plain.outputs, k, 512, true));
+    expect_same(corrupted.outputs, plain.outputs);
+    EXPECT_GT(corrupted.stats.n_accepted_draft_tokens, 0) << "k " << k;
+    EXPECT_LT(corrupted.stats.n_accepted_draft_tokens, corrupted.stats.n_draft_tokens) << "k " << k;
+    // All right: every draft is taken, and the run needs far fewer steps.
+    const Outcome right = run(mixed_requests(512, stop_id), o, oracle(plain.outputs, k, 512, false));
+    expect_same(right.outputs, plain.outputs);
+    EXPECT_EQ(right.stats.n_accepted_draft_tokens, right.stats.n_draft_tokens) << "k " << k;
+    EXPECT_LT(right.stats.n_steps * 3, plain.stats.n_steps * 2) << "k " << k;
+  }
+}
+
+// The MTP drafts of a fresh pass over the whole sequence: the target over positions 0 .. M - 2
+// (its final hidden states), the MTP block over the same positions with the tokens after them,
+// then k - 1 chained rows — one shot, no chunks, no rewinds.
+std::vector<int32_t> fresh_mtp_drafts(engine::LoadedModel& lm, const std::vector<int32_t>& seq, int32_t k) {
+  const loader::ModelConfig& c = lm.config;
+  const int64_t hc = c.hc_mult, D = c.hidden_size;
+  const auto n = static_cast<int32_t>(seq.size()) - 1;  // target rows
+  model::KvState state(c, model::KvStateOptions{1, 16, 16, lm.model->act_dtype()}, lm.ops.get());
+  state.reset_slot(0);
+  auto batch = [&](int32_t first, std::vector<int32_t> ids) {
+    model::ForwardBatch b;
+    b.seqs.push_back(ops::SeqSpan{0, 0, static_cast<int32_t>(ids.size()), first, 0, 0});
+    for (size_t i = 0; i < ids.size(); ++i) b.positions.push_back(first + static_cast<int32_t>(i));
+    b.token_ids = std::move(ids);
+    b.max_blocks = 16;
+    for (int32_t i = 0; i < 16; ++i) b.block_tables.push_back(i);
+    return b;
+  };
+  // Hidden rows kept on the host: the next call's workspace reuses the result's memory.
+  auto host_rows = [](const tensor::TensorView& h, std::vector<uint8_t>* bytes) {
+    bytes->resize(static_cast<size_t>(h.numel()) * tensor::dtype_size(h.dtype));
+    std::memcpy(bytes->data(), h.data, bytes->size());
+    return tensor::TensorView::contiguous(bytes->data(), h.dtype, {h.shape[0], h.shape[1], h.shape[2]});
+  };
+  model::ForwardBatch target = batch(0, std::vector<int32_t>(seq.begin(), seq.begin() + n));
+  target.keep_hidden_all = true;
+  auto t = lm.model->forward(target, state);
+  EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+  if (!t.is_ok()) return {};
+  std::vector<uint8_t> hidden, x;
+  tensor::TensorView h = host_rows(t->hidden, &hidden);
+  model::ForwardBatch mtp = batch(0, std::vector<int32_t>(seq.begin() + 1, seq.end()));
+  std::vector<int32_t> drafts;
+  for (int32_t j = 0; j < k; ++j) {
+    mtp.logit_rows = {static_cast<int32_t>(mtp.token_ids.size()) - 1};
+    mtp.keep_hidden = true;
+    auto r = lm.model->mtp_forward(mtp, h, state);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (!r.is_ok()) return {};
+    const float* row = r->logits.as<const float>();
+    drafts.push_back(static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row));
+    h = host_rows(r->hidden, &x).reshape({1, hc, D});
+    mtp = batch(n + j, {drafts.back()});
+  }
+  return drafts;
+}
+
+TEST(EngineSpecTest, MtpDraftsAreThoseOfAFreshPassOverTheSequence) {
+  EngineOptions o = testing::micro_options();
+  o.nextn_decode = 3;
+  o.max_prefill_chunk = 7;  // the prompt in chunks: the MTP ring follows each
+  const std::vector<int32_t> prompt = prompt_ids(30, 9);
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> proposed;  // (n_generated, drafts)
+  engine::DebugOptions d;
+  d.on_drafts = [&](RequestId, int32_t, int32_t n_generated, std::vector<int32_t>* drafts) {
+    proposed.emplace_back(n_generated, *drafts);
+  };
+  // Greedy: a sampled request's drafts are drawn with its own sampler (coupled drafts).
+  const Outcome out = run({ids_request(prompt, 20, std::nullopt, 0.0f)}, o, d);
+  ASSERT_EQ(out.outputs.size(), 1u);
+  const std::vector<int32_t>& generated = out.outputs[0].sequences.at(0).token_ids;
+  ASSERT_EQ(generated.size(), 20u);
+  ASSERT_GE(proposed.size(), 5u);
+  auto lm = engine::load_model(o.model, engine::LoadOptions{});
+  ASSERT_TRUE(lm.is_ok()) << lm.status().to_string();
+  for (const auto& [n_generated, drafts] : proposed) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), generated.begin(), generated.begin() + n_generated);
+    EXPECT_EQ(drafts, fresh_mtp_drafts(**lm, seq, 3)) << "after " << n_generated << " tokens";
+  }
+}
+
+TEST(EngineSpecTest, ConfidenceScheduledDraftsStopWhereTheSurvivalDoes) {
+  EngineOptions base = testing::micro_options();
+  const Outcome plain = run(mixed_requests(512, std::nullopt), base);
+  EngineOptions o = base;
+  o.mtp_varlen = true;  // nextn_decode 0: up to 3 MTP drafts, fewer where the estimate drops
+  o.draft_min_survival = 0.05f;
+  const Outcome varlen = run(mixed_requests(512, std::nullopt), o);
+  expect_same(varlen.outputs, plain.outputs);
+  EXPECT_LE(varlen.stats.n_draft_tokens, 3 * varlen.stats.n_draft_rows);
+  // A survival threshold no draft of a random model reaches: nothing is drafted.
+  o.draft_min_survival = 0.999f;
+  const Outcome none = run(mixed_requests(512, std::nullopt), o);
+  expect_same(none.outputs, plain.outputs);
+  EXPECT_EQ(none.stats.n_draft_tokens, 0);
+}
+
+// Grammar rows: each verified row is masked by the matcher as the accepted tokens leave it, the
+// first draft is drawn under the current mask; tiny-v4f for the real vocabulary.
+TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
+  EngineOptions o;
+  o.model = testing::synthetic_model_dir("tiny-v4f");
+  o.kv_blocks = 32;
+  o.max_num_seqs = 4;
+  std::vector<Request> requests;
+  for (uint64_t seed : {11u, 12u}) {
+    Request r;
+    r.prompt = "The answer is";
+    r.sampling.max_tokens = 14;
+    r.sampling.seed = seed;
+    r.sampling.temperature = 0.8f;
+    r.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "[a-z]+( [a-z]+)*\\.", false};
+    requests.push_back(r);
+  }
+  requests[1].sampling.temperature = 0.0f;
+  const Outcome plain = run(requests, o);
+  ASSERT_EQ(plain.outputs.size(), 2u);
+  o.nextn_decode = 3;
+  const Outcome spec = run(requests, o);
+  expect_same(spec.outputs, plain.outputs);
+  EXPECT_GT(spec.stats.n_draft_rows, 0);
+  const Outcome oracle_run = run(requests, o, oracle(plain.outputs, 3, 1000, true));
+  expect_same(oracle_run.outputs, plain.outputs);
+  EXPECT_GT(oracle_run.stats.n_accepted_draft_tokens, 0);
+}
+
+TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {
+  EngineOptions base = testing::micro_options();
+  base.model = testing::synthetic_model_dir("tiny-v41");
+  base.block_tokens = 32;
+  std::vector<Request> requests;
+  requests.push_back(ids_request(prompt_ids(30, 1), 24, std::nullopt, 0.0f));
+  Request sampled = ids_request(prompt_ids(17, 2), 20, 91, 0.8f);
+  sampled.sampling.logprobs = 2;
+  requests.push_back(sampled);
+  const Outcome plain = run(requests, base);
+  ASSERT_EQ(plain.outputs.size(), 2u);
+  EngineOptions o = base;
+  o.nextn_decode = 3;
+  const Outcome spec = run(requests, o);
+  expect_same(spec.outputs, plain.outputs);
+  EXPECT_GT(spec.stats.n_draft_rows, 0);
+  const Outcome corrupted = run(requests, o, oracle(plain.outputs, 3, 512, true));
+  expect_same(corrupted.outputs, plain.outputs);
+  EXPECT_GT(corrupted.stats.n_accepted_draft_tokens, 0);
+}
+
+TEST(EngineSpecTest, BadSpeculativeOptionsAreNamed) {
+  EngineOptions o = testing::micro_options();
+  o.nextn_decode = 2;
+  o.draft_min_survival = 1.5f;
+  auto e = engine::open_engine(o, {});
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("draft_min_survival"), std::string::npos) << e.status().to_string();
+  EngineOptions v41 = testing::micro_options();
+  v41.model = testing::synthetic_model_dir("tiny-v41");
+  v41.block_tokens = 32;
+  v41.nextn_decode = 9;
+  e = engine::open_engine(v41, {});
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("DSpark block of 5"), std::string::npos) << e.status().to_string();
+}
+
+}  // namespace
+}  // namespace deepinfer
