@@ -40,10 +40,10 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
                   "(0: off unless --mtp-varlen; outputs are those without drafts)")
       ->capture_default_str();
   app->add_flag("--mtp-varlen", o.mtp_varlen,
-                "speculative decoding with confidence-scheduled draft lengths (see --draft-min-survival)");
+                "speculative decoding with confidence-scheduled verification: each step verifies the "
+                "drafts that maximise expected tokens per second");
   app->add_option("--draft-min-survival", o.draft_min_survival,
-                  "with --mtp-varlen: a request's drafts end where the estimate that all are accepted "
-                  "falls below this")
+                  "with --mtp-varlen: no draft whose estimated survival is below this is verified")
       ->capture_default_str();
   app->add_flag("!--no-prefix-caching", o.enable_prefix_caching, "disable the prefix cache");
   app->add_flag("!--no-async-scheduling", o.async_scheduling,

@@ -58,13 +58,15 @@ struct EngineOptions {
   // Speculative decoding with the checkpoint's draft module (V4: the MTP block chained; V4.1: the
   // DSpark block), verified so that outputs equal decoding without drafts (docs/engine.md,
   // "Speculative decoding"). nextn_decode (DEEPINFER_USE_NEXTN_DECODE): drafts per step, 0 = off
-  // unless mtp_varlen. mtp_varlen (DEEPINFER_ENABLE_MTP_VARLEN): confidence-scheduled variable
-  // length — a request's drafts end where the drafter's estimate that all of them are accepted
-  // (the product of its per-draft confidences) falls below draft_min_survival; with nextn_decode
-  // 0 the drafts per step are the DSpark block size (V4.1) or 3 (V4 MTP).
+  // unless mtp_varlen. mtp_varlen (DEEPINFER_ENABLE_MTP_VARLEN): confidence-scheduled verification
+  // — each step verifies the global budget of drafts that maximises expected tokens per second
+  // (survival estimates = products of the drafter's per-draft confidences, against the step time
+  // fitted as a function of its tokens), never a draft whose survival is below
+  // draft_min_survival; with nextn_decode 0 the cap per request is the DSpark block size (V4.1)
+  // or 3 (V4 MTP).
   bool mtp_varlen = false;
   int32_t nextn_decode = 0;
-  float draft_min_survival = 0.3f;
+  float draft_min_survival = 0.0f;
   std::string log_level;               // DEEPINFER_LOG_LEVEL (debug|info|warn|error|off); "": keep
 
   // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR

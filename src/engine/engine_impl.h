@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "deepinfer/engine.h"
+#include "engine/draft_budget.h"
 #include "engine/engine_config.h"
 #include "engine/engine_debug.h"
 #include "engine/loaded_model.h"
@@ -120,6 +122,9 @@ class EngineImpl final : public Engine {
                                          int32_t logit_row, SequenceState& s);
   Status speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs);
   std::vector<std::pair<kv::SeqId, std::vector<int32_t>>> next_drafts_;
+  // Confidence-scheduled verification: a step's time (launch to drafts) against its tokens.
+  StepCostModel step_cost_;
+  std::chrono::steady_clock::time_point step_launched_;
   // Fatal step error: ends every request of the in-flight plan with kError and logs the plan.
   void fail_plan(const Status& status);
   // After an exception inside step(): fails plan_ and the plan scheduled ahead of it, if any, so

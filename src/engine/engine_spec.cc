@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/draft_budget.h"
 #include "engine/engine_impl.h"
 
 namespace deepinfer::engine {
@@ -101,17 +102,25 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
     return sampler_->sample_row(logits, *in).token;
   };
   DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
+  if (options_.mtp_varlen) {
+    // Confidence-scheduled verification: the load-aware global budget over every request's
+    // survival estimates (draft_budget.h), the step's cost fitted from the steps so far.
+    std::vector<std::vector<double>> survival;
+    std::vector<size_t> drafting;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k].n_drafts == 0) continue;
+      std::vector<double>& s = survival.emplace_back();
+      double p = 1.0;
+      for (float c : drafts[k].confidence) s.push_back(p *= c);
+      drafting.push_back(k);
+    }
+    const std::vector<int32_t> keep = draft_budget(survival, static_cast<int64_t>(drafting.size()), step_cost_,
+                                                   options_.draft_min_survival);
+    for (size_t r = 0; r < drafting.size(); ++r) drafts[drafting[r]].tokens.resize(static_cast<size_t>(keep[r]));
+  }
   for (size_t k = 0; k < inputs.size(); ++k) {
     ModelRunner::Drafts& d = drafts[k];
     if (inputs[k].n_drafts == 0) continue;  // a prompt chunk: nothing to verify next
-    if (options_.mtp_varlen) {
-      // Confidence-scheduled length: the drafts while the estimate that all of them are accepted
-      // stays at or above draft_min_survival (prefix-closed).
-      double survival = 1.0;
-      size_t keep = 0;
-      while (keep < d.tokens.size() && (survival *= d.confidence[keep]) >= options_.draft_min_survival) ++keep;
-      d.tokens.resize(keep);
-    }
     const kv::SeqId seq = plan.seqs[inputs[k].plan_row].seq_id;
     if (debug_.on_drafts) {
       const SequenceState* s = outputs_->find(seq);

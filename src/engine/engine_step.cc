@@ -107,6 +107,7 @@ Status EngineImpl::launch(const sched::BatchPlan& plan, Launched* l) {
 
 Status EngineImpl::launch_forward(const sched::BatchPlan& plan, Launched* l) {
   Lap lap;
+  step_launched_ = std::chrono::steady_clock::now();
   auto batch = runner_->prepare(plan, &l->logit_row);                      // 2. plan → ForwardBatch
   step_times_.prepare_s += lap();
   if (!batch.is_ok()) return batch.status();
@@ -189,6 +190,8 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
     const Status spec = speculate(plan_, outputs);
     step_times_.forward_s += lap();
     if (!spec.is_ok()) return fail_plan(spec.with_context("speculative decoding"));
+    step_cost_.observe(plan_.n_tokens_scheduled,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - step_launched_).count());
   }
   auto events = scheduler_->update(plan_, outputs);                        // 5. update
   step_times_.update_s += lap();
