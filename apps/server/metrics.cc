@@ -167,6 +167,14 @@ std::string Metrics::render(const EngineStats& engine, const ServerGauges& gauge
              : 0.0);
   header(&out, "deepinfer_num_preemptions_total", "counter", "Sequences preempted by the scheduler.");
   sample(&out, "deepinfer_num_preemptions_total", static_cast<double>(engine.n_preemptions));
+  header(&out, "deepinfer_spec_decode_num_drafts_total", "counter",
+         "Speculative decoding: requests' steps that verified drafts.");
+  sample(&out, "deepinfer_spec_decode_num_drafts_total", static_cast<double>(engine.n_draft_rows));
+  header(&out, "deepinfer_spec_decode_num_draft_tokens_total", "counter", "Speculative decoding: draft tokens verified.");
+  sample(&out, "deepinfer_spec_decode_num_draft_tokens_total", static_cast<double>(engine.n_draft_tokens));
+  header(&out, "deepinfer_spec_decode_num_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens accepted.");
+  sample(&out, "deepinfer_spec_decode_num_accepted_tokens_total", static_cast<double>(engine.n_accepted_draft_tokens));
   header(&out, "deepinfer_engine_steps_total", "counter", "Engine steps run.");
   sample(&out, "deepinfer_engine_steps_total", static_cast<double>(engine.n_steps));
   header(&out, "deepinfer_engine_step_seconds_total", "counter",

@@ -289,6 +289,7 @@ struct EngineRun {
   int32_t logprobs = -1;
   bool processed = false;
   bool async = true;
+  int32_t nextn = 0;  // EngineOptions::nextn_decode (speculative decoding with MTP drafts)
 };
 std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, EngineStats* stats) {
   EngineOptions o;
@@ -298,6 +299,7 @@ std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, Engin
   o.max_num_batched_tokens = 96;  // several prefill chunks per prompt
   o.kv_blocks = 64;
   o.async_scheduling = run.async;
+  o.nextn_decode = run.nextn;
   auto opened = EngineOptions::with_environment(o);
   EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
   engine::DebugOptions debug;
@@ -388,6 +390,29 @@ TEST(CudaEngineTest, AsyncSchedulingEqualsTheSynchronousLoop) {
     }
     EXPECT_GE(async_stats.n_steps_ahead, 8);  // the decode steps after the last prompt's prefill
     EXPECT_EQ(sync_stats.n_steps_ahead, 0);
+  }
+}
+
+// Speculative decoding on the CUDA engine (MTP drafts, verification, rewinds by slot copy and
+// replay): greedy and seeded, the tokens and logprobs of decoding without drafts — which holds
+// where verifying k + 1 rows gives each row the logits a one-row decode gives it.
+TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
+  if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  for (const float temperature : {0.0f, 0.8f}) {
+    EngineStats spec_stats, plain_stats;
+    const auto spec = engine_outputs({.temperature = temperature, .logprobs = 5, .nextn = 3}, &spec_stats);
+    const auto plain = engine_outputs({.temperature = temperature, .logprobs = 5}, &plain_stats);
+    ASSERT_EQ(spec.size(), 4u);
+    ASSERT_EQ(plain.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(spec[i].token_ids, plain[i].token_ids) << "prompt " << i << " at temperature " << temperature;
+      ASSERT_EQ(spec[i].logprobs.size(), plain[i].logprobs.size());
+      for (size_t t = 0; t < spec[i].logprobs.size(); ++t) {
+        EXPECT_EQ(spec[i].logprobs[t].logprob, plain[i].logprobs[t].logprob) << "prompt " << i << " token " << t;
+      }
+    }
+    EXPECT_GT(spec_stats.n_draft_rows, 0);
+    EXPECT_EQ(plain_stats.n_draft_rows, 0);
   }
 }
 

@@ -45,7 +45,9 @@ TEST(EndpointsTest, MetricsAfterTraffic) {
         "# TYPE deepinfer_time_per_output_token_seconds histogram\n",
         "# TYPE deepinfer_engine_step_seconds_total counter\n",
         "deepinfer_engine_step_seconds_total{phase=\"forward\"} 0\n",
-        "deepinfer_engine_step_seconds_total{phase=\"emit\"} 0\n"}) {
+        "deepinfer_engine_step_seconds_total{phase=\"emit\"} 0\n",
+        "# TYPE deepinfer_spec_decode_num_accepted_tokens_total counter\n",
+        "deepinfer_spec_decode_num_draft_tokens_total 0\n"}) {
     EXPECT_NE(m.find(line), std::string::npos) << line;
   }
 }
