@@ -176,6 +176,25 @@ class PythonE2eTest(unittest.TestCase):
         self.assertGreater(self.llm.stats()["steps_ahead"], 0)
         self.assertEqual(sync.stats()["steps_ahead"], 0)
 
+    def test_speculative_decoding_options(self):
+        # MTP drafts verified each step: the outputs of decoding without them; the counters move.
+        params = SamplingParams(temperature=0.7, max_tokens=8, seed=22, ignore_eos=True, logprobs=2)
+        prompts = ["Hello, my name is", "The capital of France is"]
+        b = self.llm.generate(prompts, params)
+        for options in ({"nextn_decode": 2}, {"mtp_varlen": True, "draft_min_survival": 0.01}):
+            spec = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8, **options)
+            a = spec.generate(prompts, params)
+            for x, y in zip(a, b):
+                self.assertEqual(x.outputs[0].token_ids, y.outputs[0].token_ids)
+                self.assertEqual(x.outputs[0].text, y.outputs[0].text)
+            s = spec.stats()
+            self.assertGreaterEqual(s["draft_tokens"], s["accepted_draft_tokens"])
+            if "nextn_decode" in options:  # fixed length: every decode step verifies drafts
+                self.assertGreater(s["draft_rows"], 0)
+            spec.shutdown()
+        with self.assertRaises(ValueError):
+            LLM(model=MODEL, kv_blocks=32, nextn_decode=2, draft_min_survival=1.5)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

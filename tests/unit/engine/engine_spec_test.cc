@@ -274,21 +274,19 @@ TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {
   EngineOptions base = testing::micro_options();
   base.model = testing::synthetic_model_dir("tiny-v41");
   base.block_tokens = 32;
-  std::vector<Request> requests;
-  requests.push_back(ids_request(prompt_ids(30, 1), 24, std::nullopt, 0.0f));
-  Request sampled = ids_request(prompt_ids(17, 2), 20, 91, 0.8f);
-  sampled.sampling.logprobs = 2;
-  requests.push_back(sampled);
-  const Outcome plain = run(requests, base);
-  ASSERT_EQ(plain.outputs.size(), 2u);
+  const int32_t stop_id = stop_id_of(base, 512);
+  const Outcome plain = run(mixed_requests(512, stop_id), base);
+  ASSERT_EQ(plain.outputs.size(), 7u);
   EngineOptions o = base;
   o.nextn_decode = 3;
-  const Outcome spec = run(requests, o);
+  const Outcome spec = run(mixed_requests(512, stop_id), o);
   expect_same(spec.outputs, plain.outputs);
   EXPECT_GT(spec.stats.n_draft_rows, 0);
-  const Outcome corrupted = run(requests, o, oracle(plain.outputs, 3, 512, true));
+  o.nextn_decode = 5;  // the whole block
+  const Outcome corrupted = run(mixed_requests(512, stop_id), o, oracle(plain.outputs, 5, 512, true));
   expect_same(corrupted.outputs, plain.outputs);
   EXPECT_GT(corrupted.stats.n_accepted_draft_tokens, 0);
+  EXPECT_LT(corrupted.stats.n_accepted_draft_tokens, corrupted.stats.n_draft_tokens);
 }
 
 TEST(EngineSpecTest, BadSpeculativeOptionsAreNamed) {
