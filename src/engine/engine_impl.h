@@ -118,8 +118,11 @@ class EngineImpl final : public Engine {
   // accept_token after each), stopping at the first token that is not the draft — the noise is
   // keyed by position, so the tokens are those of decoding without drafts. speculate: the rewind
   // of rejected drafts and the next drafts (next_drafts_, given to the scheduler after update()).
+  // device: the step's rows were sampled where the logits are (each verify row as if the drafts
+  // before it were accepted: device_sampled), else the host samples them from result's logits.
   Result<sched::SeqOutput> verify_drafts(const sched::SeqPlan& sp, const model::ForwardResult& result,
-                                         int32_t logit_row, SequenceState& s);
+                                         int32_t logit_row, SequenceState& s,
+                                         const ModelRunner::DeviceSampled* device);
   Status speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs);
   std::vector<std::pair<kv::SeqId, std::vector<int32_t>>> next_drafts_;
   // Confidence-scheduled verification: a step's time (launch to drafts) against its tokens.

@@ -18,18 +18,23 @@
 namespace deepinfer::engine {
 
 Result<sched::SeqOutput> EngineImpl::verify_drafts(const sched::SeqPlan& sp, const model::ForwardResult& result,
-                                                   int32_t logit_row, SequenceState& s) {
+                                                   int32_t logit_row, SequenceState& s,
+                                                   const ModelRunner::DeviceSampled* device) {
   sched::SeqOutput out{sp.seq_id, {}, sched::FinishReason::kNone};
   const int32_t k = sp.n_draft_tokens, n_real = sp.n_tokens_scheduled - k;
-  const int64_t V = result.logits.shape[1];
   int64_t accepted = 0;
   for (int32_t j = 0; j <= k; ++j) {
-    // Row j's input is the token at first + n_real - 1 + j; it samples the next position's token.
-    const int64_t position = int64_t{sp.first_position} + n_real + j;
-    DI_ASSIGN_OR_RETURN(sample::RowInput in, outputs_->row_input(s, position));
-    DI_RETURN_IF_ERROR(sampler_->check_row(in, static_cast<size_t>(logit_row + j)));
-    const float* row = result.logits.as<const float>() + (int64_t{logit_row} + j) * result.logits.stride[0];
-    const sample::RowOutput token = sampler_->sample_row(std::span<const float>(row, static_cast<size_t>(V)), in);
+    sample::RowOutput token;
+    if (device != nullptr) {
+      token = device->row_output(static_cast<size_t>(logit_row + j), s.params->logprobs);
+    } else {
+      // Row j's input is the token at first + n_real - 1 + j; it samples the next position's token.
+      const int64_t position = int64_t{sp.first_position} + n_real + j;
+      DI_ASSIGN_OR_RETURN(sample::RowInput in, outputs_->row_input(s, position));
+      DI_RETURN_IF_ERROR(sampler_->check_row(in, static_cast<size_t>(logit_row + j)));
+      const float* row = result.logits.as<const float>() + (int64_t{logit_row} + j) * result.logits.stride[0];
+      token = sampler_->sample_row(std::span<const float>(row, static_cast<size_t>(result.logits.shape[1])), in);
+    }
     if (token.token == sample::kNoToken) {
       return invalid_argument("every token is excluded (allowed_token_ids, logit_bias, grammar): nothing to sample");
     }

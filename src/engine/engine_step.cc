@@ -28,25 +28,6 @@ class Lap {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// Row `row` of what the device sampled as the host sampler's RowOutput: the token and, when the
-// request asked for `logprobs`, its raw logprob and first *logprobs top entries (the device's
-// list holds the step's largest count, ordered, so its prefix is this row's list).
-sample::RowOutput device_row(const ModelRunner::DeviceSampled& d, size_t row, std::optional<int32_t> logprobs) {
-  sample::RowOutput out;
-  out.token = d.ids[row];
-  if (!logprobs.has_value()) {
-    out.logprob = out.token == sample::kNoToken ? -std::numeric_limits<float>::infinity() : 0.0f;
-    return out;
-  }
-  out.logprob = d.logprob[row];
-  const auto n = static_cast<size_t>(d.n_top);
-  for (size_t j = 0; j < static_cast<size_t>(*logprobs) && j < n; ++j) {
-    const int32_t id = d.top_ids[row * n + j];
-    if (id >= 0) out.top_logprobs.push_back(TokenLogprob{id, d.top_logprobs[row * n + j]});
-  }
-  return out;
-}
-
 }  // namespace
 
 void EngineImpl::step() {
@@ -215,19 +196,31 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const Launched& l,
   const std::vector<int32_t>& logit_row = l.logit_row;
   device->clear();
   if (debug_.host_sampling) return false;
-  // Drafts are verified row after row by the host sampler (engine_spec.cc).
-  for (const sched::SeqPlan& sp : plan.seqs) {
-    if (sp.n_draft_tokens > 0) return false;
-  }
   bool any = false;
   size_t n_rows = 0;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (logit_row[i] < 0) continue;
     const auto row = static_cast<size_t>(logit_row[i]);
-    n_rows = std::max(n_rows, row + 1);
+    const int32_t k = plan.seqs[i].n_draft_tokens;
+    n_rows = std::max(n_rows, row + static_cast<size_t>(k) + 1);
     SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
     if (s == nullptr) continue;  // ended while in flight: its output is dropped whatever it is (a greedy row)
     if (!sample::is_device_sampleable(*s->params)) return false;
+    if (k > 0) {
+      // Drafts: each of the k + 1 rows sampled as if the drafts before it were accepted (only
+      // those rows are read: verify_drafts) — unless a row's input follows the accepted tokens
+      // beyond a count (penalties, a grammar's mask): then the host verifies row after row.
+      if (sample::penalties_active(*s->params) || s->matcher) return false;
+      for (int32_t j = 0; j <= k; ++j) {
+        Result<sample::RowInput> in = outputs_->row_input(
+            *s, int64_t{plan.seqs[i].first_position} + plan.seqs[i].n_tokens_scheduled - k + j);
+        if (!in.is_ok() || !sampler_->check_row(*in, i).is_ok()) return false;
+        in->n_generated += j;
+        device->add(row + static_cast<size_t>(j), *in, sampler_->config(), -1);
+      }
+      any = true;
+      continue;
+    }
     // The sampled token occupies the position after the step's last token (the noise key).
     Result<sample::RowInput> in =
         outputs_->row_input(*s, plan.seqs[i].first_position + plan.seqs[i].n_tokens_scheduled);
@@ -267,12 +260,12 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
-    if (device != nullptr) {  // the device's choice (logits not read)
-      sampled[i] = device_row(*device, static_cast<size_t>(logit_row[i]), s->params->logprobs);
-      continue;
-    }
     if (sp.n_draft_tokens > 0) {  // verified on its own, after the batch below (engine_spec.cc)
       spec.push_back(i);
+      continue;
+    }
+    if (device != nullptr) {  // the device's choice (logits not read)
+      sampled[i] = device->row_output(static_cast<size_t>(logit_row[i]), s->params->logprobs);
       continue;
     }
     // The sampled token occupies the position after the step's last token (the noise key).
@@ -291,7 +284,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
     if (s == nullptr) continue;
     if (std::find(spec.begin(), spec.end(), i) != spec.end()) {
-      Result<sched::SeqOutput> verified = verify_drafts(plan.seqs[i], result, logit_row[i], *s);
+      Result<sched::SeqOutput> verified = verify_drafts(plan.seqs[i], result, logit_row[i], *s, device);
       if (!verified.is_ok()) {
         end_sequence(plan.seqs[i].seq_id, FinishReason::kError, verified.status().message());
         continue;

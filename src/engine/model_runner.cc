@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "base/check.h"
 #include "base/status.h"
@@ -237,6 +238,22 @@ Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* 
     std::memcpy(out->top_logprobs.data(), host + (2 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
   }
   return Status::ok();
+}
+
+sample::RowOutput ModelRunner::DeviceSampled::row_output(size_t row, std::optional<int32_t> logprobs) const {
+  sample::RowOutput out;
+  out.token = ids[row];
+  if (!logprobs.has_value()) {
+    out.logprob = out.token == sample::kNoToken ? -std::numeric_limits<float>::infinity() : 0.0f;
+    return out;
+  }
+  out.logprob = logprob[row];
+  const auto n = static_cast<size_t>(n_top);
+  for (size_t j = 0; j < static_cast<size_t>(*logprobs) && j < n; ++j) {
+    const int32_t id = top_ids[row * n + j];
+    if (id >= 0) out.top_logprobs.push_back(TokenLogprob{id, top_logprobs[row * n + j]});
+  }
+  return out;
 }
 
 void ModelRunner::take_snapshots(const sched::BatchPlan& plan) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,10 @@ class ModelRunner {
     std::vector<float> logprob;      // [rows] of ids[r] (raw mode)
     std::vector<int32_t> top_ids;    // [rows x n_top]
     std::vector<float> top_logprobs; // [rows x n_top]
+    // Row `row` as the host sampler's RowOutput: the token and, when the request asked for
+    // `logprobs`, its raw logprob and first *logprobs top entries (the device's list holds the
+    // step's largest count, ordered, so its prefix is this row's list).
+    sample::RowOutput row_output(size_t row, std::optional<int32_t> logprobs) const;
   };
   // Runs the model: the logits stay where the model wrote them (on a GPU the step is queued, not
   // waited for, so the host can prepare the sampling meanwhile). Then exactly one of:

@@ -20,12 +20,12 @@ std::span<float> scratch_row(int slot, size_t n) {
   return {buffers[slot].data(), n};
 }
 
+}  // namespace
+
 bool penalties_active(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
          p.frequency_penalty != 0.0f;
 }
-
-}  // namespace
 
 Result<Sampler> Sampler::create(SamplerConfig config) {
   if (config.n_vocab <= 0) return invalid_argument("sampler n_vocab = {} must be > 0", config.n_vocab);

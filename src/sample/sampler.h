@@ -118,6 +118,8 @@ bool is_plain_argmax(const SamplingParams& p, int32_t n_generated, bool has_mask
 // top-k, top-p and min-p by Ops::sample_rows, raw logprobs by Ops::logprob_rows. Only logprobs of
 // the processed distribution (LogprobsMode::kProcessed) need the host sampler.
 bool is_device_sampleable(const SamplingParams& p);
+// Whether a repetition, presence or frequency penalty changes the logits (step 4).
+bool penalties_active(const SamplingParams& p);
 
 // Gumbel-max over a processed row (step 10): the finite entry maximising z_i + G_i in fp64,
 // G_i = gumbel_noise(seed, stream, position, i); lowest id on ties; kNoToken if none is finite.

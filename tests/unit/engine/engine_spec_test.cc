@@ -128,6 +128,14 @@ TEST(EngineSpecTest, MtpDraftsGiveTheTokensOfDecodingWithout) {
     o.nextn_decode = k;
     const Outcome spec = run(mixed_requests(512, stop_id), o);
     expect_same(spec.outputs, plain.outputs);
+    // Verify rows sampled where the logits are (every row but the penalties', each as if the
+    // drafts before it were accepted) or all by the host sampler, row after row: the same.
+    EXPECT_GT(spec.stats.n_device_sampled_steps, 0);
+    engine::DebugOptions host;
+    host.host_sampling = true;
+    const Outcome host_run = run(mixed_requests(512, stop_id), o, host);
+    expect_same(host_run.outputs, plain.outputs);
+    EXPECT_EQ(host_run.stats.n_device_sampled_steps, 0);
     EXPECT_GT(spec.stats.n_draft_rows, 0) << "k " << k;
     EXPECT_GE(spec.stats.n_draft_tokens, spec.stats.n_draft_rows) << "k " << k;
     EXPECT_LE(spec.stats.n_draft_tokens, k * spec.stats.n_draft_rows) << "k " << k;
