@@ -26,7 +26,7 @@ struct DebugOptions {
   // whole (tests compare the two paths).
   bool host_sampling = false;
   // Speculative decoding: called with each sequence's next drafts (the drafter's, possibly none)
-  // before the scheduler takes them; may replace them (tests: an oracle that knows the tokens
+  // before the confidence schedule and the grammar cut them; may replace them (tests: an oracle that knows the tokens
   // decoding without drafts gives, so every acceptance count is exercised). n_generated: the
   // tokens the sequence has generated so far, the one just sampled included.
   std::function<void(RequestId request, int32_t sample_index, int32_t n_generated, std::vector<int32_t>* drafts)>

@@ -107,6 +107,15 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
     return sampler_->sample_row(logits, *in).token;
   };
   DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
+  if (debug_.on_drafts) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k].n_drafts == 0) continue;
+      const SequenceState* s = outputs_->find(plan.seqs[inputs[k].plan_row].seq_id);
+      ModelRunner::Drafts& d = drafts[k];
+      debug_.on_drafts(s->request_id, s->sample_index, s->n_generated, &d.tokens);
+      d.confidence.resize(d.tokens.size(), 1.0f);
+    }
+  }
   if (options_.mtp_varlen) {
     // Confidence-scheduled verification: the load-aware global budget over every request's
     // survival estimates (draft_budget.h), the step's cost fitted from the steps so far.
@@ -127,9 +136,15 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
     ModelRunner::Drafts& d = drafts[k];
     if (inputs[k].n_drafts == 0) continue;  // a prompt chunk: nothing to verify next
     const kv::SeqId seq = plan.seqs[inputs[k].plan_row].seq_id;
-    if (debug_.on_drafts) {
-      const SequenceState* s = outputs_->find(seq);
-      debug_.on_drafts(s->request_id, s->sample_index, s->n_generated, &d.tokens);
+    // A grammar row's drafts end before the first token its grammar does not allow there: such a
+    // draft is surely rejected, and the rows after it are verified for nothing.
+    if (SequenceState* s = outputs_->find(seq); s != nullptr && s->matcher != nullptr) {
+      int32_t valid = 0;
+      while (static_cast<size_t>(valid) < d.tokens.size() && s->matcher->accept(d.tokens[static_cast<size_t>(valid)])) {
+        ++valid;
+      }
+      DI_RETURN_IF_ERROR(s->matcher->rollback(valid));
+      d.tokens.resize(static_cast<size_t>(valid));
     }
     if (!d.tokens.empty()) next_drafts_.emplace_back(seq, std::move(d.tokens));
   }

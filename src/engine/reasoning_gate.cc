@@ -35,10 +35,29 @@ Status ReasoningGatedMatcher::fill_bitmask(std::span<uint32_t> words) {
 }
 
 bool ReasoningGatedMatcher::accept(int32_t token) {
-  if (answering_) return inner_->accept(token);
+  if (answering_) {
+    if (!inner_->accept(token)) return false;
+    kinds_.push_back(2);
+    return true;
+  }
   if (std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end()) return false;
   if (token == reasoning_end_) answering_ = true;
+  kinds_.push_back(answering_ ? 1 : 0);
   return true;
+}
+
+Status ReasoningGatedMatcher::rollback(int32_t n) {
+  if (n < 0 || static_cast<size_t>(n) > kinds_.size()) {
+    return invalid_argument("structured output: rollback of {} tokens, {} accepted", n, kinds_.size());
+  }
+  int32_t inner = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const uint8_t kind = kinds_.back();
+    kinds_.pop_back();
+    if (kind == 2) ++inner;
+    if (kind == 1) answering_ = false;
+  }
+  return inner > 0 ? inner_->rollback(inner) : Status::ok();
 }
 
 }  // namespace deepinfer::engine

@@ -27,6 +27,7 @@ class ReasoningGatedMatcher final : public StructuredOutputMatcher {
   Status fill_bitmask(std::span<uint32_t> words) override;
   bool accept(int32_t token) override;
   bool is_terminated() const override { return answering_ && inner_->is_terminated(); }
+  Status rollback(int32_t n) override;
 
   bool answering() const { return answering_; }  // `</think>` was accepted
 
@@ -36,6 +37,9 @@ class ReasoningGatedMatcher final : public StructuredOutputMatcher {
   std::vector<int32_t> eos_ids_;
   int32_t n_vocab_;
   bool answering_ = false;
+  // Per accepted token: 0 reasoning (free), 1 the `</think>` that started the answer, 2 fed to
+  // the inner matcher — what rollback() undoes.
+  std::vector<uint8_t> kinds_;
 };
 
 }  // namespace deepinfer::engine

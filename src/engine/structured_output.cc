@@ -93,6 +93,7 @@ class GrammarOutputMatcher final : public StructuredOutputMatcher {
   Status fill_bitmask(std::span<uint32_t> words) override { return matcher_.fill_bitmask(words); }
   bool accept(int32_t token) override { return matcher_.accept(token); }
   bool is_terminated() const override { return matcher_.is_terminated(); }
+  Status rollback(int32_t n) override { return matcher_.rollback(n); }
 
  private:
   GrammarMatcher matcher_;

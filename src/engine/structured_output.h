@@ -27,6 +27,9 @@ class StructuredOutputMatcher {
   virtual bool accept(int32_t token) = 0;
   // The grammar reached its end (only EOS may follow).
   virtual bool is_terminated() const = 0;
+  // Undoes the last n accepted tokens (speculative decoding checks drafts against the grammar
+  // and takes them back); errors if fewer were accepted.
+  virtual Status rollback(int32_t n) = 0;
 };
 
 // Thread-safe: compile() may be called from any submitting thread.

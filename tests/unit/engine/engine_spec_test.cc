@@ -276,6 +276,21 @@ TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
   const Outcome oracle_run = run(requests, o, oracle(plain.outputs, 3, 1000, true));
   expect_same(oracle_run.outputs, plain.outputs);
   EXPECT_GT(oracle_run.stats.n_accepted_draft_tokens, 0);
+  // Drafts the grammar cannot take are cut before verification: every second draft a digit
+  // (outside the regex), so no row verifies more than one.
+  auto probe = testing::open_micro(o);
+  ASSERT_NE(probe, nullptr);
+  const std::vector<int32_t> digit = probe->tokenizer()->encode("7", false);
+  ASSERT_EQ(digit.size(), 1u);
+  engine::DebugOptions cut;
+  cut.on_drafts = [&](RequestId, int32_t, int32_t, std::vector<int32_t>* drafts) {
+    if (drafts->size() < 2) drafts->resize(2, digit[0]);
+    (*drafts)[1] = digit[0];
+  };
+  const Outcome cut_run = run(requests, o, cut);
+  expect_same(cut_run.outputs, plain.outputs);
+  EXPECT_GT(cut_run.stats.n_draft_rows, 0);
+  EXPECT_LE(cut_run.stats.n_draft_tokens, cut_run.stats.n_draft_rows);
 }
 
 TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {

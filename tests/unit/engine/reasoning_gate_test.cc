@@ -32,6 +32,11 @@ class RecordingMatcher final : public StructuredOutputMatcher {
     return token == 5 || (token == kEos && seen_->size() > 1);
   }
   bool is_terminated() const override { return !seen_->empty(); }
+  Status rollback(int32_t n) override {
+    rolled_back += n;
+    return Status::ok();
+  }
+  int32_t rolled_back = 0;
 
  private:
   std::vector<int32_t>* seen_;
@@ -73,6 +78,30 @@ TEST(ReasoningGateTest, ReasoningIsFreeButEosAndTheGrammarStartsAfterThinkEnd) {
   EXPECT_TRUE(gate.is_terminated());
   EXPECT_FALSE(gate.accept(kThinkEnd));  // a second </think> goes to the grammar, which refuses it
   EXPECT_EQ(seen, (std::vector<int32_t>{5, kThinkEnd}));
+}
+
+// Speculative decoding checks drafts and takes them back: a rollback across `</think>` returns
+// to free reasoning and hands the inner matcher back only the tokens it saw.
+TEST(ReasoningGateTest, RollbackUndoesAcrossThinkEnd) {
+  std::vector<int32_t> seen;
+  auto inner = std::make_unique<RecordingMatcher>(&seen);
+  RecordingMatcher* recording = inner.get();
+  ReasoningGatedMatcher gate(std::move(inner), kThinkEnd, {kEos}, kVocab);
+  EXPECT_TRUE(gate.accept(7));
+  EXPECT_TRUE(gate.accept(kThinkEnd));
+  EXPECT_TRUE(gate.accept(5));
+  EXPECT_FALSE(gate.accept(9));  // refused by the grammar: not counted
+  EXPECT_TRUE(gate.answering());
+  ASSERT_TRUE(gate.rollback(1).is_ok());
+  EXPECT_EQ(recording->rolled_back, 1);
+  EXPECT_TRUE(gate.answering());
+  ASSERT_TRUE(gate.rollback(1).is_ok());  // the `</think>` itself
+  EXPECT_FALSE(gate.answering());
+  EXPECT_EQ(recording->rolled_back, 1);
+  EXPECT_FALSE(gate.rollback(2).is_ok());  // only one token left
+  ASSERT_TRUE(gate.rollback(1).is_ok());
+  EXPECT_TRUE(gate.accept(kThinkEnd));
+  EXPECT_TRUE(gate.answering());
 }
 
 TEST(ReasoningGateTest, InnerTerminationDoesNotEndTheReasoning) {
