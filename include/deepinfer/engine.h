@@ -62,8 +62,8 @@ struct EngineOptions {
   // — each step verifies the global budget of drafts that maximises expected tokens per second
   // (survival estimates = products of the drafter's per-draft confidences, against the step time
   // fitted as a function of its tokens), never a draft whose survival is below
-  // draft_min_survival; with nextn_decode 0 the cap per request is the DSpark block size (V4.1)
-  // or 3 (V4 MTP).
+  // draft_min_survival; with nextn_decode 0 the cap per request is 5 (upstream DeepInfer's
+  // default; V4.1's DSpark block).
   bool mtp_varlen = false;
   int32_t nextn_decode = 0;
   float draft_min_survival = 0.0f;

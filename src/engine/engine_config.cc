@@ -85,7 +85,8 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
     const bool dspark = c.dspark_block_size > 0;
     ec.drafter = dspark ? Drafter::kDspark : Drafter::kMtp;
     const int32_t block = static_cast<int32_t>(c.dspark_block_size);
-    ec.sched.max_draft_tokens = options.nextn_decode > 0 ? options.nextn_decode : (dspark ? block : 3);
+    // Upstream DeepInfer's default max draft length is 5, V4.1's DSpark block.
+    ec.sched.max_draft_tokens = options.nextn_decode > 0 ? options.nextn_decode : (dspark ? block : 5);
     if (dspark && ec.sched.max_draft_tokens > block) {
       return invalid_argument("nextn_decode = {} exceeds the DSpark block of {} drafts", options.nextn_decode, block);
     }

@@ -237,11 +237,11 @@ TEST(EngineSpecTest, ConfidenceScheduledDraftsStopWhereTheSurvivalDoes) {
   EngineOptions base = testing::micro_options();
   const Outcome plain = run(mixed_requests(512, std::nullopt), base);
   EngineOptions o = base;
-  o.mtp_varlen = true;  // nextn_decode 0: up to 3 MTP drafts, fewer where the estimate drops
+  o.mtp_varlen = true;  // nextn_decode 0: up to 5 MTP drafts, fewer where the estimate drops
   o.draft_min_survival = 0.05f;
   const Outcome varlen = run(mixed_requests(512, std::nullopt), o);
   expect_same(varlen.outputs, plain.outputs);
-  EXPECT_LE(varlen.stats.n_draft_tokens, 3 * varlen.stats.n_draft_rows);
+  EXPECT_LE(varlen.stats.n_draft_tokens, 5 * varlen.stats.n_draft_rows);
   // A survival threshold no draft of a random model reaches: nothing is drafted.
   o.draft_min_survival = 0.999f;
   const Outcome none = run(mixed_requests(512, std::nullopt), o);
