@@ -16,41 +16,17 @@ namespace {
 using testing::ids_request;
 using testing::prompt_ids;
 
-struct Outcome {
-  std::vector<GenerateOutput> outputs;
-  EngineStats stats;
-};
+using testing::Outcome;
 
 Outcome run(std::vector<Request> requests, bool async, int32_t max_num_seqs = 8,
             EngineOptions o = testing::micro_options()) {
   o.async_scheduling = async;
   o.max_num_seqs = max_num_seqs;
-  auto engine = testing::open_micro(o);
-  EXPECT_NE(engine, nullptr);
-  if (engine == nullptr) return {};
-  auto outs = engine->generate(std::move(requests));
-  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
-  testing::expect_all_free(*engine);
-  return {outs.is_ok() ? std::move(outs).value() : std::vector<GenerateOutput>{}, engine->stats()};
+  return testing::generate_all(std::move(requests), o);
 }
 
 void expect_same(const std::vector<GenerateOutput>& a, const std::vector<GenerateOutput>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i].sequences.size(), b[i].sequences.size()) << "request " << i;
-    for (size_t j = 0; j < a[i].sequences.size(); ++j) {
-      const GenerateOutput::Sequence &x = a[i].sequences[j], &y = b[i].sequences[j];
-      EXPECT_EQ(x.token_ids, y.token_ids) << "request " << i << " sample " << j;
-      EXPECT_EQ(x.finish, y.finish) << "request " << i << " sample " << j;
-      EXPECT_EQ(x.error, y.error);
-      ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << "request " << i << " sample " << j;
-      for (size_t k = 0; k < x.logprobs.size(); ++k) {
-        EXPECT_EQ(x.logprobs[k].token, y.logprobs[k].token);
-        EXPECT_EQ(x.logprobs[k].logprob, y.logprobs[k].logprob);
-        EXPECT_EQ(x.logprobs[k].top, y.logprobs[k].top);
-      }
-    }
-  }
+  testing::expect_same_outputs(a, b);
 }
 
 std::vector<Request> mixed_requests(int32_t stop_id) {

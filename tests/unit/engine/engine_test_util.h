@@ -115,4 +115,42 @@ inline void expect_all_free(const Engine& engine) {
   EXPECT_EQ(d.n_pending_snapshots, 0);
 }
 
+// A batch's outputs and the engine's counters after it.
+struct Outcome {
+  std::vector<GenerateOutput> outputs;
+  EngineStats stats;
+};
+
+// `requests` through a fresh engine (integrity checked after every step), every resource free after.
+inline Outcome generate_all(std::vector<Request> requests, const EngineOptions& o, engine::DebugOptions debug = {}) {
+  auto engine = open_micro(o, std::move(debug));
+  EXPECT_NE(engine, nullptr);
+  if (engine == nullptr) return {};
+  auto outs = engine->generate(std::move(requests));
+  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+  expect_all_free(*engine);
+  return {outs.is_ok() ? std::move(outs).value() : std::vector<GenerateOutput>{}, engine->stats()};
+}
+
+// Two runs' outputs equal token for token: ids, text, finish, error and logprobs.
+inline void expect_same_outputs(const std::vector<GenerateOutput>& a, const std::vector<GenerateOutput>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sequences.size(), b[i].sequences.size()) << "request " << i;
+    for (size_t j = 0; j < a[i].sequences.size(); ++j) {
+      const GenerateOutput::Sequence &x = a[i].sequences[j], &y = b[i].sequences[j];
+      EXPECT_EQ(x.token_ids, y.token_ids) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.text, y.text) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.finish, y.finish) << "request " << i << " sample " << j;
+      EXPECT_EQ(x.error, y.error);
+      ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << "request " << i << " sample " << j;
+      for (size_t k = 0; k < x.logprobs.size(); ++k) {
+        EXPECT_EQ(x.logprobs[k].token, y.logprobs[k].token);
+        EXPECT_EQ(x.logprobs[k].logprob, y.logprobs[k].logprob);
+        EXPECT_EQ(x.logprobs[k].top, y.logprobs[k].top);
+      }
+    }
+  }
+}
+
 }  // namespace deepinfer::testing
