@@ -30,6 +30,10 @@ void setup(CLI::App* app) {
                 "sample every step on the host from the copied logits (the path of rows with bias, masks, penalties)");
   app->add_flag("!--no-async-scheduling", o->async_scheduling,
                 "wait for each step's tokens before planning the next (the synchronous loop, for comparison)");
+  app->add_option("--nextn-decode", o->nextn_decode,
+                  "speculative decoding: drafts per step (the synthetic model gets the MTP block)")
+      ->capture_default_str();
+  app->add_flag("--mtp-varlen", o->mtp_varlen, "speculative decoding with confidence-scheduled verification");
   app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "engine: tokens per step")
       ->capture_default_str();
   app->add_option("--seed", o->seed, "prompt and sampling seed")->capture_default_str();

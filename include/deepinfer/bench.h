@@ -69,6 +69,11 @@ struct EngineBenchOptions {
   // penalties or processed logprobs.
   bool host_sampling = false;
   bool async_scheduling = true;       // EngineOptions::async_scheduling (--no-async-scheduling: off)
+  // Speculative decoding (EngineOptions::nextn_decode, mtp_varlen): the synthetic model then
+  // carries V4-Flash's MTP block too (random weights: its drafts are almost never accepted, so the
+  // rows measure the mechanism's cost, not its gain).
+  int32_t nextn_decode = 0;
+  bool mtp_varlen = false;
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

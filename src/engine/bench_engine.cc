@@ -158,6 +158,8 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"regex", o.regex},
               {"host_sampling", o.host_sampling},
               {"async_scheduling", o.async_scheduling},
+              {"nextn_decode", o.nextn_decode},
+              {"mtp_varlen", o.mtp_varlen},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"output_tokens", out_tokens},
@@ -206,6 +208,7 @@ Status check_options(const EngineBenchOptions& o) {
     return invalid_argument("bench-engine: --frequency-penalty {} (must be in [-2, 2])", o.frequency_penalty);
   }
   if (o.logprobs > 20) return invalid_argument("bench-engine: --logprobs {} (at most 20)", o.logprobs);
+  if (o.nextn_decode < 0) return invalid_argument("bench-engine: --nextn-decode {} (must be >= 0)", o.nextn_decode);
   if (o.model.empty() && o.layers < 1) return invalid_argument("bench-engine: --layers {} (must be >= 1)", o.layers);
   return Status::ok();
 }
@@ -221,6 +224,8 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   eo.max_num_seqs = max_c;
   eo.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.async_scheduling = o.async_scheduling;
+  eo.nextn_decode = o.nextn_decode;
+  eo.mtp_varlen = o.mtp_varlen;
   eo.max_model_len = o.input_len + o.output_len;
   // Every sequence's history fits at once (no preemption), whatever the default KV budget.
   eo.kv_blocks = max_c * ((eo.max_model_len + eo.block_tokens - 1) / eo.block_tokens + 1);
@@ -229,7 +234,8 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   std::unique_ptr<engine::EngineImpl> e;
   if (o.model.empty()) {
     DI_ASSIGN_OR_RETURN(const model::Numerics numerics, engine::parse_numerics(o.numerics));
-    DI_ASSIGN_OR_RETURN(auto loaded, engine::synthetic_loaded_model(o.layers, o.device, numerics, 7));
+    const bool mtp = o.nextn_decode > 0 || o.mtp_varlen;
+    DI_ASSIGN_OR_RETURN(auto loaded, engine::synthetic_loaded_model(o.layers, o.device, numerics, 7, mtp));
     eo.model = loaded->dir;
     DI_ASSIGN_OR_RETURN(e, engine::EngineImpl::create(eo, debug, std::move(loaded)));
   } else {

@@ -237,9 +237,14 @@ StepCost prefill_cost(const loader::ModelConfig& c, int64_t n) {
 }
 
 Result<std::unique_ptr<LoadedModel>> synthetic_loaded_model(int64_t layers, const std::string& device,
-                                                            model::Numerics numerics, uint64_t seed) {
+                                                            model::Numerics numerics, uint64_t seed, bool mtp) {
   auto lm = std::make_unique<LoadedModel>();
   lm->config = v4_flash_config(layers);
+  if (mtp) {
+    lm->config.n_mtp_layers = 1;
+    lm->config.num_nextn_predict_layers = 1;
+    lm->config.compress_ratios.push_back(0);  // the MTP block is window-only
+  }
   lm->dir = fmt::format("synthetic V4-Flash ({} layers)", layers);
   DI_ASSIGN_OR_RETURN(lm->ops, make_ops(device));
   DI_ASSIGN_OR_RETURN(lm->synthetic, synthetic_device_weights(lm->config, lm->ops.get(), seed));

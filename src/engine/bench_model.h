@@ -22,8 +22,9 @@ loader::ModelConfig v4_flash_config(int64_t layers);
 Result<std::unique_ptr<loader::TensorSource>> synthetic_device_weights(const loader::ModelConfig& config,
                                                                        ops::Ops* ops, uint64_t seed);
 // A LoadedModel (the engine's) on those weights: the engine benchmark's model. CUDA only.
+// mtp: V4-Flash's MTP block mtp.0 too (speculative decoding).
 Result<std::unique_ptr<LoadedModel>> synthetic_loaded_model(int64_t layers, const std::string& device,
-                                                            model::Numerics numerics, uint64_t seed);
+                                                            model::Numerics numerics, uint64_t seed, bool mtp = false);
 
 // Fills window rings, compressor states and history pools with random values (never time zeros).
 Status randomize_kv(model::KvState& state, ops::Ops* ops, uint64_t seed);

@@ -156,6 +156,25 @@ TEST(BenchEngineTest, BadOptionsAreNamed) {
   expect_error(o, "/nonexistent/model/dir");
 }
 
+// --nextn-decode: each row counts the drafts verified and accepted (the micro model's MTP block).
+TEST(BenchEngineTest, SpeculativeRowsCountTheirDrafts) {
+  EngineBenchOptions o = micro_bench();
+  o.concurrency = {2};
+  o.output_len = 9;
+  o.nextn_decode = 2;
+  auto out = run_engine_benchmark(o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const auto r = nlohmann::json::parse(*out)["rows"][0];
+  SCOPED_TRACE(r.dump());
+  EXPECT_EQ(r["nextn_decode"].get<int>(), 2);
+  EXPECT_EQ(r["output_tokens"].get<double>(), 18.0);
+  EXPECT_GT(r["draft_rows"].get<int>(), 0);
+  EXPECT_LE(r["draft_tokens"].get<int>(), 2 * r["draft_rows"].get<int>());
+  EXPECT_LE(r["accepted_draft_tokens"].get<int>(), r["draft_tokens"].get<int>());
+  o.nextn_decode = -1;
+  EXPECT_FALSE(run_engine_benchmark(o).is_ok());
+}
+
 // EngineStats::step_times: every phase of a step is timed, forward included.
 TEST(BenchEngineTest, EngineStatsTimeTheStepPhases) {
   auto engine = testing::open_micro();
