@@ -86,7 +86,11 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
       if (sp.n_draft_tokens > 0) n_valid[i] = valid;
       in.next.assign(sp.token_ids.begin() + 1, sp.token_ids.begin() + valid);
       in.next.push_back(out.tokens.back());
-      in.n_drafts = config_.sched.max_draft_tokens;
+      // No more drafts than the sequence has room for (the scheduler would drop the rest; the
+      // drafter's rows must stay inside the model's positions).
+      const int64_t n_after = static_cast<int64_t>(req->tokens.size() + out.tokens.size());
+      in.n_drafts = static_cast<int32_t>(std::clamp<int64_t>(scheduler_->max_seq_tokens() - n_after - 1, 0,
+                                                             config_.sched.max_draft_tokens));
     }
     inputs.push_back(std::move(in));
   }
@@ -134,7 +138,7 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
   }
   for (size_t k = 0; k < inputs.size(); ++k) {
     ModelRunner::Drafts& d = drafts[k];
-    if (inputs[k].n_drafts == 0) continue;  // a prompt chunk: nothing to verify next
+    if (inputs[k].n_drafts == 0) continue;  // a prompt chunk or no room: nothing to verify next
     const kv::SeqId seq = plan.seqs[inputs[k].plan_row].seq_id;
     // A grammar row's drafts end before the first token its grammar does not allow there: such a
     // draft is surely rejected, and the rows after it are verified for nothing.

@@ -236,10 +236,14 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_dspark(const sched
     const DraftInput& in = inputs[k];
     if (in.n_drafts <= 0) continue;  // the rings were seeded by the step's forward
     const sched::SeqPlan& sp = plan.seqs[in.plan_row];
-    // The block: the token just sampled, then noise, at the positions after the valid rows.
-    std::vector<int32_t> ids(static_cast<size_t>(block), static_cast<int32_t>(c.dspark_noise_token_id));
+    // The block: the token just sampled, then noise, at the positions after the valid rows (cut
+    // short at the model's last position).
+    const int32_t first = sp.first_position + static_cast<int32_t>(in.next.size());
+    const auto rows_left = static_cast<int32_t>(std::min<int64_t>(block, c.max_position_embeddings - first));
+    if (rows_left <= 0) continue;
+    std::vector<int32_t> ids(static_cast<size_t>(rows_left), static_cast<int32_t>(c.dspark_noise_token_id));
     ids[0] = in.next.back();
-    add_rows(b, sp, sp.first_position + static_cast<int32_t>(in.next.size()), ids, sp.window_floor);
+    add_rows(b, sp, first, ids, sp.window_floor);
     drafting.push_back(k);
     rows.push_back(in.plan_row);
   }
@@ -250,7 +254,7 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_dspark(const sched
     const DraftInput& in = inputs[drafting[j]];
     const size_t begin = static_cast<size_t>(b.seqs[j].token_begin);
     // Row i proposes the token at the block's position i + 1.
-    for (int32_t i = 0; i < std::min(in.n_drafts, block); ++i) {
+    for (int32_t i = 0; i < std::min(in.n_drafts, b.seqs[j].n_tokens); ++i) {
       out[drafting[j]].tokens.push_back(r.draft_tokens[begin + static_cast<size_t>(i)]);
       out[drafting[j]].confidence.push_back(1.0f / (1.0f + std::exp(-r.confidence[begin + static_cast<size_t>(i)])));
     }

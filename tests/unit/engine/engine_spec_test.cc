@@ -287,6 +287,36 @@ TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {
   EXPECT_LT(corrupted.stats.n_accepted_draft_tokens, corrupted.stats.n_draft_tokens);
 }
 
+// Sequences that run to the end of what they may hold: drafts stop where the room does, and
+// V4.1's DSpark block is cut at the model's last position (tiny-v41 has 4,096).
+TEST(EngineSpecTest, DraftsStayInsideTheSequencesRoom) {
+  EngineOptions o = testing::micro_options();
+  o.max_model_len = 44;
+  std::vector<Request> micro = {ids_request(prompt_ids(30, 7), 100, 3, 0.8f),
+                                ids_request(prompt_ids(35, 8), 100, std::nullopt, 0.0f)};
+  const Outcome plain = run(micro, o);
+  o.nextn_decode = 3;
+  const Outcome spec = run(micro, o, oracle(plain.outputs, 3, 512, false));
+  expect_same(spec.outputs, plain.outputs);
+  ASSERT_EQ(spec.outputs.size(), 2u);
+  EXPECT_EQ(spec.outputs[0].sequences.at(0).finish, FinishReason::kLength);
+  EXPECT_EQ(spec.outputs[0].sequences.at(0).token_ids.size(), 14u);
+
+  EngineOptions v41 = testing::micro_options();
+  v41.model = testing::synthetic_model_dir("tiny-v41");
+  v41.block_tokens = 32;
+  v41.kv_blocks = 136;
+  v41.max_num_batched_tokens = 4096;
+  const std::vector<Request> longest = {ids_request(prompt_ids(4085, 9), 100, std::nullopt, 0.0f)};
+  const Outcome plain41 = run(longest, v41);
+  ASSERT_EQ(plain41.outputs.size(), 1u);
+  EXPECT_EQ(plain41.outputs[0].sequences.at(0).token_ids.size(), 11u);  // to position 4,095
+  v41.nextn_decode = 5;
+  const Outcome spec41 = run(longest, v41);
+  expect_same(spec41.outputs, plain41.outputs);
+  EXPECT_GT(spec41.stats.n_draft_rows, 0);
+}
+
 TEST(EngineSpecTest, BadSpeculativeOptionsAreNamed) {
   EngineOptions o = testing::micro_options();
   o.nextn_decode = 2;
