@@ -166,8 +166,6 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   // Chained rows: the MTP's own output state and the draft just made, one position further; their
   // ring entries are speculative, so the MTP ring is set aside (in the rewind slot, free now) and
   // brought back after.
-  int32_t max_drafts = 0;
-  for (size_t k : drafting) max_drafts = std::max(max_drafts, inputs[k].n_drafts);
   const int64_t main_layers = c.num_hidden_layers;
   std::vector<int32_t> ids;
   std::vector<float> prob;
