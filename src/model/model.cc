@@ -157,8 +157,7 @@ ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture
   ForwardResult result;
   result.logits = head(x, weights_.hc_head, weights_.norm, b.logit_rows);
   if (b.keep_hidden_all) {
-    result.hidden = ops_->alloc(act_dtype(), {T, hc, D});
-    ops_->copy(x, result.hidden);
+    result.hidden = x;  // the streams' own buffer: nothing writes it after the last layer
   } else if (b.keep_hidden && !b.logit_rows.empty()) {
     result.hidden = ops_->alloc(act_dtype(), {static_cast<int64_t>(b.logit_rows.size()), hc, D});
     ops_->gather_rows(x.reshape({T, hc * D}), b.logit_rows,
