@@ -10,7 +10,6 @@
 // on the drafts, only how many steps it takes. So outputs with drafts are those without, token for
 // token, given row-for-row logits (the CPU backend's are batch- and chunk-invariant).
 #include <algorithm>
-#include <limits>
 
 #include "engine/draft_budget.h"
 #include "engine/engine_impl.h"

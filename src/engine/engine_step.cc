@@ -251,7 +251,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
   // Host rows: their inputs gathered in plan order (grammar masks are filled per sequence), then
   // sampled together across threads (Sampler::sample_rows; a row's token depends on its inputs
   // only), then accepted in plan order below.
-  std::vector<size_t> host, spec;
+  std::vector<size_t> host;
   std::vector<sample::RowInput> inputs;
   std::vector<const float*> rows;
   for (size_t i = 0; i < n; ++i) {
@@ -260,10 +260,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(sp.seq_id);
     if (s == nullptr) continue;  // ended while in flight: the scheduler drops its output
-    if (sp.n_draft_tokens > 0) {  // verified on its own, after the batch below (engine_spec.cc)
-      spec.push_back(i);
-      continue;
-    }
+    if (sp.n_draft_tokens > 0) continue;  // verified on its own, after the batch below (engine_spec.cc)
     if (device != nullptr) {  // the device's choice (logits not read)
       sampled[i] = device->row_output(static_cast<size_t>(logit_row[i]), s->params->logprobs);
       continue;
@@ -283,7 +280,7 @@ std::vector<sched::SeqOutput> EngineImpl::sample_plan(const sched::BatchPlan& pl
     if (logit_row[i] < 0) continue;
     SequenceState* s = outputs_->find(plan.seqs[i].seq_id);
     if (s == nullptr) continue;
-    if (std::find(spec.begin(), spec.end(), i) != spec.end()) {
+    if (plan.seqs[i].n_draft_tokens > 0) {
       Result<sched::SeqOutput> verified = verify_drafts(plan.seqs[i], result, logit_row[i], *s, device);
       if (!verified.is_ok()) {
         end_sequence(plan.seqs[i].seq_id, FinishReason::kError, verified.status().message());

@@ -103,10 +103,11 @@ class ModelRunner {
     size_t plan_row = 0;       // index in plan.seqs
     std::vector<int32_t> next; // the token after each valid row of the step, in order (its last
                                // entry the token just sampled; a prompt chunk's, the prompt's next)
-    int32_t n_drafts = 0;      // drafts wanted (0: feed the drafter's ring only: a prompt chunk)
+    int32_t n_drafts = 0;      // drafts wanted (0: feed the drafter's ring only: a prompt chunk,
+                               // or a sequence with no room left)
   };
-  // Per input: up to n_drafts greedy draft tokens and, for each, the drafter's estimate that it is
-  // accepted given the ones before it (V4.1: sigmoid of the confidence head; V4: the MTP's
+  // Per input: up to n_drafts draft tokens (picked as DraftPicker says) and, for each, the
+  // drafter's estimate that it is accepted given the ones before it (V4.1: sigmoid of the confidence head; V4: the MTP's
   // probability of its own pick).
   struct Drafts {
     std::vector<int32_t> tokens;
