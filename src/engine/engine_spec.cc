@@ -10,6 +10,7 @@
 // on the drafts, only how many steps it takes. So outputs with drafts are those without, token for
 // token, given row-for-row logits (the CPU backend's are batch- and chunk-invariant).
 #include <algorithm>
+#include <optional>
 
 #include "engine/draft_budget.h"
 #include "engine/engine_impl.h"
@@ -95,19 +96,32 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
   }
   DI_RETURN_IF_ERROR(runner_->rewind(plan, n_valid));
   if (inputs.empty()) return Status::ok();
-  // Coupled drafts (MTP): a sampled request's drafts are drawn by its own sampler with its own
-  // noise at the positions they would occupy, so wherever the drafter's distribution is close to
-  // the target's it proposes the very token verification samples there (greedy requests: argmax).
-  auto pick = [&](size_t k, int32_t j, std::span<const float> logits) -> int32_t {
+  // Coupled drafts (MTP): a request's drafts are drawn by its own sampler with its own noise at
+  // the positions they would occupy, so wherever the drafter's distribution is close to the
+  // target's it proposes the very token verification samples there (greedy requests: the argmax
+  // of their adjusted logits). The picks run where the logits are unless the host samples
+  // everything (DebugOptions::host_sampling); a row whose input cannot be built is picked greedily.
+  auto row_input = [&](size_t k, int32_t j) -> std::optional<sample::RowInput> {
     const sched::SeqPlan& sp = plan.seqs[inputs[k].plan_row];
     SequenceState* s = outputs_->find(sp.seq_id);
-    if (s == nullptr || s->params->temperature == 0.0f) return -1;
+    if (s == nullptr) return std::nullopt;
     const int64_t position = int64_t{sp.first_position} + static_cast<int64_t>(inputs[k].next.size()) + 1 + j;
     Result<sample::RowInput> in = outputs_->row_input(*s, position);
-    if (!in.is_ok()) return -1;
+    if (!in.is_ok()) return std::nullopt;
     if (j > 0) in->token_bitmask = {};  // the grammar's mask follows the accepted tokens only
-    if (!sampler_->check_row(*in, 0).is_ok()) return -1;
-    return sampler_->sample_row(logits, *in).token;
+    if (!sampler_->check_row(*in, 0).is_ok()) return std::nullopt;
+    return std::move(*in);
+  };
+  ModelRunner::DraftPicker pick;
+  if (!debug_.host_sampling) {
+    pick.device = [&](size_t k, int32_t j, size_t row, DeviceSamplePlan* device) {
+      if (std::optional<sample::RowInput> in = row_input(k, j)) device->add(row, *in, sampler_->config(), -1);
+      return true;
+    };
+  }
+  pick.host = [&](size_t k, int32_t j, std::span<const float> logits) -> int32_t {
+    std::optional<sample::RowInput> in = row_input(k, j);
+    return in ? sampler_->sample_row(logits, *in).token : -1;
   };
   DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
   if (debug_.on_drafts) {

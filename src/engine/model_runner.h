@@ -114,10 +114,17 @@ class ModelRunner {
     std::vector<float> confidence;
   };
   // How the MTP drafter picks draft j of input k from its logits row (V4; DSpark's Markov chain
-  // is greedy inside the model): -1 = the greedy pick. The engine samples a sampled request's
-  // drafts with the request's own sampler and noise (coupled drafts: accepted whenever the
-  // drafter's distribution puts the same noise's winner where the target's does).
-  using DraftPicker = std::function<int32_t(size_t k, int32_t j, std::span<const float> logits)>;
+  // is greedy inside the model). The engine samples a request's drafts with the request's own
+  // sampler and noise (coupled drafts: accepted whenever the drafter's distribution puts the same
+  // noise's winner where the target's does). Where the logits are: `device` adds the pick's row
+  // `row` to the plan (DeviceSamplePlan::add; a row it leaves out is the greedy pick) and returns
+  // true — then only ids and raw logprobs come back, not [rows, vocab] logits. It returns false
+  // when some pick needs the host sampler: `host` then picks from the row's logits (-1 = greedy).
+  // Neither set: greedy picks on the device.
+  struct DraftPicker {
+    std::function<bool(size_t k, int32_t j, size_t row, DeviceSamplePlan* plan)> device;
+    std::function<int32_t(size_t k, int32_t j, std::span<const float> logits)> host;
+  };
   Result<std::vector<Drafts>> propose(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
                                       const DraftPicker& pick = {});
   Drafter drafter() const { return drafter_; }
@@ -143,6 +150,11 @@ class ModelRunner {
   Result<std::vector<Drafts>> propose_mtp(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
                                           const DraftPicker& pick);
   Result<std::vector<Drafts>> propose_dspark(const sched::BatchPlan& plan, std::span<const DraftInput> inputs);
+  // The picks of logits [rows, V] (row r: input live[r], draft j) as DraftPicker says, and each
+  // pick's softmax probability under the raw logits (the drafter's confidence); ids -1 where a row
+  // has nothing finite.
+  Status pick_drafts(const tensor::TensorView& logits, std::span<const size_t> live, int32_t j,
+                     const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob);
 
   LoadedModel* model_;
   model::KvState state_;
@@ -171,6 +183,8 @@ class ModelRunner {
     int32_t floor = 0, next = 0;
   };
   std::unordered_map<kv::SeqId, MtpRows> mtp_rows_;
+  DeviceSamplePlan draft_plan_;     // the MTP picks' sampling (kept: its vectors' memory)
+  DeviceSampled draft_sampled_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
 };
 

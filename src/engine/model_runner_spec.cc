@@ -96,30 +96,42 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose(const sched::Batch
   return failed_precondition("propose: the engine runs without a drafter");
 }
 
-namespace {
-
-// Each logits row's pick (`pick(live[r], j, row)`, or the greedy one: lowest id on ties) and its
-// softmax probability under the raw logits (the drafter's confidence).
-void pick_rows(ops::Ops& ops, const TensorView& logits, std::span<const size_t> live, int32_t j,
-               const ModelRunner::DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob) {
+Status ModelRunner::pick_drafts(const TensorView& logits, std::span<const size_t> live, int32_t j,
+                                const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob) {
   const int64_t n = logits.shape[0], V = logits.shape[1];
+  ids->assign(static_cast<size_t>(n), -1);
+  prob->assign(static_cast<size_t>(n), 0.0f);
+  bool on_device = pick.device || !pick.host;
+  draft_plan_.clear();
+  for (size_t r = 0; r < live.size() && on_device && pick.device; ++r) on_device = pick.device(live[r], j, r, &draft_plan_);
+  if (on_device) {
+    // Each pick's raw logprob is its confidence: one number per row comes back with the id.
+    draft_plan_.finish(static_cast<size_t>(n));
+    draft_plan_.n_top = 0;
+    DI_RETURN_IF_ERROR(sample_on_device(logits, draft_plan_, &draft_sampled_));
+    for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
+      (*ids)[r] = draft_sampled_.ids[r];
+      if ((*ids)[r] >= 0) (*prob)[r] = std::exp(draft_sampled_.logprob[r]);
+    }
+    return Status::ok();
+  }
+  ops::Ops& ops = *model_->ops;
   std::vector<float> host(static_cast<size_t>(n * V));
   ops.copy(logits, TensorView::contiguous(host.data(), DType::kF32, {n, V}));
-  ids->assign(static_cast<size_t>(n), 0);
-  prob->assign(static_cast<size_t>(n), 0.0f);
   for (int64_t r = 0; r < n; ++r) {
     const float* row = &host[static_cast<size_t>(r * V)];
     const float best = *std::max_element(row, row + V);
-    int64_t id = pick ? pick(live[static_cast<size_t>(r)], j, std::span<const float>(row, static_cast<size_t>(V))) : -1;
+    if (!std::isfinite(best)) continue;
+    int64_t id = pick.host ? pick.host(live[static_cast<size_t>(r)], j, std::span<const float>(row, static_cast<size_t>(V)))
+                           : -1;
     if (id < 0 || id >= V) id = std::max_element(row, row + V) - row;
     double den = 0.0;
     for (int64_t v = 0; v < V; ++v) den += std::exp(static_cast<double>(row[v] - best));
     (*ids)[static_cast<size_t>(r)] = static_cast<int32_t>(id);
     (*prob)[static_cast<size_t>(r)] = static_cast<float>(std::exp(static_cast<double>(row[id] - best)) / den);
   }
+  return Status::ok();
 }
-
-}  // namespace
 
 Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::BatchPlan& plan,
                                                                  std::span<const DraftInput> inputs,
@@ -170,16 +182,17 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   std::vector<int32_t> ids;
   std::vector<float> prob;
   std::vector<size_t> live = drafting;  // inputs still chaining, in r's logit-row order
+  std::vector<size_t> set_aside;        // inputs whose MTP ring waits in their rewind slot
   for (int32_t step = 0;; ++step) {
-    pick_rows(ops, r.logits, live, step, pick, &ids, &prob);
-    for (size_t j = 0; j < live.size(); ++j) {
-      out[live[j]].tokens.push_back(ids[j]);
-      out[live[j]].confidence.push_back(prob[j]);
-    }
-    // The state rows of the inputs that go on, kept past this call's workspace.
+    DI_RETURN_IF_ERROR(pick_drafts(r.logits, live, step, pick, &ids, &prob));
+    // The state rows of the inputs that go on, kept past this call's workspace (a row with
+    // nothing finite ends its drafts).
     std::vector<int32_t> keep;
     std::vector<size_t> next_live;
     for (size_t j = 0; j < live.size(); ++j) {
+      if (ids[j] < 0) continue;
+      out[live[j]].tokens.push_back(ids[j]);
+      out[live[j]].confidence.push_back(prob[j]);
       if (static_cast<int32_t>(out[live[j]].tokens.size()) < inputs[live[j]].n_drafts) {
         keep.push_back(static_cast<int32_t>(j));
         next_live.push_back(live[j]);
@@ -196,6 +209,7 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
         const int32_t slot = plan.seqs[inputs[k].plan_row].state_slot;
         state_.copy_slot_layers(slot, rewind_slot(slot), main_layers);
       }
+      set_aside = next_live;
     }
     model::ForwardBatch chain;
     std::vector<size_t> chain_rows;
@@ -214,11 +228,9 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
     r = std::move(*next);
     live = std::move(next_live);
   }
-  for (size_t k : drafting) {
-    if (inputs[k].n_drafts > 1) {
-      const int32_t slot = plan.seqs[inputs[k].plan_row].state_slot;
-      state_.copy_slot_layers(rewind_slot(slot), slot, main_layers);
-    }
+  for (size_t k : set_aside) {
+    const int32_t slot = plan.seqs[inputs[k].plan_row].state_slot;
+    state_.copy_slot_layers(rewind_slot(slot), slot, main_layers);
   }
   return out;
 }

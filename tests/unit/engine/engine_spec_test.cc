@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "engine/loaded_model.h"
@@ -115,6 +116,29 @@ TEST(EngineSpecTest, MtpDraftsGiveTheTokensOfDecodingWithout) {
     EXPECT_GE(spec.stats.n_draft_tokens, spec.stats.n_draft_rows) << "k " << k;
     EXPECT_LE(spec.stats.n_draft_tokens, k * spec.stats.n_draft_rows) << "k " << k;
   }
+}
+
+// The MTP's picks are drawn where its logits are (only ids and raw logprobs come back) unless the
+// host samples everything: on the CPU backend both are the host sampler's picks, bit for bit —
+// greedy and sampled requests, penalties, min_tokens' suppression (each request's adjusted row).
+TEST(EngineSpecTest, MtpPicksWhereTheLogitsAreAreTheHostSamplersPicks) {
+  EngineOptions o = testing::micro_options();
+  o.nextn_decode = 3;
+  using Key = std::tuple<RequestId, int32_t, int32_t>;  // request, sample, n_generated
+  auto drafted = [&](bool host_sampling) {
+    std::map<Key, std::vector<int32_t>> proposed;
+    engine::DebugOptions d;
+    d.host_sampling = host_sampling;
+    d.on_drafts = [&](RequestId id, int32_t sample, int32_t n_generated, std::vector<int32_t>* drafts) {
+      proposed[Key{id, sample, n_generated}] = *drafts;
+    };
+    const Outcome out = run(mixed_requests(512, std::nullopt), o, d);
+    EXPECT_EQ(out.outputs.size(), 6u);
+    return proposed;
+  };
+  const std::map<Key, std::vector<int32_t>> device = drafted(false), host = drafted(true);
+  EXPECT_GT(device.size(), 30u);
+  EXPECT_EQ(device, host);
 }
 
 TEST(EngineSpecTest, EveryAcceptanceCountIsRewoundOrKeptExactly) {
