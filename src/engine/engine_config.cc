@@ -110,7 +110,9 @@ Result<EngineConfig> make_engine_config(const EngineOptions& options, const load
 
   ec.n_state_slots = ec.kv.n_state_slots;
   ec.state.n_slots = ec.kv.n_state_slots + ec.kv.n_snapshot_slots;
-  if (ec.drafter != Drafter::kNone) ec.state.n_slots += ec.kv.n_state_slots;  // rewind copies
+  // Rows of rejected drafts: at most max_draft_tokens past a sequence's end (the MTP's chained
+  // rows one fewer), so as many spare ring positions leave every row the model reads intact.
+  ec.state.spare_positions = ec.sched.max_draft_tokens;
   ec.state.n_blocks = ec.kv.n_blocks;
   ec.state.block_tokens = options.block_tokens;
   ec.state.kv_dtype = kv_dtype;

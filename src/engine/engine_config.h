@@ -27,7 +27,7 @@ enum class Drafter {
 struct EngineConfig {
   sched::SchedulerConfig sched;  // sched.max_draft_tokens: drafts per step (0 without a drafter)
   kv::KvConfig kv;
-  // n_slots = state slots + snapshot slots (+ one rewind slot per state slot with a drafter)
+  // n_slots = state slots + snapshot slots; spare_positions = sched.max_draft_tokens
   model::KvStateOptions state;
   int32_t n_state_slots = 0;    // snapshot id s lives in KvState slot n_state_slots + s
   Drafter drafter = Drafter::kNone;

@@ -28,7 +28,7 @@ ModelRunner::ModelRunner(LoadedModel* model, const model::KvStateOptions& state,
     : model_(model),
       state_(model->config, state, model->ops.get()),
       n_state_slots_(n_state_slots),
-      n_snapshot_slots_(state.n_slots - n_state_slots * (drafter == Drafter::kNone ? 1 : 2)),
+      n_snapshot_slots_(state.n_slots - n_state_slots),
       drafter_(drafter) {
   DI_CHECK(n_snapshot_slots_ >= 0, "ModelRunner: {} KV state slots for {} sequences", state.n_slots, n_state_slots);
 }
@@ -82,10 +82,13 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   for (const sched::SeqPlan& sp : plan.seqs) {
     DI_RETURN_IF_ERROR(apply_table_diff(sp));
     DI_RETURN_IF_ERROR(init_state(sp));
-    // Drafts to verify: the slot as it stands before the step, should some be rejected (rewind).
+    // Drafts to verify: the state's spare positions keep what rejected ones overwrite (rewind).
     if (sp.n_draft_tokens > 0) {
       if (drafter_ == Drafter::kNone) return internal_error("request {}: drafts without a drafter", sp.seq_id);
-      state_.copy_slot(sp.state_slot, rewind_slot(sp.state_slot));
+      if (sp.n_draft_tokens > state_.options().spare_positions) {
+        return internal_error("request {}: {} drafts, the state keeps {} spare positions", sp.seq_id,
+                              sp.n_draft_tokens, state_.options().spare_positions);
+      }
     }
     max_blocks = std::max(max_blocks, tables_[sp.seq_id].size());
   }
@@ -140,7 +143,7 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
 Result<model::ForwardResult> ModelRunner::forward(const model::ForwardBatch& batch) {
   Result<model::ForwardResult> r = model_->model->forward(batch, state_);
   if (r.is_ok() && batch.keep_hidden_all) {
-    // Kept past the workspace's life: the rewind's replay and the drafter run after sampling.
+    // Kept past the workspace's life: the drafter runs after sampling.
     const tensor::TensorView& h = r->hidden;
     ensure_room(spec_hidden_, h.numel(), [&](int64_t n) { return model_->ops->alloc_persistent(h.dtype, {n}); });
     model_->ops->copy(h, tensor::TensorView::contiguous(spec_hidden_.data, h.dtype, {h.numel()}, spec_hidden_.device)

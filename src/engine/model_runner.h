@@ -3,9 +3,7 @@
 // apply block-table diffs, reset or restore state slots before, copy state slots into snapshots
 // after — and runs the model. It owns the KvState (the bytes behind the KV manager's ids) and a
 // mirror of every running sequence's block table; it never decides anything the plan does not say.
-// Snapshot id s lives in KvState slot n_state_slots + s; with speculative decoding, the rewind
-// copy of state slot s in slot n_state_slots + n_snapshot_slots + s. Not thread-safe (engine
-// thread only).
+// Snapshot id s lives in KvState slot n_state_slots + s. Not thread-safe (engine thread only).
 #pragma once
 
 #include <algorithm>
@@ -35,8 +33,8 @@ void ensure_room(tensor::TensorView& buf, int64_t need, Alloc alloc) {
 
 class ModelRunner {
  public:
-  // `model` must outlive the runner. `state.n_slots` = n_state_slots + snapshot slots (+
-  // n_state_slots rewind slots when `drafter` is not kNone).
+  // `model` must outlive the runner. `state.n_slots` = n_state_slots + snapshot slots; with a
+  // drafter, `state.spare_positions` bounds the drafts a step may verify.
   ModelRunner(LoadedModel* model, const model::KvStateOptions& state, int32_t n_state_slots,
               Drafter drafter = Drafter::kNone);
 
@@ -91,12 +89,12 @@ class ModelRunner {
   }
 
   // ---- Speculative decoding (model_runner_spec.cc) ----
-  // A step that verifies drafts writes the state of every row it runs; prepare() keeps a copy of
-  // each such sequence's slot from before the step. After sampling, rewind() brings back the
-  // sequences whose drafts were not all accepted: the copy is restored and the step's valid rows
-  // [first_position, first_position + n_valid[i]) run again (no logits), so that every window
-  // ring, compressor state and draft ring ends exactly after the last accepted token (the rows
-  // are the ones the step ran: row-for-row the same numbers). n_valid[i] < 0: leave row i alone.
+  // A step that verifies drafts writes the state of every row it runs. After sampling, rewind()
+  // gives up the rows past each sequence's valid ones [first_position, first_position +
+  // n_valid[i]): the state is positional with spare positions (KvStateOptions::spare_positions),
+  // so the device holds exactly the state of a step that ran only the valid rows as far as any
+  // later row reads it; the host's records of valid ring ranges move back. n_valid[i] < 0: leave
+  // row i alone.
   Status rewind(const sched::BatchPlan& plan, std::span<const int32_t> n_valid);
   // What the drafter continues from, per sequence of the step just run (after rewind()).
   struct DraftInput {
@@ -140,7 +138,6 @@ class ModelRunner {
  private:
   Status apply_table_diff(const sched::SeqPlan& sp);
   Status init_state(const sched::SeqPlan& sp);
-  int32_t rewind_slot(int32_t slot) const { return n_state_slots_ + n_snapshot_slots_ + slot; }
   // Appends rows of `sp`'s sequence at positions first.. with `ids` to `b` (its tables: fill_tables).
   static void add_rows(model::ForwardBatch& b, const sched::SeqPlan& sp, int32_t first, std::span<const int32_t> ids,
                        int32_t window_floor);
@@ -173,7 +170,7 @@ class ModelRunner {
   int32_t n_snapshot_slots_;
   Drafter drafter_;
   // MTP drafter: every row's final hidden state of the last forward ([rows, hc, D], persistent:
-  // the rewind's replay and the drafter's own steps come between), each plan row's first batch
+  // the drafter's own steps come between), each plan row's first batch
   // row in it, and the chained drafts' running state ([seqs, hc, D]).
   tensor::TensorView spec_hidden_, spec_x_;
   std::vector<int32_t> token_begin_;

@@ -1,13 +1,13 @@
 // ModelRunner, speculative decoding (model_runner.h): the rewind of rejected drafts and the two
 // drafters. Engine-level speculative decoding (docs/engine.md "Speculative decoding"):
-//   * rewind: prepare() copied the slot of every sequence verifying drafts; a sequence that
-//     rejected some gets that copy back and its valid rows run again, so the model's state is
-//     exactly that of a step that ran only them (window rings and compressor states are not
-//     positional enough to be cut back in place: a ring slot a rejected row wrote held a row the
-//     next positions still read, and the overlapped compressors shift their halves);
+//   * rewind: nothing to undo on the device. The state is positional (window rings and compressor
+//     states hold position p at p % ring) with as many spare positions as drafts, so the rows a
+//     rejected draft wrote lie past the sequence's end — written again before anything reads
+//     them — and the rows they overwrote were older than anything the next positions read; only
+//     the host's records of where rings are valid move back (KvState::forget_from);
 //   * MTP (V4, model_v4_flash.md §4.11): mtp.0 runs over every position the target ran, with the
 //     target's final HC state at i and the token at i + 1 (its ring holds those rows only); for
-//     k drafts it then chains k - 1 rows on its own output state, its ring set aside meanwhile;
+//     k drafts it then chains k - 1 rows on its own output state (past the end, as above);
 //   * DSpark (V4.1, model_v41_flash.md §7.2): forward() seeded the stage rings; one pass over the
 //     block [t, noise x (B - 1)] at the next positions gives B Markov-chained drafts and their
 //     confidence logits.
@@ -53,8 +53,6 @@ void ModelRunner::fill_tables(model::ForwardBatch& b, const sched::BatchPlan& pl
 
 Status ModelRunner::rewind(const sched::BatchPlan& plan, std::span<const int32_t> n_valid) {
   DI_CHECK(n_valid.size() == plan.seqs.size(), "rewind: {} counts for {} rows", n_valid.size(), plan.seqs.size());
-  model::ForwardBatch b;
-  std::vector<size_t> rows;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const sched::SeqPlan& sp = plan.seqs[i];
     if (sp.n_draft_tokens == 0 || n_valid[i] < 0 || n_valid[i] >= sp.n_tokens_scheduled) continue;
@@ -62,16 +60,11 @@ Status ModelRunner::rewind(const sched::BatchPlan& plan, std::span<const int32_t
       return internal_error("request {}: {} valid rows, fewer than the step's {} real ones", sp.seq_id, n_valid[i],
                             sp.n_tokens_scheduled - sp.n_draft_tokens);
     }
-    state_.copy_slot(rewind_slot(sp.state_slot), sp.state_slot);
-    add_rows(b, sp, sp.first_position, std::span<const int32_t>(sp.token_ids).first(static_cast<size_t>(n_valid[i])),
-             sp.window_floor);
-    rows.push_back(i);
+    // The rejected rows' ring entries lie past the sequence's end, where the next rows write
+    // before anything reads them; the spare positions kept what they overwrote.
+    state_.forget_from(sp.state_slot, sp.first_position + n_valid[i]);
   }
-  if (b.seqs.empty()) return Status::ok();
-  fill_tables(b, plan, rows);
-  // No logit rows: the step's own logits for these rows were sampled already.
-  Result<model::ForwardResult> r = model_->model->forward(b, state_);
-  return r.status().with_context("rewinding rejected drafts");
+  return Status::ok();
 }
 
 void ModelRunner::rollback_table(kv::SeqId seq, size_t n_blocks) {
@@ -175,14 +168,12 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->mtp_forward(b, h_in, state_));
   if (drafting.empty()) return out;
 
-  // Chained rows: the MTP's own output state and the draft just made, one position further; their
-  // ring entries are speculative, so the MTP ring is set aside (in the rewind slot, free now) and
-  // brought back after.
-  const int64_t main_layers = c.num_hidden_layers;
+  // Chained rows: the MTP's own output state and the draft just made, one position further. Their
+  // ring entries lie past the sequence's end (the next step's MTP rows write there first), and the
+  // ring's spare positions keep the rows they overwrite.
   std::vector<int32_t> ids;
   std::vector<float> prob;
   std::vector<size_t> live = drafting;  // inputs still chaining, in r's logit-row order
-  std::vector<size_t> set_aside;        // inputs whose MTP ring waits in their rewind slot
   for (int32_t step = 0;; ++step) {
     DI_RETURN_IF_ERROR(pick_drafts(r.logits, live, step, pick, &ids, &prob));
     // The state rows of the inputs that go on, kept past this call's workspace (a row with
@@ -204,13 +195,6 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
                                                     T * row_width * tensor::dtype_size(spec_x_.dtype),
                                                 spec_x_.dtype, {n, hc, D}, spec_x_.device);
     ops.gather_rows(r.hidden.reshape({r.hidden.shape[0], row_width}), keep, x.reshape({n, row_width}));
-    if (step == 0) {
-      for (size_t k : next_live) {
-        const int32_t slot = plan.seqs[inputs[k].plan_row].state_slot;
-        state_.copy_slot_layers(slot, rewind_slot(slot), main_layers);
-      }
-      set_aside = next_live;
-    }
     model::ForwardBatch chain;
     std::vector<size_t> chain_rows;
     for (size_t k : next_live) {
@@ -227,10 +211,6 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
     if (!next.is_ok()) return next.status().with_context("chaining MTP drafts");
     r = std::move(*next);
     live = std::move(next_live);
-  }
-  for (size_t k : set_aside) {
-    const int32_t slot = plan.seqs[inputs[k].plan_row].state_slot;
-    state_.copy_slot_layers(rewind_slot(slot), slot, main_layers);
   }
   return out;
 }

@@ -260,6 +260,7 @@ struct CompressLaunchParams {
   const int32_t* emit_token;  // the emission plan's token column [n_emit] (pads >= n_tokens)
   float* state_kv; float* state_score; float* rows;
   int64_t n_seqs, n_tokens, n_emit; int ratio; bool overlapped; int64_t dc, width, n_state;
+  int64_t ring;  // positions a slot's state holds (position p at p % ring), >= n_state
 };
 cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t stream);
 struct StoreRowsParams { const void* rows; ActType rows_type; const int32_t* dst; void* pool; ActType pool_type; int64_t n, width; };
@@ -283,6 +284,8 @@ struct AttentionLaunchParams {
   // CTAs per (token, 16 heads) on the tensor-core path (attention_cluster_size): -1 = automatic,
   // 0 or 1 = the one-CTA kernel, 2 / 4 / 8 = that cluster where the head_dim allows. Same bits.
   int cluster = -1;
+  // Rows of a slot's window ring (position p at p % ring; >= W: spare positions); 0 = W.
+  int64_t ring = 0;
 };
 cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t stream);
 // Whether launch_sparse_attention takes the tensor-core kernel for p, which can fold the output's

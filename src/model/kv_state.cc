@@ -13,9 +13,9 @@ using tensor::TensorView;
 namespace {
 
 // V4: overlapped two-series state for ratio 4. V4.1: one non-overlapping group of `ratio` tokens.
-CompressorState make_compressor(ops::Ops* ops, int32_t n_slots, int ratio, int64_t dc, bool overlapped,
+CompressorState make_compressor(ops::Ops* ops, int32_t n_slots, int ratio, int64_t dc, bool overlapped, int32_t spare,
                                 int64_t* bytes) {
-  const int64_t n_state = overlapped ? 2 * ratio : ratio;
+  const int64_t n_state = (overlapped ? 2 * ratio : ratio) + spare;
   const int64_t width = overlapped ? 2 * dc : dc;
   CompressorState s{ops->alloc_persistent(DType::kF32, {n_slots, n_state, width}),
                     ops->alloc_persistent(DType::kF32, {n_slots, n_state, width})};
@@ -58,15 +58,18 @@ KvState::KvState(const loader::ModelConfig& c, const KvStateOptions& options, op
   for (int64_t l = 0; l < n_layers; ++l) {
     LayerState s;
     s.ratio = c.ratio(l);
-    s.window = ops->alloc_persistent(options.kv_dtype, {options.n_slots, c.sliding_window, c.head_dim});
-    bytes_per_slot_ += c.sliding_window * c.head_dim * kv_size;
+    DI_CHECK(options.spare_positions >= 0, "spare_positions {} must be >= 0", options.spare_positions);
+    const int64_t ring = c.sliding_window + options.spare_positions;
+    s.window = ops->alloc_persistent(options.kv_dtype, {options.n_slots, ring, c.head_dim});
+    bytes_per_slot_ += ring * c.head_dim * kv_size;
     const bool streaming = c.is_v41() ? (c.is_kv_source(l) && s.ratio > 1) : s.ratio > 0;
     if (streaming) {
       s.comp = make_compressor(ops, options.n_slots, s.ratio, c.head_dim, !c.is_v41() && s.ratio == 4,
-                               &bytes_per_slot_);
+                               options.spare_positions, &bytes_per_slot_);
     }
     if (!c.is_v41() && s.ratio == 4) {
-      s.idx_comp = make_compressor(ops, options.n_slots, s.ratio, c.index_head_dim, true, &bytes_per_slot_);
+      s.idx_comp = make_compressor(ops, options.n_slots, s.ratio, c.index_head_dim, true, options.spare_positions,
+                                   &bytes_per_slot_);
     }
     const PoolWidths w = pool_widths(c, l);
     if (w.rows > 0) {
@@ -80,8 +83,9 @@ KvState::KvState(const loader::ModelConfig& c, const KvStateOptions& options, op
   decoder_rows_.assign(static_cast<size_t>(options.n_slots), DecoderRows{});
   if (c.is_v41() && !c.engram_layer_ids.empty()) {
     n_engram_back_ = static_cast<int32_t>(c.engram_max_ngram_size - 1);
-    engram_ring_.assign(static_cast<size_t>(options.n_slots) * n_engram_back_ * 2, -1);
-    bytes_per_slot_ += n_engram_back_ * 2 * 4;
+    engram_ring_size_ = n_engram_back_ + options.spare_positions;
+    engram_ring_.assign(static_cast<size_t>(options.n_slots) * engram_ring_size_ * 2, -1);
+    bytes_per_slot_ += engram_ring_size_ * 2 * 4;
   }
 }
 
@@ -94,14 +98,13 @@ void KvState::reset_slot(int32_t slot) {
       ops_->fill(slot_view(cs->score, slot), -std::numeric_limits<float>::infinity());
     }
   }
-  const size_t n = static_cast<size_t>(n_engram_back_) * 2;
+  const size_t n = static_cast<size_t>(engram_ring_size_) * 2;
   std::fill_n(engram_ring_.begin() + static_cast<std::ptrdiff_t>(slot * n), n, -1);
   decoder_rows_[static_cast<size_t>(slot)] = DecoderRows{};
 }
 
-void KvState::copy_slot_layers(int32_t src, int32_t dst, int64_t first_layer) {
-  for (size_t l = static_cast<size_t>(std::max<int64_t>(first_layer, 0)); l < layers_.size(); ++l) {
-    LayerState& s = layers_[l];
+void KvState::copy_slot(int32_t src, int32_t dst) {
+  for (LayerState& s : layers_) {
     ops_->copy(slot_view(s.window, src), slot_view(s.window, dst));
     for (CompressorState* cs : {&s.comp, &s.idx_comp}) {
       if (cs->kv.empty()) continue;
@@ -109,25 +112,28 @@ void KvState::copy_slot_layers(int32_t src, int32_t dst, int64_t first_layer) {
       ops_->copy(slot_view(cs->score, src), slot_view(cs->score, dst));
     }
   }
-}
-
-void KvState::copy_slot(int32_t src, int32_t dst) {
-  copy_slot_layers(src, dst, 0);
-  const size_t n = static_cast<size_t>(n_engram_back_) * 2;
+  const size_t n = static_cast<size_t>(engram_ring_size_) * 2;
   std::copy_n(engram_ring_.begin() + static_cast<std::ptrdiff_t>(src * n), n,
               engram_ring_.begin() + static_cast<std::ptrdiff_t>(dst * n));
   decoder_rows_[static_cast<size_t>(dst)] = decoder_rows_[static_cast<size_t>(src)];
 }
 
+void KvState::forget_from(int32_t slot, int32_t end) {
+  DI_CHECK(slot >= 0 && slot < options_.n_slots && end >= 0, "forget_from: slot {} end {}", slot, end);
+  DecoderRows& rows = decoder_rows_[static_cast<size_t>(slot)];
+  rows.next = std::min(rows.next, end);
+  rows.floor = std::min(rows.floor, rows.next);
+}
+
 int32_t KvState::engram_id(int32_t slot, int32_t pos) const {
   if (n_engram_back_ == 0 || pos < 0) return -1;
-  const size_t at = (static_cast<size_t>(slot) * n_engram_back_ + static_cast<size_t>(pos % n_engram_back_)) * 2;
+  const size_t at = (static_cast<size_t>(slot) * engram_ring_size_ + static_cast<size_t>(pos % engram_ring_size_)) * 2;
   return engram_ring_[at] == pos ? engram_ring_[at + 1] : -1;
 }
 
 void KvState::record_engram_id(int32_t slot, int32_t pos, int32_t id) {
   if (n_engram_back_ == 0) return;
-  const size_t at = (static_cast<size_t>(slot) * n_engram_back_ + static_cast<size_t>(pos % n_engram_back_)) * 2;
+  const size_t at = (static_cast<size_t>(slot) * engram_ring_size_ + static_cast<size_t>(pos % engram_ring_size_)) * 2;
   engram_ring_[at] = pos;
   engram_ring_[at + 1] = id;
 }

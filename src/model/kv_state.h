@@ -19,16 +19,21 @@ struct KvStateOptions {
   int32_t n_blocks = 1;
   int32_t block_tokens = 256;           // multiple of every compression ratio
   tensor::DType kv_dtype = tensor::DType::kF32;  // window rings and history rows
+  // Positions every per-slot ring keeps beyond what the model reads (window rings, compressor
+  // states, the Engram look-back): rows written up to this many positions past a sequence's
+  // end and then given up leave every row it reads intact, so rejected drafts need no rewind of
+  // the state (the engine sets it to its draft length; 0 without drafts).
+  int32_t spare_positions = 0;
 };
 
 struct CompressorState {
-  tensor::TensorView kv;     // [n_slots, n_state, width] F32
-  tensor::TensorView score;  // [n_slots, n_state, width] F32 (already biased by ape)
+  tensor::TensorView kv;     // [n_slots, 2m or m + spare, width] F32: position p at p % ring
+  tensor::TensorView score;  // [n_slots, 2m or m + spare, width] F32 (already biased by ape)
 };
 
 struct LayerState {
   int ratio = 0;
-  tensor::TensorView window;    // [n_slots, W, head_dim]
+  tensor::TensorView window;    // [n_slots, W + spare, head_dim]: position p at p % ring
   CompressorState comp;         // V4: ratio > 0; V4.1: KV sources with ratio > 1 (ratio 1 keeps none)
   CompressorState idx_comp;     // V4: ratio == 4
   // V4: every compressed layer; V4.1: KV sources only. Rows hold FP8/FP4-valued numbers in
@@ -51,10 +56,10 @@ class KvState {
   void reset_slot(int32_t slot);
   // Copies every per-slot tensor of `src` into `dst` (prefix-cache state snapshots).
   void copy_slot(int32_t src, int32_t dst);
-  // Copies the per-slot tensors of layers [first_layer, n_layers()) only (window rings and
-  // compressor states; the host-side Engram and decoder-row records stay): the MTP drafter keeps
-  // its own ring aside while it chains speculative rows through it.
-  void copy_slot_layers(int32_t src, int32_t dst, int64_t first_layer);
+  // The slot's sequence gives up its positions >= end (rejected drafts): the rings keep their
+  // entries (past the end, written again before they are read; spare_positions kept what they
+  // overwrote), the host's record of where the decoder rings are valid ends at `end`.
+  void forget_from(int32_t slot, int32_t end);
   // Bytes held per slot and per block (capacity planning and the bench).
   int64_t bytes_per_slot() const { return bytes_per_slot_; }
   int64_t bytes_per_block() const { return bytes_per_block_; }
@@ -86,7 +91,8 @@ class KvState {
   int64_t bytes_per_slot_ = 0;
   int64_t bytes_per_block_ = 0;
   int32_t n_engram_back_ = 0;              // engram_max_ngram_size - 1 (0: no Engram)
-  std::vector<int32_t> engram_ring_;       // [n_slots, n_back, 2]: (position, compressed id)
+  int32_t engram_ring_size_ = 0;           // n_back + spare positions
+  std::vector<int32_t> engram_ring_;       // [n_slots, ring, 2]: (position, compressed id)
   std::vector<DecoderRows> decoder_rows_;  // [n_slots]
 };
 

@@ -69,7 +69,7 @@ struct CompressParams {
 };
 
 struct AttentionParams {
-  int64_t window = 0;        // W
+  int64_t window = 0;        // W: the rows a token sees (the ring, window.shape[1], may hold more)
   int ratio = 0;             // 0: window only
   bool all_compressed = false;  // HCA: every visible compressed row; CSA: rows listed in comp_idx
   int32_t rows_per_block = 0;   // compressed rows per history block
@@ -358,14 +358,24 @@ class Ops {
   virtual void hadamard_fp4_fake_quant(const TensorView& x) = 0;
 
   // ---- KV state ----
-  // Stores the last min(n_tokens, W) raw rows of each sequence into its window ring:
-  // kv [T, d] -> window [n_slots, W, d] at slot position pos % W.
+  // The per-sequence state is positional: a window ring [n_slots, R, d] holds position p's row at
+  // p % R and a compressor state [n_slots, R, width] position p's projections at p % R, with R at
+  // least the window W (ops read positions of the last W only) or the 2m / m positions an
+  // emission reads. Spare positions (R beyond that) keep older rows readable after later
+  // positions were written and then given up (speculative decoding: rows of rejected drafts leave
+  // no trace once the positions are written again), so a rewind needs no state copy.
+  // Stores the last min(n_tokens, R) raw rows of each sequence into its window ring:
+  // kv [T, d] -> window [n_slots, R, d] at slot position pos % R.
   virtual void window_store(const TensorView& kv, const BatchView& batch, const TensorView& window) = 0;
   // Streaming compressor (§4.6): feeds this step's projections kv/score [T, kappa*dc] F32 (score
-  // already without ape) through each sequence's state (state_kv/state_score [n_slots, 2m or m,
-  // kappa*dc] F32) and writes the pooled, un-normalised rows of the groups in `plan` to
-  // rows [n_emit, dc] F32. A sequence whose start_pos is 0 starts from an empty state. Padding
-  // entries at the plan's end (pad_emissions) leave their rows unwritten.
+  // already without ape) through each sequence's state (state_kv/state_score [n_slots, R >= 2m
+  // (overlapped) or m, kappa*dc] F32: position p's kv and score + ape at p % R) and writes the
+  // pooled, un-normalised rows of the groups in `plan` to rows [n_emit, dc] F32. Group g's row
+  // reads positions [(g - 1) m, (g + 1) m) (overlapped: the first half of the channels for the
+  // previous group, the second for g's own) or [g m, (g + 1) m), from this step's rows where they
+  // are in it, else from the state; positions below 0 are absent (a reset slot's scores are -inf:
+  // positions never written since are absent too). Padding entries at the plan's end
+  // (pad_emissions) leave their rows unwritten.
   virtual void compress(const TensorView& kv, const TensorView& score, const TensorView& ape,
                         const BatchView& batch, const EmitPlan& plan, const CompressParams& params,
                         const TensorView& state_kv, const TensorView& state_score, const TensorView& rows) = 0;
@@ -379,7 +389,7 @@ class Ops {
                             const BatchView& batch, int ratio, int32_t rows_per_block, float weight_scale,
                             const TensorView& idx) = 0;
   // Sparse shared-KV attention with sinks (§4.8). q [T, H, d]; kv_new [T, d] this step's raw rows;
-  // window [n_slots, W, d] earlier rows; comp [n_rows_total, d] compressed rows (ratio > 0);
+  // window [n_slots, R, d] earlier rows (position p at p % R); comp [n_rows_total, d] compressed rows (ratio > 0);
   // comp_idx [T, k] group indices (CSA) or empty (HCA: all visible groups); sinks [H] F32;
   // out [T, H, d]. Every row is both key and value.
   virtual void sparse_attention(const TensorView& q, const TensorView& kv_new, const TensorView& window,
@@ -610,7 +620,8 @@ class Ops {
   }
   // DSpark draft attention (§7.2): every row of a sequence's block attends to the window ring
   // positions [start_pos - W, start_pos) (>= window_floor) and to all rows of its own block
-  // (bidirectional), with sinks. q [T, H, d], kv_block [T, d], window [n_slots, W, d], out [T, H, d].
+  // (bidirectional), with sinks. q [T, H, d], kv_block [T, d], window [n_slots, R >= W, d] (position
+  // p at p % R), out [T, H, d].
   virtual void block_attention(const TensorView& q, const TensorView& kv_block, const TensorView& window,
                                const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
                                const TensorView& out) {

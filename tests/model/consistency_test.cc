@@ -136,6 +136,50 @@ TEST_P(ConsistencyTest, ExactReplayAfterPrefixHitReproducesTheColdRun) {
   EXPECT_GT(drift, 0.0f);
 }
 
+// Speculative decoding's rewind: each step runs a few real rows and then up to `spare` rows it
+// gives up (rejected drafts: the next step starts at the first of them again). With that many
+// spare ring positions (window rings, compressor states) the logits are the one-shot run's, bit
+// for bit — window eviction, CSA and HCA emissions inside the given-up rows included; without
+// them the given-up rows overwrite rows the next positions read.
+std::vector<std::vector<float>> run_giving_up_rows(engine::LoadedModel& lm, const std::vector<int32_t>& ids,
+                                                   int32_t spare, int32_t given_up_token) {
+  model::KvStateOptions so{1, 8, 16, lm.model->act_dtype()};
+  so.spare_positions = spare;
+  model::KvState state(lm.config, so, lm.ops.get());
+  state.reset_slot(0);
+  std::vector<std::vector<float>> out;
+  const auto n = static_cast<int32_t>(ids.size());
+  for (int32_t p = 0, step = 0; p < n; ++step) {
+    const int32_t real = std::min(n - p, 1 + step % 5), given_up = step % 5;  // 0..4 rows given up
+    testing::SeqChunk c{0, std::vector<int32_t>(ids.begin() + p, ids.begin() + p + real), p, testing::iota_blocks(0, 8)};
+    c.ids.insert(c.ids.end(), static_cast<size_t>(given_up), given_up_token);
+    for (int32_t i = 0; i < real; ++i) c.logit_offsets.push_back(i);
+    auto r = lm.model->forward(testing::make_batch({c}), state);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (!r.is_ok()) break;
+    for (auto& row : testing::logits_of(*r)) out.push_back(std::move(row));
+    p += real;
+  }
+  return out;
+}
+
+TEST_P(ConsistencyTest, RowsGivenUpPastTheEndLeaveNoTraceWithSparePositions) {
+  auto lm = testing::load("micro", GetParam());  // window 16, ratios 4 (overlapped) and 16
+  ASSERT_NE(lm, nullptr);
+  const auto ids = testing::random_ids(100, 11, 512);
+  std::vector<int32_t> wanted(100);
+  std::iota(wanted.begin(), wanted.end(), 0);
+  const auto one = run_chunked(*lm, ids, 100, wanted, 16);
+  const auto spare = run_giving_up_rows(*lm, ids, 4, 7);
+  ASSERT_EQ(spare.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(spare[i], one[i]) << "position " << i;
+  const auto none = run_giving_up_rows(*lm, ids, 0, 7);
+  ASSERT_EQ(none.size(), one.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < one.size(); ++i) differ += none[i] != one[i] ? 1 : 0;
+  EXPECT_GT(differ, 10u) << "the given-up rows should matter without spare positions";
+}
+
 INSTANTIATE_TEST_SUITE_P(Numerics, ConsistencyTest,
                          ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
                          [](const auto& info) { return info.param == model::Numerics::kOfficial ? "Official" : "Plain"; });

@@ -125,21 +125,25 @@ TEST_F(CudaKvOpsTest, CompressorWindowAndRowStores) {
     EXPECT_EQ(download(pool.dev), values(pool.host));
   }
   Pair kvw = random(DType::kBF16, {host_.n_tokens, 64});
-  Pair window = make(DType::kBF16, {3, 16, 64});
-  cpu_.window_store(kvw.host, host_, window.host);
-  gpu_->window_store(kvw.dev, dev_, window.dev);
-  EXPECT_EQ(download(window.dev), values(window.host));
+  for (int64_t ring : {16, 19}) {  // window 16, and with 3 spare positions
+    Pair window = make(DType::kBF16, {3, ring, 64});
+    cpu_.window_store(kvw.host, host_, window.host);
+    gpu_->window_store(kvw.dev, dev_, window.dev);
+    EXPECT_EQ(download(window.dev), values(window.host)) << "ring " << ring;
+  }
 }
 
 // Two sequences fed chunk after chunk (prefill pieces, single decode tokens, chunks that start
 // and end mid-group): the compressor's rows and its carried state must follow the reference step
 // by step — rows to rounding, the state bit for bit — so emissions that read tokens of earlier
-// chunks from the state are covered.
+// chunks from the state are covered; with the minimal ring (2m / m positions) and with spare
+// positions (speculative decoding's), where a position's slot is p % ring.
 TEST_F(CudaKvOpsTest, CompressorCarriesItsStateAcrossChunks) {
   const std::vector<std::pair<int32_t, int32_t>> steps = {{37, 5}, {53, 1}, {1, 64}, {1, 3}, {7, 1}, {30, 17}, {1, 1}};
-  for (int ratio : {4, 16}) {
+  for (int ratio : {4, 16})
+  for (int64_t spare : {0, 3}) {
     const bool overlapped = ratio == 4;
-    const int64_t dc = 64, width = (overlapped ? 2 : 1) * dc, n_state = overlapped ? 2 * ratio : ratio;
+    const int64_t dc = 64, width = (overlapped ? 2 : 1) * dc, n_state = (overlapped ? 2 * ratio : ratio) + spare;
     Pair ape = random(DType::kF32, {ratio, width}, 0.1f);
     Pair sk = make(DType::kF32, {2, n_state, width}), ss = make(DType::kF32, {2, n_state, width});
     for (int64_t i = 0; i < ss.host.numel(); ++i) set(ss.host, i, -INFINITY), set(sk.host, i, 0.0f);
@@ -234,7 +238,8 @@ TEST_F(CudaKvOpsTest, SparseAttentionWindowCompressedAndSinks) {
   const int64_t T = host_.n_tokens, H = 12, d = 128, W = 16;
   for (DType dt : {DType::kF32, DType::kBF16}) {
     for (int mode = 0; mode < 3; ++mode) {  // 0: window only, 1: HCA (all rows), 2: CSA (listed rows)
-      Pair q = random(dt, {T, H, d}, 0.3f), kv = random(dt, {T, d}), window = random(dt, {3, W, d});
+      // A ring with 5 spare positions: window row p at p % 21, the token sees 16.
+      Pair q = random(dt, {T, H, d}, 0.3f), kv = random(dt, {T, d}), window = random(dt, {3, W + 5, d});
       Pair comp = random(dt, {9 * 32, d}), sinks = random(DType::kF32, {H});
       Pair idx = make(DType::kI32, {T, 5});
       for (int64_t t = 0; t < T; ++t) {
@@ -269,7 +274,8 @@ TEST_F(CudaKvOpsTest, SparseAttentionAtV4ShapesIsBatchInvariant) {
       set_batch(batch, blocks);
       const int64_t T = host_.n_tokens;
       Pair q = random(DType::kBF16, {T, H, d}, 0.3f), kv = random(DType::kBF16, {T, d});
-      Pair window = random(DType::kBF16, {3, W, d}), comp = random(DType::kBF16, {3 * blocks * 32, d});
+      // The window ring with 8 spare positions (speculative decoding): row p at p % 136.
+      Pair window = random(DType::kBF16, {3, W + 8, d}), comp = random(DType::kBF16, {3 * blocks * 32, d});
       Pair sinks = random(DType::kF32, {H});
       Pair idx = selected_rows(T, K);
       const ops::AttentionParams ap{W, 4, mode == 1, 32, 1.0f / std::sqrt(static_cast<float>(d))};

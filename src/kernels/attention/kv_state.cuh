@@ -28,30 +28,37 @@ struct CompressParamsDev {
   bool overlapped = false;
   int64_t dc = 0;
   int64_t width = 0;    // kappa * dc
-  int64_t n_state = 0;  // 2m (overlapped) or m
+  int64_t n_state = 0;  // positions an emission reads: 2m (overlapped) or m
+  int64_t ring = 0;     // positions a slot holds (position p at slot p % ring), >= n_state
 };
 
 // The streaming compressor in two parallel steps with the sequential recurrence's exact results.
-// Writing the per-sequence state slot by slot while walking the tokens (the reference's form) is a
-// serial chain of n_tokens steps — 12 ms per layer for an 8K prefill — yet every value it produces
-// is known in closed form: slot m + r (overlapped) or r holds the last token of residue r, slot r
-// (overlapped) what slot m + r held at the last emission, and an emission at position q reads the
-// tokens of its group (and of the previous one) from the chunk, or from the state where they came
-// before it. compress_rows_kernel computes the emitted rows from the chunk and the state as it was
-// on entry; compress_state_kernel then writes the state as it is after the chunk. Same values, same
-// summation order as the sequential form (max first, then den and acc over the candidates in slot
-// order), so rows and state match it bit for bit.
+// Writing the per-sequence state position by position while walking the tokens (the reference's
+// form) is a serial chain of n_tokens steps — 12 ms per layer for an 8K prefill — yet the state is
+// positional (position p's projections at slot p % ring), so every value it produces is known in
+// closed form: an emission at position q reads positions q + 1 - n_state .. q from the chunk, or
+// from the state where they came before it. compress_rows_kernel computes the emitted rows from
+// the chunk and the state as it was on entry; compress_state_kernel then writes the chunk's last
+// `ring` positions into the state. Same values, same summation order as the sequential form (max
+// first, then den and acc over the candidates in position order), so rows and state match it bit
+// for bit.
 
 // A token's (value, score) for channel c at position pos of sequence s: from the chunk when
-// pos >= start_pos (score + ape, as the state would hold it), else from state slot `slot`.
+// pos >= start_pos (score + ape, as the state would hold it), absent (score -inf) below position
+// 0, else from the state's slot pos % ring.
 __device__ __forceinline__ float compress_cand(const float* kv, const float* score, const float* ape,
                                                const SeqSpanDev& s, const CompressParamsDev& p, const float* sk,
-                                               const float* ss, int64_t pos, int64_t slot, int64_t c, float* val) {
+                                               const float* ss, int64_t pos, int64_t c, float* val) {
   if (pos >= s.start_pos) {
     const int64_t t = s.token_begin + (pos - s.start_pos);
     *val = kv[t * p.width + c];
     return score[t * p.width + c] + ape[(pos % p.ratio) * p.width + c];
   }
+  if (pos < 0) {
+    *val = 0.0f;
+    return -INFINITY;
+  }
+  const int64_t slot = pos % p.ring;
   *val = sk[slot * p.width + c];
   return ss[slot * p.width + c];
 }
@@ -68,17 +75,14 @@ __global__ void compress_rows_kernel(const float* kv, const float* score, const 
   const int32_t t = emit_token[e];
   if (j >= p.dc || t >= n_tokens) return;
   const SeqSpanDev s = seqs[token_seq[t]];
-  const int64_t m = p.ratio, q = s.start_pos + (t - s.token_begin), G = q / m;
-  const float* sk = state_kv + static_cast<int64_t>(s.slot) * p.n_state * p.width;
-  const float* ss = state_score + static_cast<int64_t>(s.slot) * p.n_state * p.width;
-  // Candidate k: overlapped = the previous group's tokens in the first half of the channels
-  // (slot k, or slot m + k when the previous group's emission fell inside this chunk) and the
-  // current group's in the second half (slot k); plain = the current group's (slot k).
+  const int64_t m = p.ratio, q = s.start_pos + (t - s.token_begin), first = q + 1 - p.n_state;
+  const float* sk = state_kv + static_cast<int64_t>(s.slot) * p.ring * p.width;
+  const float* ss = state_score + static_cast<int64_t>(s.slot) * p.ring * p.width;
+  // Candidate k is position first + k: overlapped = the previous group's tokens in the first half
+  // of the channels and the current group's in the second half; plain = the current group's.
   auto cand = [&](int64_t k, float* val) {
-    if (!p.overlapped) return compress_cand(kv, score, ape, s, p, sk, ss, G * m + k, k, j, val);
-    if (k >= m) return compress_cand(kv, score, ape, s, p, sk, ss, G * m + k - m, k, p.dc + j, val);
-    const bool prev_emitted_before = G * m - 1 < s.start_pos;
-    return compress_cand(kv, score, ape, s, p, sk, ss, (G - 1) * m + k, prev_emitted_before ? k : m + k, j, val);
+    const int64_t c = p.overlapped && k >= m ? p.dc + j : j;
+    return compress_cand(kv, score, ape, s, p, sk, ss, first + k, c, val);
   };
   float val, mx = -INFINITY;
   for (int64_t k = 0; k < p.n_state; ++k) mx = fmaxf(mx, cand(k, &val));
@@ -92,36 +96,23 @@ __global__ void compress_rows_kernel(const float* kv, const float* score, const 
   rows[e * p.dc + j] = acc / den;
 }
 
-// grid: (n_seqs, m, ceil(width / blockDim.x)); residue r, channel c: slot r (plain) or slots
-// m + r and r (overlapped) after the chunk. One thread owns both overlapped slots of a residue,
-// reading them before writing (slot r may take slot m + r's entry value).
+// grid: (n_seqs, ring, ceil(width / blockDim.x)); slot r, channel c: the chunk's last position at
+// that slot, if the chunk has one (slots of positions before the chunk keep what they hold).
 __global__ void compress_state_kernel(const float* kv, const float* score, const float* ape, const SeqSpanDev* seqs,
                                       CompressParamsDev p, float* state_kv, float* state_score) {
   pdl_prologue();
   const SeqSpanDev s = seqs[blockIdx.x];
   const int64_t r = blockIdx.y, c = static_cast<int64_t>(blockIdx.z) * blockDim.x + threadIdx.x;
   if (c >= p.width || s.n_tokens == 0) return;
-  const int64_t m = p.ratio, S = s.start_pos, L = S + s.n_tokens - 1;
-  float* sk = state_kv + static_cast<int64_t>(s.slot) * p.n_state * p.width;
-  float* ss = state_score + static_cast<int64_t>(s.slot) * p.n_state * p.width;
-  const int64_t cur = p.overlapped ? m + r : r;  // the slot tokens of residue r are written to
-  float cur_v = sk[cur * p.width + c], cur_s = ss[cur * p.width + c];
-  float prev_v = 0.0f, prev_s = 0.0f;
-  if (p.overlapped) {
-    prev_v = sk[r * p.width + c], prev_s = ss[r * p.width + c];
-    const int64_t q_e = (L + 1) / m * m - 1;  // the chunk's last emission, if >= S
-    if (q_e >= S) prev_s = compress_cand(kv, score, ape, s, p, sk, ss, q_e / m * m + r, cur, c, &prev_v);
-  }
-  if (L >= r) {
-    const int64_t q_r = L - (L - r) % m;  // the last position of residue r
-    if (q_r >= S) cur_s = compress_cand(kv, score, ape, s, p, sk, ss, q_r, cur, c, &cur_v);
-  }
-  sk[cur * p.width + c] = cur_v;
-  ss[cur * p.width + c] = cur_s;
-  if (p.overlapped) {
-    sk[r * p.width + c] = prev_v;
-    ss[r * p.width + c] = prev_s;
-  }
+  const int64_t L = s.start_pos + s.n_tokens - 1;  // the chunk's last position
+  if (L < r) return;
+  const int64_t q = L - (L - r) % p.ring;  // the last position at slot r
+  if (q < s.start_pos) return;
+  float v;
+  const float sc = compress_cand(kv, score, ape, s, p, nullptr, nullptr, q, c, &v);
+  const int64_t at = (static_cast<int64_t>(s.slot) * p.ring + r) * p.width + c;
+  state_kv[at] = v;
+  state_score[at] = sc;
 }
 
 // grid: (n_emit); pool[dst[i]] = rows[i] when dst >= 0.

@@ -21,6 +21,7 @@ inline constexpr int kAttnMaxDimsPerLane = 16;  // head_dim <= 512
 
 struct AttentionParamsDev {
   int64_t H = 0, d = 0, W = 0;
+  int64_t ring = 0;           // window ring rows per slot: position p at p % ring (>= W)
   int ratio = 0;
   bool all_compressed = false;
   int rows_per_block = 0;
@@ -42,7 +43,7 @@ __device__ __forceinline__ const T* attn_row(int64_t r, int64_t n_window, int64_
   if (r < n_window) {
     const int64_t q = first + r;
     if (q >= s.start_pos) return kv_new + (s.token_begin + q - s.start_pos) * p.d;
-    return window + (static_cast<int64_t>(s.slot) * p.W + q % p.W) * p.d;
+    return window + (static_cast<int64_t>(s.slot) * p.ring + q % p.ring) * p.d;
   }
   const int64_t c = r - n_window;
   const int32_t g = p.all_compressed ? static_cast<int32_t>(c) : idx[c];

@@ -19,7 +19,7 @@ std::vector<float> gather_kv_rows(const TensorView& kv_new, const TensorView& wi
   const int64_t s = batch.h_token_seq[t];
   const SeqSpan& seq = batch.h_seqs[s];
   const int64_t pos = batch.h_positions[t];
-  const int64_t W = params.window;
+  const int64_t W = params.window, ring = window.shape[1];
   std::vector<float> rows;
   const int64_t first = std::max<int64_t>({0, pos - W + 1, seq.window_floor});
   for (int64_t q = first; q <= pos; ++q) {
@@ -28,7 +28,7 @@ std::vector<float> gather_kv_rows(const TensorView& kv_new, const TensorView& wi
     if (q >= seq.start_pos) {
       read_f32(kv_new, (seq.token_begin + q - seq.start_pos) * d, d, dst);
     } else {
-      read_f32(window, (seq.slot * W + q % W) * d, d, dst);
+      read_f32(window, (seq.slot * ring + q % ring) * d, d, dst);
     }
   }
   if (params.ratio > 0) {

@@ -38,8 +38,9 @@ void CpuOps::compress(const TensorView& kv, const TensorView& score, const Tenso
   const int m = params.ratio;
   const int64_t dc = params.dc;
   const int64_t width = params.overlapped ? 2 * dc : dc;  // channels per token (kappa * dc)
-  const int64_t n_state = params.overlapped ? 2 * m : m;  // slots per sequence
-  DI_CHECK(kv.shape[1] == width && state_kv.shape[1] == n_state && state_kv.shape[2] == width,
+  const int64_t n_cand = params.overlapped ? 2 * m : m;   // positions an emission reads
+  const int64_t ring = state_kv.shape[1];                 // position p at slot p % ring
+  DI_CHECK(kv.shape[1] == width && ring >= n_cand && state_kv.shape[2] == width,
            "compress: kv {} state {}", kv.shape_string(), state_kv.shape_string());
   const float* pk = kv.as<const float>();
   const float* ps = score.as<const float>();
@@ -48,12 +49,12 @@ void CpuOps::compress(const TensorView& kv, const TensorView& score, const Tenso
   size_t emit = 0;
   for (int64_t s = 0; s < batch.n_seqs; ++s) {
     const SeqSpan& seq = batch.h_seqs[s];
-    float* sk = state_kv.as<float>() + static_cast<int64_t>(seq.slot) * n_state * width;
-    float* ss = state_score.as<float>() + static_cast<int64_t>(seq.slot) * n_state * width;
+    float* sk = state_kv.as<float>() + static_cast<int64_t>(seq.slot) * ring * width;
+    float* ss = state_score.as<float>() + static_cast<int64_t>(seq.slot) * ring * width;
     for (int32_t i = 0; i < seq.n_tokens; ++i) {
       const int64_t t = seq.token_begin + i;
       const int64_t pos = seq.start_pos + i;
-      const int64_t slot = (params.overlapped ? m : 0) + pos % m;
+      const int64_t slot = pos % ring;
       for (int64_t c = 0; c < width; ++c) {
         sk[slot * width + c] = pk[t * width + c];
         ss[slot * width + c] = ps[t * width + c] + pa[(pos % m) * width + c];
@@ -61,19 +62,25 @@ void CpuOps::compress(const TensorView& kv, const TensorView& score, const Tenso
       if ((pos + 1) % m != 0) continue;
       DI_CHECK(emit < plan.h_token.size() && plan.h_token[emit] == t, "compress: emit plan out of step at row {}", t);
       float* dst = out + static_cast<int64_t>(emit) * dc;
+      const int64_t first = pos + 1 - n_cand;  // candidate k is position first + k
       for (int64_t j = 0; j < dc; ++j) {
-        // Candidates: overlapped = previous group's first half + current group's second half.
+        // Candidates: overlapped = previous group's tokens in the first half of the channels, the
+        // current group's in the second half.
         float mx = -std::numeric_limits<float>::infinity();
         auto cand = [&](int64_t k, float* val) {
-          const bool prev = params.overlapped && k < m;
-          const int64_t c = params.overlapped ? (prev ? j : dc + j) : j;
-          *val = sk[k * width + c];
-          return ss[k * width + c];
+          const int64_t p = first + k;
+          if (p < 0) {
+            *val = 0.0f;
+            return -std::numeric_limits<float>::infinity();
+          }
+          const int64_t c = params.overlapped && k >= m ? dc + j : j;
+          *val = sk[(p % ring) * width + c];
+          return ss[(p % ring) * width + c];
         };
         float val;
-        for (int64_t k = 0; k < n_state; ++k) mx = std::max(mx, cand(k, &val));
+        for (int64_t k = 0; k < n_cand; ++k) mx = std::max(mx, cand(k, &val));
         float den = 0.0f, acc = 0.0f;
-        for (int64_t k = 0; k < n_state; ++k) {
+        for (int64_t k = 0; k < n_cand; ++k) {
           const float sc = cand(k, &val);
           const float e = sc == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(sc - mx);
           den += e;
@@ -82,10 +89,6 @@ void CpuOps::compress(const TensorView& kv, const TensorView& score, const Tenso
         dst[j] = acc / den;
       }
       ++emit;
-      if (params.overlapped) {  // the current group becomes the previous one
-        std::copy(sk + m * width, sk + 2 * m * width, sk);
-        std::copy(ss + m * width, ss + 2 * m * width, ss);
-      }
     }
   }
   // Entries past the emitted ones may only be padding (pad_emissions): rows that emit nothing.

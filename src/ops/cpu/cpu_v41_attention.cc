@@ -13,7 +13,7 @@ void CpuOps::block_attention(const TensorView& q, const TensorView& kv_block, co
                              const TensorView& out) {
   check_activation(q, "block_attention q");
   check_activation(out, "block_attention out");
-  const int64_t T = q.shape[0], H = q.shape[1], d = q.shape[2], W = params.window;
+  const int64_t T = q.shape[0], H = q.shape[1], d = q.shape[2], W = params.window, ring = window.shape[1];
   const bool round_probs = out.dtype == DType::kBF16;
   const float* sink = sinks.as<const float>();
 #pragma omp parallel for schedule(dynamic)
@@ -23,7 +23,7 @@ void CpuOps::block_attention(const TensorView& q, const TensorView& kv_block, co
     std::vector<float> rows;
     for (int64_t p = std::max<int64_t>({0, seq.start_pos - W, seq.window_floor}); p < seq.start_pos; ++p) {
       rows.resize(rows.size() + d);
-      read_f32(window, (seq.slot * W + p % W) * d, d, rows.data() + rows.size() - d);
+      read_f32(window, (seq.slot * ring + p % ring) * d, d, rows.data() + rows.size() - d);
     }
     for (int32_t i = 0; i < seq.n_tokens; ++i) {
       rows.resize(rows.size() + d);

@@ -29,11 +29,13 @@ void CudaOps::compress(const TensorView& kv, const TensorView& score, const Tens
   const int64_t width = (params.overlapped ? 2 : 1) * params.dc;
   const int64_t n_state = params.overlapped ? 2 * params.ratio : params.ratio;
   DI_CHECK(kv.dtype == DType::kF32 && state_kv.dtype == DType::kF32, "compress works in F32");
+  DI_CHECK(state_kv.shape[1] >= n_state && state_kv.shape[2] == width, "compress: state {} for {} positions of {}",
+           state_kv.shape_string(), n_state, width);
   DI_LAUNCH(k::launch_compress({dptr<float>(kv), dptr<float>(score), dptr<float>(ape), seq_spans(batch),
                                 dptr<int32_t>(batch.token_seq), plan.n_emit > 0 ? dptr<int32_t>(plan.token) : nullptr,
                                 dptr<float>(state_kv), dptr<float>(state_score), dptr<float>(rows), batch.n_seqs,
                                 batch.n_tokens, plan.n_emit, params.ratio, params.overlapped, params.dc, width,
-                                n_state},
+                                n_state, state_kv.shape[1]},
                                stream_));
 }
 
@@ -86,6 +88,7 @@ void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, co
                              params.all_compressed, params.rows_per_block, batch.max_blocks,
                              comp_idx.empty() ? 0 : static_cast<int>(comp_idx.shape[1]), params.softmax_scale,
                              out.dtype == DType::kBF16};
+  p.ring = window.shape[1];
   const RopeParams& rope = params.out_rope;
   // The output's de-rotation in the tensor-core kernel's epilogue (DEEPINFER_ATTN_FOLD_ROPE=0: a
   // rope() launch after it, an A/B switch; same bits), else after the scalar kernel.

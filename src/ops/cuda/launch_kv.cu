@@ -27,14 +27,14 @@ cudaError_t launch_window_store(const WindowStoreParams& p, cudaStream_t s) {
 }
 
 cudaError_t launch_compress(const CompressLaunchParams& p, cudaStream_t s) {
-  CompressParamsDev d{p.ratio, p.overlapped, p.dc, p.width, p.n_state};
+  CompressParamsDev d{p.ratio, p.overlapped, p.dc, p.width, p.n_state, p.ring};
   // Rows first: they read the state as it was on entry; then the state after the chunk.
   if (p.n_emit > 0) {
     const dim3 grid(static_cast<unsigned>(p.n_emit), static_cast<unsigned>((p.dc + 127) / 128));
     launch_pdl(compress_rows_kernel, grid, 128, 0, s, p.kv, p.score, p.ape, p.seqs, p.token_seq,
                p.emit_token, p.n_tokens, d, p.state_kv, p.state_score, p.rows);
   }
-  const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>(p.ratio),
+  const dim3 grid(static_cast<unsigned>(p.n_seqs), static_cast<unsigned>(p.ring),
                   static_cast<unsigned>((p.width + 127) / 128));
   launch_pdl(compress_state_kernel, grid, 128, 0, s, p.kv, p.score, p.ape, p.seqs, d, p.state_kv,
              p.state_score);
@@ -206,6 +206,7 @@ cudaError_t launch_sparse_attention(const AttentionLaunchParams& p, cudaStream_t
   d.H = p.H;
   d.d = p.d;
   d.W = p.W;
+  d.ring = p.ring > 0 ? p.ring : p.W;
   d.ratio = p.ratio;
   d.all_compressed = p.all_compressed;
   d.rows_per_block = p.rows_per_block;
