@@ -46,8 +46,8 @@ Status Model::validate(const ForwardBatch& b, const KvState& state, bool history
 }
 
 bool Model::graph_shaped(const ForwardBatch& b) {
-  // The MTP drafter's steps (every row's hidden state kept) run eagerly: not yet measured in graphs.
-  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens) || b.keep_hidden_all) return false;
+  // keep_hidden_all (the MTP drafter's steps) adds no launch: the result views the streams' buffer.
+  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens)) return false;
   for (const ops::SeqSpan& s : b.seqs)
     if (s.n_tokens > kGraphMaxSeqTokens) return false;
   return true;

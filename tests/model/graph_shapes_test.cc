@@ -5,6 +5,8 @@
 // compared bit for bit with the ordinary model's, across emission boundaries of both compressor
 // ratios, window eviction and block-table growth. (The CUDA replay itself is tested in
 // cuda_model_test.)
+#include <cstring>
+
 #include "loader/weight_binding.h"
 #include "model/model.h"
 #include "model_test_util.h"
@@ -46,17 +48,26 @@ TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
 
   const auto a = testing::random_ids(200, 11, 512), b = testing::random_ids(200, 12, 512);
   // Prefill 20 and 7 tokens (too long for a graph: both models run exact shapes), then steps of
-  // 1 token per sequence, every fifth step 3 tokens (a verification-sized step).
+  // 1 token per sequence, every fifth step 3 tokens (a verification-sized step); every other step
+  // keeps every row's hidden state (the MTP drafter's steps), which must be the exact step's too.
   int32_t pa = 20, pb = 7;
-  auto step = [&](int32_t na, int32_t nb) {
+  auto step = [&](int32_t na, int32_t nb, bool keep_all) {
     std::vector<testing::SeqChunk> chunks = {
         {0, {a.begin() + pa, a.begin() + pa + na}, pa, testing::iota_blocks(0, (pa + na) / 16 + 1), 0, 0, {na - 1}},
         {1, {b.begin() + pb, b.begin() + pb + nb}, pb, testing::iota_blocks(12, (pb + nb) / 16 + 1), 0, 0, {nb - 1}}};
-    const model::ForwardBatch batch = testing::make_batch(chunks);
+    model::ForwardBatch batch = testing::make_batch(chunks);
+    batch.keep_hidden_all = keep_all;
     auto re = lm->model->forward(batch, exact_state);
     auto rf = fixed.forward(batch, fixed_state);
     EXPECT_TRUE(re.is_ok() && rf.is_ok());
     EXPECT_EQ(testing::logits_of(*rf), testing::logits_of(*re)) << "positions " << pa << " / " << pb;
+    if (keep_all && re.is_ok() && rf.is_ok()) {
+      const tensor::TensorView& he = re->hidden;
+      const tensor::TensorView& hf = rf->hidden;
+      ASSERT_EQ(hf.shape_string(), he.shape_string());
+      const auto bytes = static_cast<size_t>(he.numel()) * tensor::dtype_size(he.dtype);
+      EXPECT_EQ(std::memcmp(hf.data, he.data, bytes), 0) << "hidden states at " << pa << " / " << pb;
+    }
     pa += na;
     pb += nb;
   };
@@ -68,7 +79,7 @@ TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
     ASSERT_TRUE(fixed.forward(batch, fixed_state).is_ok());
   }
   ASSERT_EQ(fixed_ops.prepared, 0) << "a 20-token prefill is not graph-shaped";
-  for (int i = 0; i < 100 && !HasFailure(); ++i) step(i % 5 == 4 ? 3 : 1, i % 5 == 2 ? 3 : 1);
+  for (int i = 0; i < 100 && !HasFailure(); ++i) step(i % 5 == 4 ? 3 : 1, i % 5 == 2 ? 3 : 1, i % 2 == 1);
   EXPECT_EQ(fixed_ops.prepared, 100);
 }
 
