@@ -113,16 +113,15 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
     return std::move(*in);
   };
   ModelRunner::DraftPicker pick;
-  if (!debug_.host_sampling) {
-    pick.device = [&](size_t k, int32_t j, size_t row, DeviceSamplePlan* device) {
-      if (std::optional<sample::RowInput> in = row_input(k, j)) device->add(row, *in, sampler_->config(), -1);
-      return true;
+  pick.device = [&](size_t k, int32_t j, size_t row, DeviceSamplePlan* device) {
+    if (std::optional<sample::RowInput> in = row_input(k, j)) device->add(row, *in, sampler_->config(), -1);
+  };
+  if (debug_.host_sampling) {
+    pick.host = [&](size_t k, int32_t j, std::span<const float> logits) -> int32_t {
+      std::optional<sample::RowInput> in = row_input(k, j);
+      return in ? sampler_->sample_row(logits, *in).token : -1;
     };
   }
-  pick.host = [&](size_t k, int32_t j, std::span<const float> logits) -> int32_t {
-    std::optional<sample::RowInput> in = row_input(k, j);
-    return in ? sampler_->sample_row(logits, *in).token : -1;
-  };
   DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
   if (debug_.on_drafts) {
     for (size_t k = 0; k < inputs.size(); ++k) {

@@ -197,23 +197,11 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
     return tensor::TensorView::contiguous(static_cast<int32_t*>(d_all.data) + at * rows, dtype, shape, d_all.device);
   };
-  const tensor::TensorView d_ids = part(tensor::DType::kI32, 0, {rows});  // [rows] on the device
-  // Steps 1-4 (bias, masks, stop suppression, penalties) into a processed copy; raw logprobs
-  // still read the model's logits.
-  tensor::TensorView sampled_from = logits;
-  if (plan.adjusts()) {
-    sampled_from = ops.alloc(tensor::DType::kF32, {rows, logits.shape[1]});  // [rows, V] steps 0-4
-    ops.adjust_logits(logits, plan.adjust_rows, plan.entries, plan.stops, plan.masks, plan.pending_ids, sampled_from);
-  }
-  const bool greedy = std::all_of(params.begin(), params.end(), [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
-  if (greedy) {
-    ops.argmax_rows(sampled_from, d_ids);
-  } else {
-    ops.sample_rows(sampled_from, params, d_ids);
-  }
   if (n >= 0) {
-    ops.logprob_rows(logits, d_ids, part(tensor::DType::kF32, 1, {rows}), part(tensor::DType::kI32, 2, {rows, n}),
-                     part(tensor::DType::kF32, 2 + n, {rows, n}));
+    queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), part(tensor::DType::kF32, 1, {rows}),
+                   part(tensor::DType::kI32, 2, {rows, n}), part(tensor::DType::kF32, 2 + n, {rows, n}));
+  } else {
+    queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), {}, {}, {});
   }
   tensor::TensorView& host = sampled_host_[ticket->buffer];  // [width x rows]
   ensure_room(host, rows * width, [&](int64_t n) { return ops.alloc_host(tensor::DType::kI32, {n}); });
@@ -221,6 +209,28 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
       d_all, tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {rows * width}, host.device));
   next_host_buffer_ ^= 1;
   return Status::ok();
+}
+
+void ModelRunner::queue_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
+                                 const tensor::TensorView& ids, const tensor::TensorView& logprob,
+                                 const tensor::TensorView& top_ids, const tensor::TensorView& top_logprobs) {
+  ops::Ops& ops = *model_->ops;
+  const int64_t rows = logits.shape[0];
+  // Steps 1-4 (bias, masks, stop suppression, penalties) into a processed copy; raw logprobs
+  // still read the model's logits.
+  tensor::TensorView sampled_from = logits;
+  if (plan.adjusts()) {
+    sampled_from = ops.alloc(tensor::DType::kF32, {rows, logits.shape[1]});  // [rows, V] steps 0-4
+    ops.adjust_logits(logits, plan.adjust_rows, plan.entries, plan.stops, plan.masks, plan.pending_ids, sampled_from);
+  }
+  const bool greedy =
+      std::all_of(plan.rows.begin(), plan.rows.end(), [](const ops::Ops::SampleRow& s) { return s.temperature == 0.0f; });
+  if (greedy) {
+    ops.argmax_rows(sampled_from, ids);
+  } else {
+    ops.sample_rows(sampled_from, plan.rows, ids);
+  }
+  if (!logprob.empty()) ops.logprob_rows(logits, ids, logprob, top_ids, top_logprobs);
 }
 
 Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* out) {

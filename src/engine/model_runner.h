@@ -78,6 +78,11 @@ class ModelRunner {
     int buffer = 0;     // which page-locked buffer
   };
   Status launch_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan, SampleTicket* ticket);
+  // The sampling ops of launch_sampling alone, into views on the device: ids [rows] I32 and, when
+  // `logprob` is not empty, the raw logprobs (logprob [rows] F32, top_ids / top_logprobs [rows, n]).
+  void queue_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan, const tensor::TensorView& ids,
+                      const tensor::TensorView& logprob, const tensor::TensorView& top_ids,
+                      const tensor::TensorView& top_logprobs);
   Status collect_sampling(const SampleTicket& ticket, DeviceSampled* out);
   // Queued right behind the plan's forward (before anything planned ahead of its update can run):
   // copies state slots into the snapshots the plan asked for.
@@ -114,13 +119,13 @@ class ModelRunner {
   // How the MTP drafter picks draft j of input k from its logits row (V4; DSpark's Markov chain
   // is greedy inside the model). The engine samples a request's drafts with the request's own
   // sampler and noise (coupled drafts: accepted whenever the drafter's distribution puts the same
-  // noise's winner where the target's does). Where the logits are: `device` adds the pick's row
-  // `row` to the plan (DeviceSamplePlan::add; a row it leaves out is the greedy pick) and returns
-  // true — then only ids and raw logprobs come back, not [rows, vocab] logits. It returns false
-  // when some pick needs the host sampler: `host` then picks from the row's logits (-1 = greedy).
-  // Neither set: greedy picks on the device.
+  // noise's winner where the target's does). Where the logits are, unless `host` is set:
+  // `device` adds the pick's row `row` to the plan (DeviceSamplePlan::add; a row it leaves out, or
+  // every row without `device`, is the greedy pick); the chained steps read their tokens where the
+  // picks are, and the host waits once, for every pick's id and raw logprob. With `host` set, the
+  // host picks from each row's logits copied back (-1 = the greedy pick), step after step.
   struct DraftPicker {
-    std::function<bool(size_t k, int32_t j, size_t row, DeviceSamplePlan* plan)> device;
+    std::function<void(size_t k, int32_t j, size_t row, DeviceSamplePlan* plan)> device;
     std::function<int32_t(size_t k, int32_t j, std::span<const float> logits)> host;
   };
   Result<std::vector<Drafts>> propose(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
@@ -147,11 +152,11 @@ class ModelRunner {
   Result<std::vector<Drafts>> propose_mtp(const sched::BatchPlan& plan, std::span<const DraftInput> inputs,
                                           const DraftPicker& pick);
   Result<std::vector<Drafts>> propose_dspark(const sched::BatchPlan& plan, std::span<const DraftInput> inputs);
-  // The picks of logits [rows, V] (row r: input live[r], draft j) as DraftPicker says, and each
-  // pick's softmax probability under the raw logits (the drafter's confidence); ids -1 where a row
-  // has nothing finite.
-  Status pick_drafts(const tensor::TensorView& logits, std::span<const size_t> live, int32_t j,
-                     const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob);
+  // The host's picks of logits [rows, V] (row r: input live[r], draft j; DraftPicker::host) and
+  // each pick's softmax probability under the raw logits (the drafter's confidence); ids -1 where
+  // a row has nothing finite.
+  void pick_on_host(const tensor::TensorView& logits, std::span<const size_t> live, int32_t j,
+                    const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob);
 
   LoadedModel* model_;
   model::KvState state_;
@@ -181,7 +186,8 @@ class ModelRunner {
   };
   std::unordered_map<kv::SeqId, MtpRows> mtp_rows_;
   DeviceSamplePlan draft_plan_;     // the MTP picks' sampling (kept: its vectors' memory)
-  DeviceSampled draft_sampled_;
+  // The MTP picks on the device: [chain step][input] ids, then the same of raw logprobs (F32 bits).
+  tensor::TensorView draft_picks_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
 };
 

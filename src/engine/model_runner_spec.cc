@@ -13,6 +13,7 @@
 //     confidence logits.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "engine/model_runner.h"
@@ -89,41 +90,24 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose(const sched::Batch
   return failed_precondition("propose: the engine runs without a drafter");
 }
 
-Status ModelRunner::pick_drafts(const TensorView& logits, std::span<const size_t> live, int32_t j,
-                                const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob) {
+void ModelRunner::pick_on_host(const TensorView& logits, std::span<const size_t> live, int32_t j,
+                               const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob) {
   const int64_t n = logits.shape[0], V = logits.shape[1];
   ids->assign(static_cast<size_t>(n), -1);
   prob->assign(static_cast<size_t>(n), 0.0f);
-  bool on_device = pick.device || !pick.host;
-  draft_plan_.clear();
-  for (size_t r = 0; r < live.size() && on_device && pick.device; ++r) on_device = pick.device(live[r], j, r, &draft_plan_);
-  if (on_device) {
-    // Each pick's raw logprob is its confidence: one number per row comes back with the id.
-    draft_plan_.finish(static_cast<size_t>(n));
-    draft_plan_.n_top = 0;
-    DI_RETURN_IF_ERROR(sample_on_device(logits, draft_plan_, &draft_sampled_));
-    for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
-      (*ids)[r] = draft_sampled_.ids[r];
-      if ((*ids)[r] >= 0) (*prob)[r] = std::exp(draft_sampled_.logprob[r]);
-    }
-    return Status::ok();
-  }
-  ops::Ops& ops = *model_->ops;
   std::vector<float> host(static_cast<size_t>(n * V));
-  ops.copy(logits, TensorView::contiguous(host.data(), DType::kF32, {n, V}));
+  model_->ops->copy(logits, TensorView::contiguous(host.data(), DType::kF32, {n, V}));
   for (int64_t r = 0; r < n; ++r) {
     const float* row = &host[static_cast<size_t>(r * V)];
     const float best = *std::max_element(row, row + V);
     if (!std::isfinite(best)) continue;
-    int64_t id = pick.host ? pick.host(live[static_cast<size_t>(r)], j, std::span<const float>(row, static_cast<size_t>(V)))
-                           : -1;
+    int64_t id = pick.host(live[static_cast<size_t>(r)], j, std::span<const float>(row, static_cast<size_t>(V)));
     if (id < 0 || id >= V) id = std::max_element(row, row + V) - row;
     double den = 0.0;
     for (int64_t v = 0; v < V; ++v) den += std::exp(static_cast<double>(row[v] - best));
     (*ids)[static_cast<size_t>(r)] = static_cast<int32_t>(id);
     (*prob)[static_cast<size_t>(r)] = static_cast<float>(std::exp(static_cast<double>(row[id] - best)) / den);
   }
-  return Status::ok();
 }
 
 Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::BatchPlan& plan,
@@ -170,23 +154,54 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
 
   // Chained rows: the MTP's own output state and the draft just made, one position further. Their
   // ring entries lie past the sequence's end (the next step's MTP rows write there first), and the
-  // ring's spare positions keep the rows they overwrite.
+  // ring's spare positions keep the rows they overwrite. Picked on the device, each chained step
+  // reads its tokens where the picks are (ForwardBatch::token_from), so the steps queue back to
+  // back and the host waits once, for every pick.
+  const bool on_host = static_cast<bool>(pick.host);
+  int32_t max_k = 0;
+  for (size_t k : drafting) max_k = std::max(max_k, inputs[k].n_drafts);
+  const auto n_in = static_cast<int64_t>(drafting.size());
+  if (!on_host) {
+    ensure_room(draft_picks_, 2 * max_k * n_in, [&](int64_t n) { return ops.alloc_persistent(DType::kI32, {n}); });
+  }
+  // Step s's picks ([n] I32 ids, part 0) and their raw logprobs ([n] F32, part 1) on the device.
+  auto picks = [&](int32_t s, int part, DType dtype, std::initializer_list<int64_t> shape) {
+    return TensorView::contiguous(static_cast<int32_t*>(draft_picks_.data) + (part * max_k + s) * n_in, dtype, shape,
+                                  draft_picks_.device);
+  };
+  std::vector<std::vector<size_t>> live_at;  // device picks: each step's inputs, in pick order
   std::vector<int32_t> ids;
   std::vector<float> prob;
   std::vector<size_t> live = drafting;  // inputs still chaining, in r's logit-row order
   for (int32_t step = 0;; ++step) {
-    DI_RETURN_IF_ERROR(pick_drafts(r.logits, live, step, pick, &ids, &prob));
-    // The state rows of the inputs that go on, kept past this call's workspace (a row with
-    // nothing finite ends its drafts).
-    std::vector<int32_t> keep;
+    const auto n_live = static_cast<int64_t>(live.size());
+    std::vector<int32_t> keep;  // the state rows of the inputs that go on
     std::vector<size_t> next_live;
-    for (size_t j = 0; j < live.size(); ++j) {
-      if (ids[j] < 0) continue;
-      out[live[j]].tokens.push_back(ids[j]);
-      out[live[j]].confidence.push_back(prob[j]);
-      if (static_cast<int32_t>(out[live[j]].tokens.size()) < inputs[live[j]].n_drafts) {
-        keep.push_back(static_cast<int32_t>(j));
-        next_live.push_back(live[j]);
+    if (on_host) {
+      pick_on_host(r.logits, live, step, pick, &ids, &prob);
+      for (size_t j = 0; j < live.size(); ++j) {
+        if (ids[j] < 0) continue;  // nothing finite: its drafts end
+        out[live[j]].tokens.push_back(ids[j]);
+        out[live[j]].confidence.push_back(prob[j]);
+        if (static_cast<int32_t>(out[live[j]].tokens.size()) < inputs[live[j]].n_drafts) {
+          keep.push_back(static_cast<int32_t>(j));
+          next_live.push_back(live[j]);
+        }
+      }
+    } else {
+      draft_plan_.clear();
+      if (pick.device) {
+        for (size_t j = 0; j < live.size(); ++j) pick.device(live[j], step, j, &draft_plan_);
+      }
+      draft_plan_.finish(static_cast<size_t>(n_live));
+      queue_sampling(r.logits, draft_plan_, picks(step, 0, DType::kI32, {n_live}), picks(step, 1, DType::kF32, {n_live}),
+                     picks(step, 0, DType::kI32, {n_live, 0}), picks(step, 1, DType::kF32, {n_live, 0}));
+      live_at.push_back(live);
+      for (size_t j = 0; j < live.size(); ++j) {
+        if (step + 1 < inputs[live[j]].n_drafts) {
+          keep.push_back(static_cast<int32_t>(j));
+          next_live.push_back(live[j]);
+        }
       }
     }
     if (next_live.empty()) break;
@@ -197,20 +212,45 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
     ops.gather_rows(r.hidden.reshape({r.hidden.shape[0], row_width}), keep, x.reshape({n, row_width}));
     model::ForwardBatch chain;
     std::vector<size_t> chain_rows;
-    for (size_t k : next_live) {
+    for (size_t i = 0; i < next_live.size(); ++i) {
+      const size_t k = next_live[i];
       chain_rows.push_back(inputs[k].plan_row);
       const sched::SeqPlan& sp = plan.seqs[inputs[k].plan_row];
       const int32_t pos = sp.first_position + static_cast<int32_t>(inputs[k].next.size()) + step;
-      const int32_t token = out[k].tokens.back();
+      const int32_t token = on_host ? out[k].tokens.back() : 0;  // else a placeholder: token_from
       add_rows(chain, sp, pos, std::span<const int32_t>(&token, 1), std::max(mtp_rows_[sp.seq_id].floor, sp.window_floor));
       chain.logit_rows.push_back(static_cast<int32_t>(chain.token_ids.size()) - 1);
+      if (!on_host) chain.token_from.push_back(keep[i]);
     }
+    if (!on_host) chain.token_source = picks(step, 0, DType::kI32, {n_live});
     fill_tables(chain, plan, chain_rows);
     chain.keep_hidden = true;
     Result<model::ForwardResult> next = model_->model->mtp_forward(chain, x, state_);
     if (!next.is_ok()) return next.status().with_context("chaining MTP drafts");
     r = std::move(*next);
     live = std::move(next_live);
+  }
+  if (!on_host) {
+    // Every pick at once; an input whose pick had nothing finite ends its drafts there.
+    std::vector<int32_t> host(static_cast<size_t>(2 * max_k * n_in));
+    ops.copy(TensorView::contiguous(draft_picks_.data, DType::kI32, {2 * max_k * n_in}, draft_picks_.device),
+             TensorView::contiguous(host.data(), DType::kI32, {2 * max_k * n_in}));
+    std::vector<bool> ended(inputs.size(), false);
+    for (size_t s = 0; s < live_at.size(); ++s) {
+      for (size_t j = 0; j < live_at[s].size(); ++j) {
+        const size_t k = live_at[s][j];
+        const size_t at = s * static_cast<size_t>(n_in) + j;
+        const int32_t id = host[at];
+        if (ended[k] || id < 0) {
+          ended[k] = true;
+          continue;
+        }
+        float logprob;
+        std::memcpy(&logprob, &host[static_cast<size_t>(max_k * n_in) + at], sizeof(float));
+        out[k].tokens.push_back(id);
+        out[k].confidence.push_back(std::exp(logprob));
+      }
+    }
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -125,20 +126,31 @@ TEST(EngineSpecTest, MtpPicksWhereTheLogitsAreAreTheHostSamplersPicks) {
   EngineOptions o = testing::micro_options();
   o.nextn_decode = 3;
   using Key = std::tuple<RequestId, int32_t, int32_t>;  // request, sample, n_generated
-  auto drafted = [&](bool host_sampling) {
+  auto drafted = [&](const std::vector<Request>& requests, bool host_sampling) {
     std::map<Key, std::vector<int32_t>> proposed;
     engine::DebugOptions d;
     d.host_sampling = host_sampling;
     d.on_drafts = [&](RequestId id, int32_t sample, int32_t n_generated, std::vector<int32_t>* drafts) {
       proposed[Key{id, sample, n_generated}] = *drafts;
     };
-    const Outcome out = run(mixed_requests(512, std::nullopt), o, d);
-    EXPECT_EQ(out.outputs.size(), 6u);
+    const Outcome out = run(requests, o, d);
+    EXPECT_EQ(out.outputs.size(), requests.size());
     return proposed;
   };
-  const std::map<Key, std::vector<int32_t>> device = drafted(false), host = drafted(true);
+  const std::vector<Request> mixed = mixed_requests(512, std::nullopt);
+  const std::map<Key, std::vector<int32_t>> device = drafted(mixed, false);
   EXPECT_GT(device.size(), 30u);
-  EXPECT_EQ(device, host);
+  EXPECT_EQ(device, drafted(mixed, true));
+  // Sequences near the end of their room chain fewer drafts than the others of their step.
+  o.max_model_len = 44;
+  const std::vector<Request> near_end = {ids_request(prompt_ids(30, 7), 100, 3, 0.8f),
+                                         ids_request(prompt_ids(35, 8), 100, std::nullopt, 0.0f),
+                                         ids_request(prompt_ids(20, 9), 100, 4, 1.0f)};
+  const std::map<Key, std::vector<int32_t>> short_device = drafted(near_end, false);
+  std::set<size_t> lengths;
+  for (const auto& [key, drafts] : short_device) lengths.insert(drafts.size());
+  EXPECT_GE(lengths.size(), 3u) << "draft lengths from 1 to 3";
+  EXPECT_EQ(short_device, drafted(near_end, true));
 }
 
 TEST(EngineSpecTest, EveryAcceptanceCountIsRewoundOrKeptExactly) {
