@@ -177,7 +177,7 @@ class ModelRunner {
   // MTP drafter: every row's final hidden state of the last forward ([rows, hc, D], persistent:
   // the drafter's own steps come between), each plan row's first batch
   // row in it, and the chained drafts' running state ([seqs, hc, D]).
-  tensor::TensorView spec_hidden_, spec_x_;
+  tensor::TensorView spec_hidden_, spec_x_, spec_chain_x_;
   std::vector<int32_t> token_begin_;
   // MTP ring per sequence: positions [floor, next) hold rows of this sequence (a gap — a prefix
   // hit, a preemption — starts it over at the gap).

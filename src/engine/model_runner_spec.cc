@@ -146,7 +146,7 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   fill_tables(b, plan, rows);
   b.keep_hidden = true;
   const int64_t T = static_cast<int64_t>(b.token_ids.size());
-  ensure_room(spec_x_, 2 * T * row_width, [&](int64_t n) { return ops.alloc_persistent(spec_hidden_.dtype, {n}); });
+  ensure_room(spec_x_, T * row_width, [&](int64_t n) { return ops.alloc_persistent(spec_hidden_.dtype, {n}); });
   const TensorView h_in = TensorView::contiguous(spec_x_.data, spec_x_.dtype, {T, hc, D}, spec_x_.device);
   ops.gather_rows(hidden_all, hidden_rows, h_in.reshape({T, row_width}));
   DI_ASSIGN_OR_RETURN(model::ForwardResult r, model_->model->mtp_forward(b, h_in, state_));
@@ -156,18 +156,23 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   // ring entries lie past the sequence's end (the next step's MTP rows write there first), and the
   // ring's spare positions keep the rows they overwrite. Picked on the device, each chained step
   // reads its tokens where the picks are (ForwardBatch::token_from), so the steps queue back to
-  // back and the host waits once, for every pick.
+  // back and the host waits once, for every pick. Their inputs (the chained state, the picks) sit
+  // at the same addresses call after call, so the chained steps replay recorded step graphs.
   const bool on_host = static_cast<bool>(pick.host);
   int32_t max_k = 0;
   for (size_t k : drafting) max_k = std::max(max_k, inputs[k].n_drafts);
   const auto n_in = static_cast<int64_t>(drafting.size());
+  // [2 parts][max_k_all][stride]: fixed strides (the most drafts and sequences a step holds).
+  const int64_t max_k_all = std::max<int64_t>(state_.options().spare_positions, max_k);
+  const int64_t stride = std::max<int64_t>(n_state_slots_, n_in);
+  ensure_room(spec_chain_x_, stride * row_width, [&](int64_t n) { return ops.alloc_persistent(spec_hidden_.dtype, {n}); });
   if (!on_host) {
-    ensure_room(draft_picks_, 2 * max_k * n_in, [&](int64_t n) { return ops.alloc_persistent(DType::kI32, {n}); });
+    ensure_room(draft_picks_, 2 * max_k_all * stride, [&](int64_t n) { return ops.alloc_persistent(DType::kI32, {n}); });
   }
   // Step s's picks ([n] I32 ids, part 0) and their raw logprobs ([n] F32, part 1) on the device.
   auto picks = [&](int32_t s, int part, DType dtype, std::initializer_list<int64_t> shape) {
-    return TensorView::contiguous(static_cast<int32_t*>(draft_picks_.data) + (part * max_k + s) * n_in, dtype, shape,
-                                  draft_picks_.device);
+    return TensorView::contiguous(static_cast<int32_t*>(draft_picks_.data) + (part * max_k_all + s) * stride, dtype,
+                                  shape, draft_picks_.device);
   };
   std::vector<std::vector<size_t>> live_at;  // device picks: each step's inputs, in pick order
   std::vector<int32_t> ids;
@@ -206,9 +211,7 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
     }
     if (next_live.empty()) break;
     const int64_t n = static_cast<int64_t>(next_live.size());
-    const TensorView x = TensorView::contiguous(static_cast<uint8_t*>(spec_x_.data) +
-                                                    T * row_width * tensor::dtype_size(spec_x_.dtype),
-                                                spec_x_.dtype, {n, hc, D}, spec_x_.device);
+    const TensorView x = TensorView::contiguous(spec_chain_x_.data, spec_chain_x_.dtype, {n, hc, D}, spec_chain_x_.device);
     ops.gather_rows(r.hidden.reshape({r.hidden.shape[0], row_width}), keep, x.reshape({n, row_width}));
     model::ForwardBatch chain;
     std::vector<size_t> chain_rows;
@@ -232,21 +235,21 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   }
   if (!on_host) {
     // Every pick at once; an input whose pick had nothing finite ends its drafts there.
-    std::vector<int32_t> host(static_cast<size_t>(2 * max_k * n_in));
-    ops.copy(TensorView::contiguous(draft_picks_.data, DType::kI32, {2 * max_k * n_in}, draft_picks_.device),
-             TensorView::contiguous(host.data(), DType::kI32, {2 * max_k * n_in}));
+    std::vector<int32_t> host(static_cast<size_t>(2 * max_k_all * stride));
+    ops.copy(TensorView::contiguous(draft_picks_.data, DType::kI32, {2 * max_k_all * stride}, draft_picks_.device),
+             TensorView::contiguous(host.data(), DType::kI32, {2 * max_k_all * stride}));
     std::vector<bool> ended(inputs.size(), false);
     for (size_t s = 0; s < live_at.size(); ++s) {
       for (size_t j = 0; j < live_at[s].size(); ++j) {
         const size_t k = live_at[s][j];
-        const size_t at = s * static_cast<size_t>(n_in) + j;
+        const size_t at = s * static_cast<size_t>(stride) + j;
         const int32_t id = host[at];
         if (ended[k] || id < 0) {
           ended[k] = true;
           continue;
         }
         float logprob;
-        std::memcpy(&logprob, &host[static_cast<size_t>(max_k * n_in) + at], sizeof(float));
+        std::memcpy(&logprob, &host[static_cast<size_t>(max_k_all * stride) + at], sizeof(float));
         out[k].tokens.push_back(id);
         out[k].confidence.push_back(std::exp(logprob));
       }

@@ -109,28 +109,36 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state, bool f
 
 Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capture* capture) {
   DI_RETURN_IF_ERROR(validate(b, state));
-  if (capture != nullptr || !ops_->graphs_enabled() || !graph_shaped(b)) {
+  if (capture != nullptr) {
     ops_->begin_step();
     return run(b, state, capture, /*fixed=*/false);
+  }
+  // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
+  const uintptr_t state_buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
+  return run_step(b, state_buffers, [&](bool fixed) { return run(b, state, nullptr, fixed); });
+}
+
+ForwardResult Model::run_step(const ForwardBatch& b, uint64_t key, const std::function<ForwardResult(bool fixed)>& pass) {
+  if (!ops_->graphs_enabled() || !graph_shaped(b)) {
+    ops_->begin_step();
+    return pass(/*fixed=*/false);
   }
   // Step graphs (ops.h): a host-only pass first; its results are valid once the backend replays
   // the graph recorded for its launches. Otherwise the pass runs again, recorded or eager — in
   // the same fixed shapes, so a step's numbers never depend on which way it ran.
   ops_->begin_step();
-  // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
-  const uintptr_t state_buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
-  ops_->graph_prepare(reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ state_buffers);
-  ForwardResult r = run(b, state, nullptr, /*fixed=*/true);
+  ops_->graph_prepare(reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ key);
+  ForwardResult r = pass(/*fixed=*/true);
   const ops::Ops::GraphStep how = ops_->graph_replay();
   if (how == ops::Ops::GraphStep::kReplayed) return r;
   if (how == ops::Ops::GraphStep::kCapture) {
     ops_->begin_step();
     ops_->graph_capture_begin();
-    r = run(b, state, nullptr, /*fixed=*/true);
+    r = pass(/*fixed=*/true);
     if (ops_->graph_capture_end()) return r;
   }
   ops_->begin_step();
-  return run(b, state, nullptr, /*fixed=*/true);
+  return pass(/*fixed=*/true);
 }
 
 ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture, bool fixed) {

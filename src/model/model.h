@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "loader/model_config.h"
@@ -53,6 +54,12 @@ class Model final : public LanguageModel {
   Step make_step(const ForwardBatch& batch, const KvState& state, bool fixed);
   // One pass of forward() over a validated batch (after begin_step()).
   ForwardResult run(const ForwardBatch& batch, KvState& state, Capture* capture, bool fixed);
+  // One pass of mtp_forward() over a validated batch (after begin_step()).
+  ForwardResult run_mtp(const ForwardBatch& batch, const tensor::TensorView& hidden, KvState& state, bool fixed);
+  // Runs `pass` (begin_step() done) as forward() does: from a recorded step graph where the backend
+  // has one for its launches and `batch` is graph-shaped, else eagerly. `key`: the persistent
+  // buffers the pass reads besides the weights (the KV state, a hidden-state input).
+  ForwardResult run_step(const ForwardBatch& batch, uint64_t key, const std::function<ForwardResult(bool fixed)>& pass);
   // Runs one block in place on the HC streams x [T, hc, D]; scratch is a second buffer of the same
   // shape. Every temporary of the block is released when it returns.
   void block(const loader::BlockWeights& w, int64_t layer, LayerState& state, Step& step, const tensor::TensorView& x,

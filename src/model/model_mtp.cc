@@ -19,8 +19,16 @@ Result<ForwardResult> Model::mtp_forward(const ForwardBatch& b, const TensorView
   if (hidden.rank != 3 || hidden.shape[0] != T || hidden.shape[1] != hc || hidden.shape[2] != D) {
     return invalid_argument("mtp_forward: hidden {} must be [{}, {}, {}]", hidden.shape_string(), T, hc, D);
   }
-  ops_->begin_step();
-  Step step = make_step(b, state, /*fixed=*/false);
+  // Graph-shaped steps replay a recorded graph, keyed by the hidden input's buffer as well (the
+  // drafter's persistent staging: the same address step after step).
+  const uintptr_t state_buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
+  const uint64_t key = (state_buffers ^ (reinterpret_cast<uintptr_t>(hidden.data) * 0xc2b2ae3d27d4eb4full)) + 0x4d5450;
+  return run_step(b, key, [&](bool fixed) { return run_mtp(b, hidden, state, fixed); });
+}
+
+ForwardResult Model::run_mtp(const ForwardBatch& b, const TensorView& hidden, KvState& state, bool fixed) {
+  const int64_t T = static_cast<int64_t>(b.token_ids.size()), D = config_.hidden_size, hc = config_.hc_mult;
+  Step step = make_step(b, state, fixed);
   const loader::MtpWeights& mw = weights_.mtp[0];
   const float eps = static_cast<float>(config_.rms_norm_eps);
   TensorView e = ops_->alloc(act_dtype(), {T, D});

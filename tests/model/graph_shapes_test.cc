@@ -83,6 +83,44 @@ TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
   EXPECT_EQ(fixed_ops.prepared, 100);
 }
 
+// The MTP block's steps (the drafter's) replay graphs too: in fixed shapes they compute what the
+// exact-shape step does, over a sequence whose target rows run one by one, each step's MTP row
+// reading the target's hidden state at its position.
+TEST_P(GraphShapesTest, FixedShapeMtpStepsEqualExactShapes) {
+  auto lm = testing::load("micro", GetParam());
+  ASSERT_NE(lm, nullptr);
+  ASSERT_GT(lm->config.n_mtp_layers, 0);
+  FixedShapeCpuOps fixed_ops;
+  loader::CheckpointSource source(*lm->checkpoint);
+  auto weights = loader::bind_weights(lm->config, source);
+  ASSERT_TRUE(weights.is_ok()) << weights.status().to_string();
+  model::Model fixed(lm->config, std::move(weights).value(), &fixed_ops, model::ModelOptions{GetParam()});
+  auto exact_state = make_state(*lm, lm->ops.get());
+  auto fixed_state = make_state(*lm, &fixed_ops);
+  const auto a = testing::random_ids(60, 13, 512);
+  const int64_t hc = lm->config.hc_mult, D = lm->config.hidden_size;
+  std::vector<uint8_t> hidden;  // the target row's hidden state, kept past the step's workspace
+  for (int32_t p = 0; p + 1 < 60 && !HasFailure(); ++p) {
+    // The target row at p (one by one: every step graph-shaped), its hidden state kept.
+    model::ForwardBatch target = testing::make_batch({{0, {a[p]}, p, testing::iota_blocks(0, p / 16 + 1), 0, 0, {0}}});
+    target.keep_hidden_all = true;
+    auto te = lm->model->forward(target, exact_state);
+    auto tf = fixed.forward(target, fixed_state);
+    ASSERT_TRUE(te.is_ok() && tf.is_ok());
+    hidden.resize(static_cast<size_t>(te->hidden.numel()) * tensor::dtype_size(te->hidden.dtype));
+    std::memcpy(hidden.data(), te->hidden.data, hidden.size());
+    const tensor::TensorView h = tensor::TensorView::contiguous(hidden.data(), te->hidden.dtype, {1, hc, D});
+    // The MTP row at p: the target's state at p with the token at p + 1.
+    model::ForwardBatch mtp = testing::make_batch({{0, {a[p + 1]}, p, testing::iota_blocks(0, p / 16 + 1), 0, 0, {0}}});
+    mtp.keep_hidden = true;
+    auto me = lm->model->mtp_forward(mtp, h, exact_state);
+    auto mf = fixed.mtp_forward(mtp, h, fixed_state);
+    ASSERT_TRUE(me.is_ok() && mf.is_ok()) << me.status().to_string() << mf.status().to_string();
+    EXPECT_EQ(testing::logits_of(*mf), testing::logits_of(*me)) << "position " << p;
+  }
+  EXPECT_EQ(fixed_ops.prepared, 2 * 59) << "every target and MTP step graph-shaped";
+}
+
 INSTANTIATE_TEST_SUITE_P(Numerics, GraphShapesTest,
                          ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
                          [](const auto& info) { return info.param == model::Numerics::kOfficial ? "Official" : "Plain"; });
