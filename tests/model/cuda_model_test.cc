@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -290,6 +291,9 @@ struct EngineRun {
   bool processed = false;
   bool async = true;
   int32_t nextn = 0;  // EngineOptions::nextn_decode (speculative decoding with MTP drafts)
+  bool graphs = true;  // false: DEEPINFER_CUDA_GRAPHS=0 (every step eager)
+  // With nextn: every step's proposed drafts, by (request, tokens generated so far).
+  std::map<std::pair<RequestId, int32_t>, std::vector<int32_t>>* drafts = nullptr;
 };
 std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, EngineStats* stats) {
   EngineOptions o;
@@ -304,7 +308,14 @@ std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, Engin
   EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
   engine::DebugOptions debug;
   debug.host_sampling = run.host_sampling;
+  if (run.drafts != nullptr) {
+    debug.on_drafts = [&run](RequestId id, int32_t, int32_t n_generated, std::vector<int32_t>* drafts) {
+      (*run.drafts)[{id, n_generated}] = *drafts;
+    };
+  }
+  if (!run.graphs) setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);  // read when the engine's ops are made
   auto engine = engine::open_engine(*opened, debug);
+  if (!run.graphs) unsetenv("DEEPINFER_CUDA_GRAPHS");
   EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
   std::vector<GenerateOutput::Sequence> seqs;
   if (!engine.is_ok()) return seqs;
@@ -414,6 +425,14 @@ TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
     EXPECT_GT(spec_stats.n_draft_rows, 0);
     EXPECT_EQ(plain_stats.n_draft_rows, 0);
   }
+  // The drafts themselves: the target and MTP steps replayed from step graphs and the chained
+  // steps reading their tokens where the picks are give the drafts of every step run eagerly.
+  std::map<std::pair<RequestId, int32_t>, std::vector<int32_t>> graphed, eager;
+  EngineStats graphed_stats, eager_stats;
+  engine_outputs({.nextn = 3, .drafts = &graphed}, &graphed_stats);
+  engine_outputs({.nextn = 3, .graphs = false, .drafts = &eager}, &eager_stats);
+  EXPECT_GT(graphed.size(), 8u);
+  EXPECT_EQ(graphed, eager);
 }
 
 // Seeded temperature sampling on the CUDA engine: steps sampled on the device (Ops::sample_rows,
