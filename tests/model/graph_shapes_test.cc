@@ -6,6 +6,8 @@
 // ratios, window eviction and block-table growth. (The CUDA replay itself is tested in
 // cuda_model_test.)
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "loader/weight_binding.h"
 #include "model/model.h"
@@ -33,19 +35,33 @@ model::KvState make_state(const engine::LoadedModel& lm, ops::Ops* ops) {
   return state;
 }
 
-class GraphShapesTest : public ::testing::TestWithParam<model::Numerics> {};
+// The micro checkpoint (window 16, ratios 4/16, block_tokens 16, an MTP block) twice: the ordinary
+// model, and one on FixedShapeCpuOps whose graph-shaped steps run in fixed shapes; each its state.
+class GraphShapesTest : public ::testing::TestWithParam<model::Numerics> {
+ protected:
+  void SetUp() override {
+    lm_ = testing::load("micro", GetParam());
+    ASSERT_NE(lm_, nullptr);
+    loader::CheckpointSource source(*lm_->checkpoint);
+    auto weights = loader::bind_weights(lm_->config, source);
+    ASSERT_TRUE(weights.is_ok()) << weights.status().to_string();
+    fixed_ = std::make_unique<model::Model>(lm_->config, std::move(weights).value(), &fixed_ops_,
+                                            model::ModelOptions{GetParam()});
+    exact_state_.emplace(make_state(*lm_, lm_->ops.get()));
+    fixed_state_.emplace(make_state(*lm_, &fixed_ops_));
+  }
+  std::unique_ptr<engine::LoadedModel> lm_;
+  FixedShapeCpuOps fixed_ops_;
+  std::unique_ptr<model::Model> fixed_;
+  std::optional<model::KvState> exact_state_, fixed_state_;
+};
 
 TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
-  auto lm = testing::load("micro", GetParam());  // window 16, ratios 4/16, block_tokens 16
-  ASSERT_NE(lm, nullptr);
-  FixedShapeCpuOps fixed_ops;
-  loader::CheckpointSource source(*lm->checkpoint);
-  auto weights = loader::bind_weights(lm->config, source);
-  ASSERT_TRUE(weights.is_ok()) << weights.status().to_string();
-  model::Model fixed(lm->config, std::move(weights).value(), &fixed_ops, model::ModelOptions{GetParam()});
-  auto exact_state = make_state(*lm, lm->ops.get());
-  auto fixed_state = make_state(*lm, &fixed_ops);
-
+  engine::LoadedModel* lm = lm_.get();
+  model::Model& fixed = *fixed_;
+  FixedShapeCpuOps& fixed_ops = fixed_ops_;
+  model::KvState& exact_state = *exact_state_;
+  model::KvState& fixed_state = *fixed_state_;
   const auto a = testing::random_ids(200, 11, 512), b = testing::random_ids(200, 12, 512);
   // Prefill 20 and 7 tokens (too long for a graph: both models run exact shapes), then steps of
   // 1 token per sequence, every fifth step 3 tokens (a verification-sized step); every other step
@@ -87,16 +103,11 @@ TEST_P(GraphShapesTest, FixedShapeDecodeEqualsExactShapes) {
 // exact-shape step does, over a sequence whose target rows run one by one, each step's MTP row
 // reading the target's hidden state at its position.
 TEST_P(GraphShapesTest, FixedShapeMtpStepsEqualExactShapes) {
-  auto lm = testing::load("micro", GetParam());
-  ASSERT_NE(lm, nullptr);
+  engine::LoadedModel* lm = lm_.get();
   ASSERT_GT(lm->config.n_mtp_layers, 0);
-  FixedShapeCpuOps fixed_ops;
-  loader::CheckpointSource source(*lm->checkpoint);
-  auto weights = loader::bind_weights(lm->config, source);
-  ASSERT_TRUE(weights.is_ok()) << weights.status().to_string();
-  model::Model fixed(lm->config, std::move(weights).value(), &fixed_ops, model::ModelOptions{GetParam()});
-  auto exact_state = make_state(*lm, lm->ops.get());
-  auto fixed_state = make_state(*lm, &fixed_ops);
+  model::Model& fixed = *fixed_;
+  model::KvState& exact_state = *exact_state_;
+  model::KvState& fixed_state = *fixed_state_;
   const auto a = testing::random_ids(60, 13, 512);
   const int64_t hc = lm->config.hc_mult, D = lm->config.hidden_size;
   std::vector<uint8_t> hidden;  // the target row's hidden state, kept past the step's workspace
@@ -118,7 +129,7 @@ TEST_P(GraphShapesTest, FixedShapeMtpStepsEqualExactShapes) {
     ASSERT_TRUE(me.is_ok() && mf.is_ok()) << me.status().to_string() << mf.status().to_string();
     EXPECT_EQ(testing::logits_of(*mf), testing::logits_of(*me)) << "position " << p;
   }
-  EXPECT_EQ(fixed_ops.prepared, 2 * 59) << "every target and MTP step graph-shaped";
+  EXPECT_EQ(fixed_ops_.prepared, 2 * 59) << "every target and MTP step graph-shaped";
 }
 
 INSTANTIATE_TEST_SUITE_P(Numerics, GraphShapesTest,
