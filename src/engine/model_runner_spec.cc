@@ -159,19 +159,22 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   // back and the host waits once, for every pick. Their inputs (the chained state, the picks) sit
   // at the same addresses call after call, so the chained steps replay recorded step graphs.
   const bool on_host = static_cast<bool>(pick.host);
-  int32_t max_k = 0;
-  for (size_t k : drafting) max_k = std::max(max_k, inputs[k].n_drafts);
+  // [2 parts][max_k][stride]: fixed strides (the most drafts and sequences a step holds).
+  const int64_t max_k = state_.options().spare_positions;
+  for (size_t k : drafting) {
+    if (inputs[k].n_drafts > max_k) {
+      return internal_error("propose: {} drafts wanted, the state keeps {} spare positions", inputs[k].n_drafts, max_k);
+    }
+  }
   const auto n_in = static_cast<int64_t>(drafting.size());
-  // [2 parts][max_k_all][stride]: fixed strides (the most drafts and sequences a step holds).
-  const int64_t max_k_all = std::max<int64_t>(state_.options().spare_positions, max_k);
   const int64_t stride = std::max<int64_t>(n_state_slots_, n_in);
   ensure_room(spec_chain_x_, stride * row_width, [&](int64_t n) { return ops.alloc_persistent(spec_hidden_.dtype, {n}); });
   if (!on_host) {
-    ensure_room(draft_picks_, 2 * max_k_all * stride, [&](int64_t n) { return ops.alloc_persistent(DType::kI32, {n}); });
+    ensure_room(draft_picks_, 2 * max_k * stride, [&](int64_t n) { return ops.alloc_persistent(DType::kI32, {n}); });
   }
   // Step s's picks ([n] I32 ids, part 0) and their raw logprobs ([n] F32, part 1) on the device.
   auto picks = [&](int32_t s, int part, DType dtype, std::initializer_list<int64_t> shape) {
-    return TensorView::contiguous(static_cast<int32_t*>(draft_picks_.data) + (part * max_k_all + s) * stride, dtype,
+    return TensorView::contiguous(static_cast<int32_t*>(draft_picks_.data) + (part * max_k + s) * stride, dtype,
                                   shape, draft_picks_.device);
   };
   std::vector<std::vector<size_t>> live_at;  // device picks: each step's inputs, in pick order
@@ -235,9 +238,9 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
   }
   if (!on_host) {
     // Every pick at once; an input whose pick had nothing finite ends its drafts there.
-    std::vector<int32_t> host(static_cast<size_t>(2 * max_k_all * stride));
-    ops.copy(TensorView::contiguous(draft_picks_.data, DType::kI32, {2 * max_k_all * stride}, draft_picks_.device),
-             TensorView::contiguous(host.data(), DType::kI32, {2 * max_k_all * stride}));
+    std::vector<int32_t> host(static_cast<size_t>(2 * max_k * stride));
+    ops.copy(TensorView::contiguous(draft_picks_.data, DType::kI32, {2 * max_k * stride}, draft_picks_.device),
+             TensorView::contiguous(host.data(), DType::kI32, {2 * max_k * stride}));
     std::vector<bool> ended(inputs.size(), false);
     for (size_t s = 0; s < live_at.size(); ++s) {
       for (size_t j = 0; j < live_at[s].size(); ++j) {
@@ -249,7 +252,7 @@ Result<std::vector<ModelRunner::Drafts>> ModelRunner::propose_mtp(const sched::B
           continue;
         }
         float logprob;
-        std::memcpy(&logprob, &host[static_cast<size_t>(max_k_all * stride) + at], sizeof(float));
+        std::memcpy(&logprob, &host[static_cast<size_t>(max_k * stride) + at], sizeof(float));
         out[k].tokens.push_back(id);
         out[k].confidence.push_back(std::exp(logprob));
       }
