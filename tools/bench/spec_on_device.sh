@@ -13,6 +13,12 @@ cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output folder (the device tool sets it)}"
 bash tools/device/unpack.sh
 export LD_LIBRARY_PATH=$PWD/.carry/lib
+# bench-engine builds an engine, and an engine needs a tokenizer (pack.sh leaves it as
+# .carry/tokenizer.json.xz; session 40's first run of this script failed for want of it).
+if [ -f .carry/tokenizer.json.xz ]; then
+  python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.carry/tokenizer.json.xz'),open('.carry/tokenizer.json','wb'))"
+  export DEEPINFER_TOKENIZER=$PWD/.carry/tokenizer.json
+fi
 BIN=.carry/bin/deepinfer
 dir=$(mktemp -d)
 for rep in $(seq 1 "${REPEAT:-2}"); do
