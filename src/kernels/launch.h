@@ -195,10 +195,6 @@ struct GemmParams {
   // the experts' (common) weight format.
   const int32_t* active = nullptr;
   int max_active = 0;
-  // Every expert's weight and scale rows start 16-byte aligned (pointers, row_bytes and
-  // scale_cols): the streamed expert kernel copies them with bulk copies (the MoE launcher checks
-  // its descriptor table once).
-  bool experts_aligned = false;
   // Workspace of split-K launches: F32 sub-range partials [gemm_n_subranges(K)][M][ldc]
   // (gemm_partial_floats); without it M <= 32 takes the tiled kernel and the pipelined kernel
   // does not split K (same bits, slower).
@@ -215,9 +211,6 @@ struct GemmParams {
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
-// Whether p's launch uses GemmParams::tile_counters without partials (the streamed expert kernel
-// drawing its items from a counter): the caller then attaches them as for split launches.
-bool gemm_needs_counters(const GemmParams& p);
 // The row bound the GEMM launcher plans an expert-mode GEMM of T tokens with: up to 512 tokens
 // the small-M kernel takes every expert (chunks of <= 32 rows, weights re-streamed per chunk),
 // so the bound is min(T, 32); beyond (prefill) the tiled kernel, bound T.

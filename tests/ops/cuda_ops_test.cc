@@ -674,20 +674,17 @@ TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
 // sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
 // staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600. F = 224: the
 // gate/up launches' second 128-column tile is partly past N (the packed expert kernels' edge).
-// With DEEPINFER_GEMV_EXPERT_STREAM=8 (a run of the GPU suite), 1 and 8 tokens take the streamed
-// expert kernel where K allows (gate/up at D = 1024: two sub-ranges, eight teams of two warps).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
   moe_batch_invariance(8, 32);
   moe_batch_invariance(8, 128, 224);
 }
 
-// The streamed expert kernel (DEEPINFER_GEMV_EXPERT_STREAM=8 in the GPU suite; the lean kernel
-// otherwise) at V4-Flash's widths (D = 4096, F = 2048: gate/up in eight sub-ranges, two teams;
-// down in four, four teams) gives the bits of the large-M kernels: 3
-// experts and k = 3, so 8 tokens put 8 rows on every expert (the kernel's whole row tile). Its
-// own test (not under the suite's '*Moe*' re-runs: 75M weights to generate on the host).
-TEST_F(CudaOpsTest, StreamedExpertKernelIsBitwiseTheLargeMKernels) { moe_batch_invariance(3, 128, 2048, 4096); }
+// The decode expert launches (the lean kernel) at V4-Flash's widths (D = 4096, F = 2048: gate/up
+// in eight K sub-ranges, down in four) give the bits of the large-M kernels: 3 experts and k = 3,
+// so 8 tokens put 8 rows on every expert. Its own test (not under the suite's '*Moe*' re-runs:
+// 75M weights to generate on the host).
+TEST_F(CudaOpsTest, DecodeExpertsAtV4WidthsAreBitwiseTheLargeMKernels) { moe_batch_invariance(3, 128, 2048, 4096); }
 
 void CudaOpsTest::moe_batch_invariance(int64_t E, int act_block, int64_t F, int64_t D) {
   const int64_t k = 3, T = 600;

@@ -3,9 +3,7 @@
 # .carry/ carried): every op against the CPU reference, the bitwise batch-invariance checks, the
 # whole model against the golden fixtures and the CPU engine. The GEMM/MoE tests run again
 # under other settings: with several K sub-ranges per CTA (DEEPINFER_GEMV_MAX_SPC=8, the small-M kernel's
-# non-default path), the MoE tests on the streamed expert kernel (DEEPINFER_GEMV_EXPERT_STREAM=8,
-# off by default: decode expert launches of <= 8 tokens; and again in half-SM CTAs, two per SM, with
-# a 2-window activation ring), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
+# non-default path), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
 # with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
@@ -64,9 +62,6 @@ status=0
 .carry/bin/cuda_ops_test || status=1
 DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_EXPERT_STREAM=8 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
-DEEPINFER_GEMV_EXPERT_STREAM=8 DEEPINFER_GEMV_EXPERT_STREAM_WARPS=8 DEEPINFER_GEMV_EXPERT_STREAM_SMEM_KB=110 DEEPINFER_GEMV_EXPERT_STREAM_CTAS=2 \
-  DEEPINFER_GEMV_EXPERT_STREAM_SLOTS=2 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*StreamedExpert*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
 DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1

@@ -254,7 +254,7 @@ __device__ __forceinline__ void dequant_run(const WeightDesc& w, int64_t n, int6
 // Steps j and j + 1 of a transposed window (weights as the mma's A operand: row tiles 0 and 1,
 // i.e. columns g and g + 8, decoded by `decode(t, step, b0, b1)`; one row of activations as B):
 // x holds the lane's activations 4j .. 4j + 7, so one 16-byte read serves both steps. The lean
-// and the streamed expert kernels' inner loop, in the canonical order.
+// kernel's inner loop, in the canonical order.
 template <typename Decode>
 __device__ __forceinline__ void transposed_mma_pair(float* acc, Decode decode, int j, const uint4& x) {
 #pragma unroll

@@ -236,9 +236,8 @@ class CudaOps final : public Ops {
   GraphStats graph_stats_;
   GraphHostTime host_time_;
   std::chrono::steady_clock::time_point prepare_start_;  // of the current prepare pass
-  // The layer's expert descriptors on the device; `aligned`: every row of them starts 16-byte
-  // aligned (GemmParams::experts_aligned).
-  const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts, bool& aligned);
+  // The layer's expert descriptors on the device.
+  const kernels::WeightDesc* expert_descs(std::span<const ExpertWeights> experts);
   // Gives a tensor-core GEMM launch the workspaces its kernel asks for: split-K partials with the
   // zeroed tile counters it folds them with (kernels keep them zeroed; allocated once), and the
   // packed path's staging. p: the launch as it will run, but for those fields.
@@ -279,7 +278,6 @@ class CudaOps final : public Ops {
   struct ExpertDescs {
     std::vector<kernels::WeightDesc> host;  // what dev holds
     TensorView dev;
-    bool aligned = false;  // every weight and scale row 16-byte aligned
   };
   std::unordered_map<const void*, ExpertDescs> expert_descs_;  // per MoE layer
   TensorView gemm_counters_;

@@ -118,7 +118,7 @@ void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const 
                                 stream_));
 }
 
-const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> experts, bool& aligned) {
+const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> experts) {
   // Uploaded once per MoE layer (keyed by its first weight, checked against the host copy so a
   // reused address can never serve stale descriptors): no host-to-device copy in the step. The
   // check runs in every step's prepare pass, so it compares in place, stopping at the first
@@ -142,17 +142,10 @@ const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> 
     // Not expected inside a recording (the prepare pass just before it made the same check and
     // upload); should it happen, the recording is discarded and the step runs eagerly.
     if (mode_ == Mode::kCapture) replayable_ = false;
-    const auto a16 = [](const void* ptr, int64_t stride) {
-      return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride % 16 == 0;
-    };
-    cached.aligned = std::all_of(descs.begin(), descs.end(), [&](const k::WeightDesc& d) {
-      return a16(d.w, d.row_bytes) && (d.scale == nullptr || a16(d.scale, d.scale_cols));
-    });
     cached.host = std::move(descs);
     if (cached.dev.nbytes() < bytes) cached.dev = alloc_persistent(DType::kU8, {static_cast<int64_t>(bytes)});
     DI_CUDA_CHECK(cudaMemcpyAsync(cached.dev.data, cached.host.data(), bytes, cudaMemcpyHostToDevice, stream_));
   }
-  aligned = cached.aligned;
   return dptr<k::WeightDesc>(cached.dev);
 }
 
@@ -201,8 +194,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   TensorView counts = alloc(DType::kI32, {E}), offsets = alloc(DType::kI32, {E + 1});
   TensorView cursor = alloc(DType::kI32, {E}), perm = alloc(DType::kI32, {n_pairs});
   TensorView active = alloc(DType::kI32, {E + 1});
-  bool aligned = false;
-  const k::WeightDesc* w_all = expert_descs(experts, aligned);
+  const k::WeightDesc* w_all = expert_descs(experts);
   const k::WeightDesc w_fmt = weight_desc(experts[0].w1);  // the format every expert shares
   const bool plain = x.dtype == DType::kF32 && params.act_quant_block == 0;
   TensorView g = alloc(DType::kF32, {n_pairs, F}), u = alloc(DType::kF32, {n_pairs, F});
@@ -225,7 +217,6 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     p.max_rows_per_expert = static_cast<int>(T);  // an expert gets each token at most once
     p.active = dptr<int32_t>(active);
     p.max_active = static_cast<int>(std::min<int64_t>(E, n_pairs));
-    p.experts_aligned = aligned;
     p.w = w_fmt;
     if (!c1.empty()) p.n_sets = 2, p.C1 = c1.data, p.N1 = N, p.ldc1 = N;  // set 1: the next E descriptors
     return p;

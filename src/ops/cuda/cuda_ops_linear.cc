@@ -121,7 +121,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
 void CudaOps::attach_gemm_workspace(k::GemmParams& p) {
   const int64_t n_partial = k::gemm_partial_floats(p);
   if (n_partial > 0) p.partial = dptr<float>(alloc(DType::kF32, {n_partial}));
-  if (n_partial > 0 || k::gemm_needs_counters(p)) {
+  if (n_partial > 0) {
     constexpr int64_t kCounters = int64_t{1} << 16;  // covers N <= 8M columns x groups, or 256 experts x 32K
     // Concurrent launches must not count on the same counters: each side lane has its own set.
     TensorView& counters = side_lane_ < 0 ? gemm_counters_ : side_[side_lane_].counters;

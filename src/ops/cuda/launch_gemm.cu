@@ -16,7 +16,6 @@
 #include "kernels/gemm/lean_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
-#include "ops/cuda/launch_expert_stream.h"
 #include "ops/cuda/launch_packed_gemm.h"
 
 namespace deepinfer::kernels {
@@ -593,11 +592,6 @@ cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStr
 
 int64_t gemm_expert_rows(int64_t T) { return T <= 512 ? std::min<int64_t>(T, kGemvMaxRows) : T; }
 
-bool gemm_needs_counters(const GemmParams& p) {
-  ExpertStreamPlan plan;
-  return expert_stream_plan(p, plan) && !plan.static_items;
-}
-
 int64_t gemm_counter_slots(const GemmParams& p) {
   return set_tiles(p, kGemvMinCtaCols) * gemv_outer(p);  // the narrowest CTAs
 }
@@ -651,10 +645,6 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (PackedExpertPlan plan;
       experts && p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_experts(p, plan, s);
-  // Decode expert launches of a few tokens: the streamed kernel (with its counters when it draws
-  // items from them).
-  if (ExpertStreamPlan plan; experts && expert_stream_plan(p, plan) && expert_stream_has_counters(p, plan))
-    return launch_expert_stream(p, plan, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, s);
