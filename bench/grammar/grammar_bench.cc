@@ -3,8 +3,10 @@
 // Each schema is compiled fresh and its instance (compact JSON) is forced token by token: per
 // token we time fill_bitmask (mask) and fill_bitmask + accept (mask + commit), like MaskBench.
 // Also checks that every instance token is allowed by its mask and the instance is accepted.
+// With --regex R --text T it times one regex instead: compiled once, T forced token by token
+// (--repeat times, a fresh matcher each), the per-token figures as above.
 //   grammar_bench [--schemas N] [--seed S] [--tokenizer PATH] [--vocab-size V] [--flexible]
-//                 [--any-order] [--out results.json]
+//                 [--any-order] [--regex R --text T [--repeat N]] [--out results.json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +31,8 @@ struct Args {
   std::string tokenizer, out;
   int32_t vocab_size = 129280;
   bool flexible = false, any_order = false;
+  std::string regex, text;
+  int repeat = 1;
 };
 
 double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
@@ -63,9 +67,68 @@ Args parse(int argc, char** argv) {
     else if (k == "--out") a.out = next();
     else if (k == "--flexible") a.flexible = true;
     else if (k == "--any-order") a.any_order = true;
+    else if (k == "--regex") a.regex = next();
+    else if (k == "--text") a.text = next();
+    else if (k == "--repeat") a.repeat = std::stoi(next());
     else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
   }
   return a;
+}
+
+// Per-token timings of forcing a token sequence through a matcher.
+struct Timings {
+  std::vector<double> mask_us, mask_commit_us, mask_cpu_us;
+};
+
+// Forces `ids` through `m` (mask, check, accept per token); false at the first token the mask
+// or the matcher refuses.
+bool force(deepinfer::GrammarMatcher& m, const std::vector<int32_t>& ids, std::vector<uint32_t>& mask, Timings& t) {
+  mask.assign(static_cast<size_t>(m.bitmask_words()), 0);
+  for (int32_t id : ids) {
+    const auto t0 = Clock::now();
+    const double c0 = cpu_us();
+    (void)m.fill_bitmask(mask);
+    const double fill = us_since(t0);
+    t.mask_cpu_us.push_back(cpu_us() - c0);
+    const bool allowed = (mask[static_cast<size_t>(id) >> 5] >> (id & 31)) & 1u;
+    const bool accepted = m.accept(id);
+    t.mask_commit_us.push_back(us_since(t0));
+    t.mask_us.push_back(fill);
+    if (!allowed || !accepted) return false;
+  }
+  return true;
+}
+
+// --regex mode: one pattern, its instance forced --repeat times.
+int run_regex(const Args& args, const deepinfer::Tokenizer& tok, const deepinfer::GrammarCompiler& compiler,
+              double vocab_ms) {
+  auto t = Clock::now();
+  auto grammar = compiler.compile_regex(args.regex);
+  const double compile_us = us_since(t);
+  if (!grammar.is_ok()) { std::fprintf(stderr, "%s\n", grammar.status().to_string().c_str()); return 2; }
+  const std::vector<int32_t> ids = tok.encode(args.text, false);
+  Timings tm;
+  std::vector<uint32_t> mask;
+  bool ok = true;
+  for (int r = 0; r < args.repeat && ok; ++r) {
+    deepinfer::GrammarMatcher m(*grammar);
+    ok = force(m, ids, mask, tm);
+  }
+  OJson result{{"benchmark", "grammar mask latency, one regex"},
+               {"regex", args.regex},
+               {"text_bytes", args.text.size()},
+               {"tokens_per_pass", ids.size()},
+               {"repeat", args.repeat},
+               {"vocab_size", args.vocab_size},
+               {"vocabulary_index_ms", vocab_ms},
+               {"compile_us", compile_us},
+               {"instance_rejected", !ok},
+               {"mask", summary(tm.mask_us)},
+               {"mask_thread_cpu", summary(tm.mask_cpu_us)},
+               {"mask_plus_commit", summary(tm.mask_commit_us)}};
+  std::printf("%s\n", result.dump(2).c_str());
+  if (!args.out.empty()) std::ofstream(args.out) << result.dump(2) << "\n";
+  return ok ? 0 : 1;
 }
 
 }  // namespace
@@ -78,11 +141,13 @@ int main(int argc, char** argv) {
   auto compiler = deepinfer::GrammarCompiler::create(*tok, args.vocab_size);
   if (!compiler.is_ok()) { std::fprintf(stderr, "%s\n", compiler.status().to_string().c_str()); return 2; }
   const double vocab_ms = us_since(t_vocab) / 1000;
+  if (!args.regex.empty()) return run_regex(args, **tok, **compiler, vocab_ms);
   deepinfer::JsonSchemaGrammarOptions opts;
   opts.flexible_whitespace = args.flexible;
   opts.any_order = args.any_order;
   deepinfer::bench::SchemaGenerator gen(args.seed);
-  std::vector<double> compile_us, mask_us, mask_commit_us, compile_cpu_us, mask_cpu_us;
+  std::vector<double> compile_us, compile_cpu_us;
+  Timings tm;
   int failures = 0, rejected = 0;
   size_t n_tokens = 0;
   std::vector<uint32_t> mask;
@@ -101,21 +166,8 @@ int main(int argc, char** argv) {
       continue;
     }
     deepinfer::GrammarMatcher m(*grammar);
-    mask.assign(static_cast<size_t>(m.bitmask_words()), 0);
     const std::vector<int32_t> ids = (*tok)->encode(text, false);
-    bool ok = true;
-    for (int32_t id : ids) {
-      t = Clock::now();
-      c0 = cpu_us();
-      (void)m.fill_bitmask(mask);
-      const double fill = us_since(t);
-      mask_cpu_us.push_back(cpu_us() - c0);
-      const bool allowed = (mask[static_cast<size_t>(id) >> 5] >> (id & 31)) & 1u;
-      const bool accepted = m.accept(id);
-      mask_commit_us.push_back(us_since(t));
-      mask_us.push_back(fill);
-      if (!allowed || !accepted) { ok = false; break; }
-    }
+    const bool ok = force(m, ids, mask, tm);
     n_tokens += ids.size();
     if (!ok || !m.can_terminate()) {
       ++rejected;
@@ -134,9 +186,9 @@ int main(int argc, char** argv) {
                {"tokens", n_tokens},
                {"compile", summary(compile_us)},
                {"compile_thread_cpu", summary(compile_cpu_us)},
-               {"mask", summary(mask_us)},
-               {"mask_thread_cpu", summary(mask_cpu_us)},
-               {"mask_plus_commit", summary(mask_commit_us)}};
+               {"mask", summary(tm.mask_us)},
+               {"mask_thread_cpu", summary(tm.mask_cpu_us)},
+               {"mask_plus_commit", summary(tm.mask_commit_us)}};
   std::printf("%s\n", result.dump(2).c_str());
   if (!args.out.empty()) std::ofstream(args.out) << result.dump(2) << "\n";
   return failures == 0 && rejected == 0 ? 0 : 1;

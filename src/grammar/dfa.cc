@@ -57,6 +57,52 @@ std::array<uint64_t, 2> Dfa::digest_from(int32_t state) const {
   return {h.low64, h.high64};
 }
 
+namespace {
+
+// Moore's refinement, `depth` rounds at most: round k's class of q is (its class in round k - 1,
+// the round k - 1 classes of its successors per byte class and token edge). A round that adds no
+// class leaves the partition stable, so the rounds stop there.
+Dfa::DepthClasses refine_to_depth(const Dfa& dfa, int32_t depth) {
+  const int32_t n = dfa.n_states();
+  Dfa::DepthClasses out;
+  out.depth = depth;
+  out.of.resize(static_cast<size_t>(n));
+  for (int32_t q = 0; q < n; ++q) out.of[q] = dfa.accepting(q) ? 1 : 0;
+  out.n = n == 0 ? 0 : 1 + static_cast<int32_t>(std::any_of(out.of.begin(), out.of.end(), [](int32_t c) { return c == 1; }) &&
+                                                std::any_of(out.of.begin(), out.of.end(), [](int32_t c) { return c == 0; }));
+  if (out.n == 1) std::fill(out.of.begin(), out.of.end(), 0);
+  std::vector<int32_t> sig, next(static_cast<size_t>(n));
+  std::map<std::vector<int32_t>, int32_t> ids;
+  for (int32_t round = 0; round < depth; ++round) {
+    ids.clear();
+    for (int32_t q = 0; q < n; ++q) {
+      sig.assign(1, out.of[q]);
+      for (int32_t c = 0; c < dfa.n_classes(); ++c) {
+        const int32_t t = dfa.next_class(q, c);
+        sig.push_back(t < 0 ? -1 : out.of[t]);
+      }
+      for (auto [e, end] = dfa.tokens(q); e != end; ++e) sig.insert(sig.end(), {-2, e->label, out.of[e->target]});
+      next[q] = ids.emplace(sig, static_cast<int32_t>(ids.size())).first->second;
+    }
+    const auto n_next = static_cast<int32_t>(ids.size());
+    out.of.swap(next);
+    if (n_next == out.n) break;  // stable
+    out.n = n_next;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const Dfa::DepthClasses> Dfa::depth_classes(int32_t depth, bool compute) const {
+  auto cached = std::atomic_load(&depth_classes_);
+  if (cached && cached->depth == depth) return cached;
+  if (!compute) return nullptr;
+  cached = std::make_shared<const DepthClasses>(refine_to_depth(*this, depth));
+  std::atomic_store(&depth_classes_, cached);
+  return cached;
+}
+
 const Dfa::SliceBounds& Dfa::slice_bounds() const {
   auto cached = std::atomic_load(&slice_bounds_);
   if (!cached) {

@@ -55,6 +55,20 @@ class Dfa {
   bool matches(std::string_view bytes) const;
   // 128-bit digest of the sub-automaton reachable from `state` (structure, not numbering).
   std::array<uint64_t, 2> digest_from(int32_t state) const;
+  // Classes of states that no input of at most `depth` bytes tells apart (Moore's
+  // k-equivalence, k = depth: the same acceptance after every such input, the same token edges
+  // along it): two states of one class give every token of at most `depth` bytes the same fate. A
+  // counted repetition's states further than `depth` from the count's end form one class (their
+  // futures differ only past `depth`); a JSON automaton's states are mostly told apart within a
+  // few bytes, where the refinement stops early. Computed once per depth (the vocabulary's
+  // longest token), O(rounds * states * classes).
+  struct DepthClasses {
+    int32_t depth = -1;
+    std::vector<int32_t> of;  // [state] -> class
+    int32_t n = 0;            // classes
+  };
+  // compute = false: null unless already computed for this depth.
+  std::shared_ptr<const DepthClasses> depth_classes(int32_t depth, bool compute = true) const;
   // Process-unique id of this automaton's content (copies share it): an exact cache key.
   uint64_t uid() const { return uid_; }
   size_t memory_bytes() const;
@@ -71,6 +85,7 @@ class Dfa {
  private:
   friend class DfaBuilder;
   mutable std::shared_ptr<const SliceBounds> slice_bounds_;  // lazy, atomically published
+  mutable std::shared_ptr<const DepthClasses> depth_classes_;  // lazy, atomically published
   uint64_t uid_ = 0;
   int32_t start_ = 0;
   int32_t n_classes_ = 1;

@@ -366,6 +366,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompilerImpl::run() {
   out_->vocab_ = vocab_;
   out_->cache_ = std::make_unique<std::atomic<const StateMask*>[]>(out_->complete_.size());
   for (size_t i = 0; i < out_->complete_.size(); ++i) out_->cache_[i].store(nullptr);
+  out_->walk_work_ = std::make_unique<std::atomic<int64_t>[]>(out_->dfas_.size());
+  for (size_t i = 0; i < out_->dfas_.size(); ++i) out_->walk_work_[i].store(0);
   out_->compile_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
   if (out_->compile_ms_ > limits_.max_compile_ms) {

@@ -78,6 +78,10 @@ class CompiledGrammar {
 
   // The context-independent token classification of (rule, state), built on first use.
   const StateMask& state_mask(int32_t rule, int32_t state) const;
+  // Adds a vocabulary walk's work (mask_cache.cc) for a state of `rule`; returns the rule's total.
+  int64_t add_walk_work(int32_t rule, int64_t work) const {
+    return walk_work_[static_cast<size_t>(rule)].fetch_add(work, std::memory_order_relaxed) + work;
+  }
 
  private:
   CompiledGrammar() = default;
@@ -95,6 +99,7 @@ class CompiledGrammar {
   mutable std::mutex cache_mu_;
   mutable std::unique_ptr<std::atomic<const StateMask*>[]> cache_;
   mutable std::vector<std::shared_ptr<const StateMask>> cache_owned_;
+  mutable std::unique_ptr<std::atomic<int64_t>[]> walk_work_;  // [rule]: its states' walks' work
 };
 
 }  // namespace deepinfer::grammar

@@ -8,6 +8,8 @@
 #include <deque>
 #include <string>
 
+#include <xxhash.h>
+
 #include "grammar/grammar.h"
 #include "grammar/stack.h"
 #include "grammar/vocabulary.h"
@@ -143,6 +145,8 @@ class Walk {
     finish();
     return out_;
   }
+  // Trie nodes visited and suffix entries made: the walk's cost in deterministic units.
+  int64_t work() const { return work_; }
 
  private:
   void accept_node(const TrieNode& node) {
@@ -168,6 +172,7 @@ class Walk {
   std::shared_ptr<StateMask> out_;
   std::vector<uint32_t> accepted_;
   std::vector<int32_t> exits_;  // trie nodes after which the rule may return
+  int64_t work_ = 0;
 };
 
 void Walk::walk_leaf() {
@@ -177,6 +182,7 @@ void Walk::walk_leaf() {
   const int32_t n = static_cast<int32_t>(trie.size());
   for (int32_t i = 1; i < n;) {
     const TrieNode& node = trie[i];
+    ++work_;
     if (node.min_slice > longest_) { i = node.end; continue; }
     const int32_t t = dfa.next(st[node.depth - 1], node.byte);
     if (t < 0) { i = node.end; continue; }
@@ -229,6 +235,7 @@ void Walk::build_suffixes() {
       }
     }
   }
+  work_ += static_cast<int64_t>(entries.size());
   if (entries.empty()) return;
   std::sort(entries.begin(), entries.end());
   SuffixTrie& st = out_->suffixes;
@@ -289,6 +296,33 @@ bool small_reachable(const Dfa& dfa, int32_t state, int32_t limit) {
   return true;
 }
 
+// The cache key of a large leaf automaton's state by its class of states no token tells apart
+// (Dfa::depth_classes over the vocabulary's longest token) and the Walk's other inputs.
+std::array<uint64_t, 2> depth_class_key(const CompiledGrammar& grammar, int32_t rule, int32_t state,
+                                        const Dfa::DepthClasses& classes) {
+  const Dfa& dfa = grammar.dfa(rule);
+  const Dfa::SliceBounds& b = dfa.slice_bounds();
+  const uint64_t words[] = {dfa.uid(), static_cast<uint64_t>(classes.depth),
+                            static_cast<uint64_t>(classes.of[static_cast<size_t>(state)]),
+                            static_cast<uint64_t>(Vocabulary::slice_level(b.lo[state]) + 1),
+                            b.sealed[state] ? b.hi[state] + 1u : 0u,
+                            grammar.can_complete(rule, state) ? 1u : 0u};
+  const XXH128_hash_t h = XXH3_128bits(words, sizeof(words));
+  return {h.low64, h.high64};
+}
+
+// Whether a rule whose vocabulary walks have done `walk_work` so far (Walk::work: trie nodes and
+// suffix entries, each a few ns) has earned its automaton's depth classes (ski rental: the
+// refinement is computed once the walks it could have saved cost as much). Its cost, ~3-4 ns per
+// (state, byte class, round) on the dev machine, reaches ~25 ms for the largest JSON-schema
+// automata (2,700 states, 22 classes, 128 rounds) whose walks are cheap; computed up front for
+// every large automaton it took grammar_bench's JSON-schema mask p99.9 from ~0.4 to ~23 ms. A
+// counted repetition's ~400 states cost ~0.5 ms against ~13 ms per walk: classes after its
+// first walk. Work units, not time, so the choice (and what the tests see) is deterministic.
+bool classes_earned(const Dfa& dfa, int32_t depth, int64_t walk_work) {
+  return walk_work >= static_cast<int64_t>(dfa.n_states()) * (dfa.n_classes() + 1) * depth;
+}
+
 }  // namespace
 
 std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGrammar& grammar,
@@ -299,18 +333,40 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
   const bool leaf = !dfa.has_calls();
   const std::array<uint64_t, 2> id_key{dfa.uid(), static_cast<uint64_t>(state) | (uint64_t{1} << 63)};
   std::array<uint64_t, 2> digest_key{};
-  const bool by_digest = leaf && small_reachable(dfa, state, 64);
+  const bool small = leaf && small_reachable(dfa, state, 64);
+  // Large automata: by what the state does within the longest token's bytes, once the rule has
+  // earned its depth classes. A counted repetition ([a-z ]{1,400}, a string's maxLength) has a
+  // state per count, and each step's new state would walk the vocabulary again (~13 ms at 129K
+  // tokens); with the classes, the states more than a token's length from the count's end share
+  // one mask. The Walk also reads the state's slice level, sealed bound and completability: they
+  // join the key.
+  const int32_t depth = grammar.vocab().max_token_bytes();
+  std::shared_ptr<const Dfa::DepthClasses> classes;
+  bool by_digest = small;
   if (leaf) {
     if (auto hit = grammar.vocab().find_shared(id_key)) return hit;
-    if (by_digest) {
+    if (small) {
       digest_key = dfa.digest_from(state);
+    } else if ((classes = dfa.depth_classes(depth, /*compute=*/false))) {
+      digest_key = depth_class_key(grammar, rule, state, *classes);
+      by_digest = true;
+    }
+    if (by_digest) {
       if (auto hit = grammar.vocab().find_shared(digest_key)) {
         grammar.vocab().put_shared(id_key, hit);
         return hit;
       }
     }
   }
-  auto mask = Walk(grammar, rule, state).run();
+  Walk walk(grammar, rule, state);
+  auto mask = walk.run();
+  if (leaf && !small && !classes) {
+    if (classes_earned(dfa, depth, grammar.add_walk_work(rule, walk.work()))) {
+      classes = dfa.depth_classes(depth);
+      digest_key = depth_class_key(grammar, rule, state, *classes);
+      by_digest = true;
+    }
+  }
   if (leaf) grammar.vocab().put_shared(id_key, mask);
   if (by_digest) grammar.vocab().put_shared(digest_key, mask);
   return mask;

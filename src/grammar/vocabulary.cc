@@ -13,6 +13,10 @@ namespace deepinfer::grammar {
 
 namespace {
 constexpr size_t kMaxSharedMasks = 50'000;
+// Also bounded in bytes: a state mask's suffix trie can hold most of the vocabulary (a counted
+// [a-z ] repetition's states: ~1.4 MB each at 129K tokens), so 50,000 of them could be ~70 GB.
+// A mask under two keys (id and digest) counts twice: the bound errs low.
+constexpr size_t kMaxSharedBytes = size_t{1} << 30;
 
 // Number of characters if `bytes` is complete UTF-8 of JSON-safe characters (U+0020 and above,
 // except '"' and '\\'), else 255.
@@ -114,6 +118,7 @@ void Vocabulary::build_trie() {
     if (bytes_[ids[i]] == bytes_[ids[i - 1]]) dup_next_[ids[i - 1]] = ids[i];
   }
   trie_ = build_trie_of(ids);
+  for (const TrieNode& n : trie_) max_token_bytes_ = std::max<int32_t>(max_token_bytes_, n.depth);
 }
 
 void Vocabulary::build_rest_tries() {
@@ -178,8 +183,12 @@ std::shared_ptr<const StateMask> Vocabulary::find_shared(const std::array<uint64
 void Vocabulary::put_shared(const std::array<uint64_t, 2>& key, std::shared_ptr<const StateMask> mask) const {
   std::lock_guard<std::mutex> lock(shared_mu_);
   // Bounded: when full, start over (grammars keep the masks they hold alive).
-  if (shared_.size() >= kMaxSharedMasks) shared_.clear();
-  shared_.emplace(key, std::move(mask));
+  if (shared_.size() >= kMaxSharedMasks || shared_bytes_ >= kMaxSharedBytes) {
+    shared_.clear();
+    shared_bytes_ = 0;
+  }
+  const size_t bytes = mask->memory_bytes();
+  if (shared_.emplace(key, std::move(mask)).second) shared_bytes_ += bytes;
 }
 
 }  // namespace deepinfer::grammar

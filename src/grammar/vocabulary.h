@@ -62,6 +62,8 @@ class Vocabulary {
   int32_t find_token(std::string_view bytes) const;
 
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // Bytes of the longest (non-special) token: no mask walk reads further from its state.
+  int32_t max_token_bytes() const { return max_token_bytes_; }
   // The trie of the tokens outside slice `level` (all tokens for level -1): a walk that ORs in
   // the slice only needs to visit these.
   const std::vector<TrieNode>& rest_trie(int level) const { return level < 0 ? trie_ : rest_[level]; }
@@ -85,6 +87,7 @@ class Vocabulary {
 
   int32_t n_tokens_ = 0;
   int32_t eos_id_ = -1;
+  int32_t max_token_bytes_ = 0;
   std::vector<std::string> bytes_;
   std::vector<uint8_t> special_;
   std::vector<TrieNode> trie_;
@@ -97,6 +100,7 @@ class Vocabulary {
     size_t operator()(const std::array<uint64_t, 2>& k) const { return k[0] ^ (k[1] * 0x9E3779B97F4A7C15ull); }
   };
   mutable std::mutex shared_mu_;
+  mutable size_t shared_bytes_ = 0;  // StateMask::memory_bytes of shared_'s entries
   mutable std::unordered_map<std::array<uint64_t, 2>, std::shared_ptr<const StateMask>, KeyHash> shared_;
 };
 

@@ -250,5 +250,36 @@ TEST(EngineToolCallSubmitTest, BadSpecIsRejectedAtSubmit) {
   EXPECT_NE(r.status().message().find("'parallel_calls'"), std::string::npos) << r.status().to_string();
 }
 
+// Requests asking for the same structured output share one compiled grammar (its state masks are
+// built once, not per request); a different spec or kind compiles its own, and a bad spec fails
+// every time it is asked for (errors are not cached).
+TEST_F(DsmlSpecTest, EqualSpecsShareOneCompiledGrammar) {
+  using K = StructuredOutput::Kind;
+  auto a = compiler_->compile(StructuredOutput{K::kRegex, "[a-z ]{1,40}"});
+  auto b = compiler_->compile(StructuredOutput{K::kRegex, "[a-z ]{1,40}"});
+  auto c = compiler_->compile(StructuredOutput{K::kRegex, "[a-z ]{1,41}"});
+  auto d = compiler_->compile(StructuredOutput{K::kEbnf, "root ::= [a-z ]{1,40}"});
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_NE(a->get(), c->get());
+  if (d.is_ok()) EXPECT_NE(a->get(), d->get());
+  for (int i = 0; i < 2; ++i) {
+    auto bad = compiler_->compile(StructuredOutput{K::kRegex, "[a-z"});
+    ASSERT_FALSE(bad.is_ok());
+    EXPECT_NE(bad.status().message().find("structured_output"), std::string::npos) << bad.status().to_string();
+  }
+  // Two matchers of the shared grammar keep their own state.
+  auto m1 = compiler_->make_matcher(*a);
+  auto m2 = compiler_->make_matcher(*a);
+  const std::vector<int32_t> ids = tokenizer_->encode("abc", false);
+  for (int32_t id : ids) ASSERT_TRUE(m1->accept(id));
+  std::vector<uint32_t> w1((129280 + 31) / 32), w2(w1.size());
+  ASSERT_TRUE(m1->fill_bitmask(w1).is_ok());
+  ASSERT_TRUE(m2->fill_bitmask(w2).is_ok());
+  const int32_t eos = tokenizer_->eos_id();
+  EXPECT_TRUE((w1[eos >> 5] >> (eos & 31)) & 1u);   // "abc" may end
+  EXPECT_FALSE((w2[eos >> 5] >> (eos & 31)) & 1u);  // nothing read yet: it may not
+}
+
 }  // namespace
 }  // namespace deepinfer
