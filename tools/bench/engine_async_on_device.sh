@@ -11,7 +11,8 @@
 #              on the host while the forward runs; needs the tokenizer's vocabulary).
 # 4 layers, concurrency 1 / 8 / 32. The JSON files (with their commands and steps_ahead) in
 # $OUT/engine_async.tgz; a summary line per run on stdout.
-# Usage: COMMIT=<sha> bash tools/bench/engine_async_on_device.sh   (REPEAT=2: A/B pairs)
+# Usage: COMMIT=<sha> bash tools/bench/engine_async_on_device.sh   (REPEAT=2: A/B pairs; CASES="grammar":
+# only those cases)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output folder (the device tool sets it)}"
@@ -30,7 +31,7 @@ case_args() {
     grammar) echo "--input-len 1024 --output-len 128 --temperature 0.8" ;;
   esac
 }
-for what in chunks penalties grammar; do
+for what in ${CASES:-chunks penalties grammar}; do
   extra=()
   [ "$what" = grammar ] && extra=(--regex '[a-z ]{1,400}')
   for rep in $(seq 1 "${REPEAT:-2}"); do
