@@ -221,17 +221,17 @@ void Walk::walk_pushdown() {
 }
 
 void Walk::build_suffixes() {
-  std::vector<std::pair<std::string, int32_t>> entries;
-  std::string path;
+  // A token's remaining bytes after an exit at depth `base` are the tail of its own bytes: views
+  // into the vocabulary, no copies (a counted [a-z ] repetition's states give every token with a
+  // letter prefix one entry per letter: ~10^5-10^6 entries at 129K tokens).
+  std::vector<std::pair<std::string_view, int32_t>> entries;
   const std::vector<TrieNode>& trie = *trie_;
   for (int32_t e : exits_) {
     const int base = trie[e].depth;
     for (int32_t j = e + 1; j < trie[e].end; ++j) {
       const TrieNode& node = trie[j];
-      path.resize(node.depth - base);
-      path[node.depth - base - 1] = static_cast<char>(node.byte);
       for (int32_t t = node.token; t >= 0; t = v_.next_duplicate(t)) {
-        if (!is_accepted(t)) entries.emplace_back(path, t);
+        if (!is_accepted(t)) entries.emplace_back(v_.token_bytes(t).substr(static_cast<size_t>(base)), t);
       }
     }
   }
@@ -241,9 +241,9 @@ void Walk::build_suffixes() {
   SuffixTrie& st = out_->suffixes;
   st.nodes.push_back({0, 0, 0, 0, 0});
   std::vector<int32_t> open{0};
-  const std::string* prev = nullptr;
+  const std::string_view* prev = nullptr;
   for (size_t k = 0; k < entries.size();) {
-    const std::string& s = entries[k].first;
+    const std::string_view& s = entries[k].first;
     size_t lcp = 0;
     if (prev) while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
     while (open.size() > lcp + 1) {
