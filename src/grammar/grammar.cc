@@ -360,6 +360,11 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompilerImpl::run() {
   DI_RETURN_IF_ERROR(check_left_recursion());
   compute_slice_bounds();
   out_->root_ = g_.root;
+  for (const auto& d : out_->dfas_) {
+    for (int32_t q = 0; q < d->n_states() && !out_->root_is_called_; ++q) {
+      for (auto [e, end] = d->calls(q); e != end; ++e) out_->root_is_called_ |= e->label == g_.root;
+    }
+  }
   for (const Rule& r : g_.rules) out_->names_.push_back(r.name);
   out_->terminal_tokens_.resize(terminal_index_.size());
   for (const auto& [token, index] : terminal_index_) out_->terminal_tokens_[index] = token;

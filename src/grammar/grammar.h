@@ -59,6 +59,8 @@ class CompiledGrammar {
 
   int32_t n_rules() const { return static_cast<int32_t>(dfas_.size()); }
   int32_t root() const { return root_; }
+  // Whether some rule calls the root (then its states also run with a caller below them).
+  bool root_is_called() const { return root_is_called_; }
   const Dfa& dfa(int32_t rule) const { return *dfas_[static_cast<size_t>(rule)]; }
   const std::string& rule_name(int32_t rule) const { return names_[static_cast<size_t>(rule)]; }
   // The rule can finish at `state` without reading more input (accepting or nullable calls).
@@ -88,6 +90,7 @@ class CompiledGrammar {
   friend class GrammarCompilerImpl;
 
   int32_t root_ = 0;
+  bool root_is_called_ = false;
   std::vector<std::shared_ptr<const Dfa>> dfas_;  // shared with front-end caches where possible
   std::vector<std::string> names_;
   std::vector<int32_t> state_base_;

@@ -126,8 +126,10 @@ namespace {
 
 class Walk {
  public:
-  Walk(const CompiledGrammar& g, int32_t rule, int32_t state)
-      : g_(g), v_(g.vocab()), rule_(rule), state_(state) {
+  // with_suffixes = false: the suffix trie is left empty (for states that never have a caller
+  // below them, where the matcher never reads it).
+  Walk(const CompiledGrammar& g, int32_t rule, int32_t state, bool with_suffixes)
+      : g_(g), v_(g.vocab()), rule_(rule), state_(state), with_suffixes_(with_suffixes) {
     out_ = std::make_shared<StateMask>();
     const int level = Vocabulary::slice_level(g.slice_lo(rule, state));
     trie_ = &v_.rest_trie(level);
@@ -167,6 +169,7 @@ class Walk {
   const Vocabulary& v_;
   const std::vector<TrieNode>* trie_;
   int32_t rule_, state_;
+  bool with_suffixes_;
   uint8_t longest_ = kUnboundedSlice;  // slice tokens longer than this are all rejected
   uint8_t slice_max_ = 0;
   std::shared_ptr<StateMask> out_;
@@ -268,7 +271,7 @@ void Walk::build_suffixes() {
 }
 
 void Walk::finish() {
-  build_suffixes();
+  if (with_suffixes_) build_suffixes();
   // Sparse when the list is no larger than the bitmask.
   if (out_->n_accepted <= v_.n_words()) {
     for (int32_t w = 0; w < v_.n_words(); ++w) {
@@ -331,7 +334,14 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
   // Leaf states are shared across grammars: by automaton identity (front ends hand out cached
   // automata), and for small automata also by structure (equal rules built separately).
   const bool leaf = !dfa.has_calls();
-  const std::array<uint64_t, 2> id_key{dfa.uid(), static_cast<uint64_t>(state) | (uint64_t{1} << 63)};
+  // The root's states, where no rule calls the root, never have a caller below them: the matcher
+  // reads no suffix trie there (Matcher::add_stack), so the walk builds none — the trie of a
+  // counted [a-z ] repetition's state holds most of the vocabulary and was ~half its walk. Such
+  // masks lack what a called rule's need, so their keys are kept apart (the same automaton may be
+  // a called rule in another grammar).
+  const bool rootless = rule == grammar.root() && !grammar.root_is_called();
+  const uint64_t apart = rootless ? 0x9E3779B97F4A7C15ull : 0;
+  const std::array<uint64_t, 2> id_key{dfa.uid() ^ apart, static_cast<uint64_t>(state) | (uint64_t{1} << 63)};
   std::array<uint64_t, 2> digest_key{};
   const bool small = leaf && small_reachable(dfa, state, 64);
   // Large automata: by what the state does within the longest token's bytes, once the rule has
@@ -351,6 +361,7 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
       digest_key = depth_class_key(grammar, rule, state, *classes);
       by_digest = true;
     }
+    digest_key[0] ^= apart;
     if (by_digest) {
       if (auto hit = grammar.vocab().find_shared(digest_key)) {
         grammar.vocab().put_shared(id_key, hit);
@@ -358,12 +369,13 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
       }
     }
   }
-  Walk walk(grammar, rule, state);
+  Walk walk(grammar, rule, state, /*with_suffixes=*/!rootless);
   auto mask = walk.run();
   if (leaf && !small && !classes) {
     if (classes_earned(dfa, depth, grammar.add_walk_work(rule, walk.work()))) {
       classes = dfa.depth_classes(depth);
       digest_key = depth_class_key(grammar, rule, state, *classes);
+      digest_key[0] ^= apart;
       by_digest = true;
     }
   }

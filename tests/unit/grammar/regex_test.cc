@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "grammar/ebnf.h"
 #include "grammar/regex.h"
 #include "test_vocab.h"
 
@@ -130,6 +131,57 @@ TEST(RegexTest, SharedCountMasksSeeTheLongestToken) {
   }
   EXPECT_TRUE(mask_matches_accept(m));
   EXPECT_TRUE(m.can_terminate());
+}
+
+// A root that no rule calls has no caller below it, so its masks skip the suffix trie (tokens
+// finishing the rule part-way, kept for the caller to check). The same automaton as a called
+// rule in another grammar needs that trie: its masks must not be the root's, though the two share
+// cached masks by structure ([a-z]+ stays a rule of its own: a wide self-loop is never inlined).
+// "ab," finishes `word` after "ab" and continues with the caller's ",": allowed in the second
+// grammar, never in the first. And a root that calls itself keeps its suffixes: "x)" finishes the
+// inner root after "x" and continues in the outer one.
+TEST(RegexTest, RootMasksWithoutSuffixesStayApartFromCalledRules) {
+  std::vector<std::string> pieces(1, "<eos>");
+  std::vector<uint8_t> special(1, 1);
+  for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b)), special.push_back(0);
+  for (const char* p : {"ab", "ab,", "b,", "x)", "x))"}) pieces.emplace_back(p), special.push_back(0);
+  auto vocab = Vocabulary::create(pieces, special, 0).value();
+  const auto id = [&](const std::string& p) {
+    return static_cast<int32_t>(std::find(pieces.begin(), pieces.end(), p) - pieces.begin());
+  };
+  const auto allows = [](Matcher& m, int32_t token) {
+    std::vector<uint32_t> mask(static_cast<size_t>(m.n_words()));
+    EXPECT_TRUE(m.fill_bitmask(mask).is_ok());
+    return ((mask[token >> 5] >> (token & 31)) & 1u) != 0;
+  };
+  auto alone = regex_grammar("[a-z]+", vocab);
+  {
+    Matcher m(alone);
+    EXPECT_TRUE(mask_matches_accept(m));
+    EXPECT_FALSE(allows(m, id("ab,")));
+    ASSERT_TRUE(m.accept(id("ab")));
+    EXPECT_TRUE(mask_matches_accept(m));
+  }
+  auto called = CompiledGrammar::compile(parse_ebnf("root ::= word \",\"\nword ::= [a-z]+\n", vocab.get()).value(), vocab);
+  ASSERT_TRUE(called.is_ok()) << called.status().to_string();
+  {
+    Matcher m(*called);
+    EXPECT_TRUE(mask_matches_accept(m));
+    EXPECT_TRUE(allows(m, id("ab,")));
+    ASSERT_TRUE(m.accept(id("ab,")));
+    EXPECT_TRUE(m.can_terminate());
+  }
+  auto nested = CompiledGrammar::compile(parse_ebnf("root ::= \"(\" root \")\" | \"x\"\n", vocab.get()).value(), vocab);
+  ASSERT_TRUE(nested.is_ok()) << nested.status().to_string();
+  {
+    Matcher m(*nested);
+    ASSERT_TRUE(m.accept(id("(")));
+    ASSERT_TRUE(m.accept(id("(")));
+    EXPECT_TRUE(mask_matches_accept(m));
+    EXPECT_TRUE(allows(m, id("x))")));
+    ASSERT_TRUE(m.accept(id("x))")));
+    EXPECT_TRUE(m.can_terminate());
+  }
 }
 
 }  // namespace
