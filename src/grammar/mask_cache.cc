@@ -336,7 +336,7 @@ std::shared_ptr<const StateMask> lookup_or_build_state_mask(const CompiledGramma
   const bool leaf = !dfa.has_calls();
   // The root's states, where no rule calls the root, never have a caller below them: the matcher
   // reads no suffix trie there (Matcher::add_stack), so the walk builds none — the trie of a
-  // counted [a-z ] repetition's state holds most of the vocabulary and was ~half its walk. Such
+  // counted [a-z ] repetition's state holds most of the vocabulary and was ~90% of its walk. Such
   // masks lack what a called rule's need, so their keys are kept apart (the same automaton may be
   // a called rule in another grammar).
   const bool rootless = rule == grammar.root() && !grammar.root_is_called();
