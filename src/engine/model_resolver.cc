@@ -1,4 +1,8 @@
 // resolve_model_dir / cache_dir (include/deepinfer/model.h): where checkpoints are found.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -43,20 +47,50 @@ std::string find_in_hf_cache(const fs::path& hub, const std::string& repo_id) {
   return "";
 }
 
+// Holds an exclusive lock on `path` (created if missing) for its lifetime; held() is false when
+// the file could not be opened or locked.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
+    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) {
+      flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
 Result<std::string> demo_model_dir(bool v41) {
-  static std::mutex mu;  // one generator at a time within the process
+  static std::mutex mu;  // one generator at a time within the process ...
   std::lock_guard<std::mutex> lock(mu);
   const fs::path dir = fs::path(cache_dir()) / "models" / (v41 ? "demo-tiny-v41-seed0" : "demo-tiny-v4f-seed0");
+  if (has_checkpoint(dir) && file_exists((dir / "deepinfer_synthetic.json").string())) return dir.string();
+  std::error_code ec;
+  fs::create_directories(dir.parent_path(), ec);
+  // ... and across processes (two CLIs or servers started at once on a fresh machine wrote the
+  // same .partial folder, each removing what the other was writing): the second waits for the
+  // first's model and then finds it.
+  FileLock file_lock(dir.string() + ".lock");
+  if (!file_lock.held()) return data_loss("cannot lock {}.lock to generate the demo model", dir.string());
   if (has_checkpoint(dir) && file_exists((dir / "deepinfer_synthetic.json").string())) return dir.string();
   log_info("generating the embedded demo model (tiny synthetic {}) into {}", v41 ? "V4.1-Flash" : "V4-Flash",
            dir.string());
   const fs::path tmp = dir.string() + ".partial";
-  std::error_code ec;
   fs::remove_all(tmp, ec);
   DI_RETURN_IF_ERROR(loader::write_synthetic_checkpoint(v41 ? loader::tiny_v41_config() : loader::tiny_v4_flash_config(),
                                                         tmp.string(), {}));
   fs::remove_all(dir, ec);
-  fs::create_directories(dir.parent_path(), ec);
   fs::rename(tmp, dir, ec);
   if (ec) return data_loss("cannot move the demo model into {}: {}", dir.string(), ec.message());
   return dir.string();

@@ -1,6 +1,7 @@
 // End to end through the `deepinfer` binary on the tiny demo model: `generate` with no arguments
 // (the `./dev.sh run` path), JSONL in and out with a progress bar, agreement with the C++ Engine
 // for the same request, bad arguments, a scripted non-interactive `chat` session, and `bench`.
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,24 @@ TEST(CliE2eTest, GenerateWithoutArgumentsRunsTheDemo) {
   EXPECT_NE(r.out.find("=== prompt 0"), std::string::npos);
   EXPECT_NE(r.out.find("The three most important ideas in computer science are"), std::string::npos);
   EXPECT_NE(r.out.find("(8 tokens, finish: length)"), std::string::npos) << r.out;
+}
+
+// Two first runs at once on a machine without the demo model (a fresh cache): both generate it
+// or wait for the other's, and both answer (they used to write one .partial folder together,
+// each removing what the other wrote).
+TEST(CliE2eTest, TwoFirstRunsAtOnceBothGetTheDemoModel) {
+  const std::string cache = testing::temp_path("fresh-cache");
+  std::filesystem::remove_all(cache);
+  const std::string one = "DEEPINFER_CACHE_DIR=" + cache + " OMP_NUM_THREADS=1 " + kCli +
+                          " generate --max-tokens 2 --kv-blocks 16 --ids '0 5 9'";
+  const auto r = run_shell("(" + one + " > " + cache + ".a 2>&1; echo $? > " + cache + ".a.rc) & (" + one + " > " +
+                           cache + ".b 2>&1; echo $? > " + cache + ".b.rc) & wait; cat " + cache + ".a.rc " + cache +
+                           ".b.rc");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "0\n0\n") << testing::run_shell("cat " + cache + ".a " + cache + ".b").out;
+  EXPECT_TRUE(std::filesystem::exists(cache + "/models/demo-tiny-v4f-seed0/config.json"));
+  EXPECT_FALSE(std::filesystem::exists(cache + "/models/demo-tiny-v4f-seed0.partial"));
+  std::filesystem::remove_all(cache);
 }
 
 TEST(CliE2eTest, JsonlInAndOutMatchesTheEngine) {
