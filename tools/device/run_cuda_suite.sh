@@ -44,6 +44,10 @@
 # (DEEPINFER_CUDA_COPY_STREAMS=0), and the
 # model tests with the shared expert joined before the routed experts' grouping instead of just
 # before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0), so every kernel and launch mode stays verified.
+# SUITE_JOBS=N runs N of these at once on the one GPU (default 1: one after another). Most of a
+# run's time is the host's (the CPU reference, synthetic weights), and the device machine has 16
+# cores; each run's output is printed whole and in the list's order as soon as it and every run
+# before it are done, so a time limit still leaves the finished runs' results.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,66 +62,80 @@ if [ ! -f .carry/tokenizer.json ] && [ -f .carry/tokenizer.json.xz ]; then
   python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.carry/tokenizer.json.xz'),open('.carry/tokenizer.json','wb'))"
 fi
 [ -f .carry/tokenizer.json ] && export DEEPINFER_TOKENIZER="$PWD/.carry/tokenizer.json"
-status=0
-.carry/bin/cuda_ops_test || status=1
-DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test || status=1
-DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_MOE_QUANT_ONCE=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_GEMM_EXPERT_SWAP=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' \
-  || status=1
-DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test || status=1
-DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' \
-  || status=1
-DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*' || status=1
+JOBS=()
+job() { JOBS+=("$(printf '%q ' "$@")"); }  # queued; run by the loop at the end
+job .carry/bin/cuda_ops_test
+job DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test
+job DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_MOE_QUANT_ONCE=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMM_EXPERT_SWAP=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*'
 # The attention tests and the model tests with every launch of 2+ tokens on the wgmma attention kernel
 # (default: 128+): the batch-invariance test then compares its bits with the mma.sync kernel's.
-DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
-DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test || status=1
-DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
-DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test || status=1
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test
 # The attention and model tests with every tensor-core launch below the wgmma threshold on the
 # cluster attention kernel at two CTAs (the default takes it for decode-sized launches only, at the
 # largest size whose clusters run at once), and with it off.
-DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*' || status=1
-DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test || status=1
-DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test || status=1
+job DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
+job DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test
+job DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test
 # The mHC tests with the decode-sized finalize on clusters of two and of four CTAs per token (the
 # default is the automatic size: eight at batch 1), and the model tests on the one-CTA finalize.
-DEEPINFER_HC_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*' || status=1
-DEEPINFER_HC_CLUSTER=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*' || status=1
-DEEPINFER_HC_CLUSTER=0 .carry/bin/cuda_model_test || status=1
-DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*' || status=1
-DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
-DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
-DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
-DEEPINFER_HC_MIX_TOKENS=64 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*' || status=1
-DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*' || status=1
-DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
-  .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*:*HyperConnection*:*HcPre*:*HcPost*:*Quant*' || status=1
-DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 \
-  .carry/bin/cuda_model_test || status=1
-.carry/bin/cuda_model_test || status=1
+job DEEPINFER_HC_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*'
+job DEEPINFER_HC_CLUSTER=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*'
+job DEEPINFER_HC_CLUSTER=0 .carry/bin/cuda_model_test
+job DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
+job DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
+job DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
+job DEEPINFER_HC_MIX_TOKENS=64 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
+job DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*:*HyperConnection*:*HcPre*:*HcPost*:*Quant*'
+job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_model_test
+job .carry/bin/cuda_model_test
 # The shared expert's side region joined before the routed experts' grouping (the default joins it
 # just before their combine).
-DEEPINFER_MOE_SHARED_LATE_JOIN=0 .carry/bin/cuda_model_test || status=1
+job DEEPINFER_MOE_SHARED_LATE_JOIN=0 .carry/bin/cuda_model_test
 # The step graphs with one copy node per upload instead of one for all of a step's uploads.
-DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*' || status=1
-DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*' || status=1
-DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test || status=1
-DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test || status=1
+job DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*'
+job DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*'
+job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
+job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
+tmp=$(mktemp -d)
+status=0
+printed=0
+flush() {  # prints the finished runs that follow the last printed one, in order
+  while [ "$printed" -lt "${#JOBS[@]}" ] && [ -f "$tmp/$printed.rc" ]; do
+    cat "$tmp/$printed.log"
+    [ "$(cat "$tmp/$printed.rc")" = 0 ] || status=1
+    printed=$((printed + 1))
+  done
+}
+for i in "${!JOBS[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${SUITE_JOBS:-1}" ]; do wait -n; flush; done
+  (bash -c "${JOBS[$i]}" > "$tmp/$i.log" 2>&1; echo $? > "$tmp/$i.rc.partial"; mv "$tmp/$i.rc.partial" "$tmp/$i.rc") &
+  flush
+done
+while [ "$printed" -lt "${#JOBS[@]}" ]; do wait -n 2> /dev/null || sleep 0.2; flush; done
+rm -rf "$tmp"
 exit $status
