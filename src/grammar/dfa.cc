@@ -67,10 +67,13 @@ Dfa::DepthClasses refine_to_depth(const Dfa& dfa, int32_t depth) {
   Dfa::DepthClasses out;
   out.depth = depth;
   out.of.resize(static_cast<size_t>(n));
-  for (int32_t q = 0; q < n; ++q) out.of[q] = dfa.accepting(q) ? 1 : 0;
-  out.n = n == 0 ? 0 : 1 + static_cast<int32_t>(std::any_of(out.of.begin(), out.of.end(), [](int32_t c) { return c == 1; }) &&
-                                                std::any_of(out.of.begin(), out.of.end(), [](int32_t c) { return c == 0; }));
-  if (out.n == 1) std::fill(out.of.begin(), out.of.end(), 0);
+  // Round 0: accepting or not (classes numbered in order of first appearance).
+  int32_t first[2] = {-1, -1};
+  for (int32_t q = 0; q < n; ++q) {
+    int32_t& c = first[dfa.accepting(q) ? 1 : 0];
+    if (c < 0) c = out.n++;
+    out.of[q] = c;
+  }
   std::vector<int32_t> sig, next(static_cast<size_t>(n));
   std::map<std::vector<int32_t>, int32_t> ids;
   for (int32_t round = 0; round < depth; ++round) {
