@@ -3,10 +3,10 @@
 // Each schema is compiled fresh and its instance (compact JSON) is forced token by token: per
 // token we time fill_bitmask (mask) and fill_bitmask + accept (mask + commit), like MaskBench.
 // Also checks that every instance token is allowed by its mask and the instance is accepted.
-// With --regex R --text T it times one regex instead: compiled once, T forced token by token
-// (--repeat times, a fresh matcher each), the per-token figures as above.
+// With --regex R --text T it times one regex instead (--ebnf G: one grammar): compiled once, T
+// forced token by token (--repeat times, a fresh matcher each), the per-token figures as above.
 //   grammar_bench [--schemas N] [--seed S] [--tokenizer PATH] [--vocab-size V] [--flexible]
-//                 [--any-order] [--regex R --text T [--repeat N]] [--out results.json]
+//                 [--any-order] [--regex R | --ebnf G] [--text T [--repeat N]] [--out results.json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,7 +31,7 @@ struct Args {
   std::string tokenizer, out;
   int32_t vocab_size = 129280;
   bool flexible = false, any_order = false;
-  std::string regex, text;
+  std::string regex, ebnf, text;
   int repeat = 1;
 };
 
@@ -68,6 +68,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--flexible") a.flexible = true;
     else if (k == "--any-order") a.any_order = true;
     else if (k == "--regex") a.regex = next();
+    else if (k == "--ebnf") a.ebnf = next();
     else if (k == "--text") a.text = next();
     else if (k == "--repeat") a.repeat = std::stoi(next());
     else { std::fprintf(stderr, "unknown argument %s\n", k.c_str()); std::exit(2); }
@@ -99,11 +100,11 @@ bool force(deepinfer::GrammarMatcher& m, const std::vector<int32_t>& ids, std::v
   return true;
 }
 
-// --regex mode: one pattern, its instance forced --repeat times.
+// --regex / --ebnf mode: one pattern or grammar, its instance forced --repeat times.
 int run_regex(const Args& args, const deepinfer::Tokenizer& tok, const deepinfer::GrammarCompiler& compiler,
               double vocab_ms) {
   auto t = Clock::now();
-  auto grammar = compiler.compile_regex(args.regex);
+  auto grammar = args.ebnf.empty() ? compiler.compile_regex(args.regex) : compiler.compile_ebnf(args.ebnf);
   const double compile_us = us_since(t);
   if (!grammar.is_ok()) { std::fprintf(stderr, "%s\n", grammar.status().to_string().c_str()); return 2; }
   const std::vector<int32_t> ids = tok.encode(args.text, false);
@@ -114,8 +115,9 @@ int run_regex(const Args& args, const deepinfer::Tokenizer& tok, const deepinfer
     deepinfer::GrammarMatcher m(*grammar);
     ok = force(m, ids, mask, tm);
   }
-  OJson result{{"benchmark", "grammar mask latency, one regex"},
+  OJson result{{"benchmark", args.ebnf.empty() ? "grammar mask latency, one regex" : "grammar mask latency, one EBNF grammar"},
                {"regex", args.regex},
+               {"ebnf", args.ebnf},
                {"text_bytes", args.text.size()},
                {"tokens_per_pass", ids.size()},
                {"repeat", args.repeat},
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
   auto compiler = deepinfer::GrammarCompiler::create(*tok, args.vocab_size);
   if (!compiler.is_ok()) { std::fprintf(stderr, "%s\n", compiler.status().to_string().c_str()); return 2; }
   const double vocab_ms = us_since(t_vocab) / 1000;
-  if (!args.regex.empty()) return run_regex(args, **tok, **compiler, vocab_ms);
+  if (!args.regex.empty() || !args.ebnf.empty()) return run_regex(args, **tok, **compiler, vocab_ms);
   deepinfer::JsonSchemaGrammarOptions opts;
   opts.flexible_whitespace = args.flexible;
   opts.any_order = args.any_order;
