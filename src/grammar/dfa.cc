@@ -60,7 +60,9 @@ std::array<uint64_t, 2> Dfa::digest_from(int32_t state) const {
 namespace {
 
 // Moore's refinement, `depth` rounds at most: round k's class of q is (its class in round k - 1,
-// the round k - 1 classes of its successors per byte class and token edge). A round that adds no
+// the round k - 1 classes of its successors per byte class, token edge and call edge; a call
+// counts as one transition, so for rules that call only rules reading at least one byte the
+// classes still bound what `depth` bytes can tell apart). A round that adds no
 // class leaves the partition stable, so the rounds stop there.
 Dfa::DepthClasses refine_to_depth(const Dfa& dfa, int32_t depth) {
   const int32_t n = dfa.n_states();
@@ -85,6 +87,7 @@ Dfa::DepthClasses refine_to_depth(const Dfa& dfa, int32_t depth) {
         sig.push_back(t < 0 ? -1 : out.of[t]);
       }
       for (auto [e, end] = dfa.tokens(q); e != end; ++e) sig.insert(sig.end(), {-2, e->label, out.of[e->target]});
+      for (auto [e, end] = dfa.calls(q); e != end; ++e) sig.insert(sig.end(), {-3, e->label, out.of[e->target]});
       next[q] = ids.emplace(sig, static_cast<int32_t>(ids.size())).first->second;
     }
     const auto n_next = static_cast<int32_t>(ids.size());

@@ -80,6 +80,15 @@ class CompiledGrammar {
 
   // The context-independent token classification of (rule, state), built on first use.
   const StateMask& state_mask(int32_t rule, int32_t state) const;
+  // The class of (rule, state) among the rule's states that no input of up to the longest token's
+  // bytes tells apart, in the caller's role too (Dfa::depth_classes with call edges), or -1 where
+  // that is not known cheaply: a rule calling one that may read nothing (a call would then not
+  // bound the bytes), or a small or costly automaton (the classes are worth their refinement for
+  // counted repetitions: a state per count). The matcher keys its recent masks by these classes.
+  int32_t frame_class(int32_t rule, int32_t state) const;
+  // Counts a matcher's mask computed (not found in its memo) with `rule` in some frame: the
+  // classes of a rule are refined once its misses have cost about what the refinement does.
+  void note_frame_miss(int32_t rule) const { frame_misses_[static_cast<size_t>(rule)].fetch_add(1, std::memory_order_relaxed); }
   // Adds a vocabulary walk's work (mask_cache.cc) for a state of `rule`; returns the rule's total.
   int64_t add_walk_work(int32_t rule, int64_t work) const {
     return walk_work_[static_cast<size_t>(rule)].fetch_add(work, std::memory_order_relaxed) + work;
@@ -91,6 +100,8 @@ class CompiledGrammar {
 
   int32_t root_ = 0;
   bool root_is_called_ = false;
+  std::vector<int32_t> misses_to_classes_;  // [rule]: misses before frame_class refines; -1 never
+  mutable std::unique_ptr<std::atomic<int32_t>[]> frame_misses_;  // [rule]
   std::vector<std::shared_ptr<const Dfa>> dfas_;  // shared with front-end caches where possible
   std::vector<std::string> names_;
   std::vector<int32_t> state_base_;

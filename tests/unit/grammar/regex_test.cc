@@ -184,5 +184,38 @@ TEST(RegexTest, RootMasksWithoutSuffixesStayApartFromCalledRules) {
   }
 }
 
+// A counted repetition of a rule: the caller's count is part of every step's configuration, so
+// the matcher keys its recent masks by the frames' depth classes once the rule has missed often
+// enough (CompiledGrammar::frame_class) — the counts far from the end then share a memo entry.
+// With tokens of up to 20 words ("a a a ..."), the last 20 counts each allow a different set, so
+// the masks, taken a byte at a time through the whole count, must stay exact there too; one word
+// too many is refused.
+TEST(RegexTest, CountedRuleRepetitionMasksStayExact) {
+  std::vector<std::string> pieces(1, "<eos>");
+  std::vector<uint8_t> special(1, 1);
+  for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b)), special.push_back(0);
+  std::string words;
+  for (int k = 1; k <= 20; ++k) {
+    words += "a ";
+    if (k > 1) pieces.push_back(words), special.push_back(0);
+  }
+  auto vocab = Vocabulary::create(pieces, special, 0).value();
+  auto g = CompiledGrammar::compile(parse_ebnf("root ::= word{1,120}\nword ::= [a-z]+ \" \"\n", vocab.get()).value(), vocab);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  Matcher m(*g);
+  int with_classes = 0;
+  for (int i = 0; i < 120; ++i) {
+    for (char c : std::string("a ")) {
+      ASSERT_TRUE(mask_matches_accept(m)) << "after " << m.n_accepted() << " bytes";
+      ASSERT_TRUE(m.accept(1 + static_cast<uint8_t>(c)));
+    }
+    with_classes += (*g)->frame_class((*g)->root(), 1) >= 0;
+  }
+  EXPECT_TRUE(mask_matches_accept(m));
+  EXPECT_TRUE(m.can_terminate());
+  EXPECT_GT(with_classes, 0);  // the classes were in use for part of the walk
+  EXPECT_FALSE(m.accept(1 + 'a'));
+}
+
 }  // namespace
 }  // namespace deepinfer::grammar
