@@ -381,7 +381,10 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompilerImpl::run() {
       }
     }
     const int64_t ops = (static_cast<int64_t>(d.n_states()) * (d.n_classes() + 1) + n_calls) * depth;
-    if (d.n_states() > 64 && callees_read) out_->misses_to_classes_[r] = static_cast<int32_t>(std::min<int64_t>(ops / 4000 + 1, 1 << 30));
+    // Past ~16M steps (~60 ms) the refinement would stall a step too long whatever it saves.
+    if (d.n_states() > 64 && callees_read && ops <= (int64_t{1} << 24)) {
+      out_->misses_to_classes_[r] = static_cast<int32_t>(ops / 4000 + 1);
+    }
   }
   for (const auto& d : out_->dfas_) {
     for (int32_t q = 0; q < d->n_states() && !out_->root_is_called_; ++q) {
