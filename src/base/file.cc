@@ -1,6 +1,7 @@
 #include "base/file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +52,20 @@ Status make_directories(const std::string& path) {
   std::filesystem::create_directories(path, ec);
   if (ec) return not_found("cannot create directory {}: {}", path, ec.message());
   return Status::ok();
+}
+
+FileLock::FileLock(const std::string& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
+  if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
 }
 
 MappedFile::~MappedFile() {

@@ -18,6 +18,21 @@ bool file_exists(const std::string& path);
 bool is_directory(const std::string& path);
 Status make_directories(const std::string& path);
 
+// An exclusive advisory lock (flock) on `path`, created if missing, held for the object's
+// lifetime: one process at a time generates what several may ask for at once (the demo model,
+// the tests' synthetic checkpoints). held() is false when the file could not be opened or locked.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 // A read-only mmap of a whole file. Movable, not copyable; unmaps on destruction.
 class MappedFile {
  public:

@@ -1,8 +1,4 @@
 // resolve_model_dir / cache_dir (include/deepinfer/model.h): where checkpoints are found.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -46,30 +42,6 @@ std::string find_in_hf_cache(const fs::path& hub, const std::string& repo_id) {
   }
   return "";
 }
-
-// Holds an exclusive lock on `path` (created if missing) for its lifetime; held() is false when
-// the file could not be opened or locked.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
-    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) {
-      flock(fd_, LOCK_UN);
-      ::close(fd_);
-    }
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 Result<std::string> demo_model_dir(bool v41) {
   static std::mutex mu;  // one generator at a time within the process ...

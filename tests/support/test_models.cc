@@ -1,9 +1,5 @@
 #include "test_models.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -21,8 +17,8 @@ std::string synthetic_model_dir(const std::string& config, uint64_t seed) {
   const fs::path root = bin != nullptr ? fs::path(bin) : fs::path(DI_BINARY_DIR) / "test_models";
   fs::create_directories(root);
   const fs::path dir = root / (config + "-seed" + std::to_string(seed));
-  const int fd = ::open((root / (config + ".lock")).c_str(), O_CREAT | O_RDWR, 0644);
-  if (fd < 0 || flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock test model dir");
+  const FileLock lock((root / (config + ".lock")).string());
+  if (!lock.held()) throw std::runtime_error("cannot lock test model dir");
   if (!file_exists((dir / "deepinfer_synthetic.json").string())) {
     auto cfg = loader::named_test_config(config);
     if (!cfg.is_ok()) throw std::runtime_error(cfg.status().to_string());
@@ -35,8 +31,6 @@ std::string synthetic_model_dir(const std::string& config, uint64_t seed) {
     fs::remove_all(dir);
     fs::rename(tmp, dir);
   }
-  flock(fd, LOCK_UN);
-  ::close(fd);
   return dir.string();
 }
 
