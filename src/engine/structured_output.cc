@@ -153,6 +153,13 @@ class GrammarOutputCompiler final : public StructuredOutputCompiler {
     return cache_.put(key, std::move(compiled));
   }
 
+  std::unique_ptr<StructuredOutputMatcher> make_matcher(
+      const std::shared_ptr<const CompiledStructuredOutput>& compiled) const override {
+    const auto& g = static_cast<const CompiledGrammarOutput&>(*compiled);
+    return std::make_unique<GrammarOutputMatcher>(g.grammar);
+  }
+
+ private:
   Result<std::shared_ptr<const CompiledStructuredOutput>> compile_uncached(const StructuredOutput& spec) const {
     Result<std::shared_ptr<const Grammar>> g = Status(StatusCode::kInternal, "unreachable");
     switch (spec.kind) {
@@ -172,13 +179,6 @@ class GrammarOutputCompiler final : public StructuredOutputCompiler {
     return std::shared_ptr<const CompiledStructuredOutput>(std::move(out));
   }
 
-  std::unique_ptr<StructuredOutputMatcher> make_matcher(
-      const std::shared_ptr<const CompiledStructuredOutput>& compiled) const override {
-    const auto& g = static_cast<const CompiledGrammarOutput&>(*compiled);
-    return std::make_unique<GrammarOutputMatcher>(g.grammar);
-  }
-
- private:
   std::shared_ptr<const GrammarCompiler> compiler_;
   mutable CompiledOutputCache cache_;
 };

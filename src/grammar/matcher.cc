@@ -109,16 +109,21 @@ Status Matcher::fill_bitmask(std::span<uint32_t> words) {
   // repetition of a rule (`word{1,100}`, an array's maxItems) is a new state per count, and its
   // tokens that finish the callee part-way are checked against that caller at every step
   // (~1.2 ms at 129K tokens), while the counts far from the end all give one mask.
-  std::vector<int32_t> key, frame_rules;
-  for (int32_t s : config.stacks) {
-    for (int32_t id = s; id >= 0; id = arena_.frame(id).parent) {
-      const Frame& f = arena_.frame(id);
-      const int32_t c = g_->frame_class(f.rule, f.state);
-      key.insert(key.end(), {f.rule, c >= 0 ? -3 - c : f.state});  // classes negative, states not
-      frame_rules.push_back(f.rule);
+  const auto for_each_frame = [&](auto&& fn) {
+    for (int32_t s : config.stacks) {
+      for (int32_t id = s; id >= 0; id = arena_.frame(id).parent) fn(arena_.frame(id));
+      fn(Frame{kBottom, kBottom, kBottom});  // a stack's end
     }
-    key.push_back(kBottom);
-  }
+  };
+  std::vector<int32_t> key;
+  for_each_frame([&](const Frame& f) {
+    if (f.rule == kBottom) {
+      key.push_back(kBottom);
+      return;
+    }
+    const int32_t c = g_->frame_class(f.rule, f.state);
+    key.insert(key.end(), {f.rule, c >= 0 ? -3 - c : f.state});  // classes negative, states not
+  });
   key.push_back(config.terminated ? -1 : -2);
   for (size_t i = 0; i < memo_.size(); ++i) {
     if (memo_[i].key == key) {
@@ -130,7 +135,9 @@ Status Matcher::fill_bitmask(std::span<uint32_t> words) {
   }
   std::fill(words.begin(), words.end(), 0u);
   compute_mask(config, words.data());
-  for (int32_t rule : frame_rules) g_->note_frame_miss(rule);
+  for_each_frame([&](const Frame& f) {
+    if (f.rule != kBottom) g_->note_frame_miss(f.rule);
+  });
   if (memo_.size() >= kMemoEntries) memo_.pop_back();
   memo_.insert(memo_.begin(), MemoEntry{std::move(key), std::vector<uint32_t>(words.begin(), words.begin() + n)});
   return Status::ok();
