@@ -297,6 +297,10 @@ struct MoeGroupParams {
   // Optionally x [x_rows, x_width] (F32 or BF16) FP8-quantised per 128 channels into BF16 xq in the
   // same launch (act_quant_bf16's bits), when moe_group_quantises says the launch can.
   const void* x = nullptr; ActType x_type = ActType::kBF16; int64_t x_rows = 0, x_width = 0; void* xq = nullptr;
+  // Optionally the routing that writes sel (route.logits != nullptr; route.sel == sel): the
+  // one-block grouping routes decode-sized batches itself (same bits as launch_moe_route before it,
+  // one kernel boundary fewer), other launches run launch_moe_route first.
+  MoeRouteParams route{};
 };
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t stream);  // counts, cursor: workspace
 // Whether launch_moe_group can quantise p.x into p.xq (one block of decode-sized batches, width %

@@ -182,9 +182,10 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
   ops_->linear(b, mw.gate, logits, {});  // router in F32
   TensorView sel = ops_->alloc(DType::kI32, {T, k});
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
-  ops_->moe_route(logits, mw.bias, mw.tid2eid, step.batch.token_ids, mp, sel, weights);
   TensorView out = ops_->alloc(act_dtype(), {T, D});
-  ops_->moe_experts_out(b, sel, weights, mw.experts, mp, y, out, mw.shared ? 0 : -1);
+  // The routing in the MoE call: a backend may route inside the launch that groups the pairs.
+  ops_->moe_route_experts_out({logits, mw.bias, mw.tid2eid, step.batch.token_ids, sel, weights}, b, mw.experts, mp, y,
+                              out, mw.shared ? 0 : -1);
   return out;
 }
 

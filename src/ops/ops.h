@@ -87,6 +87,13 @@ struct MoeParams {
   int act_quant_block = 0;
 };
 
+// A MoE layer's routing (Ops::moe_route's tensors): logits [T, E] F32, bias [E] F32 (or empty),
+// tid2eid [vocab, k] I64 (hash layers, else empty), token_ids [T] I32; outputs sel [T, k] I32 and
+// weights [T, k] F32.
+struct MoeRouting {
+  TensorView logits, bias, tid2eid, token_ids, sel, weights;
+};
+
 // ---- DeepSeek-V4.1 (model_v41_flash.md) parameter types ----
 
 // V4.1's KV-cache and indexer quantizers (§3.4), applied as quantise-dequantise.
@@ -426,6 +433,16 @@ class Ops {
     if (!shared.empty()) add(acc, shared, acc);
     convert(acc, out);
     workspace_release(mark);
+  }
+
+  // The routing and the MoE sublayer's output in one call: moe_route (into r.sel, r.weights), then
+  // moe_experts_out (the default). One call so a backend can route inside the launch that groups
+  // the pairs by expert (same bits, one kernel boundary fewer on the MoE's critical path).
+  virtual void moe_route_experts_out(const MoeRouting& r, const TensorView& x, std::span<const ExpertWeights> experts,
+                                     const MoeParams& params, const TensorView& shared, const TensorView& out,
+                                     int shared_lane = -1) {
+    moe_route(r.logits, r.bias, r.tid2eid, r.token_ids, params, r.sel, r.weights);
+    moe_experts_out(x, r.sel, r.weights, experts, params, shared, out, shared_lane);
   }
 
   // ---- rows ----

@@ -667,6 +667,48 @@ TEST_F(CudaOpsTest, MoeExpertsOutIsBitwiseTheSeparateOps) {
   }
 }
 
+// Routing and the MoE sublayer in one call (the grouping launch routes batches of up to 64 tokens
+// itself, larger ones run the routing kernel first) is bitwise the Ops default (moe_route, then
+// moe_experts_out): sel, weights and the output, for biased top-k over E <= 256 and E > 256
+// (the routing's two selection loops) and for hash layers (tid2eid), F32 and BF16 activations.
+// (The suite also runs it with DEEPINFER_MOE_ROUTE_GROUP=0.)
+TEST_F(CudaOpsTest, MoeRouteInTheGroupingIsBitwiseTheRoutingKernel) {
+  const int64_t k = 3, D = 256, F = 128, vocab = 50;
+  for (int64_t E : {8, 300}) {
+    std::vector<Linear> keep;
+    const std::vector<tensor::ExpertWeights> ed = make_fp4_experts(E, D, F, keep);
+    Pair tid2eid = make(DType::kI64, {vocab, k});
+    for (int64_t i = 0; i < vocab * k; ++i) tid2eid.host.as<int64_t>()[i] = (i * 7 + i / k) % E;
+    upload(tid2eid);
+    for (int64_t T : {1, 13, 64, 65, 200}) {
+      Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
+      Pair ids = make(DType::kI32, {T});
+      for (int64_t t = 0; t < T; ++t) set(ids.host, t, static_cast<float>((t * 13) % vocab));
+      upload(ids);
+      for (bool hashed : {false, true}) {
+        for (DType dt : {DType::kF32, DType::kBF16}) {
+          const std::string what = "E " + std::to_string(E) + " T " + std::to_string(T) + (hashed ? " hashed" : "") +
+                                   (dt == DType::kBF16 ? " BF16" : " F32");
+          ops::MoeParams mp{k, 1.5f, 10.0f, dt == DType::kBF16 ? 128 : 0};
+          Pair x = random(dt, {T, D}, 1.0f), shared = random(dt, {T, D}, 0.5f);
+          Pair sel = make(DType::kI32, {T, k}), wts = make(DType::kF32, {T, k}), out = make(dt, {T, D});
+          Pair sel_ref = make(DType::kI32, {T, k}), wts_ref = make(DType::kF32, {T, k}), ref = make(dt, {T, D});
+          const TensorView h = hashed ? tid2eid.dev : TensorView{};
+          gpu_->moe_route_experts_out({logits.dev, bias.dev, h, ids.dev, sel.dev, wts.dev}, x.dev, ed, mp, shared.dev,
+                                      out.dev);
+          gpu_->ops::Ops::moe_route_experts_out({logits.dev, bias.dev, h, ids.dev, sel_ref.dev, wts_ref.dev}, x.dev, ed,
+                                                mp, shared.dev, ref.dev);
+          EXPECT_EQ(download(sel.dev), download(sel_ref.dev)) << what;
+          EXPECT_EQ(download(wts.dev), download(wts_ref.dev)) << what;
+          const std::vector<float> got = download(out.dev), want = download(ref.dev);
+          EXPECT_EQ(got, want) << what;
+          EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float v) { return v != 0.0f; })) << what;
+        }
+      }
+    }
+  }
+}
+
 // The MoE experts of a token give bitwise the same output alone, among 100 tokens (streaming
 // kernel; ~37 rows per expert, so experts span several 32-row chunks) and among 600 (pipelined
 // tiled kernel: with 8 experts ~225 rows each, two 128-row tiles; with 40, the CTA's search for

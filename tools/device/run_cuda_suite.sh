@@ -43,7 +43,8 @@
 # and step-graph tests with the uploads and copies back on the main stream
 # (DEEPINFER_CUDA_COPY_STREAMS=0), and the
 # model tests with the shared expert joined before the routed experts' grouping instead of just
-# before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0), so every kernel and launch mode stays verified.
+# before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0) and the routing in a kernel of its own
+# (DEEPINFER_MOE_ROUTE_GROUP=0), so every kernel and launch mode stays verified.
 # SUITE_JOBS=N runs N of these at once on the one GPU (default 1: one after another). Most of a
 # run's time is the host's (the CPU reference, synthetic weights), and the device machine has 16
 # cores; each run's output is printed whole and in the list's order as soon as it and every run
@@ -114,8 +115,9 @@ job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_
 job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_model_test
 job .carry/bin/cuda_model_test
 # The shared expert's side region joined before the routed experts' grouping (the default joins it
-# just before their combine).
-job DEEPINFER_MOE_SHARED_LATE_JOIN=0 .carry/bin/cuda_model_test
+# just before their combine), and the routing in a kernel of its own before the grouping (the
+# default routes decode-sized batches in the grouping launch).
+job DEEPINFER_MOE_SHARED_LATE_JOIN=0 DEEPINFER_MOE_ROUTE_GROUP=0 .carry/bin/cuda_model_test
 # The step graphs with one copy node per upload instead of one for all of a step's uploads.
 job DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*'
 job DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*'

@@ -5,18 +5,18 @@
 #pragma once
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/launch.h"
 #include "kernels/gemm/act_quant.cuh"
 
 namespace deepinfer::kernels {
 
-// One warp per token. logits [T, E] F32 -> sel [T, k] I32, weights [T, k] F32.
+// Token t's routing by one warp: logits [T, E] F32 -> sel [T, k] I32, weights [T, k] F32. Both
+// routing kernels (moe_route_kernel, moe_route_group_small_kernel) route through it: the same bits.
 inline constexpr int kRoutePerLane = 8;  // candidates a lane keeps in registers (E <= 256)
-__global__ void moe_route_kernel(const float* logits, const float* bias, const int64_t* tid2eid, const int32_t* ids,
-                                 int64_t T, int E, int k, float route_scale, int32_t* sel, float* weights) {
-  pdl_prologue();
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+__device__ inline void moe_route_token(const float* logits, const float* bias, const int64_t* tid2eid,
+                                       const int32_t* ids, int64_t t, int E, int k, float route_scale, int32_t* sel,
+                                       float* weights) {
   const int lane = threadIdx.x & 31;
-  if (t >= T) return;
   auto score = [&](int e) {
     const float z = logits[t * E + e];
     return sqrtf(z > 20.0f ? z : log1pf(expf(z)));
@@ -84,6 +84,15 @@ __global__ void moe_route_kernel(const float* logits, const float* bias, const i
     sel[t * k + lane] = my_e;
     weights[t * k + lane] = route_scale * sc / sum;
   }
+}
+
+// One warp per token (moe_route_token).
+__global__ void moe_route_kernel(const float* logits, const float* bias, const int64_t* tid2eid, const int32_t* ids,
+                                 int64_t T, int E, int k, float route_scale, int32_t* sel, float* weights) {
+  pdl_prologue();
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (t >= T) return;
+  moe_route_token(logits, bias, tid2eid, ids, t, E, k, route_scale, sel, weights);
 }
 
 // counts[e] += 1 for every (token, slot) routed to e.
@@ -171,8 +180,14 @@ struct MoeGroupQuant {
   __nv_bfloat16* xq = nullptr;  // [rows, width], 8-byte aligned
 };
 inline constexpr int64_t kMoeGroupQuantMaxBlocks = 512;  // rows x width / 128 the one CTA takes
+// route.logits != nullptr: the block routes the batch first (one warp per token, as
+// moe_route_kernel; route.T <= kMoeRouteGroupMaxTokens), so that the grouping needs no kernel of
+// its own after the routing: at batch 1 a kernel boundary on the MoE's critical path costs more
+// than the routing itself. sel is then the routing's output, written and read back by this block.
+inline constexpr int64_t kMoeRouteGroupMaxTokens = 64;  // tokens the fused routing takes (2 per warp)
 __global__ void __launch_bounds__(1024) moe_group_small_kernel(const int32_t* sel, int64_t n_pairs, int E, int32_t* offsets,
-                                                                int32_t* active, int32_t* perm, MoeGroupQuant q) {
+                                                                int32_t* active, int32_t* perm, MoeGroupQuant q,
+                                                                MoeRouteParams route) {
   pdl_prologue();
   __shared__ int32_t s_count[kMoeGroupSmallMaxE], s_cursor[kMoeGroupSmallMaxE];
   for (int e = threadIdx.x; e < E; e += blockDim.x) s_count[e] = 0;
@@ -189,7 +204,12 @@ __global__ void __launch_bounds__(1024) moe_group_small_kernel(const int32_t* se
       }
     }
   }
-  __syncthreads();
+  if (route.logits != nullptr) {
+    for (int64_t t = threadIdx.x / 32; t < route.T; t += blockDim.x / 32)
+      moe_route_token(route.logits, route.bias, route.tid2eid, route.ids, t, route.E, route.k, route.route_scale,
+                      route.sel, route.weights);
+  }
+  __syncthreads();  // also makes the routing's sel (global memory) visible to the whole block
   for (int64_t i = threadIdx.x; i < n_pairs; i += blockDim.x) atomicAdd(&s_count[sel[i]], 1);
   __syncthreads();
   moe_scan_offsets(s_count, E, offsets, s_cursor, active);

@@ -114,10 +114,11 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   TensorView sel = ops_->alloc(DType::kI32, {T, k});
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
   // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
-  ops_->moe_route(logits, w.bias, TensorView{}, rows.batch.token_ids, mp, sel, weights);
-  if (w.shared) ops_->side_join();
+  // The routing in the MoE call (a backend may route inside its grouping launch), which joins the
+  // shared expert's region just before its combine reads y.
   TensorView out = alloc_act({T, D});
-  ops_->moe_experts_out(b, sel, weights, w.experts, mp, y, out);
+  ops_->moe_route_experts_out({logits, w.bias, TensorView{}, rows.batch.token_ids, sel, weights}, b, w.experts, mp, y,
+                              out, w.shared ? 0 : -1);
   return out;
 }
 

@@ -134,6 +134,9 @@ class CudaOps final : public Ops {
   void moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                        std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
                        const TensorView& out, int shared_lane = -1) override;
+  void moe_route_experts_out(const MoeRouting& r, const TensorView& x, std::span<const ExpertWeights> experts,
+                             const MoeParams& params, const TensorView& shared, const TensorView& out,
+                             int shared_lane = -1) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) override;
@@ -160,9 +163,16 @@ class CudaOps final : public Ops {
   // moe_experts (shared empty, out: the routed sum [T, D] F32) or moe_experts_out (out: the
   // sublayer output with shared added, rounded by the combine).
   // shared_lane >= 0: the side lane writing `shared`, joined just before the combine reads it.
+  // moe_experts_out's fused path (the combine adds `shared` and rounds), after the routing `route`
+  // when given (nullptr: sel and weights are given).
+  void moe_sublayer_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                        std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
+                        const TensorView& out, int shared_lane, const kernels::MoeRouteParams* route);
+  // route: the routing that writes sel and weights, run by (or just before) the grouping launch;
+  // nullptr: sel and weights are given.
   void moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                         std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& shared,
-                        const TensorView& out, int shared_lane = -1);
+                        const TensorView& out, int shared_lane = -1, const kernels::MoeRouteParams* route = nullptr);
   // hc_pre's launch; norm: fold u = RMSNorm(u) with it (hc_pre_norm), else nullptr; post_of: x is
   // first computed as hc_post of these (o, x before, post, comb: hc_post_pre_norm), else nullptr;
   // uq: u's quantised copy (with the fold: in the same launch where the kernel can, else after it).

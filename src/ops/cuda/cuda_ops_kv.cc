@@ -105,17 +105,35 @@ void CudaOps::sparse_attention(const TensorView& q, const TensorView& kv_new, co
   if (rope.n_rope > 0 && !fold) this->rope(out, batch.positions, rope);
 }
 
+namespace {
+k::MoeRouteParams route_params(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
+                               const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
+                               const TensorView& weights) {
+  DI_CHECK(params.n_experts_per_tok <= 16, "top-{} routing unsupported on CUDA", params.n_experts_per_tok);
+  return {dptr<float>(logits),
+          bias.empty() ? nullptr : dptr<float>(bias),
+          tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid),
+          dptr<int32_t>(token_ids),
+          logits.shape[0],
+          static_cast<int>(logits.shape[1]),
+          static_cast<int>(params.n_experts_per_tok),
+          params.route_scale,
+          dptr<int32_t>(sel),
+          dptr<float>(weights)};
+}
+
+// DEEPINFER_MOE_FUSED_COMBINE=0: combine into F32, then add and convert (an A/B switch; same bits).
+bool moe_fused_combine() {
+  static const bool fused = k::env_switch("DEEPINFER_MOE_FUSED_COMBINE");
+  return fused;
+}
+}  // namespace
+
 void CudaOps::moe_route(const TensorView& logits, const TensorView& bias, const TensorView& tid2eid,
                         const TensorView& token_ids, const MoeParams& params, const TensorView& sel,
                         const TensorView& weights) {
-  const int64_t T = logits.shape[0];
-  if (T == 0) return;
-  DI_CHECK(params.n_experts_per_tok <= 16, "top-{} routing unsupported on CUDA", params.n_experts_per_tok);
-  DI_LAUNCH(k::launch_moe_route({dptr<float>(logits), bias.empty() ? nullptr : dptr<float>(bias),
-                                 tid2eid.empty() ? nullptr : dptr<int64_t>(tid2eid), dptr<int32_t>(token_ids), T,
-                                 static_cast<int>(logits.shape[1]), static_cast<int>(params.n_experts_per_tok),
-                                 params.route_scale, dptr<int32_t>(sel), dptr<float>(weights)},
-                                stream_));
+  if (logits.shape[0] == 0) return;
+  DI_LAUNCH(k::launch_moe_route(route_params(logits, bias, tid2eid, token_ids, params, sel, weights), stream_));
 }
 
 const kernels::WeightDesc* CudaOps::expert_descs(std::span<const ExpertWeights> experts) {
@@ -158,32 +176,51 @@ void CudaOps::moe_experts(const TensorView& x, const TensorView& sel, const Tens
 void CudaOps::moe_experts_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
                               std::span<const ExpertWeights> experts, const MoeParams& params,
                               const TensorView& shared, const TensorView& out, int shared_lane) {
+  if (!moe_fused_combine()) {
+    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out, shared_lane);
+    return;
+  }
+  moe_sublayer_out(x, sel, weights, experts, params, shared, out, shared_lane, nullptr);
+}
+
+void CudaOps::moe_route_experts_out(const MoeRouting& r, const TensorView& x, std::span<const ExpertWeights> experts,
+                                    const MoeParams& params, const TensorView& shared, const TensorView& out,
+                                    int shared_lane) {
+  // The routing rides on the grouping launch (launch_moe_group: inside it for decode-sized
+  // batches, just before it otherwise), which runs before anything reads sel or weights.
+  if (!moe_fused_combine() || x.shape[0] == 0) {
+    Ops::moe_route_experts_out(r, x, experts, params, shared, out, shared_lane);
+    return;
+  }
+  const k::MoeRouteParams route = route_params(r.logits, r.bias, r.tid2eid, r.token_ids, params, r.sel, r.weights);
+  moe_sublayer_out(x, r.sel, r.weights, experts, params, shared, out, shared_lane, &route);
+}
+
+void CudaOps::moe_sublayer_out(const TensorView& x, const TensorView& sel, const TensorView& weights,
+                               std::span<const ExpertWeights> experts, const MoeParams& params,
+                               const TensorView& shared, const TensorView& out, int shared_lane,
+                               const k::MoeRouteParams* route) {
   DI_CHECK(out.numel() == x.shape[0] * x.shape[1], "moe_experts_out: out {} for x {}", out.shape_string(),
            x.shape_string());
   DI_CHECK(shared.empty() || shared.numel() == out.numel(), "moe_experts_out: shared {} for out {}",
            shared.shape_string(), out.shape_string());
-  // DEEPINFER_MOE_FUSED_COMBINE=0: combine into F32, then add and convert (an A/B switch; same bits).
-  static const bool fused = k::env_switch("DEEPINFER_MOE_FUSED_COMBINE");
   // The shared expert's region joined just before the combine, so its GEMMs run beside the routed
   // experts' grouping and GEMMs instead of holding them back (at batch 1 the shared chain, ~17 us
   // per layer, is longer than the router and routing beside it, ~10 us): on the H200 the replayed
   // step's GPU span is 2.2% shorter at batch 1 and 1.8% at batch 8 (session 28, ABAB).
   // DEEPINFER_MOE_SHARED_LATE_JOIN=0 joins it before the grouping (A/B switch; same bits).
   static const bool late_join = k::env_switch("DEEPINFER_MOE_SHARED_LATE_JOIN");
-  if (!fused) {
-    Ops::moe_experts_out(x, sel, weights, experts, params, shared, out, shared_lane);
-    return;
-  }
   if (shared_lane >= 0 && !late_join) {
     side_join(shared_lane);
     shared_lane = -1;
   }
-  moe_experts_impl(x, sel, weights, experts, params, shared, out, shared_lane);
+  moe_experts_impl(x, sel, weights, experts, params, shared, out, shared_lane, route);
 }
 
 void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const TensorView& weights,
                                std::span<const ExpertWeights> experts, const MoeParams& params,
-                               const TensorView& shared, const TensorView& out, int shared_lane) {
+                               const TensorView& shared, const TensorView& out, int shared_lane,
+                               const k::MoeRouteParams* route) {
   const int64_t T = x.shape[0], D = x.shape[1], kk = params.n_experts_per_tok;
   const int E = static_cast<int>(experts.size());
   if (T == 0) {
@@ -243,6 +280,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   static const bool quant_once = k::env_switch("DEEPINFER_MOE_QUANT_ONCE");
   k::MoeGroupParams group{dptr<int32_t>(sel),    n_pairs, E, dptr<int32_t>(counts), dptr<int32_t>(offsets),
                           dptr<int32_t>(cursor), dptr<int32_t>(perm), dptr<int32_t>(active)};
+  if (route != nullptr) group.route = *route;
   TensorView xq;  // [T, D] BF16: x FP8-quantised per 128 channels, when the grouping launch makes it
   if (!plain && quant_once && params.act_quant_block == 128 && k::gemm_fuses_act_quant(gate_up, 128)) {
     xq = alloc(DType::kBF16, {T, D});

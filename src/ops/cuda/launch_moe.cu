@@ -34,13 +34,24 @@ bool moe_group_quantises(const MoeGroupParams& p) {
 }
 
 cudaError_t launch_moe_group(const MoeGroupParams& p, cudaStream_t s) {
+  const bool routes = p.route.logits != nullptr;
+  if (routes && p.route.sel != p.sel) return cudaErrorInvalidValue;
+  // The one-block grouping routes the batch itself where it is small enough for the block's warps
+  // (kMoeRouteGroupMaxTokens) unless DEEPINFER_MOE_ROUTE_GROUP=0 (an A/B and test switch: the
+  // routing kernel first; same bits).
+  static const bool route_group = env_switch("DEEPINFER_MOE_ROUTE_GROUP");
+  const bool fused_route = routes && route_group && moe_group_one_block(p) && p.route.T <= kMoeRouteGroupMaxTokens;
+  if (routes && !fused_route) {
+    if (const cudaError_t e = launch_moe_route(p.route, s); e != cudaSuccess) return e;
+  }
   if (moe_group_one_block(p)) {
     MoeGroupQuant q;
     if (p.xq != nullptr) {
       if (!moe_group_quantises(p)) return cudaErrorInvalidValue;  // the caller asks first
       q = {p.x, p.x_type == ActType::kF32, p.x_rows, p.x_width, static_cast<__nv_bfloat16*>(p.xq)};
     }
-    launch_pdl(moe_group_small_kernel, 1, 1024, 0, s, p.sel, p.n_pairs, p.E, p.offsets, p.active, p.perm, q);
+    launch_pdl(moe_group_small_kernel, 1, 1024, 0, s, p.sel, p.n_pairs, p.E, p.offsets, p.active, p.perm, q,
+               fused_route ? p.route : MoeRouteParams{});
     return cudaGetLastError();
   }
   if (p.xq != nullptr) return cudaErrorInvalidValue;
