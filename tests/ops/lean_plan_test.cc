@@ -59,14 +59,45 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   d.experts = true, d.N = d.N1 = 2048, d.K = 4096, d.outer = 6, d.run_elems = 32;
   d.rows = 1;
   LeanLaunchPlan plan;
-  // Four tiles per warp by default even at batch 1 (1,536 one-tile CTAs would remain, under the
-  // dense launches' four-wave rule): 32 + 32 CTAs along x per expert slot.
+  // Six tiles per warp at batch 1 (two eight-warp CTAs resident per SM): 22 + 22 CTAs along x per
+  // expert slot, 264 in all — one round on 132 SMs, where four tiles would take 384 (two rounds).
   ASSERT_TRUE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.tiles, 6);
+  EXPECT_EQ(plan.shape.groups, 1);
+  EXPECT_EQ(plan.shape.x_ctas0, 22);
+  EXPECT_EQ(plan.grid_x, 44);
+  EXPECT_EQ(plan.grid_z, 6);
+  EXPECT_EQ(plan.shape.a_rows, 1);
+  // Four (1,536 one-tile CTAs would remain, under the dense launches' four-wave rule) where six
+  // are off (resident_warps 0), or where three eight-warp CTAs fit an SM (396 a round: 384 fit).
+  LeanKnobs narrow;
+  narrow.resident_warps = 0;
+  ASSERT_TRUE(plan_lean_gemv(d, narrow, plan));
   EXPECT_EQ(plan.shape.tiles, 4);
   EXPECT_EQ(plan.shape.x_ctas0, 32);
   EXPECT_EQ(plan.grid_x, 64);
-  EXPECT_EQ(plan.grid_z, 6);
-  EXPECT_EQ(plan.shape.a_rows, 1);
+  narrow.resident_warps = 24;
+  ASSERT_TRUE(plan_lean_gemv(d, narrow, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  // Batch 8 (48 expert slots): 3,072 four-tile CTAs in 12 rounds, 2,112 six-tile ones in 8 — a tie
+  // (48 tile-rounds each) keeps four.
+  d.outer = 48;
+  ASSERT_TRUE(plan_lean_gemv(d, LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  d.outer = 6;
+  // Asked for six: FP4 expert launches take them, the others four.
+  LeanKnobs six;
+  six.tiles = 6;
+  ASSERT_TRUE(plan_lean_gemv(d, six, plan));
+  EXPECT_EQ(plan.shape.tiles, 6);
+  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), six, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  LeanGemmDims fp8_experts = d;
+  fp8_experts.run_elems = 16, fp8_experts.fp8 = true, fp8_experts.block_in = fp8_experts.block_out = 128;
+  ASSERT_TRUE(plan_lean_gemv(fp8_experts, six, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
+  ASSERT_TRUE(plan_lean_gemv(fp8_experts, LeanKnobs{}, plan));
+  EXPECT_EQ(plan.shape.tiles, 4);
   LeanKnobs one_tile;
   one_tile.tiles = 1;
   ASSERT_TRUE(plan_lean_gemv(d, one_tile, plan));
@@ -74,7 +105,8 @@ TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   EXPECT_EQ(plan.grid_x, 256);
   // The down projection (6 experts x 4,096 columns, K = 2,048: four sub-ranges, so two column
   // groups per CTA) at batch 1: 192 eight-warp CTAs would put 2 on 60 SMs and 1 on 72 (16 warps on
-  // the busiest), 384 four-warp CTAs put 3 (12): one group, still four tiles per warp.
+  // the busiest), 384 four-warp CTAs put 3 (12): one group, still four tiles per warp (four-warp
+  // CTAs fit 4 to an SM: one round; six tiles would be 132 eight-warp CTAs, one round of 6).
   LeanGemmDims down;
   down.experts = true, down.N = 4096, down.K = 2048, down.outer = 6, down.run_elems = 32, down.rows = 1;
   ASSERT_TRUE(plan_lean_gemv(down, LeanKnobs{}, plan));
@@ -152,43 +184,47 @@ TEST(LeanPlanTest, ExpertGroupsEvenOutTheBusiestSm) {
 
 TEST(LeanPlanTest, EveryAcceptedPlanCoversItsColumnsAndFits) {
   for (int run : {8, 16, 32})
-    for (int tiles : {0, 1, 4})
+    for (int tiles : {0, 1, 4, 6})
       for (int64_t K = 128; K <= 20480; K += 128)
         for (int64_t N : {16, 200, 4096, 129280})
           for (int64_t N1 : {0, 264})
-            for (int64_t rows : {1, 5, 8}) {
-              LeanGemmDims d;
-              d.rows = rows, d.N = N, d.N1 = N1, d.K = K, d.run_elems = run;
-              d.fp8 = run == 16;
-              d.block_in = d.block_out = d.fp8 ? 128 : 0;
-              LeanKnobs knobs;
-              knobs.tiles = tiles;
-              LeanLaunchPlan plan;
-              if (!plan_lean_gemv(d, knobs, plan)) continue;
-              const LeanGemvShape& sh = plan.shape;
-              const int64_t cols = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
-              ASSERT_EQ(static_cast<int64_t>(sh.R) * (sh.P - 1) < K && static_cast<int64_t>(sh.R) * sh.P >= K, true);
-              ASSERT_LE(sh.groups * sh.P, kLeanMaxWarps);
-              ASSERT_EQ(plan.threads, sh.groups * sh.P * 32);
-              ASSERT_LE(sh.R / (4 * run), kLeanMaxWindows);
-              if (d.fp8) {
-                ASSERT_LE(sh.tiles * (sh.R / (4 * run)), kLeanMaxWindows);
+            for (int64_t rows : {1, 5, 8})
+              for (int64_t outer : {0, 1, 6}) {  // 0: dense, else expert slots
+                LeanGemmDims d;
+                d.experts = outer > 0;
+                d.outer = std::max<int64_t>(outer, 1);
+                d.rows = rows, d.N = N, d.N1 = N1, d.K = K, d.run_elems = run;
+                d.fp8 = run == 16;
+                d.block_in = d.block_out = d.fp8 ? 128 : 0;
+                LeanKnobs knobs;
+                knobs.tiles = tiles;
+                LeanLaunchPlan plan;
+                if (!plan_lean_gemv(d, knobs, plan)) continue;
+                const LeanGemvShape& sh = plan.shape;
+                const int64_t cols = static_cast<int64_t>(sh.tiles) * sh.groups * kLeanCols;
+                ASSERT_EQ(static_cast<int64_t>(sh.R) * (sh.P - 1) < K && static_cast<int64_t>(sh.R) * sh.P >= K, true);
+                ASSERT_LE(sh.groups * sh.P, kLeanMaxWarps);
+                ASSERT_EQ(plan.threads, sh.groups * sh.P * 32);
+                ASSERT_LE(sh.R / (4 * run), kLeanMaxWindows);
+                if (d.fp8) {
+                  ASSERT_LE(sh.tiles * (sh.R / (4 * run)), kLeanMaxWindows);
+                }
+                ASSERT_TRUE(sh.tiles == 1 || sh.tiles == kLeanMaxTiles ||
+                            (sh.tiles == kLeanWideTiles && d.experts && run == 32));
+                ASSERT_EQ(sh.a_rows, rows);
+                ASSERT_EQ(plan.smem, static_cast<size_t>(rows) * (K + kLeanStagePad) * 2);
+                ASSERT_LE(plan.smem, knobs.max_smem);
+                // Set 0's CTAs cover its columns with none wholly past them; set 1's likewise.
+                ASSERT_GE(sh.x_ctas0 * cols, N);
+                ASSERT_LT((sh.x_ctas0 - 1) * cols, N);
+                const int64_t x1 = plan.grid_x - sh.x_ctas0;
+                if (N1 == 0) {
+                  ASSERT_EQ(x1, 0);
+                } else {
+                  ASSERT_GE(x1 * cols, N1);
+                  ASSERT_LT((x1 - 1) * cols, N1);
+                }
               }
-              ASSERT_TRUE(sh.tiles == 1 || sh.tiles == kLeanMaxTiles);
-              ASSERT_EQ(sh.a_rows, rows);
-              ASSERT_EQ(plan.smem, static_cast<size_t>(rows) * (K + kLeanStagePad) * 2);
-              ASSERT_LE(plan.smem, knobs.max_smem);
-              // Set 0's CTAs cover its columns with none wholly past them; set 1's likewise.
-              ASSERT_GE(sh.x_ctas0 * cols, N);
-              ASSERT_LT((sh.x_ctas0 - 1) * cols, N);
-              const int64_t x1 = plan.grid_x - sh.x_ctas0;
-              if (N1 == 0) {
-                ASSERT_EQ(x1, 0);
-              } else {
-                ASSERT_GE(x1 * cols, N1);
-                ASSERT_LT((x1 - 1) * cols, N1);
-              }
-            }
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 # non-default path), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
-# with one and with four column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4; default
+# with one, four and six column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4 / 6; default
 # auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
 # tests too), the MoE tests without the packed expert kernels
@@ -49,6 +49,7 @@
 # run's time is the host's (the CPU reference, synthetic weights), and the device machine has 16
 # cores; each run's output is printed whole and in the list's order as soon as it and every run
 # before it are done, so a time limit still leaves the finished runs' results.
+# SUITE_RUNS=FROM-TO runs only those runs (0-based, inclusive): a suite split over device calls.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,6 +71,7 @@ job DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*
 job DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
 job DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test
@@ -133,6 +135,13 @@ flush() {  # prints the finished runs that follow the last printed one, in order
     printed=$((printed + 1))
   done
 }
+# SUITE_RUNS=FROM-TO (0-based, inclusive): only those runs of the list (a suite split over two
+# device calls; the first line says which).
+if [ -n "${SUITE_RUNS:-}" ]; then
+  from=${SUITE_RUNS%-*} to=${SUITE_RUNS#*-}
+  echo "suite: runs $from-$to of 0-$((${#JOBS[@]} - 1))"
+  JOBS=("${JOBS[@]:$from:$((to - from + 1))}")
+fi
 for i in "${!JOBS[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "${SUITE_JOBS:-1}" ]; do wait -n; flush; done
   (bash -c "${JOBS[$i]}" > "$tmp/$i.log" 2>&1; echo $? > "$tmp/$i.rc.partial"; mv "$tmp/$i.rc.partial" "$tmp/$i.rc") &

@@ -29,6 +29,20 @@ __device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, cons
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// v, through a volatile asm: a value the compiler cannot compute before the point of the call
+// (volatile asms keep their order, e.g. after a barrier), so the plain asms that read memory
+// through it (lds128) are not hoisted above that point.
+__device__ __forceinline__ uint32_t launder_u32(uint32_t v) {
+  asm volatile("mov.b32 %0, %0;" : "+r"(v));
+  return v;
+}
+// 16 bytes from shared memory at `addr` (smem_addr), 16-byte aligned. Not volatile (the compiler
+// may schedule it freely): the caller orders it after the writes through the address (launder_u32).
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
 
 // Four 8 x 8 16-bit matrices; lanes 8i .. 8i + 7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const void* row) {

@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       buf[slot][r] = ldg_weight16(wb[r] + ld_win * kLeanWindowBytes, sh.evict_first, l2_policy);
-      if constexpr (kLaneCodes) cbuf[slot][r] = sb[r][ld_win * (W / 32)];
+      if constexpr (kLaneCodes) cbuf[slot][r] = __ldg(sb[r] + ld_win * (W / 32));
     }
     if (++ld_win == nw) {  // on to the next tile
       ld_win = 0;
@@ -157,7 +157,6 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
   const int64_t a_col0 = EXPERTS ? 0 : static_cast<int64_t>(blockIdx.z) * p.K;
   const bool a_vec = p.lda % 8 == 0 && a_col0 % 8 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0;
   const int chunks = static_cast<int>(p.K / 8);
-  const __nv_bfloat16* a_lane = sA + g * sh.lda_s + k0 + c * L;
   void* const C = set == 0 ? p.C : p.C1;
   // Rows in chunks of 8 (an expert may hold more at larger batch: its weights stream again, from L2).
   for (int64_t m0 = 0; m0 < m_count; m0 += kLeanMaxRows) {
@@ -185,15 +184,21 @@ __global__ void __launch_bounds__(kLeanMaxWarps * 32,
 
     // acc element e: row 2c + (e & 1), column (e >= 2 ? 8 : 0) + g of the tile (transposed mma).
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const bool has_row = g < rows;  // row g of the B operand holds data
+    // Lane group g reads row g of the B operand: staged row min(g, rows - 1), so that every lane
+    // reads staged data without a predicate (and the compiler keeps one shared-memory address in
+    // a register instead of rebuilding it, zeroing and predicating four loads per window: ~20% of
+    // a batch-1 FP4 window's instructions, ncu on the H100, session 41). Rows >= `rows` only feed
+    // accumulator columns the fold never stores. The address comes through launder_u32 after the
+    // staging's barrier, so the plain (non-volatile) loads below cannot be hoisted above it.
+    const uint32_t a_lane = launder_u32(
+        smem_addr(sA + static_cast<int64_t>(min(g, rows - 1)) * sh.lda_s + k0 + c * L));
     int w_in = 0, tile = 0;          // the window being computed: its index in the tile, the tile
     // One window's mma steps with the weights decoded by `decode(t, j, b0, b1)` (run of n8 tile t):
     // one 16-byte A read per row serves two steps (as in dequant_gemv_kernel's transposed tiles).
     auto window = [&](auto decode) {
 #pragma unroll
       for (int j = 0; j < L / 4; j += 2) {
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (has_row) x = *reinterpret_cast<const uint4*>(a_lane + w_in * W + 4 * j);
+        const uint4 x = lds128(a_lane + 2 * (w_in * W + 4 * j));
         transposed_mma_pair(acc, decode, j, x);
       }
     };

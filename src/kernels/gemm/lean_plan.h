@@ -19,6 +19,7 @@ inline constexpr int kLeanCols = 16;         // columns per warp: two n8 tiles
 inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B operand)
 inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
 inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
+inline constexpr int kLeanWideTiles = 6;     // ... in FP4 expert launches that fit one round (below)
 inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
 inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
 inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per staged activation row
@@ -27,7 +28,7 @@ inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per sta
 struct LeanGemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one warp each
   int groups = 1;      // column groups of kLeanCols side by side per CTA (warps = groups P)
-  int tiles = 1;       // column groups each warp streams in turn (1 or 4): the CTA's columns are
+  int tiles = 1;       // column groups each warp streams in turn (1, 4 or 6): the CTA's columns are
                        // tiles x groups x kLeanCols, its staged activations shared by all of them
   int x_ctas0 = 0;     // CTAs along x of weight set 0 (set 1's follow)
   int a_rows = 0;      // staged activation rows (<= 8)
@@ -59,7 +60,11 @@ struct LeanKnobs {
   int max_expert_tokens = 256; // expert launches of at most this many tokens (0: none)
   int tiles = 0;               // 1, 4, or 0 = auto: 4 for expert launches (with fewer column
                                // groups side by side where that evens out the SMs' bytes:
-                               // lean_expert_groups) and where >= 4 waves of CTAs remain, else 1
+                               // lean_expert_groups; 6 for FP4 ones where that takes fewer
+                               // rounds: lean_wide_tiles) and where >= 4 waves of CTAs remain,
+                               // else 1; 6: FP4 expert launches take 6, the others as for 4
+  int resident_warps = 16;     // warps of the expert kernel that fit on an SM at once (the
+                               // launcher asks the CUDA occupancy API; 0: never 6 tiles)
   size_t max_smem = 80 << 10;  // staged activation bytes a CTA may hold
   int64_t sms = 132;           // for `auto`: CTA waves at 2 CTAs per SM
 };
@@ -92,6 +97,20 @@ int lean_expert_groups(CtasAt ctas_at, int groups, int64_t sms) {
   return best;
 }
 
+// Whether an FP4 expert launch takes six tiles per warp instead of four: the launch runs in rounds
+// of `per_round(groups)` resident CTAs, each warp streaming its tiles, so its time goes as rounds
+// x tiles — six where that is less. Batch 1's gate/up launch (6 experts x 2 x 2,048 columns, K =
+// 4,096: eight-warp CTAs, 111 registers, 2 per SM) has 384 four-tile CTAs, a round of 264 and a
+// last one of 120 on 120 SMs, whose 8 warps each (ncu on the H100: 1.45 waves, 3.5 warps per
+// scheduler issuing in half the cycles) stream at a lower rate; with six tiles it is 264 CTAs,
+// one round (cost 6 against 8). Its down projection (384 four-warp CTAs, 4 resident per SM: one
+// round) keeps four.
+template <typename CtasAt, typename PerRound>
+bool lean_wide_tiles(CtasAt ctas_at, PerRound per_round, int groups4, int groups6) {
+  auto cost = [&](int tiles, int g) { return (ctas_at(tiles, g) + per_round(g) - 1) / per_round(g) * tiles; };
+  return cost(kLeanWideTiles, groups6) < cost(kLeanMaxTiles, groups4);
+}
+
 // Whether the lean kernel takes the launch, and its geometry.
 inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLaunchPlan& plan) {
   if (d.rows < 1 || d.N < 1 || d.K < 1 || d.K % kGemmBK != 0 || d.K > (int64_t{1} << 24) || d.outer < 1) return false;
@@ -119,17 +138,29 @@ inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLa
   auto ctas_at = [&](int tiles, int groups) {
     return (x_ctas(d.N, tiles, groups) + (d.N1 > 0 ? x_ctas(d.N1, tiles, groups) : 0)) * d.outer;
   };
-  sh.tiles = knobs.tiles;
+  // FP4 expert launches may take six tiles (lean_wide_tiles; the kernel is instantiated for them).
+  const bool wide_ok = d.experts && d.run_elems == 32 && !d.fp8;
+  sh.tiles = knobs.tiles == kLeanWideTiles && !wide_ok ? kLeanMaxTiles : knobs.tiles;
   if (sh.tiles == 0) {
     // Expert launches always take 4: with fewer CTAs fewer of them pay the routing wait and the
     // expert-pointer loads before their first weight load (batch 1's FP4 gate/up: 384 CTAs instead
     // of 1,536, +1.3% per decode step on the H200, session 17); larger batches had 4 already.
     sh.tiles = d.experts || ctas_at(1, sh.groups) / kLeanMaxTiles >= 4 * 2 * knobs.sms ? kLeanMaxTiles : 1;
   }
-  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles) return false;
+  if (sh.tiles != 1 && sh.tiles != kLeanMaxTiles && sh.tiles != kLeanWideTiles) return false;
   if (d.fp8 && sh.tiles * windows > kLeanMaxWindows) sh.tiles = 1;  // a code per window in a lane
-  if (knobs.tiles == 0 && d.experts)
-    sh.groups = lean_expert_groups([&](int g) { return ctas_at(sh.tiles, g); }, sh.groups, knobs.sms);
+  if (knobs.tiles == 0 && d.experts) {
+    const int max_groups = sh.groups;
+    auto groups_at = [&](int tiles) {
+      return lean_expert_groups([&](int g) { return ctas_at(tiles, g); }, max_groups, knobs.sms);
+    };
+    sh.groups = groups_at(sh.tiles);
+    if (wide_ok && knobs.resident_warps > 0) {
+      const int g6 = groups_at(kLeanWideTiles);
+      auto per_round = [&](int g) { return knobs.sms * std::max(1, knobs.resident_warps / (g * sh.P)); };
+      if (lean_wide_tiles(ctas_at, per_round, sh.groups, g6)) sh.tiles = kLeanWideTiles, sh.groups = g6;
+    }
+  }
   sh.x_ctas0 = static_cast<int>(x_ctas(d.N, sh.tiles, sh.groups));
   plan.grid_x = sh.x_ctas0 + (d.N1 > 0 ? x_ctas(d.N1, sh.tiles, sh.groups) : 0);
   plan.grid_z = d.outer;

@@ -487,13 +487,30 @@ int lean_stages() {
 // the plan's rule, lean_plan.h): four share one CTA's activation
 // staging among 4x the columns. Measured on the H200 (session 12): auto +5% at batch 8 for the
 // dense launches alone and +1% at 1 (the LM head), the expert gains above; a fixed 4 was 3% slower
-// than auto at batches 1 and 8 (too few CTAs for the smaller launches). Returns 0 for "auto".
-// Same bits either way.
+// than auto at batches 1 and 8 (too few CTAs for the smaller launches). 6: FP4 expert launches
+// take six tiles (auto takes them where that needs fewer rounds of resident CTAs:
+// lean_wide_tiles), the others four (a test switch). Returns 0 for "auto". Same bits either way.
 int lean_tiles() {
   static const int n = [] {
     const char* v = std::getenv("DEEPINFER_GEMV_LEAN_TILES");
     if (v == nullptr || std::string(v) == "auto") return 0;
-    return env_int("DEEPINFER_GEMV_LEAN_TILES", 0, {1, 4});
+    return env_int("DEEPINFER_GEMV_LEAN_TILES", 0, {1, 4, 6});
+  }();
+  return n;
+}
+// Warps of the FP4 expert kernel (eight-warp CTAs) that fit on an SM at once, for the plan's
+// choice of six tiles (LeanKnobs::resident_warps); 0 (never six) where the occupancy API fails or
+// DEEPINFER_GEMV_LEAN_WIDE=0 (an A/B switch; same bits).
+int lean_expert_resident_warps() {
+  static const int n = [] {
+    if (!env_switch("DEEPINFER_GEMV_LEAN_WIDE")) return 0;
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, lean_gemv_kernel<WeightFmt::kFp4Block, 4, true, kLeanMaxTiles>,
+                                                      kLeanMaxWarps * 32, 8 << 10) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return blocks * kLeanMaxWarps;
   }();
   return n;
 }
@@ -530,6 +547,7 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   knobs.max_rows = lean_max_rows();
   knobs.max_expert_tokens = lean_max_expert_tokens();
   knobs.tiles = lean_tiles();
+  if (experts && f == WeightFmt::kFp4Block) knobs.resident_warps = lean_expert_resident_warps();
   if (!plan_lean_gemv(d, knobs, plan)) return false;
   // The weights stream through the L2 marked evict-first unless DEEPINFER_GEMM_EVICT_FIRST=0 (an
   // A/B switch; cache hints do not change results).
@@ -553,6 +571,12 @@ cudaError_t launch_lean_kernel(const GemmParams& p, const LeanLaunchPlan& plan, 
 template <WeightFmt F, int S>
 cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
+  if constexpr (F == WeightFmt::kFp4Block) {
+    if (plan.shape.tiles == kLeanWideTiles) {  // FP4 expert launches only (the plan's rule)
+      if (!experts) return cudaErrorInvalidValue;
+      return launch_lean_kernel<F, S, true, kLeanWideTiles>(p, plan, s);
+    }
+  }
   if (plan.shape.tiles == kLeanMaxTiles)
     return experts ? launch_lean_kernel<F, S, true, kLeanMaxTiles>(p, plan, s)
                    : launch_lean_kernel<F, S, false, kLeanMaxTiles>(p, plan, s);
