@@ -76,6 +76,9 @@ class EngineImpl final : public Engine {
     std::vector<int32_t> logit_row;
     model::ForwardResult result;
     bool on_device = false;
+    // A step planned ahead whose sampled rows all ended in the step before (a stop): it samples
+    // nothing, on the device or the host.
+    bool samples_nothing = false;
     DeviceSamplePlan device_plan;  // memory reused across steps
     ModelRunner::SampleTicket ticket;
     // Per plan row: where its input token lies in token_source (ForwardBatch::token_from of its

@@ -26,6 +26,9 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
     // `deepinfer serve`'s --api-key (read by the CLI).
     "DEEPINFER_API_KEY",
+    // The test harness's (tests/support: the source tree's fixtures, the synthetic checkpoints'
+    // folder), set by the CUDA suite on the device.
+    "DEEPINFER_SOURCE_DIR", "DEEPINFER_TEST_MODELS_DIR",
     // CUDA tuning knobs and A/B switches, read by the backend (numerically neutral): GEMV ring
     // depth, K sub-ranges per CTA (all launches / expert launches), tile forms, the activation
     // quantisation and RMS-norm folds, column tiles per CTA, the lean decode kernel, tokens per mHC mixing block, the fused

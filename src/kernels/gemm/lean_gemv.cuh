@@ -54,7 +54,8 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, bool hint, uint6
 // TILES: column groups per warp (LeanGemvShape::tiles), a template parameter so that one-tile
 // launches (dense batch 1) keep the registers of 3 resident CTAs per SM (80); with 3 windows in
 // flight FP8 / BF16 fit 4 (64 registers): one wave for the 512-CTA projections instead of 1.3
-// (FP4's decode would spill there). Four-tile warps take 2 (<= 128). Deep rings (S > 4: launches of
+// (FP4's decode would spill there). Four- and six-tile warps (six: FP4 expert launches that fit one
+// round so, lean_wide_tiles) take 2 (<= 128). Deep rings (S > 4: launches of
 // few CTAs, every window of a warp in flight at once) take 1.
 template <WeightFmt F, int S, bool EXPERTS, int TILES>
 __global__ void __launch_bounds__(kLeanMaxWarps * 32,
