@@ -389,7 +389,22 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       result["timeline_error"] = t.status().to_string();
     }
   }
-  const double budget = o.memory_budget_gib * double(1 << 30);
+  // Rows whose KV would not fit are skipped: the budget is --memory-budget-gib, and on a device
+  // that reports its free memory (asked before each row) no more than that less room for the
+  // step's workspace, which grows by doubling and keeps the chunk it outgrew until the next step
+  // (a 128K-token prefill's reaches 8 GiB; on an H100 the run aborted there before this).
+  constexpr double kWorkspaceRoom = 12.0 * double(1 << 30);
+  auto budget = [&] {
+    double bytes = o.memory_budget_gib * double(1 << 30);
+    const int64_t free_bytes = ops_of(b)->device_free_bytes();
+    if (free_bytes >= 0) bytes = std::min(bytes, static_cast<double>(free_bytes) - kWorkspaceRoom);
+    return bytes;
+  };
+  // Each row's KV state goes back to the backend when the row is done (KvState::release).
+  struct ReleasedAtEnd {
+    model::KvState& state;
+    ~ReleasedAtEnd() { state.release(); }
+  };
   auto row_base = [&](const char* kind, int64_t batch, int64_t context) {
     return json{{"kind", kind}, {"batch", batch}, {"context", context}, {"model", model_json(b.config)}};
   };
@@ -399,14 +414,16 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       if (batch <= 0 || context <= 0) continue;  // --batch 0: no decode rows (a prefill-only run)
       json row = row_base("decode", batch, context);
       const int64_t n_blocks = batch * (context / block_tokens + 1);
-      if (static_cast<double>(engine::kv_bytes_estimate(b.config, batch, n_blocks, block_tokens)) > budget) {
-        row["skipped"] = "KV state does not fit the memory budget";
+      if (const double room = budget();
+          static_cast<double>(engine::kv_bytes_estimate(b.config, batch, n_blocks, block_tokens)) > room) {
+        row["skipped"] = fmt::format("KV state does not fit the memory budget ({:.1f} GiB)", room / double(1 << 30));
         result["rows"].push_back(row);
         continue;
       }
       model::KvState state(b.config, {static_cast<int32_t>(batch), static_cast<int32_t>(n_blocks), block_tokens,
                                       model_of(b).act_dtype()},
                            ops_of(b));
+      const ReleasedAtEnd released{state};
       if (ops_of(b)->device() != tensor::Device::kCpu) DI_RETURN_IF_ERROR(engine::randomize_kv(state, ops_of(b), 11));
       const bool first_row = result["rows"].empty();
       const double warm_s = first_row ? kBenchFirstWarmSeconds : kBenchWarmSeconds;
@@ -475,13 +492,15 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   for (int64_t n : o.prefill_lengths) {
     if (n <= 0) continue;  // `--prefill 0`: decode rows only (the kernel profiles' last forward is then a decode step)
     json row = row_base("prefill", 1, n);
-    if (static_cast<double>(engine::kv_bytes_estimate(b.config, 1, n / block_tokens + 1, block_tokens)) > budget) {
-      row["skipped"] = "KV state does not fit the memory budget";
+    if (const double room = budget();
+        static_cast<double>(engine::kv_bytes_estimate(b.config, 1, n / block_tokens + 1, block_tokens)) > room) {
+      row["skipped"] = fmt::format("KV state does not fit the memory budget ({:.1f} GiB)", room / double(1 << 30));
       result["rows"].push_back(row);
       continue;
     }
     model::KvState state(b.config, {1, static_cast<int32_t>(n / block_tokens + 1), block_tokens, model_of(b).act_dtype()},
                          ops_of(b));
+    const ReleasedAtEnd released{state};
     DI_ASSIGN_OR_RETURN(const double t, time_prefill(b, o, n, state));
     const engine::StepCost cost = engine::prefill_cost(b.config, n);
     row["seconds"] = t;

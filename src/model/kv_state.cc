@@ -89,6 +89,16 @@ KvState::KvState(const loader::ModelConfig& c, const KvStateOptions& options, op
   }
 }
 
+void KvState::release() {
+  for (LayerState& s : layers_) {
+    for (const TensorView* t : {&s.window, &s.comp.kv, &s.comp.score, &s.idx_comp.kv, &s.idx_comp.score, &s.comp_rows,
+                                &s.idx_keys}) {
+      if (!t->empty()) ops_->free_persistent(*t);
+    }
+  }
+  layers_.clear();
+}
+
 void KvState::reset_slot(int32_t slot) {
   DI_CHECK(slot >= 0 && slot < options_.n_slots, "slot {} out of range", slot);
   for (LayerState& s : layers_) {

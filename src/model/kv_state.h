@@ -54,6 +54,11 @@ class KvState {
   // look-back unknown. Window contents need no clearing: the window floor hides anything not
   // written since.
   void reset_slot(int32_t slot);
+  // Gives every tensor back to the Ops (Ops::free_persistent) and holds none after: for an owner
+  // done with the state while the Ops lives on (the bench builds one per row: without it each
+  // row's pools stayed until the Ops went, and a run of large rows ran out of device memory).
+  // The engine's state lives as long as its Ops and is never released.
+  void release();
   // Copies every per-slot tensor of `src` into `dst` (prefix-cache state snapshots).
   void copy_slot(int32_t src, int32_t dst);
   // The slot's sequence gives up its positions >= end (rejected drafts): the rings keep their

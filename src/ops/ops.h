@@ -140,8 +140,15 @@ class Ops {
   virtual void workspace_release(size_t mark) {}
   // Copies host data into workspace memory on this backend's device.
   virtual TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) = 0;
-  // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops.
+  // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops,
+  // or earlier by free_persistent.
   virtual TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) = 0;
+  // Gives back a tensor alloc_persistent returned (the whole tensor), after the work queued on it:
+  // for owners done with it while the Ops lives on (a bench row's KV state; KvState::release).
+  // Checked: anything else is an error.
+  virtual void free_persistent(const TensorView& t) = 0;
+  // Device memory free now, in bytes; -1 where the backend cannot tell (the host's memory).
+  virtual int64_t device_free_bytes() const { return -1; }
   // Host memory for per-step copies from the device (the engine's logits), zero-filled, freed with
   // the Ops: page-locked on CUDA (a copy into it runs at the link's speed instead of through the
   // driver's bounce buffers), ordinary memory on the CPU.

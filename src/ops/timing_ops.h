@@ -33,6 +33,8 @@ class TimingOps final : public Ops {
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override {
     return inner_->upload(host, dtype, shape);
   }
+  void free_persistent(const TensorView& t) override { inner_->free_persistent(t); }
+  int64_t device_free_bytes() const override { return inner_->device_free_bytes(); }
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override {
     return inner_->alloc_persistent(dtype, shape);
   }

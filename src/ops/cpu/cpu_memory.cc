@@ -30,6 +30,13 @@ TensorView CpuOps::alloc_persistent(DType dtype, std::initializer_list<int64_t> 
   return allocate(&persistent_, dtype, shape);
 }
 
+void CpuOps::free_persistent(const TensorView& t) {
+  const auto it = std::find_if(persistent_.begin(), persistent_.end(),
+                               [&](const tensor::Buffer& b) { return b.data() == t.data; });
+  DI_CHECK(it != persistent_.end(), "free_persistent: {} was not allocated by alloc_persistent", t.shape_string());
+  persistent_.erase(it);
+}
+
 TensorView CpuOps::upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) {
   TensorView v = alloc(dtype, shape);
   std::memcpy(v.data, host, v.nbytes());

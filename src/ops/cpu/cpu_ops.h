@@ -25,6 +25,7 @@ class CpuOps : public Ops {
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  void free_persistent(const TensorView& t) override;
   TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) override {
     return alloc_persistent(dtype, shape);  // the CPU's memory is the host's
   }

@@ -119,6 +119,26 @@ TensorView CudaOps::alloc(DType dtype, std::initializer_list<int64_t> shape) {
   return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
 }
 
+void CudaOps::free_persistent(const TensorView& t) {
+  const auto it = std::find(persistent_.begin(), persistent_.end(), t.data);
+  DI_CHECK(it != persistent_.end(), "free_persistent: {} was not allocated by alloc_persistent", t.shape_string());
+  DI_CHECK(mode_ != Mode::kCapture, "free_persistent while a step graph is being recorded");
+  // Recorded graphs may address it (and a later allocation may reuse the address): none runs again.
+  drop_graphs();
+  DI_CUDA_CHECK(cudaDeviceSynchronize());  // every stream's queued work that may still read it
+  DI_CUDA_CHECK(cudaFree(*it));
+  persistent_.erase(it);
+}
+
+int64_t CudaOps::device_free_bytes() const {
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(free_b);
+}
+
 TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -63,6 +63,8 @@ class CudaOps final : public Ops {
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
+  void free_persistent(const TensorView& t) override;
+  int64_t device_free_bytes() const override;
   TensorView alloc_host(DType dtype, std::initializer_list<int64_t> shape) override;
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
