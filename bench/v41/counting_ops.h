@@ -22,6 +22,7 @@ class CountingOps final : public ops::Ops {
   TensorView alloc(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc(d, s); }
   TensorView upload(const void* h, ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.upload(h, d, s); }
   TensorView alloc_persistent(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc_persistent(d, s); }
+  void free_persistent(const TensorView& t) override { cpu_.free_persistent(t); }
   TensorView alloc_host(ops::DType d, std::initializer_list<int64_t> s) override { return cpu_.alloc_host(d, s); }
   void copy(const TensorView& a, const TensorView& b) override { cpu_.copy(a, b); }
   void fill(const TensorView& a, float v) override { cpu_.fill(a, v); }
