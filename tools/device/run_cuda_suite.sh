@@ -6,7 +6,8 @@
 # non-default path), with the lean decode kernel off (DEEPINFER_GEMV_LEAN=0 and
 # DEEPINFER_GEMV_LEAN_EXPERTS=0: its launches then take the general small-M kernel), with it taking
 # every small-M expert launch (DEEPINFER_GEMV_LEAN_EXPERTS=512: rows per expert in chunks of 8),
-# with one, four and six column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4 / 6; default
+# with one, four and six column groups per lean warp (DEEPINFER_GEMV_LEAN_TILES=1 / 4 / 6, six also in
+# the compact 96-register form, DEEPINFER_GEMV_LEAN_WIDE_COMPACT=1; default
 # auto), with the mma.sync large-M kernel instead of the wgmma one (DEEPINFER_GEMM_KERNEL=mma), with
 # every large-M launch on the packed path (DEEPINFER_GEMM_PACKED_ROWS=1, _MIN_TILES=1; the model
 # tests too), the MoE tests without the packed expert kernels
@@ -72,6 +73,7 @@ job DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test
 job DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
+job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_WIDE_COMPACT=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
 job DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
 job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test

@@ -56,9 +56,13 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, bool hint, uint6
 // flight FP8 / BF16 fit 4 (64 registers): one wave for the 512-CTA projections instead of 1.3
 // (FP4's decode would spill there). Four- and six-tile warps (six: FP4 expert launches that fit one
 // round so, lean_wide_tiles) take 2 (<= 128). Deep rings (S > 4: launches of
-// few CTAs, every window of a warp in flight at once) take 1.
+// few CTAs, every window of a warp in flight at once) take 1. Six tiles with 3 windows in flight
+// (the compact wide form, DEEPINFER_GEMV_LEAN_WIDE_COMPACT) are bounded as if of 320 threads: 96
+// registers (65,536 / (2 x 320), no spills at S = 3; ptxas), so that beside two of its eight-warp
+// CTAs an SM holds a four-warp CTA of the next launch (batch 1's down projection, 110 registers),
+// which then waits there for the gate/up round instead of starting after it retires.
 template <WeightFmt F, int S, bool EXPERTS, int TILES>
-__global__ void __launch_bounds__(kLeanMaxWarps * 32,
+__global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideCompactBound : kLeanMaxWarps * 32,
                                   TILES != 1 ? 2 : (S > 4 ? 1 : (S == 3 && F != WeightFmt::kFp4Block ? 4 : 3)))
     lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L;  // elements per lane run and per window

@@ -20,6 +20,7 @@ inline constexpr int kLeanMaxRows = 8;       // one n8 row tile (the mma's B ope
 inline constexpr int kLeanMaxWarps = 8;      // sub-ranges (<= 8) x column groups
 inline constexpr int kLeanMaxTiles = 4;      // column groups one warp streams in turn
 inline constexpr int kLeanWideTiles = 6;     // ... in FP4 expert launches that fit one round (below)
+inline constexpr int kLeanWideCompactBound = 320;  // the compact wide form's launch bound (lean_gemv.cuh)
 inline constexpr int kLeanMaxWindows = 32;   // FP8: windows per warp (all tiles), a scale code per lane
 inline constexpr int kLeanWindowBytes = 64;  // a window's bytes of one weight row (FP8 64, BF16 32 x 2)
 inline constexpr int kLeanStagePad = 8;      // BF16 elements of padding per staged activation row

@@ -598,8 +598,19 @@ int lean_deep_ctas() {
   return n;
 }
 
+// Six-tile FP4 expert launches with 3 windows in flight per lane, in 96 registers
+// (DEEPINFER_GEMV_LEAN_WIDE_COMPACT=1; default off until measured): room on each SM for a CTA of
+// the next launch beside the round (lean_gemv.cuh's launch bounds). Same bits.
+bool lean_wide_compact() {
+  static const bool on = env_tristate("DEEPINFER_GEMV_LEAN_WIDE_COMPACT") == 1;
+  return on;
+}
+
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
+  if constexpr (F == WeightFmt::kFp4Block) {
+    if (plan.shape.tiles == kLeanWideTiles && lean_wide_compact()) return launch_lean_s<F, 3>(p, plan, s);
+  }
   if constexpr (F != WeightFmt::kFp4Block) {
     const int windows = plan.shape.R / (4 * run_elems(F));  // per warp and tile
     if (p.experts == nullptr && p.M == 1 && plan.shape.tiles == 1 &&
