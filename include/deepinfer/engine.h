@@ -164,6 +164,8 @@ struct EngineStats {
   int64_t n_requests_finished = 0, n_requests_aborted = 0, n_preemptions = 0;
   int64_t n_prefix_query_tokens = 0, n_prefix_hit_tokens = 0;  // hit rate = hits / queries
   double kv_usage = 0.0;  // fraction of history blocks in use
+  // Steps taken in (their tokens accepted). The step counts below are counted with it, at once: a
+  // snapshot never has a step in one count and not yet in another.
   int64_t n_steps = 0;
   // Steps whose sampled rows were all greedy without logit processors: each row's token is the
   // argmax taken where the logits are (on a GPU: one id per row copied to the host, not the row's

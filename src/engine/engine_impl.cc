@@ -159,7 +159,11 @@ void EngineImpl::run_loop() {
     bool stopping = false, abort_all = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!scheduler_->has_unfinished()) {
+      // A step planned ahead past the last request's end (a stop the host saw only after
+      // queuing it) is still taken in before the loop idles: its device work is done, its rows
+      // sample nothing, and the step is counted as every other (it stayed in flight until the
+      // next arrival before).
+      if (!scheduler_->has_unfinished() && !launched_) {
         cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !abort_inbox_.empty(); });
       }
       arrivals.swap(inbox_);
@@ -176,8 +180,8 @@ void EngineImpl::run_loop() {
       record_step(nullptr);
       flush_events();
     }
-    if (stopping && !scheduler_->has_unfinished()) return;
-    if (scheduler_->has_unfinished()) {
+    if (stopping && !scheduler_->has_unfinished() && !launched_) return;
+    if (scheduler_->has_unfinished() || launched_) {
       try {
         step();
       } catch (const std::exception& e) {

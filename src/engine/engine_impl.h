@@ -76,9 +76,10 @@ class EngineImpl final : public Engine {
     std::vector<int32_t> logit_row;
     model::ForwardResult result;
     bool on_device = false;
-    // A step planned ahead whose sampled rows all ended in the step before (a stop): it samples
-    // nothing, on the device or the host.
-    bool samples_nothing = false;
+    // Set when the sampling is launched, counted when the step is taken in (EngineStats): every
+    // sampled row sampled where the logits are (none needed the host: also a step that samples
+    // nothing, its rows having ended before it), and all of them greedy.
+    bool device_sampled = false, argmax = false;
     DeviceSamplePlan device_plan;  // memory reused across steps
     ModelRunner::SampleTicket ticket;
     // Per plan row: where its input token lies in token_source (ForwardBatch::token_from of its

@@ -165,7 +165,6 @@ void EngineImpl::record_step(const sched::BatchPlan* plan) {
   stats_.n_running = scheduler_->n_running();
   stats_.n_waiting = scheduler_->n_waiting();
   stats_.n_preemptions = scheduler_->stats().n_preemptions;
-  stats_.n_steps = scheduler_->stats().n_steps;
   EngineStats::StepTimes& t = stats_.step_times;
   t.schedule_s += step_times_.schedule_s, t.prepare_s += step_times_.prepare_s, t.forward_s += step_times_.forward_s;
   t.sample_s += step_times_.sample_s, t.update_s += step_times_.update_s, t.emit_s += step_times_.emit_s;

@@ -122,7 +122,12 @@ Status EngineImpl::launch_sampling(const sched::BatchPlan& plan, Launched* l, bo
   for (size_t i = 0; i < plan.seqs.size() && !live; ++i) {
     live = l->logit_row[i] >= 0 && outputs_->find(plan.seqs[i].seq_id) != nullptr;
   }
-  l->samples_nothing = !l->on_device && !live;
+  const bool samples_nothing = !l->on_device && !live;
+  // A step that samples nothing needed no host row (EngineStats: all of its sampled rows — none —
+  // were sampled where the logits are).
+  l->device_sampled = l->on_device || (samples_nothing && !debug_.host_sampling);
+  l->argmax = l->on_device && std::all_of(l->device_plan.rows.begin(), l->device_plan.rows.end(),
+                                          [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
   const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)
                         : live       ? runner_->logits_to_host(&l->result)
                                      : Status::ok();
@@ -158,17 +163,11 @@ void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   const Status sampled = l.on_device ? runner_->collect_sampling(l.ticket, &device_out_) : Status::ok();
   step_times_.forward_s += lap();
   if (!sampled.is_ok()) return fail_plan(sampled.with_context("forward"));
-  if (l.on_device) {
-    const bool greedy = std::all_of(l.device_plan.rows.begin(), l.device_plan.rows.end(),
-                                    [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
+  {
     std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.n_device_sampled_steps;
-    if (greedy) ++stats_.n_argmax_steps;
-  } else if (l.samples_nothing && !debug_.host_sampling) {
-    // No row of it needed the host (EngineStats: all of its sampled rows — none — were sampled
-    // where the logits are); counted so that the steps of a device-sampled run all are.
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.n_device_sampled_steps;
+    ++stats_.n_steps;
+    if (l.device_sampled) ++stats_.n_device_sampled_steps;
+    if (l.argmax) ++stats_.n_argmax_steps;
   }
   std::vector<sched::SeqOutput> outputs =
       sample_plan(plan_, l.result, l.logit_row, l.on_device ? &device_out_ : nullptr);  // 4. sample

@@ -259,6 +259,25 @@ TEST(EngineGenerateTest, StopTokenIdEndsTheSequence) {
   EXPECT_EQ(s.token_ids, std::vector<int32_t>(free_run.begin(), free_run.begin() + static_cast<long>(first) + 1));
 }
 
+// A stop the host sees only after the next step was planned ahead leaves that step with no row to
+// sample: it still counts as sampled where the logits are (no row needed the host), so a run whose
+// every row the device samples has every step counted (the GPU suite once saw 11 of 12).
+TEST(EngineGenerateTest, AStepPlannedAheadPastAStopCountsAsDeviceSampled) {
+  auto engine = testing::open_micro();
+  ASSERT_NE(engine, nullptr);
+  Request r = ids_request(prompt_ids(25, 4), 20, 99);
+  const auto free_run = testing::generate_tokens(*engine, {r})[0];
+  ASSERT_EQ(free_run.size(), 20u);
+  r.sampling.stop_token_ids = {free_run[5]};
+  const EngineStats before = engine->stats();
+  auto outs = engine->generate({r});
+  ASSERT_TRUE(outs.is_ok());
+  EXPECT_EQ((*outs)[0].sequences[0].finish, FinishReason::kStop);
+  const EngineStats after = engine->stats();
+  EXPECT_GT(after.n_steps_ahead, before.n_steps_ahead);  // the engine planned ahead in this run
+  EXPECT_EQ(after.n_device_sampled_steps - before.n_device_sampled_steps, after.n_steps - before.n_steps);
+}
+
 TEST(EngineGenerateTest, UnseededRequestsAreDeterministicPerEngineRun) {
   std::vector<std::vector<int32_t>> runs;
   for (int run = 0; run < 2; ++run) {
