@@ -11,7 +11,7 @@
 namespace deepinfer::kernels {
 
 // Token t's routing by one warp: logits [T, E] F32 -> sel [T, k] I32, weights [T, k] F32. Both
-// routing kernels (moe_route_kernel, moe_route_group_small_kernel) route through it: the same bits.
+// routing kernels (moe_route_kernel, moe_group_small_kernel) route through it: the same bits.
 inline constexpr int kRoutePerLane = 8;  // candidates a lane keeps in registers (E <= 256)
 __device__ inline void moe_route_token(const float* logits, const float* bias, const int64_t* tid2eid,
                                        const int32_t* ids, int64_t t, int E, int k, float route_scale, int32_t* sel,
