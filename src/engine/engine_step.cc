@@ -122,9 +122,11 @@ Status EngineImpl::launch_sampling(const sched::BatchPlan& plan, Launched* l, bo
   for (size_t i = 0; i < plan.seqs.size() && !live; ++i) {
     live = l->logit_row[i] >= 0 && outputs_->find(plan.seqs[i].seq_id) != nullptr;
   }
-  // A step that samples nothing (no live row) needed no host row either (EngineStats: all of its
-  // sampled rows — none — were sampled where the logits are).
-  l->device_sampled = l->on_device || (!live && !debug_.host_sampling);
+  // A step whose rows to sample all ended before it needed no host row either (EngineStats: all
+  // of its sampled rows — none — were sampled where the logits are); a step of prompt chunks that
+  // sample nothing is not a sampling step at all.
+  const bool had_rows = std::any_of(l->logit_row.begin(), l->logit_row.end(), [](int32_t r) { return r >= 0; });
+  l->device_sampled = l->on_device || (had_rows && !live && !debug_.host_sampling);
   l->argmax = l->on_device && std::all_of(l->device_plan.rows.begin(), l->device_plan.rows.end(),
                                           [](const ops::Ops::SampleRow& r) { return r.temperature == 0.0f; });
   const Status queued = l->on_device ? runner_->launch_sampling(l->result.logits, l->device_plan, &l->ticket)

@@ -1,5 +1,6 @@
 // Engine end to end on the micro model: batch generation, streamed events, greedy output equal
 // to a hand-driven forward/argmax loop, n > 1 seeds, stop token ids and stats.
+#include <atomic>
 #include <cmath>
 
 #include "engine/loaded_model.h"
@@ -250,14 +251,17 @@ TEST(EngineGenerateTest, SampleZeroOfNEqualsNOneAndSamplesDiffer) {
 // every row the device samples has every step counted (the GPU suite once saw 11 of 12: the step
 // count was the scheduler's, and the step past the stop stayed in flight until the next arrival).
 TEST(EngineGenerateTest, StopTokenIdEndsTheSequence) {
-  // Whenever a step is planned, the counts so far agree (every row here is sampled where the
-  // logits are): a step is in none of them until it is taken in.
+  // Whenever a step of the stopped run is planned, the counts since its start agree (each of its
+  // steps samples, on the device): a step is in none of them until it is taken in.
   Engine* live = nullptr;
+  std::atomic<const EngineStats*> since{nullptr};  // set by this thread, read by the engine's
   int64_t disagreements = 0;
   engine::DebugOptions debug;
   debug.on_plan = [&](const sched::BatchPlan&) {
+    const EngineStats* base = since.load();
+    if (base == nullptr) return;
     const EngineStats st = live->stats();
-    disagreements += st.n_device_sampled_steps != st.n_steps ? 1 : 0;
+    disagreements += st.n_device_sampled_steps - base->n_device_sampled_steps != st.n_steps - base->n_steps ? 1 : 0;
   };
   auto engine = testing::open_micro(testing::micro_options(), debug);
   ASSERT_NE(engine, nullptr);
@@ -268,6 +272,7 @@ TEST(EngineGenerateTest, StopTokenIdEndsTheSequence) {
   r.sampling.stop_token_ids = {free_run[5]};
   const size_t first = static_cast<size_t>(std::find(free_run.begin(), free_run.end(), free_run[5]) - free_run.begin());
   const EngineStats before = engine->stats();
+  since = &before;
   auto outs = engine->generate({r});
   ASSERT_TRUE(outs.is_ok());
   const auto& s = (*outs)[0].sequences[0];
