@@ -342,19 +342,33 @@ Result<json> pipelined_timeline_json(BenchModel& b, engine::KernelTimeline& time
   return out;
 }
 
-// Per-op times of one forward (and, in *by_linear, per linear weight shape).
-json breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb, json* by_linear) {
-  if (b.loaded) return json::object();  // weights of a loaded model are private to it
+// Per-op times of one forward (and, in *by_linear, per linear weight shape): the mean over
+// kBreakdownForwards forwards after one untimed, through a second Model over the bench model's own
+// weights — the copies its backend prepared included (a Model over bind_weights' views left the
+// BF16 LM head without its packed copy, so at batch 512 each breakdown launch re-packed 1 GB,
+// which the model's steps never do, and a single timed forward counted first-use costs too:
+// 2.3-3.9 ms recorded in `…_v36.json` to `…_v48.json` for a launch the steps run in ~0.9).
+constexpr int kBreakdownForwards = 3;
+Result<json> breakdown(BenchModel& b, model::KvState& state, const model::ForwardBatch& fb, json* by_linear) {
+  const auto* m = dynamic_cast<const model::Model*>(&model_of(b));
+  if (m == nullptr) return json::object();  // (build_model admits V4 models only)
   ops::TimingOps timing(ops_of(b));
-  model::Model timed(b.model->config(), b.weights, &timing, b.model->options());
-  (void)timed.forward(fb, state);
+  model::Model timed(m->config(), m->weights(), &timing, m->options());
+  for (int i = 0; i <= kBreakdownForwards; ++i) {
+    if (i == 1) timing.reset();  // the first forward is the warm-up
+    DI_RETURN_IF_ERROR(timed.forward(fb, state).status());
+  }
   double total = 0;
   for (const auto& [name, v] : timing.totals()) total += v.second;
   json out = json::object();
   for (const auto& [name, v] : timing.totals()) {
-    out[name] = {{"calls", v.first}, {"ms", v.second * 1e3}, {"share", total > 0 ? v.second / total : 0}};
+    out[name] = {{"calls", v.first / kBreakdownForwards},
+                 {"ms", v.second * 1e3 / kBreakdownForwards},
+                 {"share", total > 0 ? v.second / total : 0}};
   }
-  for (const auto& [name, v] : timing.linear_totals()) (*by_linear)[name] = {{"calls", v.first}, {"ms", v.second * 1e3}};
+  for (const auto& [name, v] : timing.linear_totals()) {
+    (*by_linear)[name] = {{"calls", v.first / kBreakdownForwards}, {"ms", v.second * 1e3 / kBreakdownForwards}};
+  }
   return out;
 }
 
@@ -482,7 +496,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       if (o.kernel_breakdown && (first || largest)) {
         const std::string key = first ? "decode_breakdown" : "decode_breakdown_large";
         json by_linear = json::object();
-        result[key] = breakdown(b, state, decode_batch(batch, context, block_tokens), &by_linear);
+        DI_ASSIGN_OR_RETURN(result[key], breakdown(b, state, decode_batch(batch, context, block_tokens), &by_linear));
         if (!by_linear.empty()) result[key + "_by_linear"] = by_linear;
         result[key + "_shape"] = {{"batch", batch}, {"context", context}};
       }
@@ -517,7 +531,8 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
         if (!r.is_ok()) return r.status();
       }
       json by_linear = json::object();
-      result["prefill_breakdown"] = breakdown(b, state, prefill_batch(n, begin, n - begin, block_tokens), &by_linear);
+      DI_ASSIGN_OR_RETURN(result["prefill_breakdown"],
+                          breakdown(b, state, prefill_batch(n, begin, n - begin, block_tokens), &by_linear));
       if (!by_linear.empty()) result["prefill_breakdown_by_linear"] = by_linear;
       result["prefill_breakdown_shape"] = {{"prompt", n}, {"chunk_begin", begin}, {"chunk_tokens", n - begin}};
     }

@@ -25,6 +25,10 @@ class Model final : public LanguageModel {
   const loader::ModelConfig& config() const override { return config_; }
   const ModelOptions& options() const override { return options_; }
   tensor::DType act_dtype() const override;
+  // The weights as this model holds them, with the copies its backend prepared (LinearWeight::
+  // prepared): a second Model over the same backend (the bench's per-op breakdown, through a
+  // decorating Ops) built from these runs the same launches as this one.
+  const loader::ModelWeights& weights() const { return weights_; }
 
   // Runs every main layer over the batch and the LM head over batch.logit_rows.
   // Errors (never crashes) for malformed batches: ids outside the vocabulary, non-contiguous

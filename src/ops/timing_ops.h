@@ -1,6 +1,8 @@
 // TimingOps: an Ops decorator that synchronises after every op and accumulates wall time per op
 // name, for the benchmark's per-kernel breakdown. It changes nothing numerically; the extra
-// synchronisation makes totals slower than an undecorated run, so report shares, not sums.
+// synchronisation makes totals slower than an undecorated run, so report shares, not sums. A model
+// built over it must run the backend's own launches: it forwards the weight preparation and the
+// backend's fused calls (moe_route_experts_out) rather than taking the base class's defaults.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +46,9 @@ class TimingOps final : public Ops {
   void copy(const TensorView& src, const TensorView& dst) override { timed("copy", [&] { inner_->copy(src, dst); }); }
   void fill(const TensorView& dst, float value) override { timed("fill", [&] { inner_->fill(dst, value); }); }
   void synchronize() override { inner_->synchronize(); }
+  // A model built over this decorator prepares its weights as over the backend (a weight already
+  // prepared stays as it is), so the timed launches are the model's own.
+  bool prepare_linear(LinearWeight& w) override { return inner_->prepare_linear(w); }
   uint64_t copy_to_host_async(const TensorView& src, const TensorView& dst) override {
     return inner_->copy_to_host_async(src, dst);
   }
@@ -145,6 +150,13 @@ class TimingOps final : public Ops {
     // Regions run in program order here (the hooks are not forwarded): join this wrapper's own.
     if (shared_lane >= 0) side_join(shared_lane);
     timed("moe_experts", [&] { inner_->moe_experts_out(x, sel, w, e, p, s, o); });
+  }
+  // The model's one call for the routing and the experts (a backend may route inside the grouping
+  // launch): timed as moe_experts, the routing included, as the model runs it.
+  void moe_route_experts_out(const MoeRouting& r, const TensorView& x, std::span<const ExpertWeights> e,
+                             const MoeParams& p, const TensorView& s, const TensorView& o, int shared_lane = -1) override {
+    if (shared_lane >= 0) side_join(shared_lane);
+    timed("moe_experts", [&] { inner_->moe_route_experts_out(r, x, e, p, s, o); });
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });

@@ -172,11 +172,12 @@ TEST(CliE2eTest, BadArgumentsExitWithAMessage) {
 }
 
 // `deepinfer bench` on the CPU with the tiny model: a decode and a prefill row with their
-// throughput and shares, the command recorded; --iters 0 is refused with a message.
+// throughput and shares, the command recorded, per-op breakdowns of the loaded model's forwards
+// (one forward's calls: one embedding, a MoE call per layer); --iters 0 is refused with a message.
 TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
   const std::string out = testing::temp_path("bench.json");
   auto r = run_shell("OMP_NUM_THREADS=1 " + kCli + " bench --model " + testing::tiny_model_dir() +
-                         " --device cpu --batch 1 --context 64 --prefill 32 --iters 2 --no-breakdown --out " + out,
+                         " --device cpu --batch 1 --context 64 --prefill 32 --iters 2 --out " + out,
                      true);
   ASSERT_EQ(r.status, 0) << r.out;
   std::ifstream f(out);
@@ -186,6 +187,16 @@ TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
   EXPECT_EQ(j["rows"][1]["kind"], "prefill");
   for (const auto& row : j["rows"]) EXPECT_GT(row.at("tokens_per_s").get<double>(), 0.0) << row.dump();
   EXPECT_NE(j.at("command").get<std::string>().find("--iters 2"), std::string::npos) << j["command"];
+  const int64_t layers = j.at("model").at("layers").get<int64_t>();
+  for (const char* key : {"decode_breakdown", "prefill_breakdown"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    const nlohmann::json& b = j[key];
+    ASSERT_TRUE(b.contains("embed") && b.contains("moe_experts")) << key << ": " << b.dump();
+    EXPECT_EQ(b["embed"]["calls"], 1) << key;
+    EXPECT_EQ(b["moe_experts"]["calls"], layers) << key;
+    EXPECT_GT(b["moe_experts"]["ms"].get<double>(), 0.0) << key;
+    EXPECT_FALSE(j.at(std::string(key) + "_by_linear").empty()) << key;
+  }
   // --batch 0: a prefill-only run (the kernel profiles' launch sequence has no decode warm-up).
   const std::string out0 = testing::temp_path("bench_prefill_only.json");
   r = run_shell("OMP_NUM_THREADS=1 " + kCli + " bench --model " + testing::tiny_model_dir() +
@@ -196,6 +207,7 @@ TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
   const nlohmann::json j0 = nlohmann::json::parse(f0);
   ASSERT_EQ(j0.at("rows").size(), 1u) << j0.dump();
   EXPECT_EQ(j0["rows"][0]["kind"], "prefill");
+  EXPECT_FALSE(j0.contains("prefill_breakdown")) << "--no-breakdown";
   r = run_shell(kCli + " bench --model " + testing::tiny_model_dir() + " --device cpu --iters 0", true);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("--iters must be >= 1 (got 0)"), std::string::npos) << r.out;
