@@ -46,7 +46,8 @@
 # model tests with the shared expert joined before the routed experts' grouping instead of just
 # before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0) and the routing in a kernel of its own
 # (DEEPINFER_MOE_ROUTE_GROUP=0), so every kernel and launch mode stays verified.
-# SUITE_JOBS=N runs N of these at once on the one GPU (default 1: one after another). Most of a
+# SUITE_JOBS=N runs N of these at once on the one GPU (default 1: one after another), each with
+# nproc / N OpenMP threads unless OMP_NUM_THREADS is set. Most of a
 # run's time is the host's (the CPU reference, synthetic weights), and the device machine has 16
 # cores; each run's output is printed whole and in the list's order as soon as it and every run
 # before it are done, so a time limit still leaves the finished runs' results.
@@ -144,9 +145,29 @@ if [ -n "${SUITE_RUNS:-}" ]; then
   echo "suite: runs $from-$to of 0-$((${#JOBS[@]} - 1))"
   JOBS=("${JOBS[@]:$from:$((to - from + 1))}")
 fi
+# Runs at once share the host's cores: each run's OpenMP regions (the CPU reference) get their
+# share, not every core — N runs of nproc spin-waiting threads each oversubscribe the host, which
+# is the likely reason SUITE_JOBS=4 finished only 20 runs in 360 s on the H100 (session 41).
+if [ "${SUITE_JOBS:-1}" -gt 1 ] && [ -z "${OMP_NUM_THREADS:-}" ]; then
+  threads=$(( $(nproc) / SUITE_JOBS ))
+  export OMP_NUM_THREADS=$(( threads > 0 ? threads : 1 ))
+  echo "suite: $SUITE_JOBS runs at once, OMP_NUM_THREADS=$OMP_NUM_THREADS each"
+fi
+# Each run's log ends with its wall time ("suite run N: S s, rc R"): gtest's per-test times leave
+# out the process's start, CUDA context and fixtures (session 41's 48 runs: 527 s of tests in
+# ~1,100 s of calls).
+run_one() {
+  local i=$1 t0 rc
+  t0=$(date +%s.%N)
+  bash -c "${JOBS[$i]}" > "$tmp/$i.log" 2>&1
+  rc=$?
+  echo "suite run $((${from:-0} + i)): $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }") s, rc $rc" >> "$tmp/$i.log"
+  echo $rc > "$tmp/$i.rc.partial"
+  mv "$tmp/$i.rc.partial" "$tmp/$i.rc"
+}
 for i in "${!JOBS[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "${SUITE_JOBS:-1}" ]; do wait -n; flush; done
-  (bash -c "${JOBS[$i]}" > "$tmp/$i.log" 2>&1; echo $? > "$tmp/$i.rc.partial"; mv "$tmp/$i.rc.partial" "$tmp/$i.rc") &
+  run_one "$i" &
   flush
 done
 while [ "$printed" -lt "${#JOBS[@]}" ]; do wait -n 2> /dev/null || sleep 0.2; flush; done
