@@ -28,8 +28,17 @@ def make_model(layers):
                            rope_scaling={"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536,
                                          "beta_fast": 32, "beta_slow": 1})
     torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = DeepseekV4ForCausalLM(cfg).to(torch.bfloat16)
+    # Built in BF16 from the start: F32 parameters first (then .to(bfloat16)) need twice the
+    # memory at construction — 103 GB for 4 layers' experts, which an 80 GB H100 does not hold
+    # (session 41: every baseline row out of memory there).
+    default_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            model = DeepseekV4ForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(default_dtype)
+    model = model.to(torch.bfloat16)
     model.eval()
     return model
 
