@@ -45,7 +45,8 @@
 # (DEEPINFER_CUDA_COPY_STREAMS=0), and the
 # model tests with the shared expert joined before the routed experts' grouping instead of just
 # before their combine (DEEPINFER_MOE_SHARED_LATE_JOIN=0) and the routing in a kernel of its own
-# (DEEPINFER_MOE_ROUTE_GROUP=0), so every kernel and launch mode stays verified.
+# (DEEPINFER_MOE_ROUTE_GROUP=0), so every kernel and launch mode stays verified (runs under a kernel
+# setting leave out the tests that setting cannot change: MODEL_RUN, GEMM_RUN, MOE_RUN below).
 # SUITE_JOBS=N runs N of these at once on the one GPU (default 1: one after another), each with
 # nproc / N OpenMP threads unless OMP_NUM_THREADS is set. Most of a
 # run's time is the host's (the CPU reference, synthetic weights), and the device machine has 16
@@ -66,58 +67,66 @@ if [ ! -f .carry/tokenizer.json ] && [ -f .carry/tokenizer.json.xz ]; then
   python3 -c "import lzma,shutil;shutil.copyfileobj(lzma.open('.carry/tokenizer.json.xz'),open('.carry/tokenizer.json','wb'))"
 fi
 [ -f .carry/tokenizer.json ] && export DEEPINFER_TOKENIZER="$PWD/.carry/tokenizer.json"
+# What the runs under other kernel settings take: those settings change kernels, not what the
+# engine does above them, so the engine tests (~16 s of host work per run) run in the default run,
+# under DEEPINFER_ATTN_CLUSTER=2, the copy-stream, late-join and PDL runs only, and the check that
+# the routing in the grouping launch is the routing kernel's (~2 s) under the grouping settings
+# only — not again under each GEMM setting (session 41: 527 s of tests in ~1,100 s of calls).
+MODEL_RUN='-CudaEngineTest.*'
+GEMM_RUN='*Linear*:*Gemm*:*Moe*:-*MoeRouteInTheGrouping*'
+MOE_RUN='*Moe*:-*MoeRouteInTheGrouping*'
 JOBS=()
 job() { JOBS+=("$(printf '%q ' "$@")"); }  # queued; run by the loop at the end
 job .carry/bin/cuda_ops_test
-job DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_WIDE_COMPACT=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test
-job DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_MOE_QUANT_ONCE=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_EXPERT_SWAP=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test
-job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
-job DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_GEMV_MAX_SPC=8 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_LEAN=0 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_LEAN_TILES=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_LEAN_TILES=4 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMV_LEAN_TILES=6 DEEPINFER_GEMV_LEAN_WIDE_COMPACT=1 DEEPINFER_GEMV_LEAN_EXPERTS=512 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_KERNEL=mma .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMM_PACKED_ROWS=1 DEEPINFER_GEMM_PACKED_MIN_TILES=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
+job DEEPINFER_GEMM_PACKED_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_MOE_SWIGLU_QUANT=0 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_MOE_QUANT_ONCE=0 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP=0 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_SWAP_CTAS=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP_SMALL=1 DEEPINFER_GEMM_EXPERT_TRIM=0 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMM_EXPERT_SWAP=0 DEEPINFER_GEMM_EXPERT_PRODUCERS=1 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"
+job DEEPINFER_GEMV_TRANSPOSED=0 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
 job DEEPINFER_TOPK_SMEM=0 .carry/bin/cuda_ops_test --gtest_filter='*Indexer*'
 # The attention tests and the model tests with every launch of 2+ tokens on the wgmma attention kernel
 # (default: 128+): the batch-invariance test then compares its bits with the mma.sync kernel's.
 job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
-job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
 job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
-job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test
+job DEEPINFER_ATTN_WGMMA_MIN_TOKENS=2 DEEPINFER_ATTN_WGMMA_WARPGROUPS=4 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
 # The attention and model tests with every tensor-core launch below the wgmma threshold on the
 # cluster attention kernel at two CTAs (the default takes it for decode-sized launches only, at the
 # largest size whose clusters run at once), and with it off.
 job DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*SparseAttention*'
 job DEEPINFER_ATTN_CLUSTER=2 .carry/bin/cuda_model_test
-job DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test
+job DEEPINFER_ATTN_CLUSTER=0 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
 # The mHC tests with the decode-sized finalize on clusters of two and of four CTAs per token (the
 # default is the automatic size: eight at batch 1), and the model tests on the one-CTA finalize.
 job DEEPINFER_HC_CLUSTER=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*'
 job DEEPINFER_HC_CLUSTER=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*:*Hc*'
-job DEEPINFER_HC_CLUSTER=0 .carry/bin/cuda_model_test
-job DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
-job DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*'
+job DEEPINFER_HC_CLUSTER=0 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
+job DEEPINFER_GEMV_EXPERT_CHUNK=32 DEEPINFER_GEMV_LEAN_EXPERTS=0 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMM_SPLIT_FOLD=tile DEEPINFER_GEMV_SPLIT_FOLD=tile .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_FUSE_QUANT=32 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_TILES_PER_CTA=2 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
+job DEEPINFER_GEMV_TILES_PER_CTA=4 .carry/bin/cuda_ops_test --gtest_filter="$GEMM_RUN"
 job DEEPINFER_HC_MIX_TOKENS=1 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
 job DEEPINFER_HC_MIX_TOKENS=2 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
 job DEEPINFER_HC_MIX_TOKENS=4 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
 job DEEPINFER_HC_MIX_TOKENS=64 .carry/bin/cuda_ops_test --gtest_filter='*HyperConnection*:*HcPre*:*HcPost*'
 job DEEPINFER_MOE_GROUP_SMALL=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*'
 job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Moe*:*HyperConnection*:*HcPre*:*HcPost*:*Quant*'
-job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_model_test
+job DEEPINFER_HC_SINKHORN_CTA=0 DEEPINFER_MOE_COMBINE_CHUNK=1024 DEEPINFER_GEMM_PREQUANT=0 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
 job .carry/bin/cuda_model_test
 # The shared expert's side region joined before the routed experts' grouping (the default joins it
 # just before their combine), and the routing in a kernel of its own before the grouping (the
