@@ -6,11 +6,13 @@
 namespace deepinfer::server {
 namespace {
 
+// OpenAI's own types: an unknown model or path (404) and a bad API key (401) are
+// invalid_request_error, told apart by `code` (model_not_found, invalid_api_key).
 const char* openai_type(int status) {
   switch (status) {
-    case 401: return "authentication_error";
+    case 401: return "invalid_request_error";
     case 403: return "permission_error";
-    case 404: return "not_found_error";
+    case 404: return "invalid_request_error";
     case 429: return "rate_limit_error";
     case 503: return "service_unavailable_error";
     default: return status >= 500 ? "server_error" : "invalid_request_error";

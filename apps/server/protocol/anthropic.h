@@ -18,6 +18,11 @@ Result<ChatRequest> parse_anthropic_messages(const Json& body, const ProtocolOpt
 Result<Json> anthropic_response(const chat::ParsedOutput& output, const ChatRequest& request,
                                 const ResponseMeta& meta, const Usage& usage);
 
+// Anthropic's usage counts cache reads apart from the input: input_tokens are the prompt tokens
+// after the cached prefix, cache_read_input_tokens the prefix served from the prefix cache (the
+// total is their sum; this engine writes no separate cache entries: cache_creation_input_tokens 0).
+void set_anthropic_cache_usage(Json& usage, int n_cached);
+
 class AnthropicStreamer {
  public:
   AnthropicStreamer(const ChatRequest& request, ResponseMeta meta);

@@ -218,6 +218,7 @@ Result<ChatRequest> parse_anthropic_messages(const Json& body, const ProtocolOpt
   DI_PROTO_RETURN_IF_ERROR(read_system(body, &r));
   DI_PROTO_ASSIGN_OR_RETURN(const Json* messages, opt_array(body, "messages", ""));
   if (messages == nullptr) return json_error("messages", "required");
+  r.n_client_messages = static_cast<int>(messages->size());
   for (size_t i = 0; i < messages->size(); ++i) {
     DI_PROTO_RETURN_IF_ERROR(read_message((*messages)[i], json_path("messages", i), &r));
   }

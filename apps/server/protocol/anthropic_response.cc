@@ -1,5 +1,8 @@
 // Parser events -> Anthropic Messages objects and stream events (see anthropic.h).
 #include "protocol/anthropic.h"
+
+#include <algorithm>
+
 #include "protocol/json_reader.h"
 
 namespace deepinfer::protocol {
@@ -56,6 +59,13 @@ Result<Json> anthropic_response(const chat::ParsedOutput& output, const ChatRequ
   }
   Json u{{"input_tokens", usage.n_prompt_tokens}, {"output_tokens", usage.n_completion_tokens}};
   return message_json(meta, std::move(content), stop_reason(*output.finish_reason), std::move(u));
+}
+
+void set_anthropic_cache_usage(Json& usage, int n_cached) {
+  const int n_input = usage.value("input_tokens", 0);
+  usage["input_tokens"] = std::max(0, n_input - n_cached);
+  usage["cache_creation_input_tokens"] = 0;
+  usage["cache_read_input_tokens"] = n_cached;
 }
 
 AnthropicStreamer::AnthropicStreamer(const ChatRequest& request, ResponseMeta meta)

@@ -52,6 +52,9 @@ struct ChatRequest {
   std::string response_format;            // JSON text of the requested format ("" = free text)
   bool stream = false;
   bool include_usage = false;  // Chat Completions stream_options.include_usage
+  // Messages the client sent in `messages` (Anthropic: besides `system`); -1 where the API has no
+  // such list (Responses). Both APIs refuse an empty list (the route checks it after the model).
+  int n_client_messages = -1;
   // The last message is an assistant turn to continue (Anthropic prefill): it is rendered without
   // EOS and the output continues its content.
   bool continue_final_message = false;

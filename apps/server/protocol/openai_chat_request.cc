@@ -188,6 +188,7 @@ Result<ChatRequest> parse_chat_completions(const Json& body, const ProtocolOptio
   r.model = model.value_or("");
   DI_PROTO_ASSIGN_OR_RETURN(const Json* messages, opt_array(body, "messages", ""));
   if (messages == nullptr) return json_error("messages", "required");
+  r.n_client_messages = static_cast<int>(messages->size());
   for (size_t i = 0; i < messages->size(); ++i) {
     DI_PROTO_ASSIGN_OR_RETURN(chat::Message m, read_message((*messages)[i], json_path("messages", i)));
     r.messages.push_back(std::move(m));
@@ -204,6 +205,7 @@ Result<ChatRequest> parse_chat_completions(const Json& body, const ProtocolOptio
   r.stream = stream.value_or(false);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* stream_options, opt_object(body, "stream_options", ""));
   if (stream_options != nullptr) {
+    if (!r.stream) return json_error("stream_options", "only allowed when stream is true");
     DI_PROTO_ASSIGN_OR_RETURN(auto usage, opt_bool(*stream_options, "include_usage", "stream_options"));
     r.include_usage = usage.value_or(false);
   }

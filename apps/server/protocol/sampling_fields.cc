@@ -71,6 +71,8 @@ Status read_openai_sampling(const Json& body, SamplingParams* out) {
   out->min_tokens = min_tokens.value_or(0);
   DI_PROTO_ASSIGN_OR_RETURN(auto logprobs, opt_bool(body, "logprobs", ""));
   DI_PROTO_RETURN_IF_ERROR(read_int32(body, "top_logprobs", &top_logprobs));
+  // As OpenAI and vLLM: the alternatives come with the chosen tokens' logprobs, never alone.
+  if (top_logprobs && !logprobs.value_or(false)) return json_error("top_logprobs", "requires logprobs to be true");
   if (logprobs.value_or(false)) out->logprobs = top_logprobs.value_or(0);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* bias, opt_object(body, "logit_bias", ""));
   if (bias != nullptr) {

@@ -212,6 +212,10 @@ void handle_chat(const std::shared_ptr<Exchange>& exchange, const ChatApi& api) 
   if (!parsed.is_ok()) return exchange->reply_error(error_from_status(parsed.status()));
   protocol::ChatRequest request = std::move(parsed).value();
   if (auto e = check_model(ctx, request.model)) return exchange->reply_error(*e);
+  if (request.n_client_messages == 0) {
+    // Both APIs refuse it (a prompt of the template alone would otherwise be generated from).
+    return exchange->reply_error(bad_request("messages: at least one message is required", "messages"));
+  }
   Result<std::vector<int32_t>> ids = protocol::prompt_ids(request, *ctx.tokenizer);
   if (!ids.is_ok()) return exchange->reply_error(error_from_status(ids.status()));
   if (auto e = check_context(ctx, static_cast<int64_t>(ids->size()), request.sampling.max_tokens)) {

@@ -58,7 +58,7 @@ Result<Json> chat_response_json(const protocol::ChatRequest& request, const prot
     case protocol::Api::kAnthropicMessages: {
       Result<Json> r = protocol::anthropic_response(samples[0].output, request, meta, samples[0].usage);
       if (!r.is_ok()) return r;
-      (*r)["usage"]["cache_read_input_tokens"] = n_cached;
+      protocol::set_anthropic_cache_usage((*r)["usage"], n_cached);
       if (!samples[0].stop_matched.empty()) {
         (*r)["stop_reason"] = "stop_sequence";
         (*r)["stop_sequence"] = samples[0].stop_matched;

@@ -133,7 +133,7 @@ class AnthropicEncoder : public ChatStreamEncoder {
     std::string out;
     for (Json& event : streamer_.on_events(events, usage)) {
       std::string type = event.value("type", "message");
-      if (type == "message_start") event["message"]["usage"]["cache_read_input_tokens"] = n_cached_tokens_;
+      if (type == "message_start") protocol::set_anthropic_cache_usage(event["message"]["usage"], n_cached_tokens_);
       if (type == "message_delta" && !stop_.empty()) {
         event["delta"]["stop_reason"] = "stop_sequence";
         event["delta"]["stop_sequence"] = stop_;

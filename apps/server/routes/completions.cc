@@ -102,6 +102,7 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
   r.stream = stream.value_or(false);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* so, protocol::opt_object(body, "stream_options", ""));
   if (so != nullptr) {
+    if (!r.stream) return Status(StatusCode::kInvalidArgument, "stream_options: only allowed when stream is true");
     DI_PROTO_ASSIGN_OR_RETURN(auto usage, protocol::opt_bool(*so, "include_usage", "stream_options"));
     r.include_usage = usage.value_or(false);
   }

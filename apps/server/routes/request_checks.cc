@@ -14,14 +14,20 @@ std::optional<ApiError> check_context(const ServerContext& ctx, int64_t n_prompt
                                       std::optional<int32_t> max_tokens) {
   int64_t limit = ctx.max_model_len;
   if (limit <= 0) return std::nullopt;
+  // OpenAI's code for both; clients key on it (the message is OpenAI's wording as well).
+  auto too_long = [](std::string message, std::string param) {
+    ApiError e = bad_request(std::move(message), std::move(param));
+    e.code = "context_length_exceeded";
+    return e;
+  };
   if (n_prompt_tokens >= limit) {
-    return bad_request("This model's maximum context length is " + std::to_string(limit) +
+    return too_long("This model's maximum context length is " + std::to_string(limit) +
                            " tokens; the prompt has " + std::to_string(n_prompt_tokens) +
                            " tokens, which leaves no room to generate.",
                        "messages");
   }
   if (max_tokens && n_prompt_tokens + *max_tokens > limit) {
-    return bad_request("This model's maximum context length is " + std::to_string(limit) +
+    return too_long("This model's maximum context length is " + std::to_string(limit) +
                            " tokens; you requested " + std::to_string(n_prompt_tokens + *max_tokens) +
                            " tokens (" + std::to_string(n_prompt_tokens) + " in the prompt, " +
                            std::to_string(*max_tokens) + " to generate). Reduce the prompt or max_tokens.",

@@ -28,6 +28,14 @@ Result<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const proto
   return ids;
 }
 
+// The body's optional "model": a string naming a model this server serves (a value of another
+// type is a 400, not an exception out of the JSON library).
+std::optional<ApiError> check_body_model(const ServerContext& ctx, const protocol::Json& body) {
+  auto model = protocol::opt_string(body, "model", "");
+  if (!model.is_ok()) return error_from_status(model.status());
+  return check_model(ctx, model->value_or(""));
+}
+
 }  // namespace
 
 void handle_tokenize(const std::shared_ptr<Exchange>& exchange) {
@@ -35,7 +43,7 @@ void handle_tokenize(const std::shared_ptr<Exchange>& exchange) {
   Result<protocol::Json> body = parse_json_body(exchange->request().body);
   if (!body.is_ok()) return exchange->reply_error(error_from_status(body.status()));
   if (body->is_object()) {
-    if (auto e = check_model(ctx, body->value("model", ""))) return exchange->reply_error(*e);
+    if (auto e = check_body_model(ctx, *body)) return exchange->reply_error(*e);
   }
   Result<std::vector<int32_t>> ids = tokenize_body(ctx, *body);
   if (!ids.is_ok()) return exchange->reply_error(error_from_status(ids.status()));
@@ -51,7 +59,7 @@ void handle_detokenize(const std::shared_ptr<Exchange>& exchange) {
   Result<protocol::Json> body = parse_json_body(exchange->request().body);
   if (!body.is_ok()) return exchange->reply_error(error_from_status(body.status()));
   if (!body->is_object()) return exchange->reply_error(bad_request("body: expected a JSON object"));
-  if (auto e = check_model(ctx, body->value("model", ""))) return exchange->reply_error(*e);
+  if (auto e = check_body_model(ctx, *body)) return exchange->reply_error(*e);
   auto tokens = protocol::opt_array(*body, "tokens", "");
   if (!tokens.is_ok()) return exchange->reply_error(error_from_status(tokens.status()));
   if (*tokens == nullptr) return exchange->reply_error(bad_request("tokens: required", "tokens"));

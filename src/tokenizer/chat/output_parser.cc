@@ -1,8 +1,9 @@
 // OutputParser: generated ids -> reasoning / content / tool-call events. Three ids steer it and
 // are matched by id only: </think> ends the reasoning, ｜DSML｜ marks tool-call markup, EOS ends
-// the turn. Any other control id in the output is an error (never streamed as content). Content
-// ending in something that could still open the tool-call block ("\n", "\n\n", "<", "\n\n<") is
-// held back until the next token decides.
+// the turn. As in the official parser (model_v4_flash.md §6.5), BOS and <think> in the output are
+// errors; any other control id (a role tag, a task token) is kept as its text. Content ending in
+// something that could still open the tool-call block ("\n", "\n\n", "<", "\n\n<") is held back
+// until the next token decides.
 #include <fmt/format.h>
 
 #include <optional>
@@ -32,6 +33,7 @@ struct OutputParser::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   ParserOptions options;
   int32_t eos_id = 0, think_end_id = 0, dsml_id = 0;
+  int32_t bos_id = -1, think_start_id = -1;  // errors wherever they appear (-1: no such token)
   State state = State::kContent;
   Utf8Assembler utf8;
   std::string held;  // content not yet streamed (a possible opener prefix)
@@ -127,6 +129,9 @@ struct OutputParser::Impl {
           if (dsml->failed()) return fail(dsml->error(), FinishReason::kError, events);
           return finish_with(FinishReason::kToolCalls, events);
         }
+        // A block that closed before a stop other than EOS (a stop id, the length limit right
+        // after it) holds complete calls: the official parser takes it without EOS.
+        if (dsml->on_end(); !dsml->failed()) return finish_with(FinishReason::kToolCalls, events);
         return fail("tool-call block cut off before its end",
                     reason == FinishReason::kLength ? FinishReason::kLength : FinishReason::kError,
                     events);
@@ -140,7 +145,7 @@ struct OutputParser::Impl {
     ++out.n_tokens;
     if (state == State::kReasoning) ++out.n_reasoning_tokens;
     bool marker = id == eos_id || id == think_end_id || id == dsml_id;
-    if (!marker && tokenizer->is_special(id)) {
+    if (id == bos_id || id == think_start_id) {
       return fail(fmt::format("unexpected control token {} in the output",
                               tokenizer->token_bytes(id)), FinishReason::kError, events);
     }
@@ -174,6 +179,8 @@ Result<OutputParser> OutputParser::create(std::shared_ptr<const Tokenizer> token
   DI_RETURN_IF_ERROR(lookup(special::kEos, &impl->eos_id));
   DI_RETURN_IF_ERROR(lookup(special::kThinkEnd, &impl->think_end_id));
   DI_RETURN_IF_ERROR(lookup(special::kDsml, &impl->dsml_id));
+  impl->bos_id = tokenizer->token_to_id(special::kBos).value_or(-1);
+  impl->think_start_id = tokenizer->token_to_id(special::kThinkStart).value_or(-1);
   impl->tokenizer = std::move(tokenizer);
   impl->options = options;
   impl->state = options.thinking_mode == ThinkingMode::kThinking ? State::kReasoning

@@ -174,11 +174,24 @@ TEST_F(ChatParserTest, SpelledMarkersAreOrdinaryText) {
   EXPECT_TRUE(c.names.empty());
 }
 
+// As the official parser (model_v4_flash.md §6.5): BOS, <think>, </think> and ｜DSML｜ out of place
+// are errors, never content; any other control token is kept as its text.
 TEST_F(ChatParserTest, ControlTokensInOutputAreErrorsNotContent) {
   Collected user = run_text(ThinkingMode::kChat, "hi<｜User｜>fake turn" + kEos);
-  EXPECT_EQ(user.error, "unexpected control token <｜User｜> in the output");
-  EXPECT_EQ(user.content, "hi");
-  EXPECT_EQ(user.finish, FinishReason::kError);
+  EXPECT_EQ(user.error, "");
+  EXPECT_EQ(user.content, "hi<｜User｜>fake turn");
+  EXPECT_EQ(user.finish, FinishReason::kStop);
+  Collected in_reasoning_role = run_text(ThinkingMode::kThinking, "r<｜Assistant｜>s</think>c" + kEos);
+  EXPECT_EQ(in_reasoning_role.error, "");
+  EXPECT_EQ(in_reasoning_role.reasoning, "r<｜Assistant｜>s");
+  EXPECT_EQ(in_reasoning_role.content, "c");
+  Collected bos = run_text(ThinkingMode::kChat, "hi<｜begin▁of▁sentence｜>x" + kEos);
+  EXPECT_EQ(bos.error, "unexpected control token <｜begin▁of▁sentence｜> in the output");
+  EXPECT_EQ(bos.content, "hi");
+  EXPECT_EQ(bos.finish, FinishReason::kError);
+  Collected think_start = run_text(ThinkingMode::kThinking, "r<think>x" + kEos);
+  EXPECT_EQ(think_start.error, "unexpected control token <think> in the output");
+  EXPECT_EQ(think_start.reasoning, "r");
   Collected think = run_text(ThinkingMode::kChat, "a</think>b" + kEos);
   EXPECT_EQ(think.error, "</think> outside the reasoning");
   Collected dsml = run_text(ThinkingMode::kChat, "a｜DSML｜b" + kEos);
@@ -220,6 +233,30 @@ TEST_F(ChatParserTest, EmptyToolCallBlockIsAccepted) {
   EXPECT_EQ(c.error, "");
   EXPECT_TRUE(c.names.empty());
   EXPECT_EQ(c.finish, FinishReason::kToolCalls);
+}
+
+// A closed block ended by something other than EOS (a stop id, the length limit right after
+// it) holds complete calls (the official parser needs no EOS after it).
+TEST_F(ChatParserTest, ClosedToolCallBlockWithoutEos) {
+  const std::string block = "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter "
+                            "name=\"a\" string=\"true\">x</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  auto ended_by = [&](const std::string& output, FinishReason reason) {
+    OutputParser p = make(ThinkingMode::kChat);
+    std::vector<ChatEvent> events;
+    for (int32_t id : tok_->ids(output)) p.push(id, &events);
+    p.finish(reason, &events);
+    return collect(events);
+  };
+  for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength}) {
+    Collected c = ended_by("ok" + block, reason);
+    EXPECT_EQ(c.error, "");
+    EXPECT_EQ(c.finish, FinishReason::kToolCalls);
+    EXPECT_EQ(c.names, std::vector<std::string>{"f"});
+    EXPECT_EQ(c.content, "ok");
+  }
+  Collected open = ended_by("ok" + block.substr(0, block.size() - 4), FinishReason::kStop);
+  EXPECT_EQ(open.error, "tool-call block cut off before its end");
+  EXPECT_EQ(open.finish, FinishReason::kError);
 }
 
 TEST_F(ChatParserTest, LengthLimitInsideToolCall) {

@@ -45,6 +45,21 @@ TEST(BadInputTest, MalformedJsonAndTypes) {
   EXPECT_EQ(t.get("/health").status, 200);
 }
 
+// An empty conversation is refused by both APIs (OpenAI: messages too short; Anthropic: at least
+// one message), not generated from the template alone; a system prompt alone is no conversation
+// for Anthropic.
+TEST(BadInputTest, EmptyMessages) {
+  TestServer t(fixed_reply(kReply));
+  ClientResponse chat = t.post("/v1/chat/completions", R"({"messages": []})");
+  expect_openai_error(chat, 400, "at least one message");
+  EXPECT_EQ(Json::parse(chat.body)["error"]["param"], "messages");
+  expect_anthropic_error(t.post("/v1/messages", R"({"max_tokens": 5, "messages": []})"), 400, "invalid_request_error");
+  expect_anthropic_error(t.post("/v1/messages", R"({"max_tokens": 5, "system": "Be brief.", "messages": []})"), 400,
+                         "invalid_request_error");
+  EXPECT_EQ(t.post("/v1/chat/completions", R"({"messages": [{"role": "system", "content": "Be brief."}]})").status, 200);
+  EXPECT_EQ(t.engine->n_live_requests(), 0);
+}
+
 TEST(BadInputTest, InvalidUtf8IsRefused) {
   TestServer t(fixed_reply(kReply));
   std::string body = "{\"messages\": [{\"role\": \"user\", \"content\": \"bad \xC3\x28 byte\"}]}";
@@ -59,6 +74,7 @@ TEST(BadInputTest, UnknownModelPathAndMethod) {
   ClientResponse model = t.post("/v1/chat/completions", R"({"model": "gpt-9", "messages": []})");
   expect_openai_error(model, 404, "gpt-9");
   EXPECT_EQ(Json::parse(model.body)["error"]["code"], "model_not_found");
+  EXPECT_EQ(Json::parse(model.body)["error"]["type"], "invalid_request_error");  // OpenAI's type
   expect_anthropic_error(t.post("/v1/messages", R"({"model": "claude", "max_tokens": 5, "messages": []})"), 404,
                          "not_found_error");
   expect_openai_error(t.post("/v1/nothing", "{}"), 404, "Unknown path /v1/nothing");
@@ -117,6 +133,8 @@ TEST(BadInputTest, ApiKey) {
   const std::string body = R"({"messages": [{"role": "user", "content": "Hi"}]})";
   ClientResponse missing = t.post("/v1/chat/completions", body);
   expect_openai_error(missing, 401, "API key");
+  EXPECT_EQ(Json::parse(missing.body)["error"]["type"], "invalid_request_error");  // OpenAI's type and code
+  EXPECT_EQ(Json::parse(missing.body)["error"]["code"], "invalid_api_key");
   expect_openai_error(t.post("/v1/chat/completions", body, {"Authorization: Bearer wrong"}), 401, "API key");
   expect_anthropic_error(t.post("/v1/messages", R"({"max_tokens": 5, "messages": []})"), 401, "authentication_error");
   EXPECT_EQ(t.post("/v1/chat/completions", body, {"Authorization: Bearer sekret"}).status, 200);
@@ -136,6 +154,7 @@ TEST(BadInputTest, PromptOverTheContextLimit) {
   ClientResponse too_many = t.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 60})");
   expect_openai_error(too_many, 400, "60 to generate");
   EXPECT_EQ(Json::parse(too_many.body)["error"]["param"], "max_tokens");
+  EXPECT_EQ(Json::parse(too_many.body)["error"]["code"], "context_length_exceeded");
   expect_anthropic_error(t.post("/v1/messages", R"({"max_tokens": 5, "messages": [{"role": "user", "content": ")" +
                                                     std::string(100, 'x') + "\"}]}"),
                          400, "invalid_request_error");

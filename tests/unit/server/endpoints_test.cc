@@ -65,6 +65,12 @@ TEST(EndpointsTest, TokenizeAndDetokenize) {
   EXPECT_EQ(t.post("/detokenize", R"({"tokens": [-1]})").status, 400);
   EXPECT_EQ(t.post("/detokenize", R"({"tokens": [999999999]})").status, 400);
   EXPECT_EQ(t.post("/detokenize", R"({"tokens": ["a"]})").status, 400);
+  // A model name of another type is a 400 naming it (it threw out of the JSON library: a 500).
+  for (const char* path : {"/tokenize", "/detokenize"}) {
+    ClientResponse bad = t.post(path, R"({"model": 5, "prompt": "Hi", "tokens": [1]})");
+    EXPECT_EQ(bad.status, 400) << path << ": " << bad.body;
+    EXPECT_NE(bad.body.find("model: expected a string"), std::string::npos) << bad.body;
+  }
   // A lone byte of a multi-byte character comes back as U+FFFD, never as invalid JSON.
   EXPECT_EQ(parse(t.post("/detokenize", R"({"tokens": [1195]})").body)["prompt"], "\xEF\xBF\xBD");
 }

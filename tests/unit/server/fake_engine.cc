@@ -208,6 +208,7 @@ TokenEvent FakeEngine::next_event(RequestId id, Live& live, int index) {
   e.request_id = id;
   e.sample_index = index;
   e.n_prompt_tokens = static_cast<int32_t>(live.request.prompt_ids.size());
+  e.n_cached_tokens = std::min(options_.cached_tokens, e.n_prompt_tokens);
   auto rest = [&s] {
     s.text += s.detok->flush();
     std::string out = s.text.substr(s.emitted);

@@ -31,6 +31,7 @@ class FakeEngine : public Engine {
     int64_t kv_blocks = 100000;
     std::string model_dir = "/models/fake-v4";
     std::string family = "deepseek_v4";
+    int32_t cached_tokens = 0;  // prompt tokens every request reports served from the prefix cache
   };
 
   FakeEngine(std::shared_ptr<const Tokenizer> tokenizer, Options options, Script script);

@@ -112,6 +112,27 @@ TEST(MessagesTest, EventStream) {
   EXPECT_EQ(delta["usage"]["output_tokens"], 14);
 }
 
+// Anthropic counts cache reads apart from the input (input + cache_read + cache_creation = the
+// prompt), in the message object and in message_start alike.
+TEST(MessagesTest, UsageCountsCacheReadsApartFromTheInput) {
+  FakeEngine::Options eo;
+  eo.cached_tokens = 3;
+  TestServer t(fixed_reply(kReply), quiet_options(), eo);
+  const std::string body = R"({"max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}])";
+  Json j = parse(t.post("/v1/messages", body + "}").body);
+  const int n_prompt = static_cast<int>(t.engine->last_request().prompt_ids.size());
+  ASSERT_GT(n_prompt, 3);
+  EXPECT_EQ(j["usage"]["input_tokens"], n_prompt - 3) << j.dump();
+  EXPECT_EQ(j["usage"]["cache_read_input_tokens"], 3);
+  EXPECT_EQ(j["usage"]["cache_creation_input_tokens"], 0);
+  ClientResponse r = t.post("/v1/messages", body + R"(, "stream": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json start = Json::parse(parse_sse(r.body).front().data);
+  EXPECT_EQ(start["message"]["usage"]["input_tokens"], n_prompt - 3) << start.dump();
+  EXPECT_EQ(start["message"]["usage"]["cache_read_input_tokens"], 3);
+  EXPECT_EQ(start["message"]["usage"]["cache_creation_input_tokens"], 0);
+}
+
 TEST(MessagesTest, ToolUseAndStopSequence) {
   TestServer t([](const std::string& prompt, int) {
     if (prompt.find("<tool_result>") != std::string::npos) return "Done.</think>Sunny. The end." + kEos;

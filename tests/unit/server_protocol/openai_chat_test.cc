@@ -234,8 +234,14 @@ TEST(OpenAIChatTest, ValidationErrorsNameTheJsonPath) {
   EXPECT_EQ(error(R"({"messages": [], "stop": ["a", 1]})"), "stop[1]: expected a string, got number");
   EXPECT_EQ(error(R"({"messages": [], "response_format": {"type": "yaml"}})"),
             "response_format.type: expected \"text\", \"json_object\" or \"json_schema\"");
-  EXPECT_EQ(error(R"({"messages": [], "stream_options": {"include_usage": "yes"}})"),
+  EXPECT_EQ(error(R"({"messages": [], "stream": true, "stream_options": {"include_usage": "yes"}})"),
             "stream_options.include_usage: expected a boolean, got string");
+  // As OpenAI and vLLM: stream options without a stream, alternatives without logprobs.
+  EXPECT_EQ(error(R"({"messages": [], "stream_options": {"include_usage": true}})"),
+            "stream_options: only allowed when stream is true");
+  EXPECT_EQ(error(R"({"messages": [], "top_logprobs": 2})"), "top_logprobs: requires logprobs to be true");
+  EXPECT_EQ(error(R"({"messages": [], "logprobs": false, "top_logprobs": 0})"),
+            "top_logprobs: requires logprobs to be true");
   EXPECT_FALSE(error(R"({"messages": [], "top_p": 1.5})").empty());
 }
 
