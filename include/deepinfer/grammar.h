@@ -57,7 +57,9 @@ struct JsonSchemaGrammarOptions {
   bool any_order = false;            // properties in any order (else schema order)
   int32_t max_any_order_properties = 10;
   bool one_of_as_any_of = false;     // accept oneOf that cannot be proven exclusive
-  bool unknown_formats_are_annotations = false;  // else an unknown format is a compile error
+  // An unknown "format" is an annotation (ignored), as the JSON Schema default; false (strict):
+  // a compile error naming it. Known formats are always enforced.
+  bool unknown_formats_are_annotations = true;
   JsonSchemaDraft draft = JsonSchemaDraft::kAuto;  // kAuto: from "$schema", default 2020-12
 };
 

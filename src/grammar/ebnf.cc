@@ -175,10 +175,14 @@ Result<int32_t> EbnfParser::number() {
 
 Result<NodeId> EbnfParser::quantify(NodeId base) {
   while (true) {
-    if (lark_) {  // `item ~ n` may have blanks before the '~'
+    {
+      // Blanks may come before the operator: Lark's `item ~ n`, and GBNF's `"a" *` / `x {2}` (as
+      // llama.cpp parses: spaces after each element, then the repetition operators).
       size_t p = pos_;
       while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t')) ++p;
-      if (p < s_.size() && s_[p] == '~') pos_ = p;
+      if (p < s_.size() && (lark_ ? s_[p] == '~' : std::string_view("*+?{").find(s_[p]) != std::string_view::npos)) {
+        pos_ = p;
+      }
     }
     const char c = peek();
     if (c == '*') { ++pos_; base = g_.ast.star(base); }

@@ -42,7 +42,7 @@ struct JsonSchemaOptions {
   bool any_order = false;            // properties in any order (else schema order)
   int32_t max_any_order_properties = 10;
   bool one_of_as_any_of = false;     // accept oneOf whose branches cannot be proven disjoint
-  bool unknown_formats_are_annotations = false;  // else an unknown format is a compile error
+  bool unknown_formats_are_annotations = true;  // false (strict): an unknown format is a compile error
   SchemaDraft draft = SchemaDraft::kAuto;
   int64_t max_items_bound = 2'000;   // largest enforceable minItems/maxItems
   StringLimits strings;

@@ -155,10 +155,23 @@ const Dfa& canonical_string_dfa() {
 
 Result<std::string> format_regex(std::string_view format) {
   static const std::map<std::string, std::string, std::less<>> kFormats = [] {
+    // RFC 3339 full-date: February 29 only in leap years (divisible by 4, centuries by 400).
+    const std::string leap_year = R"((?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00))";
     const std::string date =
-        R"(\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2\d)))";
-    const std::string time =
-        R"((?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d))";
+        R"((?:\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))|)" +
+        leap_year + "-02-29)";
+    // RFC 3339 full-time. A leap second is 23:59:60 UTC: accepted as 23:59:60 with a zero offset
+    // only (at other offsets it is valid at one local minute each; refusing those is a false
+    // negative, never an invalid time accepted).
+    const std::string offset = R"((?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d))";
+    const std::string time = R"((?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?)" + offset +
+                             R"(|23:59:60(?:\.\d+)?(?:[Zz]|[+-]00:00)))";
+    // ISO 8601 duration as RFC 3339 Appendix A has it: P + date part (days; months [days]; years
+    // [months [days]]) and/or T + time part (hours [minutes [seconds]]; minutes [seconds];
+    // seconds), or weeks alone.
+    const std::string dur_time = R"(T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))";
+    const std::string dur_date = R"((?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?))";
+    const std::string duration = "P(?:" + dur_date + "(?:" + dur_time + ")?|" + dur_time + "|[0-9]+W)";
     const std::string label = R"([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)";  // <= 63 chars
     const std::string atom = R"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)";
     const std::string h = "[0-9a-fA-F]{1,4}";
@@ -175,6 +188,7 @@ Result<std::string> format_regex(std::string_view format) {
         {"date", date},
         {"time", time},
         {"date-time", date + "[Tt]" + time},
+        {"duration", duration},
         {"email", atom + R"((?:\.)" + atom + ")*@(?:" + label + R"(\.)*)" + label},
         {"hostname", label + R"((?:\.)" + label + ")*"},
         {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},

@@ -76,6 +76,18 @@ TEST(EbnfTest, RepetitionBoundsAndEmptyAlternative) {
   EXPECT_FALSE(accepts(g, v, "aabbb"));
 }
 
+// GBNF allows blanks between an element and its repetition operator (llama.cpp skips spaces after
+// each element): `"a" *`, `x {2}`, `( ... ) ?`.
+TEST(EbnfTest, BlanksBeforeRepetitionOperators) {
+  auto g = must("root ::= \"a\" {2} \"b\" * (\"c\" | \"d\") ? x +\nx ::= \"x\"\n");
+  const auto& v = small_vocab();
+  EXPECT_TRUE(accepts(g, v, "aax"));
+  EXPECT_TRUE(accepts(g, v, "aabbbdxx"));
+  EXPECT_FALSE(accepts(g, v, "ax"));
+  EXPECT_FALSE(accepts(g, v, "aacdx"));
+  EXPECT_FALSE(accepts(g, v, "aab"));
+}
+
 TEST(EbnfTest, SpecialTokenTerminals) {
   const auto& v = small_vocab();
   const int32_t think_end = v.special("</think>");

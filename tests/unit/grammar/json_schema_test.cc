@@ -182,14 +182,19 @@ TEST(JsonSchemaTest, UnsupportedKeywordsAreErrorsNamingThePath) {
   EXPECT_NE(error_of(R"({"properties": {"a": {"not": {"type": "string"}}}})").find("keyword 'not' at #/properties/a"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "array", "uniqueItems": true})").find("keyword 'uniqueItems' at #"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "string", "format": "hostname-ish"})").find("format 'hostname-ish'"), std::string::npos);
+  JsonSchemaOptions strict;
+  strict.unknown_formats_are_annotations = false;
+  EXPECT_NE(error_of(R"({"type": "string", "format": "hostname-ish"})", strict).find("format 'hostname-ish'"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"$ref": "other.json#/a"})").find("$ref 'other.json#/a'"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "strin"})").find("unknown type 'strin'"), std::string::npos);
   EXPECT_NE(error_of(R"J({"type": "string", "pattern": "(?=a)"})J").find("lookahead"), std::string::npos);
   EXPECT_EQ(error_of(R"({"type": "array", "uniqueItems": false})"), "");
-  JsonSchemaOptions lenient;
-  lenient.unknown_formats_are_annotations = true;
-  EXPECT_EQ(error_of(R"({"type": "string", "format": "hostname-ish"})", lenient), "");
+  // By default an unknown format is an annotation (the JSON Schema default): any string.
+  EXPECT_EQ(error_of(R"({"type": "string", "format": "hostname-ish"})"), "");
+  auto any = must(R"({"type": "string", "format": "hostname-ish"})");
+  EXPECT_TRUE(ok(any, R"("not a hostname at all")"));
+  EXPECT_FALSE(ok(any, "5"));
 }
 
 TEST(JsonSchemaTest, FormatsAndAllOf) {
@@ -204,6 +209,35 @@ TEST(JsonSchemaTest, FormatsAndAllOf) {
   EXPECT_TRUE(ok(ip, R"("::1")"));
   EXPECT_TRUE(ok(ip, R"("fe80::1:2")"));
   EXPECT_FALSE(ok(ip, R"("1::2::3")"));
+}
+
+// RFC 3339 dates and times with their calendar (February 29 in leap years only; a leap second
+// only at 23:59:60 UTC) and ISO 8601 durations (RFC 3339 Appendix A).
+TEST(JsonSchemaTest, DateTimeAndDurationFormats) {
+  auto d = must(R"({"type": "string", "format": "date"})");
+  for (const char* v : {"2024-02-29", "2000-02-29", "1996-02-29", "0400-02-29", "2023-02-28", "2023-12-31"}) {
+    EXPECT_TRUE(ok(d, std::string("\"") + v + "\"")) << v;
+  }
+  for (const char* v : {"2023-02-29", "1900-02-29", "2100-02-29", "2024-02-30", "2023-04-31", "2023-00-10"}) {
+    EXPECT_FALSE(ok(d, std::string("\"") + v + "\"")) << v;
+  }
+  auto t = must(R"({"type": "string", "format": "time"})");
+  for (const char* v : {"08:30:06Z", "23:59:60Z", "23:59:60.5+00:00", "08:30:06.283185+01:30"}) {
+    EXPECT_TRUE(ok(t, std::string("\"") + v + "\"")) << v;
+  }
+  for (const char* v : {"22:59:60Z", "23:58:60Z", "12:00:60+01:00", "24:00:00Z", "08:30:06", "08:30:06 PST"}) {
+    EXPECT_FALSE(ok(t, std::string("\"") + v + "\"")) << v;
+  }
+  auto dt = must(R"({"type": "string", "format": "date-time"})");
+  EXPECT_TRUE(ok(dt, R"("2024-02-29T23:59:60Z")"));
+  EXPECT_FALSE(ok(dt, R"("2023-02-29T10:00:00Z")"));
+  auto p = must(R"({"type": "string", "format": "duration"})");
+  for (const char* v : {"P4DT12H30M5S", "P4Y", "PT0S", "P0D", "P1M", "PT1M", "PT36H", "P1W", "P1Y2M3D", "PT1H30M"}) {
+    EXPECT_TRUE(ok(p, std::string("\"") + v + "\"")) << v;
+  }
+  for (const char* v : {"P", "PT", "PT1D", "P1YT", "P2D1Y", "P1D2H", "P2S", "P1Y2W", "1D", "P1.5D", "PT1H2D"}) {
+    EXPECT_FALSE(ok(p, std::string("\"") + v + "\"")) << v;
+  }
 }
 
 TEST(JsonSchemaTest, ExplosiveSchemasFailClosedAndFast) {
