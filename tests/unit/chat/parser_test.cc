@@ -212,9 +212,6 @@ TEST_F(ChatParserTest, MalformedDsmlIsAnErrorAndNeverContent) {
       {"\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" "
        "string=\"true\">1</｜DSML｜parameter>\n<｜DSML｜parameter name=\"a\" string=\"true\">2",
        "tool call f: duplicate parameter \"a\""},
-      {"\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" "
-       "string=\"false\">not json</｜DSML｜parameter>",
-       "tool call f: parameter marked string=\"false\" is not a JSON value"},
       {"\n\n<｜DSML｜tool_calls>\n</｜DSML｜tool_calls>trailing" + kEos,
        "malformed DSML tool call markup after tool call 0"},
       {"\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n</｜DSML｜invoke>" + kEos,
@@ -226,6 +223,18 @@ TEST_F(ChatParserTest, MalformedDsmlIsAnErrorAndNeverContent) {
     EXPECT_EQ(c.finish, FinishReason::kError) << output;
     EXPECT_EQ(c.content, "ok") << output;
   }
+}
+
+// A string="false" value goes into the arguments verbatim, as the reference parser inserts it,
+// JSON or not (the turn is not failed over it).
+TEST_F(ChatParserTest, NonStringParameterValuesAreVerbatim) {
+  Collected c = run_text(ThinkingMode::kChat,
+                         "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" "
+                         "string=\"false\">not json</｜DSML｜parameter>\n<｜DSML｜parameter name=\"b\" "
+                         "string=\"false\">[1, 2]</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>" + kEos);
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.finish, FinishReason::kToolCalls);
+  EXPECT_EQ(c.end_arguments, std::vector<std::string>{"{\"a\": not json, \"b\": [1, 2]}"});
 }
 
 TEST_F(ChatParserTest, EmptyToolCallBlockIsAccepted) {
