@@ -5,6 +5,8 @@
 // builder turns back into that API's JSON. Plain data; no HTTP, no engine.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,6 +57,7 @@ struct ChatRequest {
   // Messages the client sent in `messages` (Anthropic: besides `system`); -1 where the API has no
   // such list (Responses). Both APIs refuse an empty list (the route checks it after the model).
   int n_client_messages = -1;
+  std::optional<std::string> instructions;  // Responses: echoed on the response object
   // The last message is an assistant turn to continue (Anthropic prefill): it is rendered without
   // EOS and the output continues its content.
   bool continue_final_message = false;

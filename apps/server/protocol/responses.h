@@ -20,6 +20,11 @@ Result<ChatRequest> parse_responses(const Json& body, const ProtocolOptions& opt
 Result<Json> responses_response(const chat::ParsedOutput& output, const ChatRequest& request,
                                 const ResponseMeta& meta, const Usage& usage);
 
+// The request's settings every Responses object carries, as OpenAI returns them (instructions,
+// max_output_tokens, parallel_tool_calls, reasoning, temperature, text, tool_choice, tools,
+// top_p, truncation, ...).
+Json responses_request_echo(const ChatRequest& request);
+
 class ResponsesStreamer {
  public:
   ResponsesStreamer(const ChatRequest& request, ResponseMeta meta);
@@ -37,6 +42,7 @@ class ResponsesStreamer {
 
   ResponseMeta meta_;
   std::string suffix_;
+  Json echo_;  // responses_request_echo
   int sequence_ = 0;
   bool started_ = false;
   std::vector<Json> items_;  // finished output items
@@ -46,6 +52,7 @@ class ResponsesStreamer {
   std::string error_;
   Usage usage_;
   bool finished_ = false;
+  bool cut_by_limit_ = false;  // the turn ended at the token limit: its last message is incomplete
 };
 
 }  // namespace deepinfer::protocol

@@ -231,6 +231,7 @@ Result<ChatRequest> parse_responses(const Json& body, const ProtocolOptions& opt
   DI_PROTO_ASSIGN_OR_RETURN(auto model, opt_string(body, "model", ""));
   r.model = model.value_or("");
   DI_PROTO_ASSIGN_OR_RETURN(auto instructions, opt_string(body, "instructions", ""));
+  r.instructions = instructions;
   if (instructions) {
     chat::Message system;
     system.role = chat::Role::kSystem;

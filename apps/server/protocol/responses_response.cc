@@ -1,6 +1,10 @@
 // Parser events -> Responses API objects and events (see responses.h). Output items appear in the
 // order the model produced them: reasoning, message, function calls. Item ids derive from the
 // response id: rs_<id>, msg_<id>, fc_<id>_<n>.
+#include <fmt/format.h>
+
+#include <string>
+
 #include "protocol/json_reader.h"
 #include "protocol/responses.h"
 
@@ -52,7 +56,51 @@ Json function_call_item(const std::string& id, const char* status, const std::st
   return item;
 }
 
-Json response_json(const ResponseMeta& meta, const char* status, Json output, const Json& usage) {
+// A float request value as JSON in its shortest form (0.7, not 0.699999988).
+Json short_float(float v) { return Json(std::stod(fmt::format("{}", v))); }
+
+}  // namespace
+
+Json responses_request_echo(const ChatRequest& request) {
+  Json e;
+  e["instructions"] = request.instructions ? Json(*request.instructions) : Json(nullptr);
+  e["max_output_tokens"] = request.sampling.max_tokens ? Json(*request.sampling.max_tokens) : Json(nullptr);
+  e["metadata"] = Json::object();
+  e["parallel_tool_calls"] = request.parallel_tool_calls;
+  e["previous_response_id"] = nullptr;
+  const bool thinking = request.render.thinking_mode == chat::ThinkingMode::kThinking;
+  const std::string& effort = request.render.reasoning_effort.name;
+  e["reasoning"] = Json{{"effort", thinking ? (effort.empty() ? "high" : effort) : "none"}, {"summary", nullptr}};
+  e["store"] = false;
+  e["temperature"] = short_float(request.sampling.temperature);
+  Json format = Json{{"type", "text"}};
+  if (!request.response_format.empty()) {
+    Json parsed = Json::parse(request.response_format, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) format = std::move(parsed);
+  }
+  e["text"] = Json{{"format", std::move(format)}};
+  switch (request.tool_choice.mode) {
+    case ToolChoiceMode::kAuto: e["tool_choice"] = "auto"; break;
+    case ToolChoiceMode::kNone: e["tool_choice"] = "none"; break;
+    case ToolChoiceMode::kRequired: e["tool_choice"] = "required"; break;
+    case ToolChoiceMode::kNamed: e["tool_choice"] = Json{{"type", "function"}, {"name", request.tool_choice.name}}; break;
+  }
+  Json tools = Json::array();
+  for (const std::string& schema : request.tool_schemas) {
+    Json tool = Json::parse(schema, nullptr, /*allow_exceptions=*/false);
+    if (tool.is_discarded() || !tool.is_object()) continue;
+    tool["type"] = "function";
+    tools.push_back(std::move(tool));
+  }
+  e["tools"] = std::move(tools);
+  e["top_p"] = short_float(request.sampling.top_p);
+  e["truncation"] = "disabled";
+  return e;
+}
+
+namespace {
+
+Json response_json(const ResponseMeta& meta, const char* status, Json output, const Json& usage, const Json& echo) {
   Json r;
   r["id"] = meta.id;
   r["object"] = "response";
@@ -64,6 +112,7 @@ Json response_json(const ResponseMeta& meta, const char* status, Json output, co
   r["model"] = meta.model;
   r["output"] = std::move(output);
   r["usage"] = usage;
+  for (const auto& [key, value] : echo.items()) r[key] = value;
   return r;
 }
 
@@ -81,8 +130,10 @@ Result<Json> responses_response(const chat::ParsedOutput& output, const ChatRequ
       !output.reasoning_content.empty()) {
     items.push_back(reasoning_item("rs_" + suffix, output.reasoning_content));
   }
+  const bool incomplete = *output.finish_reason == chat::FinishReason::kLength;
   if (!output.content.empty() || output.tool_calls.empty()) {
-    items.push_back(message_item("msg_" + suffix, "completed",
+    // A message cut by the token limit is itself incomplete, as OpenAI marks it.
+    items.push_back(message_item("msg_" + suffix, incomplete ? "incomplete" : "completed",
                                  Json::array({output_text_part(output.content)})));
   }
   for (size_t k = 0; k < output.tool_calls.size(); ++k) {
@@ -90,15 +141,12 @@ Result<Json> responses_response(const chat::ParsedOutput& output, const ChatRequ
     items.push_back(function_call_item("fc_" + suffix + "_" + std::to_string(k), "completed",
                                        call.id, call.name, call.arguments));
   }
-  const char* status =
-      *output.finish_reason == chat::FinishReason::kLength ? "incomplete" : "completed";
-  return response_json(meta, status, std::move(items), usage_json(usage));
+  return response_json(meta, incomplete ? "incomplete" : "completed", std::move(items), usage_json(usage),
+                       responses_request_echo(request));
 }
 
 ResponsesStreamer::ResponsesStreamer(const ChatRequest& request, ResponseMeta meta)
-    : meta_(std::move(meta)), suffix_(id_suffix(meta_.id)) {
-  (void)request;
-}
+    : meta_(std::move(meta)), suffix_(id_suffix(meta_.id)), echo_(responses_request_echo(request)) {}
 
 void ResponsesStreamer::emit(std::string type, Json fields, std::vector<Json>* out) {
   Json e;
@@ -111,7 +159,7 @@ void ResponsesStreamer::emit(std::string type, Json fields, std::vector<Json>* o
 Json ResponsesStreamer::response_object(const char* status) const {
   bool final = std::string_view(status) != "in_progress";
   Json output = final ? Json(items_) : Json::array();
-  return response_json(meta_, status, std::move(output), final ? usage_json(usage_) : Json(nullptr));
+  return response_json(meta_, status, std::move(output), final ? usage_json(usage_) : Json(nullptr), echo_);
 }
 
 void ResponsesStreamer::start(std::vector<Json>* out) {
@@ -170,7 +218,7 @@ void ResponsesStreamer::close_item(std::vector<Json>* out) {
     part_done["part"] = part;
     emit("response.content_part.done", std::move(part_done), out);
     item_["content"] = Json::array({part});
-    if (!reasoning) item_["status"] = "completed";
+    if (!reasoning) item_["status"] = cut_by_limit_ ? "incomplete" : "completed";
   }
   emit("response.output_item.done", Json{{"output_index", index}, {"item", item_}}, out);
   items_.push_back(std::move(item_));
@@ -228,6 +276,7 @@ void ResponsesStreamer::on_event(const chat::ChatEvent& e, const Usage& usage,
   bool has_message_or_call = open_ == Open::kMessage || open_ == Open::kFunctionCall;
   for (const Json& item : items_) has_message_or_call |= item["type"] != "reasoning";
   if (!has_message_or_call) open_item(Open::kMessage, e, out);
+  cut_by_limit_ = e.finish_reason == chat::FinishReason::kLength;  // the last item is incomplete too
   close_item(out);
   if (e.finish_reason == chat::FinishReason::kLength) {
     emit("response.incomplete", Json{{"response", response_object("incomplete")}}, out);

@@ -33,6 +33,61 @@ TEST(ResponsesTest, ResponseObject) {
   EXPECT_EQ(prompt.rfind("<｜begin▁of▁sentence｜>Be kind.<｜User｜>Hi<｜Assistant｜><think>", 0), 0u) << prompt;
 }
 
+// Every response object echoes the request's settings, as OpenAI's do (clients read them back).
+TEST(ResponsesTest, ResponseObjectEchoesTheRequest) {
+  TestServer t(fixed_reply(kReply));
+  Json j = parse(t.post("/v1/responses", R"({"input": "Hi", "instructions": "Be kind.", "temperature": 0.7,
+      "max_output_tokens": 50, "parallel_tool_calls": false, "tool_choice": "auto",
+      "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]})").body);
+  EXPECT_EQ(j["instructions"], "Be kind.");
+  EXPECT_EQ(j["temperature"], 0.7);
+  EXPECT_EQ(j["top_p"], 1.0);
+  EXPECT_EQ(j["max_output_tokens"], 50);
+  EXPECT_EQ(j["parallel_tool_calls"], false);
+  EXPECT_EQ(j["tool_choice"], "auto");
+  ASSERT_EQ(j["tools"].size(), 1u);
+  EXPECT_EQ(j["tools"][0]["type"], "function");
+  EXPECT_EQ(j["tools"][0]["name"], "f");
+  EXPECT_EQ(j["text"]["format"]["type"], "text");
+  EXPECT_EQ(j["reasoning"]["effort"], "high");
+  EXPECT_EQ(j["truncation"], "disabled");
+  EXPECT_EQ(j["previous_response_id"], nullptr);
+  EXPECT_EQ(j["store"], false);
+  EXPECT_TRUE(j["metadata"].is_object());
+  TestServer no_thinking(fixed_reply("Hello!" + kEos));
+  Json plain = parse(no_thinking.post("/v1/responses", R"({"input": "Hi", "reasoning": {"effort": "none"}})").body);
+  EXPECT_EQ(plain["instructions"], nullptr);
+  EXPECT_EQ(plain["max_output_tokens"], nullptr);
+  EXPECT_EQ(plain["reasoning"]["effort"], "none");
+  EXPECT_EQ(plain["tools"], Json::array());
+}
+
+// A turn cut at max_output_tokens: the response and its message item are both incomplete.
+TEST(ResponsesTest, TokenLimitMakesTheMessageIncomplete) {
+  TestServer t(fixed_reply("Think.</think>Hello there, a long answer." + kEos));
+  Json j = parse(t.post("/v1/responses", R"({"input": "Hi", "max_output_tokens": 12})").body);
+  EXPECT_EQ(j["status"], "incomplete");
+  EXPECT_EQ(j["incomplete_details"]["reason"], "max_output_tokens");
+  EXPECT_EQ(j["output"].back()["type"], "message");
+  EXPECT_EQ(j["output"].back()["status"], "incomplete");
+  ClientResponse r = t.post("/v1/responses", R"({"input": "Hi", "max_output_tokens": 12, "stream": true})");
+  const std::vector<SseEvent> events = parse_sse(r.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().event, "response.incomplete");
+  const Json last = Json::parse(events.back().data);
+  EXPECT_EQ(last["response"]["output"].back()["status"], "incomplete");
+  EXPECT_EQ(last["response"]["temperature"], 1.0);
+  bool item_done = false;
+  for (const SseEvent& e : events) {
+    const Json d = Json::parse(e.data);
+    if (e.event == "response.output_item.done" && d["item"]["type"] == "message") {
+      EXPECT_EQ(d["item"]["status"], "incomplete");
+      item_done = true;
+    }
+  }
+  EXPECT_TRUE(item_done);
+}
+
 TEST(ResponsesTest, EventStream) {
   TestServer t(fixed_reply(kReply));
   ClientResponse r = t.post("/v1/responses", R"({"input": [{"role": "user", "content": "Hi"}], "stream": true})");
