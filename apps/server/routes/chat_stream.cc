@@ -52,7 +52,15 @@ class ChatCompletionsEncoder : public ChatStreamEncoder {
       }
       Json& choice = chunk["choices"][0];
       choice["index"] = index;
-      bool carries = !choice["delta"].empty() || !choice["finish_reason"].is_null();
+      // Logprobs ride on a chunk with generated text (or the last one), never on the role chunk
+      // that opens the stream: a client pairs each chunk's text with its logprobs.
+      const Json& delta = choice["delta"];
+      auto has_text = [&delta](const char* key) {
+        return delta.contains(key) && !(delta[key].is_string() && delta[key].get_ref<const std::string&>().empty()) &&
+               !delta[key].is_null();
+      };
+      bool carries = has_text("content") || has_text("reasoning_content") || has_text("tool_calls") ||
+                     !choice["finish_reason"].is_null();
       if (carries && !pending.empty()) {
         choice["logprobs"] = Json{{"content", std::move(pending)}};
         pending = Json::array();

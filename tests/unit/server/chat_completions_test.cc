@@ -172,7 +172,13 @@ TEST(ChatCompletionsTest, LogprobsPerToken) {
   ClientResponse r = t.post("/v1/chat/completions", chat_body(R"(, "logprobs": true, "stream": true)"));
   size_t n_entries = 0;
   for (const Json& c : sse_json(r.body)) {
-    if (c != "[DONE]" && c["choices"][0]["logprobs"].is_object()) n_entries += c["choices"][0]["logprobs"]["content"].size();
+    if (c == "[DONE]" || !c["choices"][0]["logprobs"].is_object()) continue;
+    n_entries += c["choices"][0]["logprobs"]["content"].size();
+    // Never on the role chunk that opens the stream: on chunks with text, or the finishing one.
+    const Json& delta = c["choices"][0]["delta"];
+    EXPECT_FALSE(delta.contains("role") && delta.value("content", "").empty() &&
+                 delta.value("reasoning_content", "").empty())
+        << c.dump();
   }
   EXPECT_EQ(n_entries, 7u);
 }
