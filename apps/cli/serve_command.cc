@@ -42,6 +42,10 @@ void add_options(CLI::App* app, ServeArgs* a) {
   app->add_option("--io-threads", a->server.http.n_threads, "HTTP io threads (0: one per core, at least 2)")->capture_default_str();
   app->add_option("--shutdown-timeout", a->server.shutdown_timeout_s, "seconds in-flight requests get on shutdown")->capture_default_str();
   app->add_flag("--no-thinking", a->no_thinking, "requests that do not choose get thinking mode off");
+  app->add_option("--allowed-origins", a->server.allowed_origins,
+                  "browser origins allowed to call the API (CORS; '*' = any, the default; '' = none)")
+      ->delimiter(',')
+      ->capture_default_str();
   app->add_flag("--quiet", a->quiet, "no access log");
 }
 

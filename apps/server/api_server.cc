@@ -98,7 +98,21 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Responder> responder
     if (request.method == r.method) route = &r;
   }
   std::string endpoint = route != nullptr ? route->path : (path_known ? request.path : "other");
+  const bool preflight = route == nullptr && path_known && request.method == "OPTIONS" &&
+                         !cors_allow_origin(ctx_->options, request.header("origin")).empty();
   auto exchange = std::make_shared<Exchange>(*ctx_, std::move(request), std::move(responder), endpoint);
+  if (preflight) {
+    // A browser's CORS preflight (no credentials are sent with it): the methods and the headers
+    // it asked for are allowed; the real request is then authenticated as any other.
+    HttpResponse r;
+    r.status = 204;
+    r.content_type.clear();
+    r.headers.emplace_back("access-control-allow-methods", "GET, POST, OPTIONS");
+    const std::string* asked = exchange->request().header("access-control-request-headers");
+    r.headers.emplace_back("access-control-allow-headers", asked != nullptr ? *asked : "*");
+    r.headers.emplace_back("access-control-max-age", "600");
+    return exchange->reply(std::move(r));
+  }
   if (route == nullptr) {
     ApiError e{path_known ? 405 : 404,
                path_known ? "Method " + exchange->request().method + " is not allowed on " + exchange->request().path

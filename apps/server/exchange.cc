@@ -52,8 +52,26 @@ Exchange::~Exchange() {
   if (!logged_) complete(responder_->is_disconnected() ? 499 : (status_ != 0 ? status_ : 500));
 }
 
+std::string cors_allow_origin(const ServerOptions& options, const std::string* origin) {
+  if (origin == nullptr) return {};
+  for (const std::string& allowed : options.allowed_origins) {
+    if (allowed == "*") return "*";
+    if (allowed == *origin) return *origin;
+  }
+  return {};
+}
+
+void Exchange::add_cors_headers(HeaderList& headers) const {
+  const std::string allow = cors_allow_origin(ctx.options, request_.header("origin"));
+  if (allow.empty()) return;
+  headers.emplace_back("access-control-allow-origin", allow);
+  if (allow != "*") headers.emplace_back("vary", "Origin");
+  headers.emplace_back("access-control-expose-headers", "x-request-id, retry-after");
+}
+
 void Exchange::reply(HttpResponse response) {
   response.headers.emplace_back("x-request-id", id_);
+  add_cors_headers(response.headers);
   int status = response.status;
   responder_->send(std::move(response));
   complete(status);
@@ -75,6 +93,7 @@ void Exchange::start_sse() {
   HttpResponse head;
   head.content_type = "text/event-stream; charset=utf-8";
   head.headers.emplace_back("x-request-id", id_);
+  add_cors_headers(head.headers);
   {
     std::lock_guard lock(mu_);
     status_ = 200;

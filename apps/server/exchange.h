@@ -44,6 +44,8 @@ class Exchange {
 
  private:
   void complete(int status);
+  // CORS headers for a browser client whose Origin the server allows (ServerOptions::allowed_origins).
+  void add_cors_headers(HeaderList& headers) const;
 
   HttpRequest request_;
   std::shared_ptr<Responder> responder_;

@@ -25,6 +25,13 @@ struct ServerOptions {
   double shutdown_timeout_s = 30.0;
   // One JSON line per request on stderr.
   bool access_log = true;
+  // Browser origins that may call the API (CORS), as vLLM's --allowed-origins: "*" = any (the
+  // default, as vLLM and SGLang allow); empty = no CORS headers and no preflight answers.
+  std::vector<std::string> allowed_origins = {"*"};
 };
+
+// The Access-Control-Allow-Origin value for a request's Origin header ("" = none: no origin sent,
+// or one not allowed).
+std::string cors_allow_origin(const ServerOptions& options, const std::string* origin);
 
 }  // namespace deepinfer::server

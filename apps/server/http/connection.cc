@@ -302,11 +302,12 @@ void Connection::stream_end(uint64_t seq) {
 std::string Connection::head_bytes(const HttpResponse& response, bool chunked) const {
   std::string head = "HTTP/1.1 " + std::to_string(response.status) + " ";
   head += std::string(bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(response.status))));
-  head += "\r\nServer: deepinfer\r\nContent-Type: " + response.content_type + "\r\n";
+  head += "\r\nServer: deepinfer\r\n";
+  if (!response.content_type.empty()) head += "Content-Type: " + response.content_type + "\r\n";
   for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
   if (chunked) {
     head += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
-  } else {
+  } else if (response.status != 204) {  // (a 204 has no body and no Content-Length, RFC 9110 8.6)
     head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   }
   head += keep_alive_ && !shared_->draining.load() ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";

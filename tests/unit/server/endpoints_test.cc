@@ -52,6 +52,48 @@ TEST(EndpointsTest, MetricsAfterTraffic) {
   }
 }
 
+// CORS, as vLLM answers browsers by default (any origin): the allow-origin header on replies and
+// streams to a request with an Origin, preflights answered without credentials; a list of
+// origins echoes the allowed one (with Vary) and ignores the others.
+TEST(EndpointsTest, CorsForBrowserClients) {
+  ServerOptions o = quiet_options();
+  o.api_key = "sekret";
+  TestServer t(fixed_reply(kReply), o);
+  const std::string origin = "Origin: https://ui.example";
+  ClientResponse models = t.get("/v1/models", {origin, "Authorization: Bearer sekret"});
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(models.headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(t.get("/v1/models", {"Authorization: Bearer sekret"}).headers.count("access-control-allow-origin"), 0u);
+  ClientResponse preflight = http_request(t.port, "OPTIONS", "/v1/chat/completions", "",
+                                          {origin, "Access-Control-Request-Method: POST",
+                                           "Access-Control-Request-Headers: authorization, content-type"});
+  EXPECT_EQ(preflight.status, 204);
+  EXPECT_EQ(preflight.headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(preflight.headers["access-control-allow-headers"], "authorization, content-type");
+  EXPECT_NE(preflight.headers["access-control-allow-methods"].find("POST"), std::string::npos);
+  ClientResponse stream = t.post("/v1/chat/completions",
+                                 R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})",
+                                 {origin, "Authorization: Bearer sekret"});
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_EQ(stream.headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(t.post("/v1/chat/completions", "{}", {origin}).headers["access-control-allow-origin"], "*");  // 401 too
+
+  ServerOptions listed = quiet_options();
+  listed.allowed_origins = {"https://ui.example"};
+  TestServer l(fixed_reply(kReply), listed);
+  ClientResponse ok = l.get("/health", {origin});
+  EXPECT_EQ(ok.headers["access-control-allow-origin"], "https://ui.example");
+  EXPECT_EQ(ok.headers["vary"], "Origin");
+  EXPECT_EQ(l.get("/health", {"Origin: https://evil.example"}).headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(http_request(l.port, "OPTIONS", "/v1/chat/completions", "", {"Origin: https://evil.example"}).status, 405);
+
+  ServerOptions none = quiet_options();
+  none.allowed_origins.clear();
+  TestServer n(fixed_reply(kReply), none);
+  EXPECT_EQ(n.get("/health", {origin}).headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(http_request(n.port, "OPTIONS", "/v1/chat/completions", "", {origin}).status, 405);
+}
+
 TEST(EndpointsTest, TokenizeAndDetokenize) {
   TestServer t(fixed_reply(kReply));
   Json tok = parse(t.post("/tokenize", R"({"prompt": "Hi"})").body);

@@ -105,7 +105,7 @@ std::optional<ClientResponse> HttpClient::read_streaming(const std::function<boo
                                                          int timeout_ms) {
   auto r = read_head(timeout_ms);
   if (!r) return std::nullopt;
-  if (r->status >= 100 && r->status < 200) return r;  // interim response: no body
+  if ((r->status >= 100 && r->status < 200) || r->status == 204) return r;  // interim / no content: no body
   if (r->headers.count("content-length")) {
     std::string body;
     if (!read_exact(std::stoul(r->headers["content-length"]), timeout_ms, &body)) return std::nullopt;
