@@ -1,8 +1,9 @@
 // POST /v1/completions: the legacy OpenAI Completions API on raw text. The prompt (a string, or
-// token ids, or a one-element list of either) is tokenized with special tokens matched, like any
-// raw-prompt API: the client writes the whole prompt, so there is no template boundary to protect.
-// Stop strings, UTF-8 completeness and text deltas come from the engine's TokenEvent.text.
-// One prompt per request; echo without logprobs; n choices; legacy logprobs (int, 0..20).
+// token ids, or a list of either: a batch of prompts) is tokenized with special tokens matched,
+// like any raw-prompt API: the client writes the whole prompt, so there is no template boundary to
+// protect. Stop strings, UTF-8 completeness and text deltas come from the engine's TokenEvent.text.
+// A batch of P prompts with n choices each is P engine requests; choice p * n + j is sample j of
+// prompt p (as OpenAI and vLLM number them). Echo without logprobs; legacy logprobs (int, 0..20).
 #include <mutex>
 
 #include "generation.h"
@@ -23,40 +24,62 @@ using protocol::Json;
 
 constexpr int32_t kDefaultMaxTokens = 16;  // OpenAI's default for this API
 
+constexpr size_t kMaxPrompts = 2048;  // OpenAI's limit on a prompt array
+
 struct CompletionRequest {
   std::string model;
-  std::vector<int32_t> prompt_ids;
+  std::vector<std::vector<int32_t>> prompts;  // token ids of each prompt of the batch
+  // Each prompt as echoed: a text prompt as the client wrote it (not the BOS its ids gained), a
+  // token prompt decoded (vLLM's echo).
+  std::vector<std::optional<std::string>> prompt_texts;
   SamplingParams sampling;
   bool stream = false, include_usage = false, echo = false;
 };
 
-Result<std::vector<int32_t>> read_prompt(const Json& body, const Tokenizer& tokenizer, bool add_special) {
-  const Json* prompt = protocol::member(body, "prompt");
-  if (prompt == nullptr) return Status(StatusCode::kInvalidArgument, "prompt: required");
-  const Json* one = prompt;
-  if (prompt->is_array() && !prompt->empty() && !(*prompt)[0].is_number_integer()) {
-    if (prompt->size() != 1) return Status(StatusCode::kInvalidArgument, "prompt: only one prompt per request is supported");
-    one = &(*prompt)[0];
-  }
-  if (one->is_string()) {
-    std::vector<int32_t> ids = tokenizer.encode(one->get<std::string>(), /*match_special=*/true);
+// One prompt: a string, or a non-empty array of token ids (`path` names it in errors).
+Result<std::vector<int32_t>> read_one_prompt(const Json& one, const std::string& path, const Tokenizer& tokenizer,
+                                             bool add_special) {
+  if (one.is_string()) {
+    std::vector<int32_t> ids = tokenizer.encode(one.get<std::string>(), /*match_special=*/true);
     if (add_special && (ids.empty() || ids.front() != tokenizer.bos_id())) ids.insert(ids.begin(), tokenizer.bos_id());
     return ids;
   }
-  if (!one->is_array() || one->empty()) {
-    return Status(StatusCode::kInvalidArgument, "prompt: expected a string or a non-empty array of token ids");
+  if (!one.is_array() || one.empty()) {
+    return Status(StatusCode::kInvalidArgument, path + ": expected a string or a non-empty array of token ids");
   }
   std::vector<int32_t> ids;
-  for (size_t i = 0; i < one->size(); ++i) {
-    const Json& t = (*one)[i];
+  for (size_t i = 0; i < one.size(); ++i) {
+    const Json& t = one[i];
     int64_t id = t.is_number_integer() ? t.get<int64_t>() : -1;
     if (id < 0 || id >= tokenizer.n_vocab()) {
-      return Status(StatusCode::kInvalidArgument, "prompt[" + std::to_string(i) + "]: expected a token id in [0, " +
+      return Status(StatusCode::kInvalidArgument, path + "[" + std::to_string(i) + "]: expected a token id in [0, " +
                                                       std::to_string(tokenizer.n_vocab()) + ")");
     }
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
+}
+
+// `prompt`: a string, token ids, or a batch — an array of strings or of token-id arrays — into
+// r->prompts and r->prompt_texts.
+Status read_prompts(const Json& body, const Tokenizer& tokenizer, bool add_special, CompletionRequest* r) {
+  const Json* prompt = protocol::member(body, "prompt");
+  if (prompt == nullptr) return Status(StatusCode::kInvalidArgument, "prompt: required");
+  auto add = [&](const Json& one, const std::string& path) -> Status {
+    DI_PROTO_ASSIGN_OR_RETURN(std::vector<int32_t> ids, read_one_prompt(one, path, tokenizer, add_special));
+    r->prompts.push_back(std::move(ids));
+    r->prompt_texts.push_back(one.is_string() ? std::optional<std::string>(one.get<std::string>()) : std::nullopt);
+    return Status::ok();
+  };
+  if (prompt->is_array() && !prompt->empty() && !(*prompt)[0].is_number_integer()) {
+    if (prompt->size() > kMaxPrompts) {
+      return Status(StatusCode::kInvalidArgument,
+                    "prompt: at most " + std::to_string(kMaxPrompts) + " prompts per request");
+    }
+    for (size_t p = 0; p < prompt->size(); ++p) DI_PROTO_RETURN_IF_ERROR(add((*prompt)[p], "prompt[" + std::to_string(p) + "]"));
+    return Status::ok();
+  }
+  return add(*prompt, "prompt");
 }
 
 Status read_extensions(const Json& body, CompletionRequest* r) {
@@ -82,7 +105,7 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
   DI_PROTO_ASSIGN_OR_RETURN(auto model, protocol::opt_string(body, "model", ""));
   r.model = model.value_or("");
   DI_PROTO_ASSIGN_OR_RETURN(auto add_special, protocol::opt_bool(body, "add_special_tokens", ""));
-  DI_PROTO_ASSIGN_OR_RETURN(r.prompt_ids, read_prompt(body, tokenizer, add_special.value_or(true)));
+  DI_PROTO_RETURN_IF_ERROR(read_prompts(body, tokenizer, add_special.value_or(true), &r));
   Json sampling_fields = body;
   sampling_fields.erase("logprobs");  // an integer here, a boolean in Chat Completions
   DI_PROTO_RETURN_IF_ERROR(protocol::read_openai_sampling(sampling_fields, &r.sampling));
@@ -115,22 +138,36 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
  public:
   CompletionCall(std::shared_ptr<Exchange> exchange, CompletionRequest request, protocol::ResponseMeta meta, Ticket ticket)
       : exchange_(std::move(exchange)), request_(std::move(request)), meta_(std::move(meta)), ticket_(std::move(ticket)),
-        choices_(static_cast<size_t>(std::max(1, request_.sampling.n))) {
-    if (request_.echo) prompt_text_ = valid_utf8(exchange_->ctx.tokenizer->decode(request_.prompt_ids));
-    for (Choice& c : choices_) c.text = prompt_text_;
+        n_per_prompt_(std::max(1, request_.sampling.n)),
+        choices_(request_.prompts.size() * static_cast<size_t>(n_per_prompt_)),
+        n_prompt_(request_.prompts.size(), 0) {
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      Choice& c = choices_[i];
+      const size_t p = i / static_cast<size_t>(n_per_prompt_);
+      if (request_.echo) {
+        c.echo = valid_utf8(request_.prompt_texts[p].value_or(exchange_->ctx.tokenizer->decode(request_.prompts[p])));
+      }
+      c.text = c.echo;
+    }
   }
 
+  // One engine request per prompt (engine_request carries the sampling; its prompt is replaced).
   void run(Request engine_request) {
     std::weak_ptr<CompletionCall> weak = weak_from_this();
     std::lock_guard lock(mu_);
-    auto generation = Generation::start(exchange_->ctx, std::move(engine_request),
-                                        [self = shared_from_this()](const TokenEvent& e) { self->on_event(e); },
-                                        exchange_->start_time());
-    if (!generation.is_ok()) {
-      done_ = true;
-      return exchange_->reply_error(error_from_status(generation.status()));
+    for (size_t p = 0; p < request_.prompts.size(); ++p) {
+      Request r = engine_request;
+      r.prompt_ids = request_.prompts[p];
+      auto generation = Generation::start(
+          exchange_->ctx, std::move(r),
+          [self = shared_from_this(), p](const TokenEvent& e) { self->on_event(p, e); }, exchange_->start_time());
+      if (!generation.is_ok()) {
+        done_ = true;
+        for (const auto& g : generations_) g->abort();
+        return exchange_->reply_error(error_from_status(generation.status()));
+      }
+      generations_.push_back(*generation);
     }
-    generation_ = *generation;
     if (request_.stream) exchange_->start_sse();
     exchange_->responder().on_disconnect([weak] {
       if (auto self = weak.lock()) self->on_client_gone();
@@ -139,22 +176,24 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
 
  private:
   struct Choice {
+    std::string echo;  // the prompt's text when echoed
     std::string text;
     Json logprobs;  // null until the first token
     std::optional<FinishReason> finish;
     int n_tokens = 0;
+    int n_cached = 0;  // its prompt's tokens served from the prefix cache
     bool streamed_echo = false;
   };
 
   void on_client_gone() {
     exchange_->ctx.metrics.on_client_disconnect();
-    std::shared_ptr<Generation> g;
+    std::vector<std::shared_ptr<Generation>> gs;
     {
       std::lock_guard lock(mu_);
       client_gone_ = true;
-      g = generation_;
+      gs = generations_;
     }
-    if (g) g->abort();
+    for (const auto& g : gs) g->abort();
   }
 
   Json chunk(int index, std::string text, Json logprobs, const Json& finish) const {
@@ -165,12 +204,13 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     return c;
   }
 
-  void on_event(const TokenEvent& e) {
+  void on_event(size_t prompt, const TokenEvent& e) {
     std::lock_guard lock(mu_);
-    if (done_ || e.sample_index < 0 || e.sample_index >= static_cast<int>(choices_.size())) return;
-    Choice& c = choices_[static_cast<size_t>(e.sample_index)];
-    n_prompt_ = std::max(n_prompt_, e.n_prompt_tokens);
-    n_cached_ = std::max(n_cached_, e.n_cached_tokens);
+    if (done_ || e.sample_index < 0 || e.sample_index >= n_per_prompt_) return;
+    const int index = static_cast<int>(prompt) * n_per_prompt_ + e.sample_index;
+    Choice& c = choices_[static_cast<size_t>(index)];
+    n_prompt_[prompt] = std::max(n_prompt_[prompt], e.n_prompt_tokens);
+    c.n_cached = std::max(c.n_cached, e.n_cached_tokens);
     if (e.finish && (*e.finish == FinishReason::kAbort || *e.finish == FinishReason::kError)) {
       return fail(*e.finish == FinishReason::kError ? ApiError{500, "engine error: " + e.error, "", "", {}}
                                                     : ApiError{503, "The request was aborted: the server is shutting down.", "", "", {}});
@@ -185,27 +225,34 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     }
     if (e.finish) c.finish = e.finish;
     if (request_.stream) {
-      std::string delta = c.streamed_echo ? e.text : prompt_text_ + e.text;
+      std::string delta = c.streamed_echo ? e.text : c.echo + e.text;
       c.streamed_echo = true;
       Json finish = e.finish ? Json(finish_text(*e.finish)) : Json(nullptr);
       if (!delta.empty() || !lps.is_null() || e.finish) {
-        exchange_->write(sse_data(chunk(e.sample_index, valid_utf8(delta), std::move(lps), finish)));
+        exchange_->write(sse_data(chunk(index, valid_utf8(delta), std::move(lps), finish)));
       }
     }
     if (e.finish && ++n_done_ == static_cast<int>(choices_.size())) complete();
   }
 
+  // Each prompt's tokens count once, whatever n (its cached tokens: the most any of its samples saw).
   protocol::Json usage() const {
-    int n_completion = 0;
+    int n_completion = 0, n_prompt = 0, n_cached = 0;
     for (const Choice& c : choices_) n_completion += c.n_tokens;
-    return Json{{"prompt_tokens", n_prompt_}, {"completion_tokens", n_completion}, {"total_tokens", n_prompt_ + n_completion},
-                {"prompt_tokens_details", {{"cached_tokens", n_cached_}}}};
+    for (size_t p = 0; p < n_prompt_.size(); ++p) {
+      n_prompt += n_prompt_[p];
+      int cached = 0;
+      for (int j = 0; j < n_per_prompt_; ++j) cached = std::max(cached, choices_[p * n_per_prompt_ + j].n_cached);
+      n_cached += cached;
+    }
+    return Json{{"prompt_tokens", n_prompt}, {"completion_tokens", n_completion}, {"total_tokens", n_prompt + n_completion},
+                {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
   }
 
   void complete() {
     done_ = true;
     Json u = usage();
-    exchange_->annotate("prompt_tokens", n_prompt_);
+    exchange_->annotate("prompt_tokens", u["prompt_tokens"]);
     exchange_->annotate("completion_tokens", u["completion_tokens"]);
     exchange_->annotate("finish_reason", finish_text(choices_[0].finish.value_or(FinishReason::kStop)));
     if (request_.stream) {
@@ -232,7 +279,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
 
   void fail(const ApiError& error) {
     done_ = true;
-    if (generation_) generation_->abort();
+    for (const auto& g : generations_) g->abort();
     exchange_->annotate("finish_reason", client_gone_ ? "client_disconnected" : "error");
     if (!client_gone_) {
       if (request_.stream) {
@@ -249,12 +296,13 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   CompletionRequest request_;
   protocol::ResponseMeta meta_;
   Ticket ticket_;
-  std::string prompt_text_;
+  const int n_per_prompt_;  // n
 
   std::mutex mu_;
-  std::shared_ptr<Generation> generation_;
-  std::vector<Choice> choices_;
-  int n_prompt_ = 0, n_cached_ = 0, n_done_ = 0;
+  std::vector<std::shared_ptr<Generation>> generations_;  // one per prompt
+  std::vector<Choice> choices_;   // [prompt][sample]
+  std::vector<int> n_prompt_;     // tokens of each prompt
+  int n_done_ = 0;
   bool done_ = false;
   bool client_gone_ = false;
 };
@@ -269,11 +317,13 @@ void handle_completions(const std::shared_ptr<Exchange>& exchange) {
   if (!parsed.is_ok()) return exchange->reply_error(error_from_status(parsed.status()));
   CompletionRequest request = std::move(parsed).value();
   if (auto e = check_model(ctx, request.model)) return exchange->reply_error(*e);
-  if (auto e = check_context(ctx, static_cast<int64_t>(request.prompt_ids.size()), request.sampling.max_tokens)) {
-    return exchange->reply_error(*e);
+  for (const std::vector<int32_t>& prompt : request.prompts) {
+    if (auto e = check_context(ctx, static_cast<int64_t>(prompt.size()), request.sampling.max_tokens)) {
+      if (request.prompts.size() > 1) e->param = "prompt";
+      return exchange->reply_error(*e);
+    }
   }
   Request engine_request;
-  engine_request.prompt_ids = request.prompt_ids;
   engine_request.sampling = request.sampling;
   engine_request.request_label = exchange->id();
   Ticket ticket = admit(*exchange);

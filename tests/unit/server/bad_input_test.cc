@@ -38,7 +38,7 @@ TEST(BadInputTest, MalformedJsonAndTypes) {
   expect_openai_error(t.post("/v1/chat/completions", R"({"messages": [], "temperature": "hot"})"), 400, "temperature");
   expect_openai_error(t.post("/v1/chat/completions", R"({"messages": [], "top_p": 7})"), 400, "top_p");
   expect_openai_error(t.post("/v1/completions", R"({"prompt": [1, -4]})"), 400, "prompt[1]");
-  expect_openai_error(t.post("/v1/completions", R"({"prompt": ["a", "b"]})"), 400, "one prompt");
+  expect_openai_error(t.post("/v1/completions", R"({"prompt": ["a", {"b": 1}]})"), 400, "prompt[1]");
   expect_anthropic_error(t.post("/v1/messages", R"({"messages": [{"role": "user", "content": "x"}]})"), 400,
                          "invalid_request_error");
   expect_anthropic_error(t.post("/v1/messages", "not json"), 400, "invalid_request_error");

@@ -1,6 +1,8 @@
 // POST /v1/completions (legacy, raw prompt) end to end against the FakeEngine: text, token-id and
 // one-element-list prompts, n, echo, legacy logprobs, stop strings handled by the engine, the
 // chunk stream with include_usage and [DONE].
+#include <map>
+
 #include "server_test_util.h"
 
 namespace deepinfer::server::testing {
@@ -29,6 +31,39 @@ TEST(CompletionsTest, TokenPromptsEchoAndN) {
   EXPECT_EQ(j["choices"][0]["text"], "Hix");  // FakeTokenizer byte ids: 1000 + 'H', 1000 + 'i'
   EXPECT_EQ(j["choices"][1]["text"], "Hiy");
   EXPECT_EQ(t.engine->last_request().prompt_ids, (std::vector<int32_t>{1072, 1105}));
+}
+
+// A batch of prompts (strings or token-id arrays) with n samples each: choice p * n + j is sample j
+// of prompt p, as OpenAI and vLLM number them; each prompt's tokens count once in the usage.
+TEST(CompletionsTest, BatchOfPrompts) {
+  TestServer t([](const std::string& prompt, int sample) {
+    return std::string(prompt.find("Bye") != std::string::npos ? "B" : "A") + std::to_string(sample) + kEos;
+  });
+  Json j = parse(t.post("/v1/completions", R"({"prompt": ["Hello", "Bye"], "n": 2, "echo": true})").body);
+  ASSERT_EQ(j["choices"].size(), 4u) << j.dump();
+  const char* want[] = {"HelloA0", "HelloA1", "ByeB0", "ByeB1"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][i]["text"], want[i]) << i;
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 6 + 4);  // BOS + "Hello", BOS + "Bye" (byte tokens)
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4 * 3);
+  Json ids = parse(t.post("/v1/completions", R"({"prompt": [[1072, 1105], [1066]], "max_tokens": 5})").body);
+  ASSERT_EQ(ids["choices"].size(), 2u);
+  EXPECT_EQ(ids["choices"][1]["text"], "A0");
+  ClientResponse r = t.post("/v1/completions", R"({"prompt": ["Hello", "Bye"], "stream": true})");
+  std::map<int, std::string> streamed;
+  for (const Json& c : sse_json(r.body)) {
+    if (c == "[DONE]") continue;
+    streamed[c["choices"][0]["index"].get<int>()] += c["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, (std::map<int, std::string>{{0, "A0"}, {1, "B0"}}));
+  // Bad entries name their prompt; a prompt over the context limit fails the request.
+  ClientResponse bad = t.post("/v1/completions", R"({"prompt": ["ok", 5]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("prompt[1]"), std::string::npos) << bad.body;
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": ["ok", [1, -4]]})").status, 400);
+  EXPECT_EQ(t.engine->n_live_requests(), 0);
 }
 
 TEST(CompletionsTest, LegacyLogprobs) {

@@ -1,4 +1,7 @@
 // GET /v1/models, /health, /metrics and POST /tokenize, /detokenize.
+#include <chrono>
+#include <thread>
+
 #include "server_test_util.h"
 
 namespace deepinfer::server::testing {
@@ -27,7 +30,20 @@ TEST(EndpointsTest, MetricsAfterTraffic) {
   TestServer t(fixed_reply(kReply));
   for (int i = 0; i < 3; ++i) t.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})");
   t.post("/v1/chat/completions", "{");
-  ClientResponse r = t.get("/metrics");
+  // A request's counters move just after its response is queued (the exchange's completion, the
+  // generation's end on its io thread), so a client may read /metrics a moment before: wait for
+  // the last request's counter first (the test failed so under load).
+  ClientResponse r;
+  for (int i = 0; i < 400; ++i) {
+    r = t.get("/metrics");
+    if (r.body.find("deepinfer_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1\n") !=
+            std::string::npos &&
+        r.body.find("deepinfer_request_success_total{finished_reason=\"stop\"} 3\n") != std::string::npos &&
+        r.body.find("deepinfer_requests_in_flight 0\n") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
   const std::string& m = r.body;
