@@ -68,6 +68,11 @@ struct SamplingParams {
   std::map<int32_t, float> logit_bias;
   // If not empty, only these token ids may be sampled (applied like a grammar mask).
   std::vector<int32_t> allowed_token_ids;
+  // Words that may not be generated (vLLM's bad_words): each is tokenized as written (leading
+  // blanks dropped) and, where that makes a different first token of the same length, with one
+  // leading space; the last token of such a sequence is banned wherever the output so far ends
+  // with the tokens before it (a one-token word: always). Non-empty, valid UTF-8, at most 1,000.
+  std::vector<std::string> bad_words;
 
   // EOS and stop_token_ids are suppressed until this many tokens have been generated (unless
   // nothing else is allowed, e.g. a grammar that can only end), and stop strings are ignored.

@@ -52,6 +52,7 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     logit_bias: Optional[Dict[int, float]] = None
     allowed_token_ids: Optional[List[int]] = None
+    bad_words: Optional[List[str]] = None
     structured_outputs: Optional[StructuredOutputsParams] = None
 
     def __post_init__(self) -> None:
@@ -67,7 +68,7 @@ class SamplingParams:
             if f.name == "structured_outputs":
                 continue
             value = getattr(self, f.name)
-            if value is None and f.name in ("stop", "stop_token_ids", "logit_bias", "allowed_token_ids"):
+            if value is None and f.name in ("stop", "stop_token_ids", "logit_bias", "allowed_token_ids", "bad_words"):
                 continue
             d[f.name] = value
         if self.logit_bias is not None:

@@ -65,6 +65,7 @@ SamplingParams sampling_from_dict(const py::dict& in) {
   take(d, "frequency_penalty", &p.frequency_penalty);
   take(d, "logit_bias", &p.logit_bias);
   take(d, "allowed_token_ids", &p.allowed_token_ids);
+  take(d, "bad_words", &p.bad_words);
   take(d, "min_tokens", &p.min_tokens);
   take_optional(d, "max_tokens", &p.max_tokens);
   take(d, "stop", &p.stop);

@@ -2,6 +2,7 @@
 // n sequences with derived seeds), aborts and errors outside a step, event delivery, and the
 // stats/integrity snapshot taken before each delivery.
 #include "base/log.h"
+#include "engine/bad_words.h"
 #include "engine/engine_impl.h"
 #include "engine/reasoning_gate.h"
 
@@ -21,6 +22,9 @@ void EngineImpl::admit(std::vector<AcceptedRequest> requests) {
       if (r.grammar && r.reasoning_end >= 0) {
         state.matcher = std::make_unique<ReasoningGatedMatcher>(std::move(state.matcher), r.reasoning_end,
                                                                 outputs_->eos_ids(), outputs_->n_vocab());
+      }
+      if (!r.bad_words.empty()) {  // outermost: the bans cover the reasoning too, as vLLM's
+        state.matcher = std::make_unique<BadWordsMatcher>(std::move(state.matcher), r.bad_words, outputs_->n_vocab());
       }
       outputs_->add(seq, std::move(state));
       seq_owner_[seq] = r.id;

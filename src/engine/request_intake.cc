@@ -5,6 +5,7 @@
 #include "engine/request_intake.h"
 
 #include "base/status.h"
+#include "engine/bad_words.h"
 #include "engine/reasoning_gate.h"
 #include "sample/keyed_noise.h"
 
@@ -79,6 +80,7 @@ Result<AcceptedRequest> accept_request(Request request, RequestId id, EventSink 
     }
     DI_ASSIGN_OR_RETURN(out.grammar, compiler->compile(so));
   }
+  out.bad_words = bad_word_token_ids(request.sampling.bad_words, tokenizer, limits.n_vocab);
   for (int32_t i = 0; i < request.sampling.n; ++i) {
     out.seeds.push_back(sample::resolve_sequence_seed(request.sampling.seed, limits.engine_seed, id, i));
   }

@@ -29,6 +29,7 @@ struct AcceptedRequest {
   uint64_t cache_salt = 0;      // 0 = the shared namespace
   std::shared_ptr<const CompiledStructuredOutput> grammar;  // null: unconstrained
   int32_t reasoning_end = -1;  // >= 0: the grammar starts after this token (after_reasoning)
+  std::vector<std::vector<int32_t>> bad_words;  // sampling.bad_words' token sequences (bad_words.h)
   std::string label;
   EventSink sink;
 };

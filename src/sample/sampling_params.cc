@@ -115,6 +115,16 @@ Status check_stop(const SamplingParams& p) {
     if (p.stop[i].empty()) return invalid_argument("stop[{}] is empty", i);
     if (!valid_utf8(p.stop[i])) return invalid_argument("stop[{}] is not valid UTF-8", i);
   }
+  constexpr size_t kMaxBadWords = 1000;
+  if (p.bad_words.size() > kMaxBadWords) {
+    return invalid_argument("bad_words has {} words, at most {}", p.bad_words.size(), kMaxBadWords);
+  }
+  for (size_t i = 0; i < p.bad_words.size(); ++i) {
+    if (p.bad_words[i].find_first_not_of(" \t\n\r") == std::string::npos) {
+      return invalid_argument("bad_words[{}] is empty", i);
+    }
+    if (!valid_utf8(p.bad_words[i])) return invalid_argument("bad_words[{}] is not valid UTF-8", i);
+  }
   return Status::ok();
 }
 

@@ -63,6 +63,13 @@ class PythonE2eTest(unittest.TestCase):
         self.assertEqual(cut[0].outputs[0].finish_reason, "stop")
         self.assertEqual(cut[0].outputs[0].text, text[:text.find(stop)])
         self.assertEqual(len(cut[1].outputs[0].token_ids), 1)
+        # bad_words (vLLM's) reach the engine (which bans them token by token: engine_test's
+        # BadWordsTest) and are validated here.
+        banned = self.llm.generate("Once upon a time",
+                                   SamplingParams(max_tokens=12, seed=9, ignore_eos=True, bad_words=[text.split()[0]]))[0]
+        self.assertEqual(len(banned.outputs[0].token_ids), 12)
+        with self.assertRaisesRegex(ValueError, "bad_words"):
+            SamplingParams(bad_words=[" "])
 
     def test_chat_both_modes(self):
         conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]

@@ -64,6 +64,15 @@ Status read_openai_sampling(const Json& body, SamplingParams* out) {
   DI_PROTO_ASSIGN_OR_RETURN(auto k, opt_int(body, "top_k", ""));
   if (k) out->top_k = static_cast<int32_t>(std::max<int64_t>(-1, std::min<int64_t>(*k, INT32_MAX)));
   DI_PROTO_RETURN_IF_ERROR(read_stop(body, "stop", &out->stop));
+  // vLLM's extension: words the output may not contain (SamplingParams::bad_words).
+  DI_PROTO_ASSIGN_OR_RETURN(const Json* bad_words, opt_array(body, "bad_words", ""));
+  if (bad_words != nullptr) {
+    for (size_t i = 0; i < bad_words->size(); ++i) {
+      const Json& w = (*bad_words)[i];
+      if (!w.is_string()) return type_error(json_path("bad_words", i), "a string", w);
+      out->bad_words.push_back(w.get<std::string>());
+    }
+  }
   DI_PROTO_RETURN_IF_ERROR(read_seed(body, out));
   DI_PROTO_RETURN_IF_ERROR(read_int32(body, "n", &n));
   if (n) out->n = *n;  // range checked by SamplingParams::validate (finish_request)

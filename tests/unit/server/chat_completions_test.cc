@@ -212,7 +212,7 @@ TEST(ChatCompletionsTest, SamplingFieldsAndFormatsReachTheEngine) {
   TestServer t(fixed_reply("Ok.</think>{}" + kEos));
   ClientResponse sent = t.post("/v1/chat/completions", chat_body(R"(, "temperature": 0, "top_p": 0.5, "top_k": 7,
       "min_p": 0.1, "seed": 42, "presence_penalty": 0.5, "frequency_penalty": 0.25, "repetition_penalty": 1.1,
-      "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})"));
+      "bad_words": ["darn", "heck it"], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})"));
   ASSERT_EQ(sent.status, 200) << sent.body;
   Request r = t.engine->last_request();
   EXPECT_EQ(r.sampling.temperature, 0.0f);
@@ -223,11 +223,15 @@ TEST(ChatCompletionsTest, SamplingFieldsAndFormatsReachTheEngine) {
   EXPECT_EQ(r.sampling.presence_penalty, 0.5f);
   EXPECT_EQ(r.sampling.frequency_penalty, 0.25f);
   EXPECT_EQ(r.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.sampling.bad_words, (std::vector<std::string>{"darn", "heck it"}));  // vLLM's extension
   ASSERT_TRUE(r.structured_output.has_value());
   EXPECT_EQ(r.structured_output->kind, StructuredOutput::Kind::kJsonSchema);
   EXPECT_EQ(r.structured_output->spec, R"({"type":"object"})");
   EXPECT_EQ(r.request_label.rfind("req_", 0), 0u);
 
+  ClientResponse bad_word = t.post("/v1/chat/completions", chat_body(R"(, "bad_words": ["ok", 3])"));
+  EXPECT_EQ(bad_word.status, 400);
+  EXPECT_NE(bad_word.body.find("bad_words[1]"), std::string::npos) << bad_word.body;
   ASSERT_EQ(t.post("/v1/chat/completions", chat_body(R"(, "response_format": {"type": "json_object"})")).status, 200);
   EXPECT_EQ(t.engine->last_request().structured_output->kind, StructuredOutput::Kind::kJsonObject);
 }
