@@ -81,10 +81,17 @@ TEST(ResponsesTest, StreamedToolCallEvents) {
       "response.function_call_arguments.delta", "response.function_call_arguments.delta",
       "response.function_call_arguments.done", "response.output_item.done", "response.completed"};
   EXPECT_EQ(types, expected_types);
+  // Every response object ends with the request's settings, as OpenAI's do.
+  const std::string echo =
+      R"("instructions":"Be brief.","max_output_tokens":50,"metadata":{},"parallel_tool_calls":true,)"
+      R"("previous_response_id":null,"reasoning":{"effort":"high","summary":null},"store":false,)"
+      R"("temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[{"name":)"
+      R"("get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":)"
+      R"({"type":"string"}}},"strict":false,"type":"function"}],"top_p":1.0,"truncation":"disabled")";
   EXPECT_EQ(events[0].dump(),
             R"({"type":"response.created","sequence_number":0,"response":{"id":"resp_xyz",)"
             R"("object":"response","created_at":1700000000,"status":"in_progress","error":null,)"
-            R"("incomplete_details":null,"model":"deepseek-v4-flash","output":[],"usage":null}})");
+            R"("incomplete_details":null,"model":"deepseek-v4-flash","output":[],"usage":null,)" + echo + "}}");
   EXPECT_EQ(events[10].dump(),
             R"({"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_xyz",)"
             R"("output_index":1,"content_index":0,"delta":"Check.","logprobs":[]})");
@@ -107,7 +114,7 @@ TEST(ResponsesTest, StreamedToolCallEvents) {
       R"({"id":"fc_xyz_0","type":"function_call","status":"completed","call_id":"call_xyz_0",)"
       R"("name":"get_weather","arguments":"{\"city\": \"Lyon\"}"}],"usage":{"input_tokens":30,)"
       R"("input_tokens_details":{"cached_tokens":0},"output_tokens":17,"output_tokens_details":)"
-      R"({"reasoning_tokens":2},"total_tokens":47}})";
+      R"({"reasoning_tokens":2},"total_tokens":47},)" + echo + "}";
   EXPECT_EQ(response->dump(), expected);
   // The streamed final response carries the same output and usage.
   EXPECT_EQ(events.back()["response"].dump(), expected);
