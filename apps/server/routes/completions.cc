@@ -145,7 +145,8 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
       Choice& c = choices_[i];
       const size_t p = i / static_cast<size_t>(n_per_prompt_);
       if (request_.echo) {
-        c.echo = valid_utf8(request_.prompt_texts[p].value_or(exchange_->ctx.tokenizer->decode(request_.prompts[p])));
+        const std::optional<std::string>& written = request_.prompt_texts[p];
+        c.echo = valid_utf8(written ? *written : exchange_->ctx.tokenizer->decode(request_.prompts[p]));
       }
       c.text = c.echo;
     }
