@@ -208,6 +208,22 @@ TEST(CliE2eTest, BenchWritesDecodeAndPrefillRows) {
   ASSERT_EQ(j0.at("rows").size(), 1u) << j0.dump();
   EXPECT_EQ(j0["rows"][0]["kind"], "prefill");
   EXPECT_FALSE(j0.contains("prefill_breakdown")) << "--no-breakdown";
+  // A row whose KV does not fit the budget keeps every field of a row, its figures null, and says why.
+  const std::string out_skip = testing::temp_path("bench_skipped.json");
+  r = run_shell("OMP_NUM_THREADS=1 " + kCli + " bench --model " + testing::tiny_model_dir() +
+                    " --device cpu --batch 1 --context 64 --prefill 0 --iters 1 --no-breakdown --memory-budget-gib 1e-9 --out " +
+                    out_skip,
+                true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream fs(out_skip);
+  const nlohmann::json js = nlohmann::json::parse(fs);
+  ASSERT_EQ(js.at("rows").size(), 1u) << js.dump();
+  const nlohmann::json& skipped = js["rows"][0];
+  EXPECT_NE(skipped.at("skipped").get<std::string>().find("memory budget"), std::string::npos) << skipped.dump();
+  for (const char* key : {"kind", "batch", "context", "model", "tokens_per_s", "hbm_roofline_pct", "tensor_peak_pct"}) {
+    EXPECT_TRUE(skipped.contains(key)) << key;
+  }
+  EXPECT_TRUE(skipped["tokens_per_s"].is_null());
   r = run_shell(kCli + " bench --model " + testing::tiny_model_dir() + " --device cpu --iters 0", true);
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("--iters must be >= 1 (got 0)"), std::string::npos) << r.out;

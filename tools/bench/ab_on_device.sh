@@ -42,7 +42,7 @@ for cfg in "${configs[@]}"; do
 import json, sys
 d = json.load(open(sys.argv[1]))
 def cell(r):
-    c = f"{r['kind'][0]}{r['batch']}@{r['context']}={r.get('tokens_per_s', 0):.0f}"
+    c = f"{r['kind'][0]}{r['batch']}@{r['context']}={r.get('tokens_per_s') or 0:.0f}"
     # The host's share of a step moves a batch-1 tok/s by tens of us between runs; the timeline's
     # GPU span does not: both where the run has them.
     if "host_ms" in r:

@@ -13,15 +13,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main():
     data = json.load(open(sys.argv[1]))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    rows = [r for r in data["rows"] if r["kind"] == "decode" and "tokens_per_s" in r]
+    rows = [r for r in data["rows"] if r["kind"] == "decode" and r.get("tokens_per_s") is not None]
     for ctx in sorted({r["context"] for r in rows}):
         rs = sorted((r for r in rows if r["context"] == ctx), key=lambda r: r["batch"])
         ax1.plot([r["batch"] for r in rs], [r["tokens_per_s"] for r in rs], "o-", label=f"deepinfer ctx {ctx}")
         ax2.plot([r["batch"] for r in rs], [r["hbm_roofline_pct"] for r in rs], "o-", label=f"HBM roofline % ctx {ctx}")
         ax2.plot([r["batch"] for r in rs], [r["tensor_peak_pct"] for r in rs], "x--", label=f"FP8 peak % ctx {ctx}")
     base = [r for r in data.get("baseline", {}).get("rows", []) if r.get("kind", "decode") == "decode"]
-    for ctx in sorted({r["context"] for r in base if "tokens_per_s" in r}):
-        rs = sorted((r for r in base if r["context"] == ctx and "tokens_per_s" in r), key=lambda r: r["batch"])
+    for ctx in sorted({r["context"] for r in base if r.get("tokens_per_s") is not None}):
+        rs = sorted((r for r in base if r["context"] == ctx and r.get("tokens_per_s") is not None), key=lambda r: r["batch"])
         ax1.plot([r["batch"] for r in rs], [r["tokens_per_s"] for r in rs], "s:", label=f"transformers ctx {ctx}")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)

@@ -17,5 +17,5 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print("copy GB/s", d["gpu"].get("copy_bandwidth_gbs"))
 for r in d["rows"]:
-    print(r["kind"], r["batch"], r["context"], round(r.get("tokens_per_s", 0), 1), r.get("hbm_roofline_pct", ""), r.get("tensor_peak_pct", ""), r.get("skipped", ""))
+    print(r["kind"], r["batch"], r["context"], round(r.get("tokens_per_s") or 0, 1), r.get("hbm_roofline_pct", ""), r.get("tensor_peak_pct", ""), r.get("skipped", ""))
 PY
