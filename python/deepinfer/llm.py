@@ -31,11 +31,55 @@ def _normalize_prompts(prompts: Any) -> List[Dict[str, Any]]:
             out.append({"prompt": p})
         elif _is_token_list(p):
             out.append({"prompt_token_ids": list(p)})
-        elif isinstance(p, dict) and ("prompt" in p or "prompt_token_ids" in p):
-            out.append({k: p[k] for k in ("prompt", "prompt_token_ids") if k in p})
+        elif isinstance(p, dict) and "prompt_token_ids" in p:
+            # vLLM's TokensPrompt may carry the text too: the ids are the prompt, the text is reported.
+            item = {"prompt_token_ids": p["prompt_token_ids"]}
+            if isinstance(p.get("prompt"), str):
+                item["_text"] = p["prompt"]
+            out.append(item)
+        elif isinstance(p, dict) and "prompt" in p:
+            out.append({"prompt": p["prompt"]})
         else:
             raise ValueError(f"prompts[{i}]: expected a string, a list of token ids or a prompt dict")
     return out
+
+
+# chat_template_kwargs the DeepSeek encoding reads (the rest are ignored, as a template ignores them).
+_RENDER_KEYS = ("thinking_mode", "reasoning_effort", "drop_thinking", "add_bos", "add_default_bos_token")
+
+
+def _thinking_switch(chat_template_kwargs: Optional[Dict[str, Any]], thinking: bool) -> bool:
+    kwargs = chat_template_kwargs or {}
+    for key in ("thinking", "enable_thinking"):  # DeepSeek's name, and the one Qwen-style clients send
+        if key in kwargs:
+            return bool(kwargs[key])
+    return thinking
+
+
+def _chat_document(conv: List[Dict[str, Any]], thinking: bool, reasoning_effort: Any, tools: Any,
+                   chat_template_kwargs: Optional[Dict[str, Any]], add_generation_prompt: bool,
+                   continue_final_message: bool) -> str:
+    """The conversation document the engine renders (conversation JSON, docs/chat-encoding.md)."""
+    if continue_final_message and add_generation_prompt:
+        raise ValueError("continue_final_message and add_generation_prompt cannot both be True "
+                         "(pass add_generation_prompt=False to continue the last message)")
+    if not continue_final_message and not add_generation_prompt:
+        raise ValueError("add_generation_prompt=False needs continue_final_message=True: the DeepSeek encoding "
+                         "opens the assistant turn after the last user or tool message")
+    conv = [dict(m) for m in conv]
+    if continue_final_message:
+        if not conv or conv[-1].get("role") != "assistant":
+            raise ValueError("continue_final_message: the last message must be an assistant message")
+        conv[-1]["wo_eos"] = True  # rendered open: the reply continues its content
+    doc: Dict[str, Any] = {"messages": conv, "thinking_mode": "thinking" if thinking else "chat"}
+    if reasoning_effort is not None:
+        doc["reasoning_effort"] = reasoning_effort
+    if tools:
+        doc["tools"] = tools  # OpenAI style: {"type": "function", "function": {...}}
+    for key, value in (chat_template_kwargs or {}).items():
+        if key in _RENDER_KEYS:
+            doc[key] = value
+    return json.dumps(doc, ensure_ascii=False)
 
 
 def _params_list(sampling_params: Any, n: int) -> List[SamplingParams]:
@@ -98,26 +142,23 @@ class LLM:
     def chat(self, messages: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]],
              sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None, *,
              use_tqdm: bool = False, thinking: bool = False, reasoning_effort: Optional[Union[str, int]] = None,
-             tools: Optional[List[Dict[str, Any]]] = None, chat_template_kwargs: Optional[Dict[str, Any]] = None
+             tools: Optional[List[Dict[str, Any]]] = None, chat_template_kwargs: Optional[Dict[str, Any]] = None,
+             add_generation_prompt: bool = True, continue_final_message: bool = False
              ) -> List[RequestOutput]:
         """One conversation (a list of OpenAI-style message dicts) or a list of conversations.
 
         Renders with the DeepSeek chat encoding (thinking mode switch, reasoning effort, tools),
         generates, and parses each reply: CompletionOutput.text is the raw decoded text, and
-        .reasoning_content / .content / .tool_calls hold the parsed turn.
+        .reasoning_content / .content / .tool_calls hold the parsed turn. As in vLLM,
+        ``continue_final_message=True`` (with ``add_generation_prompt=False``) continues the last
+        message, an assistant turn, instead of opening a new one; ``chat_template_kwargs`` keys the
+        encoding does not use are ignored (``thinking`` / ``enable_thinking`` switch thinking mode).
         """
-        kwargs = dict(chat_template_kwargs or {})
-        thinking = bool(kwargs.pop("thinking", thinking))
         conversations = messages if messages and isinstance(messages[0], list) else [messages]
-        prompt_ids = []
-        for conv in conversations:
-            doc: Dict[str, Any] = {"messages": conv, "thinking_mode": "thinking" if thinking else "chat"}
-            if reasoning_effort is not None:
-                doc["reasoning_effort"] = reasoning_effort
-            if tools:
-                doc["tools"] = tools  # OpenAI style: {"type": "function", "function": {...}}
-            doc.update(kwargs)
-            prompt_ids.append(self._engine.render_chat(json.dumps(doc, ensure_ascii=False)))
+        thinking = _thinking_switch(chat_template_kwargs, thinking)
+        prompt_ids = [self._engine.render_chat(_chat_document(
+            conv, thinking, reasoning_effort, tools, chat_template_kwargs, add_generation_prompt, continue_final_message))
+            for conv in conversations]
         # In thinking mode a structured output constrains the answer after </think>, not the reasoning.
         outputs = self._generate(prompt_ids, sampling_params, use_tqdm=use_tqdm, after_reasoning=thinking)
         for out in outputs:
@@ -149,7 +190,7 @@ class LLM:
 
     def _request(self, item: Dict[str, Any], p: SamplingParams, cache_salt: Optional[str],
                  after_reasoning: bool = False) -> Dict[str, Any]:
-        r = dict(item)
+        r = {k: v for k, v in item.items() if k in ("prompt", "prompt_token_ids")}
         r["sampling"] = p._sampling_dict()
         so = p._structured_dict()
         if so is not None:
@@ -180,16 +221,41 @@ class LLM:
                 cumulative_logprob=sum(lp for _, lp, _ in s["logprobs"]) if want else None,
                 logprobs=self._logprobs(s["logprobs"]) if want else None,
                 finish_reason=s["finish_reason"], error=s["error"] or None))
-        return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt"),
+        return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt", item.get("_text")),
                              prompt_token_ids=list(raw["prompt_token_ids"]), outputs=completions,
                              num_cached_tokens=raw["num_cached_tokens"])
 
 
 class Tokenizer:
-    """The engine's tokenizer: encode (special tokens matched) and decode."""
+    """The engine's tokenizer: encode (special tokens matched), decode, and the pieces of the HF
+    tokenizer interface vLLM scripts use (calling it, batch_decode, apply_chat_template with the
+    DeepSeek encoding)."""
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
+
+    def __call__(self, text: Union[str, List[str]], add_special_tokens: bool = True) -> Dict[str, Any]:
+        """{"input_ids": ids} for a text, or a list of them for a list of texts (HF's BatchEncoding keys)."""
+        if isinstance(text, str):
+            return {"input_ids": self.encode(text, add_special_tokens)}
+        return {"input_ids": [self.encode(t, add_special_tokens) for t in text]}
+
+    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> List[str]:
+        return [self.decode(ids, skip_special_tokens) for ids in sequences]
+
+    def apply_chat_template(self, conversation: List[Dict[str, Any]], tokenize: bool = True,
+                            add_generation_prompt: bool = True, tools: Optional[List[Dict[str, Any]]] = None,
+                            continue_final_message: bool = False, **kwargs: Any) -> Union[List[int], str]:
+        """The DeepSeek chat encoding of one conversation: token ids, or their text (tokenize=False).
+        Keyword arguments are chat_template_kwargs (``thinking`` / ``enable_thinking``,
+        ``reasoning_effort``, ...); as LLM.chat, the prompt ends with the assistant turn opened."""
+        for unused in ("chat_template", "return_tensors", "return_dict", "padding", "truncation", "max_length"):
+            kwargs.pop(unused, None)
+        thinking = _thinking_switch(kwargs, False)
+        doc = _chat_document(conversation, thinking, kwargs.get("reasoning_effort"), tools, kwargs,
+                             add_generation_prompt, continue_final_message)
+        ids = self._engine.render_chat(doc)
+        return ids if tokenize else self.decode(ids, False)
 
     def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
         """Token ids of `text` (special-token text matched); BOS first if add_special_tokens."""

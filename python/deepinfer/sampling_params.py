@@ -18,13 +18,35 @@ class StructuredOutputsParams:
     regex: Optional[str] = None
     grammar: Optional[str] = None
     json_object: Optional[bool] = None
+    # One of these strings exactly (vLLM's `choice`: a regex of the escaped alternatives).
+    choice: Optional[List[str]] = None
     # Constrain only what follows the model's </think> (reasoning stays free). LLM.chat sets it in
     # thinking mode; set it yourself for raw thinking-mode prompts passed to generate().
     after_reasoning: Optional[bool] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"json": self.json, "regex": self.regex, "grammar": self.grammar, "json_object": self.json_object,
-                "after_reasoning": self.after_reasoning}
+        return _with_choice({"json": self.json, "regex": self.regex, "grammar": self.grammar,
+                             "json_object": self.json_object, "choice": self.choice,
+                             "after_reasoning": self.after_reasoning})
+
+
+def _regex_escape(text: str) -> str:
+    # Every ASCII character but letters and digits escaped (an identity escape in the engine's
+    # regex dialect); other characters stand for themselves.
+    return "".join("\\" + c if ord(c) < 128 and not c.isalnum() else c for c in text)
+
+
+def _with_choice(d: Dict[str, Any]) -> Dict[str, Any]:
+    """A `choice` list becomes the regex of its alternatives (the engine has no choice kind)."""
+    d = dict(d)
+    choice = d.pop("choice", None)
+    if choice is not None:
+        if d.get("regex") is not None:
+            raise ValueError("structured_outputs: give exactly one of json, regex, grammar, json_object, choice")
+        if isinstance(choice, str) or not choice or not all(isinstance(c, str) for c in choice):
+            raise ValueError("structured_outputs.choice: expected a non-empty list of strings")
+        d["regex"] = "(" + "|".join(_regex_escape(c) for c in choice) + ")"
+    return d
 
 
 @dataclass
@@ -58,6 +80,11 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
             self.stop = [self.stop]
+        # vLLM's: lists, never None, once constructed.
+        if self.stop is None:
+            self.stop = []
+        if self.stop_token_ids is None:
+            self.stop_token_ids = []
         if self.top_k == 0:
             self.top_k = -1  # vLLM: 0 and -1 both disable top-k
         _core.validate_sampling(self._sampling_dict())
@@ -79,7 +106,7 @@ class SamplingParams:
         so = self.structured_outputs
         if so is None:
             return None
-        return so.to_dict() if isinstance(so, StructuredOutputsParams) else dict(so)
+        return so.to_dict() if isinstance(so, StructuredOutputsParams) else _with_choice(so)
 
     def clone(self) -> "SamplingParams":
         import copy

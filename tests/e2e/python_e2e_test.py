@@ -137,6 +137,36 @@ class PythonE2eTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "structured_output"):
             self.llm.generate("x", SamplingParams(structured_outputs={"regex": "(unclosed"}))
 
+    def test_vllm_script_idioms(self):
+        # SamplingParams lists are lists once constructed; a TokensPrompt may carry its text.
+        p = SamplingParams(max_tokens=3, seed=1, ignore_eos=True)
+        self.assertEqual((p.stop, p.stop_token_ids), ([], []))
+        out = self.llm.generate([{"prompt_token_ids": [0, 100, 200], "prompt": "the text"}], p)[0]
+        self.assertEqual(out.prompt, "the text")
+        self.assertEqual(out.prompt_token_ids, [0, 100, 200])
+        # The tokenizer as HF's is called; apply_chat_template is the chat encoding LLM.chat renders.
+        tok = self.llm.get_tokenizer()
+        self.assertEqual(tok("Hi")["input_ids"], tok.encode("Hi"))
+        self.assertEqual(tok.batch_decode([tok.encode("Hi", add_special_tokens=False)]), ["Hi"])
+        conv = [{"role": "user", "content": "Hi"}]
+        text = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
+        self.assertTrue(text.startswith("<｜begin▁of▁sentence｜>") and text.endswith("<｜Assistant｜></think>"), text)
+        chat = self.llm.chat(conv, p, chat_template_kwargs={"enable_thinking": True, "some_template_flag": 1})[0]
+        self.assertEqual(chat.prompt_token_ids, tok.apply_chat_template(conv, enable_thinking=True))
+        self.assertTrue(tok.decode(chat.prompt_token_ids).endswith("<｜Assistant｜><think>"))
+        # Continuing the final (assistant) message instead of opening a new turn.
+        prefill = conv + [{"role": "assistant", "content": "Sure, here"}]
+        cont = self.llm.chat(prefill, p, add_generation_prompt=False, continue_final_message=True)[0]
+        self.assertTrue(tok.decode(cont.prompt_token_ids).endswith("Sure, here"), tok.decode(cont.prompt_token_ids))
+        with self.assertRaisesRegex(ValueError, "continue_final_message"):
+            self.llm.chat(prefill, p, continue_final_message=True)
+        # A choice among strings (vLLM's StructuredOutputsParams.choice).
+        so = deepinfer.StructuredOutputsParams(choice=["yes", "no, thanks", "a.b*c"])
+        picked = self.llm.generate("Answer:", SamplingParams(max_tokens=20, seed=3, structured_outputs=so))[0]
+        self.assertIn(picked.outputs[0].text, ("yes", "no, thanks", "a.b*c"))
+        with self.assertRaisesRegex(ValueError, "choice"):
+            SamplingParams(structured_outputs={"choice": []})._structured_dict()
+
     def test_chat_structured_output_constrains_only_the_answer_in_thinking_mode(self):
         # The random model rarely closes its reasoning by itself: bias </think> (+10) and EOS.
         tok = self.llm.get_tokenizer()
