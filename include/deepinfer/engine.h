@@ -137,6 +137,10 @@ struct TokenEvent {
   std::vector<TokenLogprobs> logprobs;   // one per token when requested
   std::optional<FinishReason> finish;    // set on the sequence's last event
   std::string error;                     // message when finish == kError
+  // What ended a kStop sequence, as vLLM's stop_reason (on the last event): the stop string that
+  // matched, or a stop_token_ids id; neither for EOS (unless ignore_eos) or a grammar's end.
+  std::string stop_string;
+  int32_t stop_token_id = -1;
   int32_t n_prompt_tokens = 0;
   int32_t n_cached_tokens = 0;           // prompt tokens served from the prefix cache
   int32_t n_generated_tokens = 0;        // cumulative for this sequence
@@ -151,6 +155,8 @@ struct GenerateOutput {
     std::vector<TokenLogprobs> logprobs;
     FinishReason finish = FinishReason::kStop;
     std::string error;
+    std::string stop_string;     // TokenEvent::stop_string of its last event
+    int32_t stop_token_id = -1;  // TokenEvent::stop_token_id of its last event
   };
   RequestId request_id = 0;
   std::vector<int32_t> prompt_ids;

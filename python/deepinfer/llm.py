@@ -220,7 +220,7 @@ class LLM:
                 index=i, text=s["text"], token_ids=list(s["token_ids"]),
                 cumulative_logprob=sum(lp for _, lp, _ in s["logprobs"]) if want else None,
                 logprobs=self._logprobs(s["logprobs"]) if want else None,
-                finish_reason=s["finish_reason"], error=s["error"] or None))
+                finish_reason=s["finish_reason"], stop_reason=s.get("stop_reason"), error=s["error"] or None))
         return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt", item.get("_text")),
                              prompt_token_ids=list(raw["prompt_token_ids"]), outputs=completions,
                              num_cached_tokens=raw["num_cached_tokens"])

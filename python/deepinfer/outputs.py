@@ -1,7 +1,7 @@
 """vLLM-shaped output classes: RequestOutput holds one prompt and its CompletionOutputs."""
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 
 @dataclass
@@ -22,7 +22,7 @@ class CompletionOutput:
     cumulative_logprob: Optional[float]
     logprobs: Optional[List[Dict[int, Logprob]]]
     finish_reason: Optional[str] = None  # "stop" | "length" | "abort" | "error"
-    stop_reason: Optional[str] = None
+    stop_reason: Optional[Union[str, int]] = None  # the stop string or stop token id that ended it (vLLM's)
     error: Optional[str] = None
     # LLM.chat only: the parsed turn (reasoning apart from the answer, tool calls).
     reasoning_content: Optional[str] = None

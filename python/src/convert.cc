@@ -196,6 +196,10 @@ py::dict output_to_dict(const GenerateOutput& out) {
     d["text"] = py::bytes(s.text).attr("decode")("utf-8", "replace");
     d["finish_reason"] = finish_reason_name(s.finish);
     d["error"] = s.error;
+    // vLLM's stop_reason: the stop string, a stop token id, or None.
+    d["stop_reason"] = !s.stop_string.empty() ? py::object(py::bytes(s.stop_string).attr("decode")("utf-8", "replace"))
+                       : s.stop_token_id >= 0 ? py::object(py::int_(s.stop_token_id))
+                                              : py::object(py::none());
     d["logprobs"] = logprobs_list(s.logprobs);
     seqs.append(d);
   }

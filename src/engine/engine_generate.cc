@@ -29,6 +29,8 @@ struct BatchCollector {
     if (!e.finish.has_value()) return;
     seq.finish = *e.finish;
     seq.error = e.error;
+    seq.stop_string = e.stop_string;
+    seq.stop_token_id = e.stop_token_id;
     if (--n_open[index] == 0) {
       ++n_done;
       cv.notify_all();

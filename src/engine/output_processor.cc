@@ -3,6 +3,8 @@
 // history every generated token, and the stop checker decides the finish and the releasable text.
 #include "engine/output_processor.h"
 
+#include <algorithm>
+
 #include "base/status.h"
 #include "sample/logits_processors.h"
 
@@ -69,12 +71,29 @@ Result<sched::FinishReason> OutputProcessor::accept_token(SequenceState& s, cons
     case sample::FinishReason::kNone: return sched::FinishReason::kNone;
     case sample::FinishReason::kStop:
       if (update.stop_string_index < 0) s.pending.text += s.detokenizer.flush();
+      record_stop_reason(s, update);
       return sched::FinishReason::kStop;
     case sample::FinishReason::kLength:
       s.pending.text += s.detokenizer.flush();
       return sched::FinishReason::kLength;
   }
   return sched::FinishReason::kNone;
+}
+
+// vLLM's stop_reason: the matched stop string, or a stop_token_ids id — but EOS (not ignored)
+// reports none, even when it is listed in stop_token_ids too.
+void OutputProcessor::record_stop_reason(SequenceState& s, const sample::StopUpdate& update) const {
+  const SamplingParams& p = *s.params;
+  if (update.stop_string_index >= 0 && static_cast<size_t>(update.stop_string_index) < p.stop.size()) {
+    s.pending.stop_string = p.stop[static_cast<size_t>(update.stop_string_index)];
+    return;
+  }
+  const int32_t t = update.stop_token;
+  if (t < 0) return;
+  const bool eos = !p.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), t) != eos_ids_.end();
+  if (!eos && std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), t) != p.stop_token_ids.end()) {
+    s.pending.stop_token_id = t;
+  }
 }
 
 void OutputProcessor::stamp(SequenceState& s, TokenEvent* e) const {

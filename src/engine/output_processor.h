@@ -71,6 +71,7 @@ class OutputProcessor {
   void stamp(SequenceState& s, TokenEvent* event) const;
 
   std::shared_ptr<const Tokenizer> tokenizer_;
+  void record_stop_reason(SequenceState& s, const sample::StopUpdate& update) const;
   std::vector<int32_t> eos_ids_;
   int32_t n_vocab_;
   std::unordered_map<kv::SeqId, SequenceState> seqs_;

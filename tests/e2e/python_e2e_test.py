@@ -61,6 +61,8 @@ class PythonE2eTest(unittest.TestCase):
                                 [SamplingParams(max_tokens=12, seed=9, ignore_eos=True, stop=stop),
                                  SamplingParams(max_tokens=1)])
         self.assertEqual(cut[0].outputs[0].finish_reason, "stop")
+        self.assertEqual(cut[0].outputs[0].stop_reason, stop)  # vLLM's: the stop string that matched
+        self.assertIsNone(free.outputs[0].stop_reason)  # a length limit
         self.assertEqual(cut[0].outputs[0].text, text[:text.find(stop)])
         self.assertEqual(len(cut[1].outputs[0].token_ids), 1)
         # bad_words (vLLM's) reach the engine (which bans them token by token: engine_test's

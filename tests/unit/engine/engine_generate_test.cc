@@ -278,6 +278,8 @@ TEST(EngineGenerateTest, StopTokenIdEndsTheSequence) {
   const auto& s = (*outs)[0].sequences[0];
   EXPECT_EQ(s.finish, FinishReason::kStop);
   EXPECT_EQ(s.token_ids, std::vector<int32_t>(free_run.begin(), free_run.begin() + static_cast<long>(first) + 1));
+  EXPECT_EQ(s.stop_token_id, free_run[5]);  // vLLM's stop_reason: the stop token id
+  EXPECT_EQ(s.stop_string, "");
   const EngineStats after = engine->stats();
   EXPECT_GT(after.n_steps_ahead, before.n_steps_ahead);  // the engine planned ahead in this run
   EXPECT_EQ(after.n_device_sampled_steps - before.n_device_sampled_steps, after.n_steps - before.n_steps);
