@@ -231,6 +231,10 @@ Result<std::shared_ptr<const Dfa>> string_dfa(const StringSpec& spec, const Auto
     DI_ASSIGN_OR_RETURN(NodeId root, parse_regex(*re, ast, {}, mapper));
     DI_ASSIGN_OR_RETURN(Dfa fd, compile_leaf(ast, root, limits, what + ": format " + f));
     DI_ASSIGN_OR_RETURN(body, dfa_intersect(body, fd, limits, what));
+    if (f == "hostname" && (spec.max_length < 0 || spec.max_length > 253)) {
+      // RFC 1123: at most 253 characters in all (the labels' regex bounds each label only).
+      DI_ASSIGN_OR_RETURN(body, dfa_intersect(body, counted_chars(0, 253, spec.raw), limits, what));
+    }
   }
   auto out = std::make_shared<const Dfa>(spec.raw || body.empty() ? std::move(body) : wrap_in_quotes(body));
   string_cache().put(key, out);

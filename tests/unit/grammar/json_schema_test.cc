@@ -231,6 +231,13 @@ TEST(JsonSchemaTest, DateTimeAndDurationFormats) {
   auto dt = must(R"({"type": "string", "format": "date-time"})");
   EXPECT_TRUE(ok(dt, R"("2024-02-29T23:59:60Z")"));
   EXPECT_FALSE(ok(dt, R"("2023-02-29T10:00:00Z")"));
+  // A hostname is at most 253 characters (labels of at most 63).
+  auto h = must(R"({"type": "string", "format": "hostname"})");
+  std::string name;
+  for (int i = 0; i < 4; ++i) name += (i ? "." : "") + std::string(63, static_cast<char>('a' + i));  // 255
+  EXPECT_FALSE(ok(h, "\"" + name + "\""));
+  EXPECT_TRUE(ok(h, "\"" + name.substr(2) + "\""));  // 253
+  EXPECT_TRUE(ok(h, R"("example.com")"));
   auto p = must(R"({"type": "string", "format": "duration"})");
   for (const char* v : {"P4DT12H30M5S", "P4Y", "PT0S", "P0D", "P1M", "PT1M", "PT36H", "P1W", "P1Y2M3D", "PT1H30M"}) {
     EXPECT_TRUE(ok(p, std::string("\"") + v + "\"")) << v;
