@@ -252,7 +252,7 @@ class Tokenizer:
         for unused in ("chat_template", "return_tensors", "return_dict", "padding", "truncation", "max_length"):
             kwargs.pop(unused, None)
         thinking = _thinking_switch(kwargs, False)
-        doc = _chat_document(conversation, thinking, kwargs.get("reasoning_effort"), tools, kwargs,
+        doc = _chat_document(conversation, thinking, None, tools, kwargs,  # (reasoning_effort rides in kwargs)
                              add_generation_prompt, continue_final_message)
         ids = self._engine.render_chat(doc)
         return ids if tokenize else self.decode(ids, False)

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "base/status.h"
-#include "sample/logits_processors.h"
 
 namespace deepinfer::engine {
 

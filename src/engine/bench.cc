@@ -422,9 +422,9 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
   auto row_base = [&](const char* kind, int64_t batch, int64_t context) {
     return json{{"kind", kind}, {"batch", batch}, {"context", context}, {"model", model_json(b.config)}};
   };
-  // A row that does not run keeps every field a row has, its figures null, and says why.
-  auto skip = [](json& row, const std::string& why) {
-    row["skipped"] = why;
+  // A row whose KV does not fit keeps every field a row has, its figures null, and says why.
+  auto skip = [](json& row, double room) {
+    row["skipped"] = fmt::format("KV state does not fit the memory budget ({:.1f} GiB)", room / double(1 << 30));
     for (const char* key : {"tokens_per_s", "hbm_roofline_pct", "tensor_peak_pct"}) row[key] = nullptr;
   };
   tensor::TensorView pinned;  // the decode rows' page-locked logits buffer (time_sampling)
@@ -435,7 +435,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
       const int64_t n_blocks = batch * (context / block_tokens + 1);
       if (const double room = budget();
           static_cast<double>(engine::kv_bytes_estimate(b.config, batch, n_blocks, block_tokens)) > room) {
-        skip(row, fmt::format("KV state does not fit the memory budget ({:.1f} GiB)", room / double(1 << 30)));
+        skip(row, room);
         result["rows"].push_back(row);
         continue;
       }
@@ -513,7 +513,7 @@ Result<std::string> run_benchmark(const BenchOptions& o) {
     json row = row_base("prefill", 1, n);
     if (const double room = budget();
         static_cast<double>(engine::kv_bytes_estimate(b.config, 1, n / block_tokens + 1, block_tokens)) > room) {
-      skip(row, fmt::format("KV state does not fit the memory budget ({:.1f} GiB)", room / double(1 << 30)));
+      skip(row, room);
       result["rows"].push_back(row);
       continue;
     }

@@ -56,8 +56,8 @@ class ChatCompletionsEncoder : public ChatStreamEncoder {
       // that opens the stream: a client pairs each chunk's text with its logprobs.
       const Json& delta = choice["delta"];
       auto has_text = [&delta](const char* key) {
-        return delta.contains(key) && !(delta[key].is_string() && delta[key].get_ref<const std::string&>().empty()) &&
-               !delta[key].is_null();
+        if (!delta.contains(key) || delta[key].is_null()) return false;
+        return !delta[key].is_string() || !delta[key].get_ref<const std::string&>().empty();
       };
       bool carries = has_text("content") || has_text("reasoning_content") || has_text("tool_calls") ||
                      !choice["finish_reason"].is_null();

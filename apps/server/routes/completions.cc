@@ -5,6 +5,7 @@
 // A batch of P prompts with n choices each is P engine requests; choice p * n + j is sample j of
 // prompt p (as OpenAI and vLLM number them). Echo without logprobs; legacy logprobs (int, 0..20).
 #include <mutex>
+#include <numeric>
 
 #include "generation.h"
 #include "json_text.h"
@@ -140,7 +141,8 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
       : exchange_(std::move(exchange)), request_(std::move(request)), meta_(std::move(meta)), ticket_(std::move(ticket)),
         n_per_prompt_(std::max(1, request_.sampling.n)),
         choices_(request_.prompts.size() * static_cast<size_t>(n_per_prompt_)),
-        n_prompt_(request_.prompts.size(), 0) {
+        n_prompt_(request_.prompts.size(), 0),
+        n_cached_(request_.prompts.size(), 0) {
     for (size_t i = 0; i < choices_.size(); ++i) {
       Choice& c = choices_[i];
       const size_t p = i / static_cast<size_t>(n_per_prompt_);
@@ -182,7 +184,6 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     Json logprobs;  // null until the first token
     std::optional<FinishReason> finish;
     int n_tokens = 0;
-    int n_cached = 0;  // its prompt's tokens served from the prefix cache
     bool streamed_echo = false;
   };
 
@@ -211,7 +212,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     const int index = static_cast<int>(prompt) * n_per_prompt_ + e.sample_index;
     Choice& c = choices_[static_cast<size_t>(index)];
     n_prompt_[prompt] = std::max(n_prompt_[prompt], e.n_prompt_tokens);
-    c.n_cached = std::max(c.n_cached, e.n_cached_tokens);
+    n_cached_[prompt] = std::max(n_cached_[prompt], e.n_cached_tokens);
     if (e.finish && (*e.finish == FinishReason::kAbort || *e.finish == FinishReason::kError)) {
       return fail(*e.finish == FinishReason::kError ? ApiError{500, "engine error: " + e.error, "", "", {}}
                                                     : ApiError{503, "The request was aborted: the server is shutting down.", "", "", {}});
@@ -238,14 +239,10 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
 
   // Each prompt's tokens count once, whatever n (its cached tokens: the most any of its samples saw).
   protocol::Json usage() const {
-    int n_completion = 0, n_prompt = 0, n_cached = 0;
+    int n_completion = 0;
     for (const Choice& c : choices_) n_completion += c.n_tokens;
-    for (size_t p = 0; p < n_prompt_.size(); ++p) {
-      n_prompt += n_prompt_[p];
-      int cached = 0;
-      for (int j = 0; j < n_per_prompt_; ++j) cached = std::max(cached, choices_[p * n_per_prompt_ + j].n_cached);
-      n_cached += cached;
-    }
+    const int n_prompt = std::accumulate(n_prompt_.begin(), n_prompt_.end(), 0);
+    const int n_cached = std::accumulate(n_cached_.begin(), n_cached_.end(), 0);
     return Json{{"prompt_tokens", n_prompt}, {"completion_tokens", n_completion}, {"total_tokens", n_prompt + n_completion},
                 {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
   }
@@ -303,6 +300,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   std::vector<std::shared_ptr<Generation>> generations_;  // one per prompt
   std::vector<Choice> choices_;   // [prompt][sample]
   std::vector<int> n_prompt_;     // tokens of each prompt
+  std::vector<int> n_cached_;     // of them served from the prefix cache
   int n_done_ = 0;
   bool done_ = false;
   bool client_gone_ = false;
