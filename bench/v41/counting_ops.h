@@ -101,6 +101,9 @@ class CountingOps final : public ops::Ops {
                     const TensorView& tl) override {
     cpu_.logprob_rows(l, t, lp, ti, tl);
   }
+  void token_rank_rows(const TensorView& l, const TensorView& t, const TensorView& r) override {
+    cpu_.token_rank_rows(l, t, r);
+  }
   void adjust_logits(const TensorView& l, std::span<const AdjustRow> r, std::span<const AdjustEntry> e,
                      std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& p,
                      const TensorView& o) override {

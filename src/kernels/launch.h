@@ -65,6 +65,9 @@ struct LogprobLaunchParams {
   float* part_m; double* part_sum; float* part_v; int32_t* part_i;
 };
 int64_t logprob_workspace_slots(int64_t rows);
+// Ops::token_rank_rows of logits [rows, V] (row stride ld): rank [rows] of tokens [rows] (no workspace).
+struct TokenRankLaunchParams { const float* logits; int64_t rows, ld, V; const int32_t* tokens; int32_t* rank; };
+cudaError_t launch_token_rank_rows(const TokenRankLaunchParams& p, cudaStream_t stream);
 // Steps 0-4 of the sampler (Ops::adjust_logits) from logits [rows, V] into out [rows, V]: rows,
 // entries (DeviceAdjustRow / DeviceAdjustEntry: Ops::AdjustRow / AdjustEntry's layouts), stops and
 // masks on the device; pending_ids: the ids rows' `pending` index (null when none does);

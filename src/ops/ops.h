@@ -600,6 +600,18 @@ class Ops {
                  top_logprobs.shape[1] == top_ids.shape[1] && top_logprobs.is_contiguous(),
              "logprob_rows top_logprobs {} for top_ids {}", top_logprobs.shape_string(), top_ids.shape_string());
   }
+  // The rank of a row's token in its distribution (prompt logprobs report it for the prompt's
+  // token, which need not be in the top-n): rank[i] = 1 + the number of entries of row i of logits
+  // [R, V] F32 (shapes as argmax_rows; sanitised as logprob_rows) that come before tokens[i] in the
+  // top-n order — value descending, lower id first among equals — so a token in logprob_rows' list
+  // at index j has rank j + 1. rank [R] I32 (0 where tokens[i] < 0), tokens [R] I32, on this
+  // backend's device. An exact count: the same on every backend, whatever the batch.
+  virtual void token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) = 0;
+  static void check_token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) {
+    check_argmax_rows(logits, tokens);
+    DI_CHECK(rank.dtype == DType::kI32 && rank.numel() == logits.shape[0] && rank.is_contiguous(),
+             "token_rank_rows rank {} for logits {}", rank.shape_string(), logits.shape_string());
+  }
 
   // ---- DeepSeek-V4.1 (model_v41_flash.md). Default bodies fail: a backend overrides them when it
   // runs V4.1 (CPU reference: ops/cpu/cpu_v41_*.cc). ----

@@ -174,6 +174,9 @@ class TimingOps final : public Ops {
                     const TensorView& tl) override {
     timed("logprob_rows", [&] { inner_->logprob_rows(l, t, lp, ti, tl); });
   }
+  void token_rank_rows(const TensorView& l, const TensorView& t, const TensorView& r) override {
+    timed("token_rank_rows", [&] { inner_->token_rank_rows(l, t, r); });
+  }
   void adjust_logits(const TensorView& l, std::span<const AdjustRow> r, std::span<const AdjustEntry> e,
                      std::span<const int32_t> s, std::span<const uint32_t> m, const TensorView& p,
                      const TensorView& o) override {

@@ -43,6 +43,15 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, double lse
   return out;
 }
 
+int32_t token_rank(std::span<const float> logits, int32_t token) {
+  const float v = logits[static_cast<size_t>(token)];
+  int32_t before = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    before += logits[i] > v || (logits[i] == v && static_cast<int32_t>(i) < token);
+  }
+  return before + 1;
+}
+
 LogprobResult compute_logprobs(std::span<const float> logits, int32_t token, int32_t n_top) {
   const double lse = log_sum_exp(logits);
   return {token_logprob(logits, lse, token), top_logprobs(logits, lse, n_top)};

@@ -21,6 +21,11 @@ float token_logprob(std::span<const float> logits, double lse, int32_t token);
 // Tokens with -inf logits are included only when fewer than n are finite.
 std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, double lse, int32_t n);
 
+// 1-based rank of `token` in the top-n order above (value descending, lower id first among equals):
+// 1 + the entries that come before it, so a token at index j of top_logprobs' list has rank j + 1.
+// For prompt logprobs, whose token need not be in the list (Ops::token_rank_rows on a device).
+int32_t token_rank(std::span<const float> logits, int32_t token);
+
 // Logprob of `token` plus its top-n list, in one call (n = 0: empty list). For prompt logprobs:
 // pass the raw logits at position i and the prompt token at i + 1.
 struct LogprobResult {

@@ -1,11 +1,13 @@
 // The sampling ops on the CPU reference are the host sampler: Ops::argmax_rows is greedy sampling's
 // choice (rows with ties, NaN, +inf and nothing finite), Ops::sample_rows the host sampler's token
 // for greedy, temperature, top-k, top-p and min-p rows (seeds and positions), Ops::adjust_logits
-// its steps 0-4 (bias, masks, min_tokens, penalties) bit for bit, and Ops::logprob_rows its raw
-// logprobs and top-n lists. The CUDA ops are held to these by cuda_ops_sample_test; the engine
-// samples every step with them unless a row asks for processed logprobs.
+// its steps 0-4 (bias, masks, min_tokens, penalties) bit for bit, Ops::logprob_rows its raw
+// logprobs and top-n lists, and Ops::token_rank_rows a token's place in such a list. The CUDA ops
+// are held to these by cuda_ops_sample_test; the engine samples every step with them unless a row
+// asks for processed logprobs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -337,6 +339,63 @@ TEST(LogprobRowsTest, IsTheHostSamplersRawLogprobs) {
     }
   }
   EXPECT_GT(checked_top, 1000);
+}
+
+// token_rank_rows: the token's place in a full sort of the sanitised row (value descending, lower
+// id first among equals) — on rows with ties, NaN, +-inf and nothing finite — and, where the token
+// is in logprob_rows' top-n list, exactly its index there plus one; 0 for token -1.
+TEST(TokenRankRowsTest, IsThePlaceInTheSortedRow) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(11);
+  cpu::CpuOps ops;
+  int64_t in_top = 0, ranks_above_one = 0;
+  for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{3000}}) {
+    const int64_t R = 30, ld = V + 3, n = 20;  // padded rows
+    TensorView buf = ops.alloc_persistent(DType::kF32, {R, ld});
+    float* h = buf.as<float>();
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::uniform_int_distribution<int> kind(0, 19), small(-2, 2);
+    for (int64_t i = 0; i < R * ld; ++i) {
+      const int k = kind(rng);
+      h[i] = k == 0 ? nan : k == 1 ? -kInf : k == 2 && i % 7 == 0 ? kInf : k < 9 ? static_cast<float>(small(rng))
+                                                                              : normal(rng);
+    }
+    for (int64_t i = 0; i < V; ++i) h[0 * ld + i] = nan;  // nothing finite
+    TensorView logits = buf;
+    logits.shape[1] = V;  // [R, V], row stride ld
+    TensorView tokens = ops.alloc_persistent(DType::kI32, {R});
+    for (int64_t r = 0; r < R; ++r) tokens.as<int32_t>()[r] = r == 4 ? -1 : static_cast<int32_t>(rng() % V);
+    TensorView rank = ops.alloc_persistent(DType::kI32, {R});
+    TensorView lp = ops.alloc_persistent(DType::kF32, {R});
+    TensorView top_ids = ops.alloc_persistent(DType::kI32, {R, n});
+    TensorView top_lp = ops.alloc_persistent(DType::kF32, {R, n});
+    ops.token_rank_rows(logits, tokens, rank);
+    ops.logprob_rows(logits, tokens, lp, top_ids, top_lp);
+    for (int64_t r = 0; r < R; ++r) {
+      const int32_t token = tokens.as<int32_t>()[r];
+      const std::string at = "V " + std::to_string(V) + ", row " + std::to_string(r);
+      if (token < 0) {
+        EXPECT_EQ(rank.as<int32_t>()[r], 0) << at;
+        continue;
+      }
+      std::vector<float> raw(h + r * ld, h + r * ld + V);
+      sample::sanitize_logits(raw);
+      std::vector<int32_t> order(static_cast<size_t>(V));
+      for (int32_t i = 0; i < static_cast<int32_t>(V); ++i) order[static_cast<size_t>(i)] = i;
+      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return raw[a] != raw[b] ? raw[a] > raw[b] : a < b; });
+      const auto place = std::find(order.begin(), order.end(), token) - order.begin();
+      EXPECT_EQ(rank.as<int32_t>()[r], place + 1) << at;
+      ranks_above_one += place > 0;
+      for (int64_t j = 0; j < std::min(n, V); ++j) {
+        if (top_ids.as<int32_t>()[r * n + j] != token) continue;
+        EXPECT_EQ(rank.as<int32_t>()[r], j + 1) << at;
+        ++in_top;
+      }
+    }
+  }
+  EXPECT_GT(in_top, 10);
+  EXPECT_GT(ranks_above_one, 30);
 }
 
 }  // namespace

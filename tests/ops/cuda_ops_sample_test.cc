@@ -1,7 +1,8 @@
-// CUDA conformance of the sampling ops: argmax_rows, sample_rows and logprob_rows give the CPU
-// reference's ids (whose rules are the host sampler's: argmax_rows_test) — exactly — and its
-// logprobs within a float ulp or two, over vocabulary sizes with and without a tail, padded row
-// strides, ties, NaN / +inf / all -inf rows and batches of 1 (the most slices) to 40.
+// CUDA conformance of the sampling ops: argmax_rows, sample_rows, logprob_rows and token_rank_rows
+// give the CPU reference's ids and ranks (whose rules are the host sampler's: argmax_rows_test) —
+// exactly — and its logprobs within a float ulp or two, over vocabulary sizes with and without a
+// tail, padded row strides, ties, NaN / +inf / all -inf rows and batches of 1 (the most slices)
+// to 40.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -223,6 +224,48 @@ TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
     }
   }
   EXPECT_GT(entries, 2000);
+}
+
+// Token ranks on the device (Ops::token_rank_rows): the CPU op's counts exactly, over vocabulary
+// sizes with padded strides, ties (integer logits), NaN / +inf / nothing finite, token -1, and
+// tokens at the row's best and worst places.
+TEST_F(CudaSampleOpsTest, TokenRankRowsIsTheCpuCount) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  int64_t above_one = 0;
+  for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{129280}}) {
+    for (const int64_t R : {int64_t{1}, int64_t{9}, int64_t{40}}) {
+      const int64_t ld = V + (R == 9 ? 3 : 0);
+      Pair buf = random(DType::kF32, {R, ld}, 3.0f);
+      float* h = buf.host.as<float>();
+      for (int64_t r = 4; r < R; r += 5) {  // ties: integer logits
+        for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
+      }
+      if (R > 1) {
+        for (int64_t i = 0; i < V; ++i) {
+          h[1 * ld + i] = i % 2 ? nan : -inf;                  // row 1: nothing finite
+          h[2 * ld + i] = i % 7 == 0 ? nan : h[2 * ld + i];    // row 2: NaN among values
+        }
+        h[3 * ld + V / 2] = inf;                               // row 3: +inf as FLT_MAX
+      }
+      upload(buf);
+      TensorView lh = buf.host, ld_dev = buf.dev;
+      lh.shape[1] = ld_dev.shape[1] = V;  // [R, V] with row stride ld
+      Pair tokens = make(DType::kI32, {R});
+      for (int64_t r = 0; r < R; ++r) {
+        tokens.host.as<int32_t>()[r] = r == 5 ? -1 : r == 3 ? static_cast<int32_t>(V / 2) : static_cast<int32_t>(rng_() % V);
+      }
+      upload(tokens);
+      Pair rank = make(DType::kI32, {R});
+      cpu_.token_rank_rows(lh, tokens.host, rank.host);
+      gpu_->token_rank_rows(ld_dev, tokens.dev, rank.dev);
+      EXPECT_EQ(download(rank.dev), values(rank.host)) << "V " << V << ", rows " << R;
+      for (float k : values(rank.host)) above_one += k > 1.0f;
+      if (R > 3) {
+        EXPECT_EQ(rank.host.as<int32_t>()[3], 1) << "V " << V;  // +inf: the best place
+      }
+    }
+  }
+  EXPECT_GT(above_one, 40);
 }
 
 // Steps 0-4 on the device (Ops::adjust_logits): the CPU op's rows bit for bit (whose values are

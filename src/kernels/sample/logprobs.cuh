@@ -1,6 +1,7 @@
 // Raw logprobs on the device (Ops::logprob_rows): a row's log-sum-exp and its top-n tokens, so a
 // step with logprobs copies (1 + 2n) numbers per row to the host instead of the row's 129,280
-// logits. The host's rules (sample/logprobs.h): the row sanitised (NaN -> -inf, +inf -> FLT_MAX);
+// logits; and a token's rank in its row (Ops::token_rank_rows, token_rank_kernel at the end). The
+// host's rules (sample/logprobs.h): the row sanitised (NaN -> -inf, +inf -> FLT_MAX);
 // lse = m + log(sum exp(l - m)) in F64; the top-n in (value desc, id asc) order, -inf entries
 // counting like any other (so they appear only when fewer than n are finite).
 //   * logprob_slice_kernel: block (s, r) takes slice s of row r — kLogprobSlices slices, a number
@@ -180,6 +181,41 @@ __global__ void __launch_bounds__(32)
   if (lane < n) {
     top_ids[r * n + lane] = list.id;
     top_lp[r * n + lane] = list.id < 0 ? -INFINITY : lp(list.v);
+  }
+}
+
+// A block per row (Ops::token_rank_rows): rank[r] = 1 + the entries of row r that come before
+// tokens[r] in the top-n order (sanitised value descending, lower id first among equals), 0 for a
+// negative token. Threads count a fixed stride of the row each, then a warp and a block sum: an
+// integer count, exact in any order.
+__global__ void __launch_bounds__(kLogprobThreads)
+    token_rank_kernel(const float* logits, int64_t ld, int64_t V, const int32_t* tokens, int32_t* rank) {
+  pdl_prologue();
+  const int64_t r = blockIdx.x;
+  const int32_t token = tokens[r];
+  if (token < 0) {
+    if (threadIdx.x == 0) rank[r] = 0;
+    return;
+  }
+  const float* row = logits + r * ld;
+  const float tv = sanitized(row[token]);
+  int32_t before = 0;
+  for (int64_t i = threadIdx.x; i < V; i += kLogprobThreads) {
+    const float v = sanitized(__ldg(row + i));
+    before += v > tv || (v == tv && i < token);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) before += __shfl_xor_sync(0xffffffffu, before, o);
+  constexpr int kWarps = kLogprobThreads / 32;
+  __shared__ int32_t counts[kWarps];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) counts[warp] = before;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += counts[w];
+    rank[r] = total + 1;
   }
 }
 

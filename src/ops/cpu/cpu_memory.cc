@@ -242,6 +242,23 @@ void CpuOps::logprob_rows(const TensorView& logits, const TensorView& tokens, co
   }
 }
 
+void CpuOps::token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) {
+  check_token_rank_rows(logits, tokens, rank);
+  const float* base = logits.as<const float>();
+  const auto V = static_cast<size_t>(logits.shape[1]);
+  std::vector<float> raw(V);  // [V] the sanitised row
+  for (int64_t r = 0; r < logits.shape[0]; ++r) {
+    const int32_t token = tokens.as<const int32_t>()[r];
+    if (token < 0) {
+      rank.as<int32_t>()[r] = 0;
+      continue;
+    }
+    std::copy(base + r * logits.stride[0], base + r * logits.stride[0] + V, raw.begin());
+    sample::sanitize_logits(raw);
+    rank.as<int32_t>()[r] = sample::token_rank(raw, token);
+  }
+}
+
 void CpuOps::swiglu(const TensorView& g, const TensorView& u, float limit, const TensorView& out) {
   const int64_t n = g.numel();
   std::vector<float> vg(static_cast<size_t>(n)), vu(static_cast<size_t>(n));

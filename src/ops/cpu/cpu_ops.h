@@ -81,6 +81,7 @@ class CpuOps : public Ops {
                      const TensorView& out) override;
   void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
                     const TensorView& top_ids, const TensorView& top_logprobs) override;
+  void token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) override;
 
   // DeepSeek-V4.1 (cpu_v41_*.cc).
   void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;

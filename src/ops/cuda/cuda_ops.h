@@ -149,6 +149,7 @@ class CudaOps final : public Ops {
                      const TensorView& out) override;
   void logprob_rows(const TensorView& logits, const TensorView& tokens, const TensorView& logprob,
                     const TensorView& top_ids, const TensorView& top_logprobs) override;
+  void token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) override;
 
   // Activations as BF16 for the tensor-core GEMM, FP8-fake-quantised per `block` when > 0.
   TensorView activations_bf16(const TensorView& x, int block);

@@ -202,6 +202,15 @@ void CudaOps::logprob_rows(const TensorView& logits, const TensorView& tokens, c
                                    stream_));
 }
 
+void CudaOps::token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) {
+  check_token_rank_rows(logits, tokens, rank);
+  const int64_t R = logits.shape[0];
+  if (R == 0) return;
+  DI_LAUNCH(k::launch_token_rank_rows({dptr<float>(logits), R, logits.stride[0], logits.shape[1], dptr<int32_t>(tokens),
+                                       dptr<int32_t>(rank)},
+                                      stream_));
+}
+
 void CudaOps::rope(const TensorView& x, const TensorView& positions, const RopeParams& params) {
   const int64_t N = x.shape[0], width = x.shape[x.rank - 1];
   if (N == 0) return;

@@ -274,6 +274,13 @@ cudaError_t launch_logprob_rows(const LogprobLaunchParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_token_rank_rows(const TokenRankLaunchParams& p, cudaStream_t s) {
+  if (p.rows < 1) return cudaSuccess;
+  launch_pdl(token_rank_kernel, dim3(static_cast<unsigned>(p.rows)), kLogprobThreads, 0, s, p.logits, p.ld, p.V,
+             p.tokens, p.rank);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_rope(const RopeLaunchParams& p, cudaStream_t s) {
   with_act(p.type, [&](auto t) {
     using T = decltype(t);
