@@ -22,11 +22,13 @@ std::string describe(const BatchPlan& plan) {
                                 fmt::join(plan.aborted_ids, ","));
   for (const SeqPlan& s : plan.seqs) {
     out += fmt::format(
-        "  seq {} slot {} init {} restore {} take {} pos {} n {} drafts {} H {} floor {} logits {} "
+        "  seq {} slot {} init {} restore {} take {} pos {} n {} drafts {} H {} floor {} logits {}{} "
         "blocks {}{} +[{}]\n",
         s.seq_id, s.state_slot, state_init_name(s.state_init), s.snapshot_restore, s.snapshot_take,
         s.first_position, s.n_tokens_scheduled, s.n_draft_tokens, s.n_history_cached, s.window_floor,
-        s.needs_logits ? 1 : 0, s.n_blocks, s.block_table_reset ? " (reset)" : "",
+        s.needs_logits ? 1 : 0,
+        s.n_prompt_logit_rows > 0 ? fmt::format(" prompt-logit rows {}", s.n_prompt_logit_rows) : std::string(),
+        s.n_blocks, s.block_table_reset ? " (reset)" : "",
         fmt::join(s.new_block_ids, ","));
   }
   return out;

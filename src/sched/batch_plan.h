@@ -44,6 +44,9 @@ struct SeqPlan {
   // Last prompt chunk or decode: sample after this step. With drafts, logits are needed for the
   // last n_draft_tokens + 1 positions (verification), otherwise for the last position only.
   bool needs_logits = false;
+  // Prompt logprobs (RequestParams::prompt_logits): the first n rows of the step also need logits —
+  // positions first_position .. + n - 1, each followed by a prompt token — besides needs_logits' rows.
+  int32_t n_prompt_logit_rows = 0;
   std::vector<TokenId> token_ids;  // n_tokens_scheduled ids: known tokens, then the drafts
   // Planned ahead (Scheduler::schedule_ahead): token_ids[0] is a placeholder for the token the plan
   // in flight samples for this sequence, which the runner reads where the device sampled it.

@@ -39,6 +39,11 @@ struct RequestParams {
   std::vector<TokenId> prompt;
   int32_t max_new_tokens = 0;  // 0: until the maximum sequence length
   uint64_t cache_salt = 0;     // prefix-cache namespace (tenant, LoRA); 0 = shared
+  // Prompt logprobs (SamplingParams::prompt_logprobs): every prompt row whose next token is a
+  // prompt token needs logits (SeqPlan::n_prompt_logit_rows), so the whole prompt is computed —
+  // no prefix-cache hits are taken (its full blocks are still committed for others) — in chunks
+  // of at most SchedulerConfig::max_prompt_logits_chunk tokens.
+  bool prompt_logits = false;
 };
 
 struct Request {
@@ -47,6 +52,7 @@ struct Request {
   std::vector<TokenId> tokens;            // prompt followed by generated tokens
   int32_t n_prompt = 0;
   int32_t max_new_tokens = 0;
+  bool prompt_logits = false;             // RequestParams::prompt_logits
   kv::BlockHash hash_root;
   std::vector<kv::BlockHash> block_hashes;  // one per full block of `tokens`
   int32_t n_computed = 0;                 // positions computed (0 unless running)

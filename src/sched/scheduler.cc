@@ -10,12 +10,13 @@ namespace deepinfer::sched {
 
 Result<Scheduler> Scheduler::create(SchedulerConfig config, kv::KvConfig kv_config) {
   if (config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0 || config.max_model_len < 0 ||
-      config.max_prefill_chunk < 0 || config.max_draft_tokens < 0) {
+      config.max_prefill_chunk < 0 || config.max_draft_tokens < 0 || config.max_prompt_logits_chunk < 0) {
     return invalid_argument(
         "scheduler config: need max_num_seqs > 0, max_num_batched_tokens > 0 and non-negative "
-        "max_model_len, max_prefill_chunk, max_draft_tokens (got {}, {}, {}, {}, {})",
+        "max_model_len, max_prefill_chunk, max_draft_tokens, max_prompt_logits_chunk "
+        "(got {}, {}, {}, {}, {}, {})",
         config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len,
-        config.max_prefill_chunk, config.max_draft_tokens);
+        config.max_prefill_chunk, config.max_draft_tokens, config.max_prompt_logits_chunk);
   }
   DI_ASSIGN_OR_RETURN(kv::Manager kv, kv::Manager::create(std::move(kv_config)));
   return Scheduler(config, std::move(kv));
@@ -47,6 +48,7 @@ Status Scheduler::add_request(RequestParams params) {
   req.n_prompt = static_cast<int32_t>(params.prompt.size());
   req.tokens = std::move(params.prompt);
   req.max_new_tokens = params.max_new_tokens;
+  req.prompt_logits = params.prompt_logits;
   req.hash_root = kv_.hasher().root(params.cache_salt);
   kv_.hasher().extend(req.tokens, req.hash_root, &req.block_hashes);
   req.arrival_order = next_arrival_++;

@@ -26,6 +26,10 @@ struct SchedulerConfig {
   int32_t max_num_batched_tokens = 8192;  // tokens per step, drafts included
   int32_t max_model_len = 0;              // prompt + generated; 0: bounded by the pool only
   int32_t max_prefill_chunk = 0;          // cap on one sequence's prefill chunk; 0: budget only
+  // Cap on the prefill chunk of a request with prompt_logits: each of its rows becomes a [vocab]
+  // F32 logits row in the step (129,280 floats = 505 KiB each on V4), so this bounds them per
+  // request and step (256 MiB at 512); 0: no cap of its own.
+  int32_t max_prompt_logits_chunk = 512;
   int32_t max_draft_tokens = 0;           // speculative lookahead per sequence and step
   // Token ids before first_position sent with a sequence whose state slot starts cold (V4.1's
   // Engram hashes n-grams over them, SeqPlan::lookback_ids); 0: none.

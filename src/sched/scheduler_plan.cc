@@ -89,6 +89,9 @@ int32_t Scheduler::chunk_tokens(const Request& req, int32_t first, int32_t budge
   const int32_t n_remaining = req.n_tokens() - first;
   int32_t n = std::min(n_remaining, budget);
   if (n_remaining > 1 && config_.max_prefill_chunk > 0) n = std::min(n, config_.max_prefill_chunk);
+  if (n_remaining > 1 && req.prompt_logits && config_.max_prompt_logits_chunk > 0) {
+    n = std::min(n, config_.max_prompt_logits_chunk);
+  }
   return n;
 }
 
@@ -113,7 +116,8 @@ void Scheduler::admit_from_queue(StepState& step) {
 }
 
 bool Scheduler::admit_waiting(Request& req, StepState& step) {
-  const kv::PrefixMatch m = kv_.match_prefix(req.block_hashes, req.n_tokens());
+  // Prompt logprobs need the logits of every prompt row: such a request reads no cached prefix.
+  const kv::PrefixMatch m = req.prompt_logits ? kv::PrefixMatch{} : kv_.match_prefix(req.block_hashes, req.n_tokens());
   const int32_t first = m.replay_start;
   int32_t n_real = chunk_tokens(req, first, step.budget);
   // A hit boundary without its own snapshot is a candidate for one once the replay reaches it.
@@ -156,6 +160,10 @@ void Scheduler::emit(Request& req, StepState& step, int32_t first, int32_t n_rea
   sp.window_floor = kv_.window_floor(req.id);
   sp.n_prompt = req.n_prompt;
   sp.needs_logits = from_device || first + n_real == req.n_tokens();
+  // Prompt logprobs: the rows [first, min(first + n_real, n_prompt - 1)), each followed by a prompt token.
+  if (req.prompt_logits && !from_device) {
+    sp.n_prompt_logit_rows = std::max(0, std::min(first + n_real, req.n_prompt - 1) - first);
+  }
   if (from_device) {
     sp.token_ids = {req.tokens.back()};  // a placeholder inside the vocabulary
     sp.token_from_device = true;

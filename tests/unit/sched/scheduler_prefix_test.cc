@@ -1,8 +1,11 @@
 // Prefix caching through the scheduler (block_tokens = 4): chained-hash sharing across
 // requests with exact block ids and ref counts, replay start R in bounded and exact modes,
-// snapshots taken at the prompt end / hit boundary / interval and restored by later requests.
+// snapshots taken at the prompt end / hit boundary / interval and restored by later requests;
+// requests with prompt logits read no cached prefix.
 // FakeRunner verifies that restored states and shared blocks hold exactly the right tokens.
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "fake_runner.h"
 
@@ -183,6 +186,35 @@ TEST(SchedulerPrefix, DisabledCachingComputesEverything) {
   EXPECT_EQ(s.n_tokens_scheduled, 12);
   EXPECT_EQ(s.snapshot_take, kv::kNoId);
   EXPECT_EQ(h.sched().kv().block_pool().n_cached(), 0);
+}
+
+// Prompt logprobs (RequestParams::prompt_logits): the request reads no cached prefix although one
+// is there, runs its prompt in chunks of at most max_prompt_logits_chunk, and marks the rows each
+// followed by a prompt token; planned ahead, the chunks are the same. Its blocks are committed for
+// others as usual.
+TEST(SchedulerPrefix, PromptLogitsReadNoCachedPrefix) {
+  for (const bool ahead : {false, true}) {
+    SchedulerConfig sc = small_sched(64);
+    sc.max_prompt_logits_chunk = 5;
+    Harness h(sc, small_kv(16, 8, 2));
+    h.add(1, tokens_from(1, 12), 1);
+    h.run_to_completion();
+    ASSERT_EQ(h.sched().kv().match_prefix(tokens_from(1, 12), 0).n_tokens_cached, 8) << "a hit is there to take";
+    ASSERT_TRUE(h.sched().add_request(RequestParams{2, tokens_from(1, 12), 2, 0, /*prompt_logits=*/true}).is_ok());
+    std::vector<std::tuple<int32_t, int32_t, int32_t, bool>> chunks;  // first, n, prompt-logit rows, needs_logits
+    while (h.sched().has_unfinished()) {
+      const BatchPlan p = ahead ? h.step_ahead() : h.step();
+      for (const SeqPlan& s : p.seqs) {
+        EXPECT_EQ(s.n_history_cached, 0);
+        chunks.emplace_back(s.first_position, s.n_tokens_scheduled, s.n_prompt_logit_rows, s.needs_logits);
+      }
+    }
+    using C = std::tuple<int32_t, int32_t, int32_t, bool>;
+    EXPECT_EQ(chunks, (std::vector<C>{{0, 5, 5, false}, {5, 5, 5, false}, {10, 2, 1, true}, {12, 1, 0, true}}))
+        << (ahead ? "planned ahead" : "synchronous");
+    EXPECT_EQ(h.generated.at(2), model_tokens(2, 12, 14));
+    h.expect_all_free();
+  }
 }
 
 }  // namespace
