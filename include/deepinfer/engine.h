@@ -126,7 +126,11 @@ struct Request {
 struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0.0f;
-  std::vector<TokenLogprob> top;  // sorted, at most SamplingParams::logprobs entries
+  std::vector<TokenLogprob> top;  // sorted, at most SamplingParams::logprobs (prompt_logprobs) entries
+  // 1-based rank of `token` in the whole distribution: its place in `top` were the list complete
+  // (ties go to the lower id). Prompt logprobs always have it; a sampled token's is 0 (not
+  // computed: only its place in `top`, when it is there, is known).
+  int32_t rank = 0;
 };
 
 struct TokenEvent {
@@ -135,6 +139,10 @@ struct TokenEvent {
   std::vector<int32_t> token_ids;        // tokens generated since the previous event
   std::string text;                      // their text (UTF-8 complete; stop strings held back/removed)
   std::vector<TokenLogprobs> logprobs;   // one per token when requested
+  // SamplingParams::prompt_logprobs: entry i - 1 is prompt token i's logprob given tokens [0, i),
+  // for i = 1 .. n_prompt - 1 (the first token has none), of the raw distribution. On sample 0's
+  // first event that carries tokens; empty everywhere else.
+  std::vector<TokenLogprobs> prompt_logprobs;
   std::optional<FinishReason> finish;    // set on the sequence's last event
   std::string error;                     // message when finish == kError
   // What ended a kStop sequence, as vLLM's stop_reason (on the last event): the stop string that
@@ -161,6 +169,7 @@ struct GenerateOutput {
   RequestId request_id = 0;
   std::vector<int32_t> prompt_ids;
   int32_t n_cached_tokens = 0;
+  std::vector<TokenLogprobs> prompt_logprobs;  // TokenEvent::prompt_logprobs (sampling.prompt_logprobs)
   std::vector<Sequence> sequences;  // n of them
 };
 

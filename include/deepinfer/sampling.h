@@ -99,7 +99,10 @@ struct SamplingParams {
   // Top logprobs to return per generated token, 0..20 (0 = only the sampled token's logprob).
   // nullopt = none.
   std::optional<int32_t> logprobs;
-  // Same for every prompt position (the logprob of the actual next prompt token plus the top N).
+  // Same for every prompt position but the first (vLLM's prompt_logprobs): the logprob of each
+  // prompt token given the ones before it, its rank and the top N of that distribution — always
+  // raw (log_softmax of the model's logits, whatever logprobs_mode says), as vLLM reports them.
+  // The request then reads no cached prefix (its whole prompt is computed); nullopt = none.
   std::optional<int32_t> prompt_logprobs;
   LogprobsMode logprobs_mode = LogprobsMode::kRaw;
 

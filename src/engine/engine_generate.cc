@@ -22,6 +22,7 @@ struct BatchCollector {
     if (e.sample_index == 0 && !e.token_ids.empty() && out.sequences[0].token_ids.empty()) {
       out.n_cached_tokens = e.n_cached_tokens;
     }
+    if (!e.prompt_logprobs.empty()) out.prompt_logprobs = e.prompt_logprobs;  // sample 0's first tokens
     GenerateOutput::Sequence& seq = out.sequences[static_cast<size_t>(e.sample_index)];
     seq.token_ids.insert(seq.token_ids.end(), e.token_ids.begin(), e.token_ids.end());
     seq.text += e.text;

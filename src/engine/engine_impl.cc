@@ -94,7 +94,14 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   } else {
     log_debug("structured outputs unavailable: {}", compiler.status().message());
   }
-  e->limits_ = IntakeLimits{n_vocab, e->config_.max_model_len, options.seed};
+  e->limits_ = IntakeLimits{n_vocab, e->config_.max_model_len, options.seed, {}};
+  const model::ModelOptions& mo = e->model_->model->options();
+  if (mc.family == loader::ModelFamily::kV41 && mo.prefill_mode == model::PrefillMode::kCompact) {
+    // The decoder layers skip a prompt's early rows: they have no logits to report.
+    e->limits_.no_prompt_logprobs = fmt::format(
+        "V4.1's compact prefill (yoco_prefill_mode = compact) runs the decoder layers on a prompt's last {} "
+        "rows only; open the engine with yoco_prefill_mode = none for prompt logprobs", mo.keep_tokens);
+  }
   e->record_step(nullptr);
   log_info("engine: model {} ({} layers, vocab {}), {} history blocks of {} tokens, {} state slots, "
            "max_model_len {}", dir, mc.num_hidden_layers, n_vocab, e->config_.kv.n_blocks,

@@ -86,6 +86,14 @@ class EngineImpl final : public Engine {
     // first token: a row decoding the token the step before sampled), else -1.
     std::vector<int32_t> token_from;
     tensor::TensorView token_source;
+    // Prompt logprobs: the sequences whose prompt rows the step reduced (in the runner's row order)
+    // and the copy of the results (engine_prompt_logprobs.cc).
+    struct PromptRows {
+      kv::SeqId seq = 0;
+      int32_t first_position = 0, n = 0;
+    };
+    std::vector<PromptRows> prompt_rows;
+    ModelRunner::PromptTicket prompt_ticket;
   };
   // prepare → forward → sampling queued (or the logits copied to the host) for `plan`.
   Status launch(const sched::BatchPlan& plan, Launched* l);
@@ -94,6 +102,12 @@ class EngineImpl final : public Engine {
   // ahead whose sampling waited for them: a grammar's mask follows them).
   Status launch_forward(const sched::BatchPlan& plan, Launched* l);
   Status launch_sampling(const sched::BatchPlan& plan, Launched* l, bool host_has_previous);
+  // Prompt logprobs (engine_prompt_logprobs.cc): after the forward, queue the reduction of the
+  // step's prompt rows (the next prompt token of each, from the sequence's PromptLogprobs) and
+  // leave l->result.logits with the sampled rows alone; when the step is taken in, record the
+  // results in the sequences (before sampling: the first token's event carries them).
+  Status queue_prompt_logprobs(const sched::BatchPlan& plan, Launched* l);
+  Status take_prompt_logprobs(const Launched& l);
   // Whether a step planned ahead must launch its sampling only once the host has taken in the
   // step before: a row decoding that step's token has a grammar (its mask follows the token).
   bool sampling_waits_for_tokens(const sched::BatchPlan& plan) const;

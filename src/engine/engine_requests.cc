@@ -18,6 +18,11 @@ void EngineImpl::admit(std::vector<AcceptedRequest> requests) {
       const kv::SeqId seq = next_seq_id_++;
       SequenceState state(r.id, i, r.sampling, r.seeds[static_cast<size_t>(i)], r.prompt_ids, tokenizer_,
                           outputs_->eos_ids(), scheduler_->max_seq_tokens() - n_prompt);
+      // Prompt logprobs are the prompt's, computed once: by sample 0, which reads no cached prefix.
+      const bool prompt_logits = i == 0 && r.sampling->prompt_logprobs.has_value();
+      if (prompt_logits) {
+        state.prompt_logprobs = std::make_unique<PromptLogprobs>(r.prompt_ids, *r.sampling->prompt_logprobs);
+      }
       if (r.grammar) state.matcher = grammar_compiler_->make_matcher(r.grammar);
       if (r.grammar && r.reasoning_end >= 0) {
         state.matcher = std::make_unique<ReasoningGatedMatcher>(std::move(state.matcher), r.reasoning_end,
@@ -30,7 +35,7 @@ void EngineImpl::admit(std::vector<AcceptedRequest> requests) {
       seq_owner_[seq] = r.id;
       record.live.push_back(seq);
       const Status added = scheduler_->add_request(
-          sched::RequestParams{seq, r.prompt_ids, r.sampling->max_tokens.value_or(0), r.cache_salt});
+          sched::RequestParams{seq, r.prompt_ids, r.sampling->max_tokens.value_or(0), r.cache_salt, prompt_logits});
       if (!added.is_ok()) {
         end_sequence(seq, FinishReason::kError, added.message());
         continue;

@@ -104,6 +104,7 @@ Status EngineImpl::launch_forward(const sched::BatchPlan& plan, Launched* l) {
                     : runner_->forward(*batch);                                    // 3. forward
   if (!result.is_ok()) return result.status().with_context("forward");
   l->result = std::move(*result);
+  DI_RETURN_IF_ERROR(queue_prompt_logprobs(plan, l));
   // The snapshots end the plan's step on the device: a step planned ahead, queued next, moves on
   // the same state slots.
   runner_->take_snapshots(plan);
@@ -161,7 +162,8 @@ bool EngineImpl::can_plan_ahead(const sched::BatchPlan& plan) const {
 
 void EngineImpl::finish_step(Launched& l, bool ahead_in_flight) {
   Lap lap;
-  const Status sampled = l.on_device ? runner_->collect_sampling(l.ticket, &device_out_) : Status::ok();
+  Status sampled = l.on_device ? runner_->collect_sampling(l.ticket, &device_out_) : Status::ok();
+  if (sampled.is_ok()) sampled = take_prompt_logprobs(l);
   step_times_.forward_s += lap();
   if (!sampled.is_ok()) return fail_plan(sampled.with_context("forward"));
   {

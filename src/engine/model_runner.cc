@@ -137,6 +137,7 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
   }
   last_logit_row_.swap(logit_row_scratch_);
   last_rows_ = static_cast<int64_t>(b.logit_rows.size());
+  add_prompt_logit_rows(plan, b);
   return b;
 }
 

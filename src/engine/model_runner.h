@@ -39,7 +39,8 @@ class ModelRunner {
               Drafter drafter = Drafter::kNone);
 
   // Applies the plan's bookkeeping and state duties and builds the forward batch. logit_row[i]
-  // receives the batch's logit row of plan.seqs[i] (-1: no logits this step).
+  // receives the batch's logit row of plan.seqs[i] (-1: no logits this step). Rows for prompt
+  // logprobs (SeqPlan::n_prompt_logit_rows) come after every sampled row: prompt_logit_rows().
   Result<model::ForwardBatch> prepare(const sched::BatchPlan& plan, std::vector<int32_t>* logit_row);
   // What a step sampled where its logits are copies back per logit row: the token and, when some
   // row asked for logprobs (n_top >= 0), every row's raw logprob and top-n_top (Ops::logprob_rows).
@@ -93,6 +94,37 @@ class ModelRunner {
     mtp_rows_.erase(seq);
   }
 
+  // ---- Prompt logprobs (model_runner_prompt.cc) ----
+  // The last prepare()'s logit rows for prompt logprobs, per plan row that has some: its prompt
+  // positions [first_position, first_position + n), at logit rows [logit_row, logit_row + n) —
+  // after the sampled rows, which are the first n_sampled_rows().
+  struct PromptLogitRows {
+    size_t plan_row = 0;
+    int32_t first_position = 0, n = 0, logit_row = 0;
+  };
+  const std::vector<PromptLogitRows>& prompt_logit_rows() const { return prompt_rows_; }
+  int64_t n_sampled_rows() const { return last_rows_; }
+  // Queues the reduction of logits rows [first_row, first_row + tokens.size()) — each row's raw
+  // logprob of tokens[i], its rank (Ops::token_rank_rows) and the top n_top (Ops::logprob_rows),
+  // where the logits are — and the copy of the results into one of two page-locked buffers, so
+  // the [rows, vocab] logits die with the step. collect_prompt_logprobs waits for that copy. As
+  // launch_sampling's, at most two launches may be uncollected.
+  struct PromptTicket {
+    uint64_t copy = 0;  // Ops::copy_to_host_async's ticket
+    int64_t rows = 0, n_top = 0;
+    int buffer = 0;
+  };
+  struct PromptReduced {
+    std::vector<float> logprob;       // [rows]
+    std::vector<int32_t> rank;        // [rows]
+    std::vector<int32_t> top_ids;     // [rows x n_top] (-1 past the vocabulary)
+    std::vector<float> top_logprobs;  // [rows x n_top]
+    int64_t n_top = 0;
+  };
+  Status launch_prompt_logprobs(const tensor::TensorView& logits, int64_t first_row, std::span<const int32_t> tokens,
+                                int32_t n_top, PromptTicket* ticket);
+  Status collect_prompt_logprobs(const PromptTicket& ticket, PromptReduced* out);
+
   // ---- Speculative decoding (model_runner_spec.cc) ----
   // A step that verifies drafts writes the state of every row it runs. After sampling, rewind()
   // gives up the rows past each sequence's valid ones [first_position, first_position +
@@ -143,6 +175,8 @@ class ModelRunner {
  private:
   Status apply_table_diff(const sched::SeqPlan& sp);
   Status init_state(const sched::SeqPlan& sp);
+  // Appends the logit rows of prompt logprobs to b.logit_rows (prompt_rows_: where they are).
+  void add_prompt_logit_rows(const sched::BatchPlan& plan, model::ForwardBatch& b);
   // Appends rows of `sp`'s sequence at positions first.. with `ids` to `b` (its tables: fill_tables).
   static void add_rows(model::ForwardBatch& b, const sched::SeqPlan& sp, int32_t first, std::span<const int32_t> ids,
                        int32_t window_floor);
@@ -167,6 +201,13 @@ class ModelRunner {
   tensor::TensorView sampled_dev_;
   tensor::TensorView sampled_host_[2];
   int next_host_buffer_ = 0;
+  // Prompt logprobs: the last prepare()'s rows, and launch_prompt_logprobs' results on the device
+  // ([logprob | rank | top_ids | top_logprobs] per row, one I32 buffer) and in two page-locked
+  // buffers, as the sampled ids are.
+  std::vector<PromptLogitRows> prompt_rows_;
+  tensor::TensorView prompt_dev_;
+  tensor::TensorView prompt_host_[2];
+  int next_prompt_buffer_ = 0;
   // The logit row of each sequence in the last prepared step, and that step's row count: where a
   // step planned ahead finds its input tokens among the ids the last step samples.
   std::unordered_map<kv::SeqId, int32_t> last_logit_row_, logit_row_scratch_;

@@ -53,10 +53,14 @@ Result<sample::RowInput> OutputProcessor::row_input(SequenceState& s, int64_t po
 
 Result<sched::FinishReason> OutputProcessor::accept_token(SequenceState& s, const sample::RowOutput& row) {
   const int32_t token = row.token;
+  if (s.n_generated == 0 && s.prompt_logprobs && !s.prompt_logprobs->ready()) {
+    return internal_error("prompt_logprobs: the first token was sampled before every prompt row was reduced");
+  }
   if (s.matcher && !s.matcher->accept(token)) {
     return internal_error("structured_output: the grammar rejected sampled token {}", token);
   }
   s.history.append(token);
+  if (s.n_generated == 0 && s.prompt_logprobs) s.pending.prompt_logprobs = s.prompt_logprobs->take();
   ++s.n_generated;
   s.pending.token_ids.push_back(token);
   if (s.params->logprobs.has_value()) s.pending.logprobs.push_back(TokenLogprobs{token, row.logprob, row.top_logprobs});

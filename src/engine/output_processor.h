@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "deepinfer/engine.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/structured_output.h"
 #include "kv/types.h"
 #include "sample/sampler.h"
@@ -38,6 +39,9 @@ struct SequenceState {
   sample::StopChecker stop;
   IncrementalDetokenizer detokenizer;
   std::unique_ptr<StructuredOutputMatcher> matcher;
+  // sampling.prompt_logprobs, on the request's sample 0 only (null otherwise): filled as the prompt
+  // runs, handed to the event of the first token.
+  std::unique_ptr<PromptLogprobs> prompt_logprobs;
   std::vector<uint32_t> bitmask;  // filled before each sample when matcher is set
   TokenEvent pending;             // tokens sampled this step, emitted after the scheduler's update
   bool first_event_sent = false;
@@ -56,7 +60,8 @@ class OutputProcessor {
   // cannot produce a mask (the engine fails the sequence).
   Result<sample::RowInput> row_input(SequenceState& s, int64_t position);
   // Records a sampled token: grammar advance, penalty history, detokenization, stop checks and
-  // logprobs go into s.pending. Returns the finish the scheduler should apply (kNone, kStop,
+  // logprobs go into s.pending (with the first token, the prompt logprobs too: every prompt row
+  // ran before the step that samples it). Returns the finish the scheduler should apply (kNone, kStop,
   // kLength) or an error (grammar rejected the token).
   Result<sched::FinishReason> accept_token(SequenceState& s, const sample::RowOutput& row);
   // The event for the scheduler's SeqEvent of this sequence (takes s.pending).

@@ -40,9 +40,9 @@ Status check_prompt(const std::vector<int32_t>& ids, const IntakeLimits& limits)
   return Status::ok();
 }
 
-Status check_supported(const SamplingParams& s) {
-  if (s.prompt_logprobs.has_value()) {
-    return unimplemented("sampling.prompt_logprobs is not supported by this engine yet");
+Status check_supported(const SamplingParams& s, const IntakeLimits& limits) {
+  if (s.prompt_logprobs.has_value() && !limits.no_prompt_logprobs.empty()) {
+    return failed_precondition("sampling.prompt_logprobs: {}", limits.no_prompt_logprobs);
   }
   return Status::ok();
 }
@@ -65,7 +65,7 @@ Result<AcceptedRequest> accept_request(Request request, RequestId id, EventSink 
   DI_ASSIGN_OR_RETURN(out.prompt_ids, tokenize_prompt(request, tokenizer));
   DI_RETURN_IF_ERROR(check_prompt(out.prompt_ids, limits));
   if (Status s = request.sampling.validate(limits.n_vocab); !s.is_ok()) return s.with_context("sampling");
-  DI_RETURN_IF_ERROR(check_supported(request.sampling));
+  DI_RETURN_IF_ERROR(check_supported(request.sampling, limits));
   if (request.structured_output.has_value()) {
     if (compiler == nullptr) {
       return unimplemented("structured_output is not available: the grammar engine is not wired into this build");

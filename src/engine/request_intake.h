@@ -18,6 +18,8 @@ struct IntakeLimits {
   int32_t n_vocab = 0;        // the model's vocabulary rows
   int32_t max_model_len = 0;  // prompt + generated tokens
   uint64_t engine_seed = 0;
+  // Non-empty: why this engine cannot compute sampling.prompt_logprobs (the request is refused).
+  std::string no_prompt_logprobs;
 };
 
 // A validated request: the engine thread turns it into sampling.n scheduler sequences.

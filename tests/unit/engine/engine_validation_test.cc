@@ -65,8 +65,10 @@ TEST_F(EngineValidationTest, BadRequestsNameTheProblem) {
   Request max0 = ids_request({1, 2}, 0, 1);
   expect_error(max0, StatusCode::kInvalidArgument, "max_tokens");
   Request plp = ids_request({1, 2}, 4, 1);
-  plp.sampling.prompt_logprobs = 2;
-  expect_error(plp, StatusCode::kUnimplemented, "prompt_logprobs");
+  plp.sampling.prompt_logprobs = -1;
+  expect_error(plp, StatusCode::kInvalidArgument, "sampling: prompt_logprobs = -1 is outside [0, 20]");
+  plp.sampling.prompt_logprobs = 21;
+  expect_error(plp, StatusCode::kInvalidArgument, "sampling: prompt_logprobs = 21 is outside [0, 20]");
   auto no_sink = engine_->submit(ids_request({1, 2}, 4, 1), nullptr);
   ASSERT_FALSE(no_sink.is_ok());
   EXPECT_NE(no_sink.status().message().find("sink"), std::string::npos);
