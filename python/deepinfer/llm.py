@@ -212,6 +212,19 @@ class LLM:
             out.append(entry)
         return out
 
+    def _prompt_logprobs(self, raw: list) -> List[Optional[Dict[int, Logprob]]]:
+        """vLLM's RequestOutput.prompt_logprobs: None for the first prompt token (nothing predicts
+        it), then per token a dict of its Logprob (with its rank in the whole distribution) and the
+        top-N's (ranks 1..N)."""
+        out: List[Optional[Dict[int, Logprob]]] = [None]
+        for token, logprob, rank, top in raw:
+            entry: Dict[int, Logprob] = {}
+            for r, (t, lp) in enumerate(top, start=1):
+                entry[t] = Logprob(lp, r, self._engine.decode([t], False))
+            entry[token] = Logprob(logprob, rank, self._engine.decode([token], False))
+            out.append(entry)
+        return out
+
     def _request_output(self, item: Dict[str, Any], raw: Dict[str, Any], p: SamplingParams) -> RequestOutput:
         completions = []
         for i, s in enumerate(raw["outputs"]):
@@ -223,7 +236,9 @@ class LLM:
                 finish_reason=s["finish_reason"], stop_reason=s.get("stop_reason"), error=s["error"] or None))
         return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt", item.get("_text")),
                              prompt_token_ids=list(raw["prompt_token_ids"]), outputs=completions,
-                             num_cached_tokens=raw["num_cached_tokens"])
+                             num_cached_tokens=raw["num_cached_tokens"],
+                             prompt_logprobs=(self._prompt_logprobs(raw["prompt_logprobs"])
+                                              if p.prompt_logprobs is not None else None))
 
 
 class Tokenizer:

@@ -186,6 +186,17 @@ py::list logprobs_list(const std::vector<TokenLogprobs>& lps) {
   return out;
 }
 
+// Prompt logprobs as (token, logprob, rank, [(id, logprob), ...]) per prompt token after the first.
+py::list prompt_logprobs_list(const std::vector<TokenLogprobs>& lps) {
+  py::list out;
+  for (const TokenLogprobs& t : lps) {
+    py::list top;
+    for (const TokenLogprob& e : t.top) top.append(py::make_tuple(e.token, e.logprob));
+    out.append(py::make_tuple(t.token, t.logprob, t.rank, top));
+  }
+  return out;
+}
+
 }  // namespace
 
 py::dict output_to_dict(const GenerateOutput& out) {
@@ -207,6 +218,7 @@ py::dict output_to_dict(const GenerateOutput& out) {
   d["request_id"] = out.request_id;
   d["prompt_token_ids"] = out.prompt_ids;
   d["num_cached_tokens"] = out.n_cached_tokens;
+  d["prompt_logprobs"] = prompt_logprobs_list(out.prompt_logprobs);
   d["outputs"] = seqs;
   return d;
 }

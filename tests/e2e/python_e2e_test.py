@@ -1,6 +1,7 @@
 """End to end through the Python module on the tiny demo model (run by python_e2e_test.cc with
 PYTHONPATH=<build>/python and DI_TEST_MODEL=<tiny-v4f dir>): LLM.generate with text and id prompts,
-seeds, n > 1, logprobs and stop strings; LLM.chat in both thinking modes; streaming; errors."""
+seeds, n > 1, logprobs, prompt logprobs and stop strings; LLM.chat in both thinking modes;
+streaming; errors."""
 
 import json
 import os
@@ -51,6 +52,45 @@ class PythonE2eTest(unittest.TestCase):
         self.assertAlmostEqual(c.cumulative_logprob, sum(e[t].logprob for t, e in zip(c.token_ids, c.logprobs)), 4)
         single = self.llm.generate([[0, 100, 200]], SamplingParams(max_tokens=4, seed=5, ignore_eos=True))
         self.assertEqual(single[0].outputs[0].token_ids, c.token_ids)  # sample 0 of n == n = 1
+
+    def test_prompt_logprobs(self):
+        # Two arbitrary tokens after BOS, then the greedy continuation: tokens of rank > 20 and of rank 1.
+        head = [0, 100, 200]
+        greedy = self.llm.generate([head], SamplingParams(temperature=0.0, max_tokens=3, ignore_eos=True))[0]
+        prompt = head + list(greedy.outputs[0].token_ids)
+        out = self.llm.generate([prompt], SamplingParams(max_tokens=2, seed=1, prompt_logprobs=2))[0]
+        self.assertIsNone(out.outputs[0].logprobs)
+        pl = out.prompt_logprobs
+        self.assertEqual(len(pl), len(prompt))
+        self.assertIsNone(pl[0])  # nothing predicts the first token
+        for i in range(1, len(prompt)):
+            entry = pl[i]
+            lp = entry[prompt[i]]
+            self.assertLessEqual(lp.logprob, 0.0)
+            self.assertEqual(lp.decoded_token, self.llm.get_tokenizer().decode([prompt[i]]))
+            self.assertEqual(sorted(v.rank for t, v in entry.items() if t != prompt[i] or v.rank <= 2), [1, 2])
+            self.assertEqual(len(entry), 2 if lp.rank <= 2 else 3)
+            if i >= len(head):
+                self.assertEqual(lp.rank, 1)  # the greedy token
+            # Independently: the raw top-20 of the first token generated after prompt[:i].
+            first = self.llm.generate([prompt[:i]], SamplingParams(max_tokens=1, seed=1, logprobs=20))[0]
+            want = {t: v for t, v in first.outputs[0].logprobs[0].items() if v.rank is not None}
+            self.assertEqual(len(want), 20)
+            for t, v in entry.items():
+                if t in want:
+                    self.assertEqual(v.rank, want[t].rank)
+                    self.assertAlmostEqual(v.logprob, want[t].logprob, places=5)
+                else:
+                    self.assertGreater(v.rank, 20)
+                    self.assertLess(v.logprob, min(w.logprob for w in want.values()))
+        # prompt_logprobs=0: the prompt token alone; n = 2: once per prompt, the same values.
+        zero = self.llm.generate([prompt], SamplingParams(max_tokens=1, n=2, seed=1, prompt_logprobs=0))[0]
+        self.assertEqual(len(zero.outputs), 2)
+        for i in range(1, len(prompt)):
+            self.assertEqual(list(zero.prompt_logprobs[i]), [prompt[i]])
+            self.assertAlmostEqual(zero.prompt_logprobs[i][prompt[i]].logprob, pl[i][prompt[i]].logprob, places=6)
+            self.assertEqual(zero.prompt_logprobs[i][prompt[i]].rank, pl[i][prompt[i]].rank)
+        self.assertIsNone(self.llm.generate([prompt], SamplingParams(max_tokens=1))[0].prompt_logprobs)
 
     def test_per_prompt_params_and_stop_strings(self):
         free = self.llm.generate("Once upon a time", SamplingParams(max_tokens=12, seed=9, ignore_eos=True))[0]
@@ -127,8 +167,8 @@ class PythonE2eTest(unittest.TestCase):
             LLM(model=MODEL, gpu_memory_utilisation=0.9)
         with self.assertRaisesRegex(RuntimeError, "Looked in"):
             LLM(model="no-such-org/no-such-model")
-        with self.assertRaisesRegex(RuntimeError, "prompt_logprobs"):
-            self.llm.generate("x", SamplingParams(prompt_logprobs=1))
+        with self.assertRaisesRegex(ValueError, "prompt_logprobs = 21"):
+            self.llm.generate("x", SamplingParams(prompt_logprobs=21))
 
     def test_structured_outputs(self):
         so = deepinfer.StructuredOutputsParams(json={"type": "object", "properties": {"ok": {"type": "boolean"}},
