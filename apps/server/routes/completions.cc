@@ -3,9 +3,15 @@
 // like any raw-prompt API: the client writes the whole prompt, so there is no template boundary to
 // protect. Stop strings, UTF-8 completeness and text deltas come from the engine's TokenEvent.text.
 // A batch of P prompts with n choices each is P engine requests; choice p * n + j is sample j of
-// prompt p (as OpenAI and vLLM number them). Echo without logprobs; legacy logprobs (int, 0..20).
+// prompt p (as OpenAI and vLLM number them). Legacy logprobs (int, 0..20); with echo they cover the
+// prompt's tokens too (the engine's prompt logprobs; the first token's is null), and max_tokens 0
+// echoes the prompt alone (vLLM: one token is generated and dropped). vLLM's `prompt_logprobs`
+// extension comes back as the choice's prompt_logprobs. Prompt logprobs arrive with sample 0's
+// first tokens: the other samples' events wait for them, so every choice starts with its prompt.
+#include <algorithm>
 #include <mutex>
 #include <numeric>
+#include <utility>
 
 #include "generation.h"
 #include "json_text.h"
@@ -35,6 +41,8 @@ struct CompletionRequest {
   std::vector<std::optional<std::string>> prompt_texts;
   SamplingParams sampling;
   bool stream = false, include_usage = false, echo = false;
+  bool echo_only = false;  // echo with max_tokens 0: the generated token is dropped
+  std::optional<int32_t> prompt_logprobs;  // the body's field (sampling.prompt_logprobs: it or echo's)
 };
 
 // One prompt: a string, or a non-empty array of token ids (`path` names it in errors).
@@ -119,9 +127,12 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
   if (suffix && !suffix->empty()) return Status(StatusCode::kInvalidArgument, "suffix: not supported");
   DI_PROTO_ASSIGN_OR_RETURN(auto echo, protocol::opt_bool(body, "echo", ""));
   r.echo = echo.value_or(false);
-  if (r.echo && r.sampling.logprobs) {
-    return Status(StatusCode::kInvalidArgument, "echo: not supported together with logprobs (prompt logprobs)");
+  if (r.echo && r.sampling.max_tokens == 0) {  // the prompt alone (the engine samples at least one token)
+    r.echo_only = true;
+    r.sampling.max_tokens = 1;
   }
+  DI_PROTO_ASSIGN_OR_RETURN(auto prompt_logprobs, protocol::opt_int(body, "prompt_logprobs", ""));
+  if (prompt_logprobs) r.sampling.prompt_logprobs = static_cast<int32_t>(*prompt_logprobs);
   DI_PROTO_ASSIGN_OR_RETURN(auto stream, protocol::opt_bool(body, "stream", ""));
   r.stream = stream.value_or(false);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* so, protocol::opt_object(body, "stream_options", ""));
@@ -132,6 +143,11 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
   }
   DI_PROTO_RETURN_IF_ERROR(read_extensions(body, &r));
   DI_PROTO_RETURN_IF_ERROR(r.sampling.validate(tokenizer.n_vocab()));
+  // Echo with logprobs covers the prompt's tokens: the engine computes the longer of the two lists.
+  r.prompt_logprobs = r.sampling.prompt_logprobs;
+  if (r.echo && r.sampling.logprobs) {
+    r.sampling.prompt_logprobs = std::max(r.sampling.prompt_logprobs.value_or(0), *r.sampling.logprobs);
+  }
   return r;
 }
 
@@ -142,7 +158,8 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
         n_per_prompt_(std::max(1, request_.sampling.n)),
         choices_(request_.prompts.size() * static_cast<size_t>(n_per_prompt_)),
         n_prompt_(request_.prompts.size(), 0),
-        n_cached_(request_.prompts.size(), 0) {
+        n_cached_(request_.prompts.size(), 0),
+        prompt_logprobs_(request_.prompts.size()) {
     for (size_t i = 0; i < choices_.size(); ++i) {
       Choice& c = choices_[i];
       const size_t p = i / static_cast<size_t>(n_per_prompt_);
@@ -181,10 +198,19 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   struct Choice {
     std::string echo;  // the prompt's text when echoed
     std::string text;
-    Json logprobs;  // null until the first token
+    Json logprobs;  // null until the first token (echo with logprobs: the prompt's from the first event)
+    Json prompt_logprobs;  // the body's prompt_logprobs: vLLM's list, from the first event
     std::optional<FinishReason> finish;
     int n_tokens = 0;
     bool streamed_echo = false;
+    bool started = false;  // its first event is taken in
+  };
+  // A prompt's logprobs (sampling.prompt_logprobs): known with sample 0's first event; until then
+  // the other samples' events wait here.
+  struct PromptLogprobs {
+    bool known = false;
+    std::vector<TokenLogprobs> entries;
+    std::vector<TokenEvent> held;
   };
 
   void on_client_gone() {
@@ -198,8 +224,9 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     for (const auto& g : gs) g->abort();
   }
 
-  Json chunk(int index, std::string text, Json logprobs, const Json& finish) const {
+  Json chunk(int index, std::string text, Json logprobs, const Json& finish, Json prompt_logprobs = nullptr) const {
     Json choice{{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
+    if (!prompt_logprobs.is_null()) choice["prompt_logprobs"] = std::move(prompt_logprobs);
     Json c{{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created}, {"model", meta_.model},
            {"choices", Json::array({std::move(choice)})}};
     if (request_.include_usage) c["usage"] = nullptr;
@@ -209,6 +236,24 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   void on_event(size_t prompt, const TokenEvent& e) {
     std::lock_guard lock(mu_);
     if (done_ || e.sample_index < 0 || e.sample_index >= n_per_prompt_) return;
+    if (!request_.sampling.prompt_logprobs) return take_event(prompt, e);
+    PromptLogprobs& pl = prompt_logprobs_[prompt];
+    if (pl.known) return take_event(prompt, e);
+    if (e.sample_index != 0) {
+      pl.held.push_back(e);
+      return;
+    }
+    pl.known = true;
+    pl.entries = e.prompt_logprobs;
+    take_event(prompt, e);
+    for (const TokenEvent& held : std::exchange(pl.held, {})) {
+      if (done_) break;
+      take_event(prompt, held);
+    }
+  }
+
+  // One event of the choice it belongs to (under mu_).
+  void take_event(size_t prompt, const TokenEvent& e) {
     const int index = static_cast<int>(prompt) * n_per_prompt_ + e.sample_index;
     Choice& c = choices_[static_cast<size_t>(index)];
     n_prompt_[prompt] = std::max(n_prompt_[prompt], e.n_prompt_tokens);
@@ -217,21 +262,38 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
       return fail(*e.finish == FinishReason::kError ? ApiError{500, "engine error: " + e.error, "", "", {}}
                                                     : ApiError{503, "The request was aborted: the server is shutting down.", "", "", {}});
     }
+    const bool first = !c.started;
+    c.started = true;
+    Json lps = nullptr, prompt_lps = nullptr;
+    if (first && request_.sampling.prompt_logprobs) {
+      const std::vector<TokenLogprobs>& entries = prompt_logprobs_[prompt].entries;
+      if (request_.echo && request_.sampling.logprobs) {
+        append_prompt_completion_logprobs(*exchange_->ctx.tokenizer, request_.prompts[prompt], entries,
+                                          *request_.sampling.logprobs, c.echo, &lps);
+        c.logprobs = lps;
+      }
+      if (request_.prompt_logprobs) {
+        prompt_lps = prompt_logprobs_json(*exchange_->ctx.tokenizer, request_.prompts[prompt], entries,
+                                          *request_.prompt_logprobs);
+        c.prompt_logprobs = prompt_lps;
+      }
+    }
+    // Echo with max_tokens 0: the generated token is not part of the answer.
+    const std::string text = request_.echo_only ? std::string() : e.text;
     size_t offset = c.text.size();
-    c.text += e.text;
-    c.n_tokens += static_cast<int>(e.token_ids.size());
-    Json lps = nullptr;
-    if (request_.sampling.logprobs && !e.logprobs.empty()) {
+    c.text += text;
+    if (!request_.echo_only) c.n_tokens += static_cast<int>(e.token_ids.size());
+    if (request_.sampling.logprobs && !e.logprobs.empty() && !request_.echo_only) {
       append_completion_logprobs(*exchange_->ctx.tokenizer, e.logprobs, offset, &lps);
       append_completion_logprobs(*exchange_->ctx.tokenizer, e.logprobs, offset, &c.logprobs);
     }
-    if (e.finish) c.finish = e.finish;
+    if (e.finish) c.finish = request_.echo_only ? FinishReason::kLength : *e.finish;
     if (request_.stream) {
-      std::string delta = c.streamed_echo ? e.text : c.echo + e.text;
+      std::string delta = c.streamed_echo ? text : c.echo + text;
       c.streamed_echo = true;
-      Json finish = e.finish ? Json(finish_text(*e.finish)) : Json(nullptr);
-      if (!delta.empty() || !lps.is_null() || e.finish) {
-        exchange_->write(sse_data(chunk(index, valid_utf8(delta), std::move(lps), finish)));
+      Json finish = c.finish && e.finish ? Json(finish_text(*c.finish)) : Json(nullptr);
+      if (!delta.empty() || !lps.is_null() || !prompt_lps.is_null() || e.finish) {
+        exchange_->write(sse_data(chunk(index, valid_utf8(delta), std::move(lps), finish, std::move(prompt_lps))));
       }
     }
     if (e.finish && ++n_done_ == static_cast<int>(choices_.size())) complete();
@@ -268,6 +330,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
         const Choice& c = choices_[i];
         choices.push_back(Json{{"index", i}, {"text", valid_utf8(c.text)}, {"logprobs", c.logprobs},
                                {"finish_reason", finish_text(c.finish.value_or(FinishReason::kStop))}});
+        if (request_.prompt_logprobs) choices.back()["prompt_logprobs"] = c.prompt_logprobs;
       }
       exchange_->reply_json(200, Json{{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created},
                                       {"model", meta_.model}, {"choices", std::move(choices)}, {"usage", std::move(u)}});
@@ -301,6 +364,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   std::vector<Choice> choices_;   // [prompt][sample]
   std::vector<int> n_prompt_;     // tokens of each prompt
   std::vector<int> n_cached_;     // of them served from the prefix cache
+  std::vector<PromptLogprobs> prompt_logprobs_;  // [prompt]
   int n_done_ = 0;
   bool done_ = false;
   bool client_gone_ = false;

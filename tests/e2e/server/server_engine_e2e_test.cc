@@ -2,7 +2,7 @@
 // KV/scheduler integrity check after every step: hundreds of concurrent streams with
 // cancellations end with a clean integrity check, every KV block free and nothing left in the
 // server; a greedy answer does not change with load; engine validation errors reach the client
-// as 400s naming the field. On tiny-v4f (the demo model: real vocabulary, random weights), forced
+// as 400s naming the field; echo with logprobs scores a prompt as its sampling did. On tiny-v4f (the demo model: real vocabulary, random weights), forced
 // tool calls in all three APIs come back as tool calls whose arguments match the schema, and a
 // response_format in thinking mode gives free reasoning and a schema-valid JSON answer.
 #include <dirent.h>
@@ -16,6 +16,7 @@
 
 #include "../../unit/server/http_client.h"
 #include "api_server.h"
+#include "json_text.h"
 #include "deepinfer/engine.h"
 #include "engine/engine_debug.h"
 #include "server_context.h"
@@ -218,6 +219,55 @@ TEST(ServerEngineE2eTest, EngineValidationErrorsAre400s) {
   EXPECT_EQ(too_long.status, 400);
   EXPECT_NE(too_long.body.find("maximum context length is 512 tokens"), std::string::npos) << too_long.body;
   EXPECT_EQ(http_request(server->port(), "GET", "/health").status, 200);
+  server->shutdown();
+}
+
+// /v1/completions' echo with logprobs on the real engine scores a prompt: a prompt (longer than
+// a step's 256 tokens: chunked) followed by its greedy continuation, echoed with max_tokens 0,
+// gives the continuation's tokens the logprobs and alternatives they were sampled with (the
+// engine's sampled-token logprobs: another path to the same raw distribution), and the first
+// token a null logprob.
+TEST(ServerEngineE2eTest, EchoLogprobsScoreAPromptAsItsSamplingDid) {
+  auto engine = open_micro_engine();
+  ASSERT_NE(engine, nullptr);
+  auto server = start_server(*engine);
+  ASSERT_NE(server, nullptr);
+  Request r;
+  r.prompt_ids = ids(300, 12);
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = 6;
+  r.sampling.logprobs = 2;
+  r.sampling.ignore_eos = true;
+  auto outs = engine->generate({r});
+  ASSERT_TRUE(outs.is_ok()) << outs.status().to_string();
+  const GenerateOutput::Sequence& gen = (*outs)[0].sequences.at(0);
+  ASSERT_EQ(gen.logprobs.size(), 6u);
+  std::vector<int32_t> scored = r.prompt_ids;
+  scored.insert(scored.end(), gen.token_ids.begin(), gen.token_ids.end());
+  ClientResponse reply = http_request(server->port(), "POST", "/v1/completions",
+                                      Json{{"prompt", scored}, {"echo", true}, {"max_tokens", 0}, {"logprobs", 2}}.dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const Json choice = Json::parse(reply.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "length");
+  const Json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), scored.size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < scored.size(); ++i) {
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0) << i;
+    EXPECT_GE(lp["top_logprobs"][i].size(), 1u) << i;  // 2, unless both pieces print as U+FFFD
+    EXPECT_LE(lp["top_logprobs"][i].size(), 2u) << i;
+  }
+  for (size_t k = 0; k < gen.logprobs.size(); ++k) {
+    const size_t at = r.prompt_ids.size() + k;
+    EXPECT_NEAR(lp["token_logprobs"][at].get<double>(), gen.logprobs[k].logprob, 1e-5) << k;
+    for (const TokenLogprob& t : gen.logprobs[k].top) {
+      const std::string piece = engine->tokenizer()->token_bytes(t.token);
+      if (valid_utf8(piece) != piece) continue;  // printed as U+FFFD: not a key of its own
+      ASSERT_TRUE(lp["top_logprobs"][at].contains(piece)) << k << ": " << lp["top_logprobs"][at].dump();
+      EXPECT_NEAR(lp["top_logprobs"][at][piece].get<double>(), t.logprob, 1e-5) << k;
+    }
+  }
   server->shutdown();
 }
 

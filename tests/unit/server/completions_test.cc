@@ -1,6 +1,8 @@
 // POST /v1/completions (legacy, raw prompt) end to end against the FakeEngine: text, token-id and
-// one-element-list prompts, n, echo, legacy logprobs, stop strings handled by the engine, the
-// chunk stream with include_usage and [DONE].
+// one-element-list prompts, n, echo, legacy logprobs (with echo: the prompt's too; max_tokens 0:
+// the prompt alone), vLLM's prompt_logprobs, stop strings handled by the engine, the chunk stream
+// with include_usage and [DONE]. The FakeEngine makes prompt logprobs up: prompt token i has
+// logprob -0.5 i, rank i + 1 and alternatives "a", "b", ... at -0.125, -0.25, ...
 #include <map>
 
 #include "server_test_util.h"
@@ -75,6 +77,102 @@ TEST(CompletionsTest, LegacyLogprobs) {
   EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], Json::parse("[0, 1, 2]"));
 }
 
+// Echo with logprobs: the prompt's tokens first (the first with null entries; BOS, which the
+// echoed text does not show, takes no room), then the generated ones; the engine is asked for the
+// prompt logprobs. Every choice of n starts with them, streamed or not — also when sample 1's
+// events come before sample 0's, which brings them.
+TEST(CompletionsTest, EchoWithLogprobsCoversThePrompt) {
+  FakeEngine::Options engine_options;
+  engine_options.last_sample_first = true;
+  TestServer t([](const std::string&, int sample) { return std::string(sample == 0 ? "ab" : "cd") + kEos; },
+               quiet_options(), engine_options);
+  Json j = parse(t.post("/v1/completions", R"({"prompt": "Hi", "echo": true, "logprobs": 1, "max_tokens": 2,
+                                               "n": 2})").body);
+  ASSERT_EQ(j["choices"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["choices"][0]["text"], "Hiab");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  Json want = Json::parse(R"({"tokens": ["<｜begin▁of▁sentence｜>", "H", "i", "a", "b"],
+                               "token_logprobs": [null, -0.5, -1.0, -0.25, -0.25],
+                               "top_logprobs": [null, {"a": -0.125}, {"a": -0.125}, {"a": -0.25}, {"b": -0.25}],
+                               "text_offset": [0, 0, 1, 2, 3]})");
+  EXPECT_EQ(j["choices"][0]["logprobs"], want);
+  EXPECT_EQ(j["choices"][1]["text"], "Hicd");
+  EXPECT_EQ(j["choices"][1]["logprobs"]["token_logprobs"], Json::parse("[null, -0.5, -1.0, -0.25, -0.25]"));
+  EXPECT_EQ(j["choices"][1]["logprobs"]["tokens"][4], "d");
+  EXPECT_FALSE(j["choices"][0].contains("prompt_logprobs"));
+  EXPECT_EQ(t.engine->last_request().sampling.prompt_logprobs, 1);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+
+  ClientResponse r = t.post("/v1/completions", R"({"prompt": "Hi", "echo": true, "logprobs": 1, "max_tokens": 2,
+                                                   "n": 2, "stream": true})");
+  std::map<int, std::string> text;
+  std::map<int, Json> tokens;
+  for (const Json& c : sse_json(r.body)) {
+    if (c == "[DONE]") continue;
+    const Json& choice = c["choices"][0];
+    const int i = choice["index"].get<int>();
+    if (text[i].empty()) {
+      EXPECT_EQ(choice["text"].get<std::string>().rfind("Hi", 0), 0u) << c.dump();
+    }
+    text[i] += choice["text"].get<std::string>();
+    if (!choice["logprobs"].is_null()) {
+      for (const Json& tok : choice["logprobs"]["tokens"]) tokens[i].push_back(tok);
+    }
+  }
+  EXPECT_EQ(text, (std::map<int, std::string>{{0, "Hiab"}, {1, "Hicd"}}));
+  EXPECT_EQ(tokens[0], want["tokens"]);
+  EXPECT_EQ(tokens[1], Json::parse(R"(["<｜begin▁of▁sentence｜>", "H", "i", "c", "d"])"));
+}
+
+// max_tokens 0 with echo (vLLM): the prompt alone, finish "length", no completion tokens — with its
+// logprobs when asked; without echo it is an error.
+TEST(CompletionsTest, EchoWithNoTokensReturnsThePrompt) {
+  TestServer t(fixed_reply("ab" + kEos));
+  Json j = parse(t.post("/v1/completions", R"({"prompt": "Hi", "echo": true, "max_tokens": 0, "logprobs": 2})").body);
+  EXPECT_EQ(j["choices"][0]["text"], "Hi");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"], Json::parse(R"(["<｜begin▁of▁sentence｜>", "H", "i"])"));
+  EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][2], Json::parse(R"({"a": -0.125, "b": -0.25})"));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(t.engine->last_request().sampling.max_tokens, 1);
+  Json plain = parse(t.post("/v1/completions", R"({"prompt": "Hi", "echo": true, "max_tokens": 0})").body);
+  EXPECT_EQ(plain["choices"][0]["text"], "Hi");
+  EXPECT_EQ(plain["choices"][0]["logprobs"], nullptr);
+  EXPECT_FALSE(t.engine->last_request().sampling.prompt_logprobs.has_value());
+  ClientResponse r = t.post("/v1/completions", R"({"prompt": "Hi", "echo": true, "max_tokens": 0, "stream": true})");
+  std::string streamed;
+  for (const Json& c : sse_json(r.body)) {
+    if (c != "[DONE]") streamed += c["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "Hi");
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 0})").status, 400);
+}
+
+// vLLM's prompt_logprobs extension: the choice's prompt_logprobs list, null first, then the token
+// and its alternatives keyed by id; out-of-range values are 400s.
+TEST(CompletionsTest, PromptLogprobsExtension) {
+  TestServer t(fixed_reply("ab" + kEos));
+  Json j = parse(t.post("/v1/completions", R"({"prompt": [1072, 1105, 1066], "prompt_logprobs": 1,
+                                               "max_tokens": 1})").body);
+  EXPECT_EQ(j["choices"][0]["prompt_logprobs"], Json::parse(R"([null,
+      {"1097": {"logprob": -0.125, "rank": 1, "decoded_token": "a"}, "1105": {"logprob": -0.5, "rank": 2, "decoded_token": "i"}},
+      {"1097": {"logprob": -0.125, "rank": 1, "decoded_token": "a"}, "1066": {"logprob": -1.0, "rank": 3, "decoded_token": "B"}}])"));
+  EXPECT_EQ(j["choices"][0]["logprobs"], nullptr);
+  EXPECT_EQ(t.engine->last_request().sampling.prompt_logprobs, 1);
+  ClientResponse r = t.post("/v1/completions", R"({"prompt": [1072, 1105], "prompt_logprobs": 0, "stream": true,
+                                                   "max_tokens": 2})");
+  int with_list = 0;
+  for (const Json& c : sse_json(r.body)) {
+    if (c == "[DONE]" || !c["choices"][0].contains("prompt_logprobs")) continue;
+    ++with_list;
+    EXPECT_EQ(c["choices"][0]["prompt_logprobs"],
+              Json::parse(R"([null, {"1105": {"logprob": -0.5, "rank": 2, "decoded_token": "i"}}])"));
+  }
+  EXPECT_EQ(with_list, 1);
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "prompt_logprobs": 21})").status, 400);
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "prompt_logprobs": -1})").status, 400);
+}
+
 TEST(CompletionsTest, StreamWithStopAndUsage) {
   TestServer t(fixed_reply("one two three" + kEos));
   ClientResponse r = t.post("/v1/completions", R"({"prompt": "count", "stream": true, "stop": [" three"],
@@ -101,7 +199,6 @@ TEST(CompletionsTest, LengthAndUnsupportedFields) {
   EXPECT_EQ(j["choices"][0]["text"], "abc");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "suffix": "y"})").status, 400);
-  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "echo": true, "logprobs": 1})").status, 400);
   EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "best_of": 3})").status, 400);
   EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "logprobs": 21})").status, 400);
 }

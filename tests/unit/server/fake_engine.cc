@@ -195,7 +195,9 @@ void FakeEngine::run() {
 
 std::vector<TokenEvent> FakeEngine::step(RequestId id, Live& live) {
   std::vector<TokenEvent> events;
-  for (int i = 0; i < static_cast<int>(live.seqs.size()); ++i) {
+  const int n = static_cast<int>(live.seqs.size());
+  for (int k = 0; k < n; ++k) {
+    const int i = options_.last_sample_first ? n - 1 - k : k;
     if (!live.seqs[static_cast<size_t>(i)].done) events.push_back(next_event(id, live, i));
   }
   return events;
@@ -224,6 +226,16 @@ TokenEvent FakeEngine::next_event(RequestId id, Live& live, int index) {
   }
   int32_t token = s.script[s.next++];
   e.token_ids = {token};
+  if (index == 0 && s.next == 1 && sp.prompt_logprobs) {
+    // The engine's contract: with sample 0's first token, prompt token i's entry (i >= 1): here
+    // logprob -0.5 i, rank i + 1, and "a", "b", ... as the alternatives (-0.125 (k + 1)).
+    const std::vector<int32_t>& prompt = live.request.prompt_ids;
+    for (size_t i = 1; i < prompt.size(); ++i) {
+      TokenLogprobs lp{prompt[i], -0.5f * static_cast<float>(i), {}, static_cast<int32_t>(i) + 1};
+      for (int k = 0; k < *sp.prompt_logprobs; ++k) lp.top.push_back({1000 + 'a' + k, -0.125f * static_cast<float>(k + 1)});
+      e.prompt_logprobs.push_back(std::move(lp));
+    }
+  }
   ++s.n_generated;
   ++n_generated_total_;
   if (sp.logprobs) {

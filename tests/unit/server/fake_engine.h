@@ -2,7 +2,7 @@
 // token ids a script chooses (one token per event every `step_ms`, like a decode step), with the
 // engine's contract: events on the engine thread in order, max_tokens -> kLength, EOS or a stop
 // string -> kStop (text without them), abort -> a final kAbort event, nothing after the final
-// event. It keeps a fake KV ledger (one block per 16 positions of every live sequence) so tests
+// event; prompt logprobs (made up) with sample 0's first token. It keeps a fake KV ledger (one block per 16 positions of every live sequence) so tests
 // can check that every block is returned. Thread-safe like the real Engine.
 #pragma once
 
@@ -32,6 +32,7 @@ class FakeEngine : public Engine {
     std::string model_dir = "/models/fake-v4";
     std::string family = "deepseek_v4";
     int32_t cached_tokens = 0;  // prompt tokens every request reports served from the prefix cache
+    bool last_sample_first = false;  // each step emits the last sample's event first (the engine may)
   };
 
   FakeEngine(std::shared_ptr<const Tokenizer> tokenizer, Options options, Script script);
