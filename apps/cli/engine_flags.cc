@@ -37,11 +37,16 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--nextn-decode", o.nextn_decode,
                   "speculative decoding: drafts per step from the checkpoint's MTP / DSpark module "
-                  "(0: off unless --mtp-varlen; outputs are those without drafts)")
+                  "(0: off unless --mtp-varlen; lossless: the output distribution is that without drafts)")
       ->capture_default_str();
   app->add_flag("--mtp-varlen", o.mtp_varlen,
                 "speculative decoding with confidence-scheduled verification: each step verifies the "
                 "drafts that maximise expected tokens per second");
+  app->add_option("--spec-verification", o.spec_verification,
+                  "how sampled rows verify drafts: rejection (standard rejection sampling, the most "
+                  "accepted drafts) | coupled (seeded outputs identical to decoding without drafts)")
+      ->check(CLI::IsMember({"rejection", "coupled"}))
+      ->capture_default_str();
   app->add_option("--draft-min-survival", o.draft_min_survival,
                   "with --mtp-varlen: no draft whose estimated survival is below this is verified")
       ->capture_default_str();

@@ -67,6 +67,13 @@ struct EngineOptions {
   bool mtp_varlen = false;
   int32_t nextn_decode = 0;
   float draft_min_survival = 0.0f;
+  // How sampled rows verify drafts (DEEPINFER_SPEC_VERIFICATION; greedy rows always take the
+  // argmax rule): "rejection" (default) — standard lossless chain rejection sampling against the
+  // drafter's own distribution, the most accepted drafts; "coupled" — the drafter samples with the
+  // request's own noise and a draft is accepted when it is the token decoding without drafts would
+  // sample there, so seeded outputs are identical with and without drafts (the deterministic
+  // option of grammar_sampling_determinism.md §5.3; fewer acceptances at temperature > 0).
+  std::string spec_verification = "rejection";
   std::string log_level;               // DEEPINFER_LOG_LEVEL (debug|info|warn|error|off); "": keep
 
   // Applies DeepInfer's environment variables (read once, here) on top of `base`: DEEPINFER_HF_MODEL_DIR

@@ -149,6 +149,7 @@ EngineOptions engine_options_from_kwargs(const py::dict& in) {
   take(d, "mtp_varlen", &o.mtp_varlen);
   take(d, "nextn_decode", &o.nextn_decode);
   take(d, "draft_min_survival", &o.draft_min_survival);
+  take(d, "spec_verification", &o.spec_verification);
   take(d, "log_level", &o.log_level);
   reject_unknown(d, "engine option(s)");
   if (Status s = o.validate(); !s.is_ok()) throw_status(s);

@@ -131,11 +131,12 @@ class EngineImpl final : public Engine {
   std::vector<sched::SeqOutput> sample_plan(const sched::BatchPlan& plan, const model::ForwardResult& result,
                                             const std::vector<int32_t>& logit_row,
                                             const ModelRunner::DeviceSampled* device);
-  // Speculative decoding (engine_spec.cc). verify_drafts: the row's k + 1 logit rows sampled in
-  // order as k + 1 steps without drafts would sample them (row inputs from the sequence's state,
-  // accept_token after each), stopping at the first token that is not the draft — the noise is
-  // keyed by position, so the tokens are those of decoding without drafts. speculate: the rewind
-  // of rejected drafts and the next drafts (next_drafts_, given to the scheduler after update()).
+  // Speculative decoding (engine_spec.cc). verify_drafts: the row's k + 1 logit rows in order, each
+  // with the input a step without drafts would give it (row inputs from the sequence's state,
+  // accept_token after each), stopping at the first rejected draft — by the argmax rule (greedy),
+  // rejection sampling against the sequence's DraftLaw or the coupled rule (spec_verification).
+  // speculate: the rewind of rejected drafts and the next drafts (next_drafts_, given to the
+  // scheduler after update(); their laws on the sequences).
   // device: the step's rows were sampled where the logits are (each verify row as if the drafts
   // before it were accepted: device_sampled), else the host samples them from result's logits.
   Result<sched::SeqOutput> verify_drafts(const sched::SeqPlan& sp, const model::ForwardResult& result,
@@ -143,6 +144,7 @@ class EngineImpl final : public Engine {
                                          const ModelRunner::DeviceSampled* device);
   Status speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs);
   std::vector<std::pair<kv::SeqId, std::vector<int32_t>>> next_drafts_;
+  std::vector<float> verify_probs_;  // [n_vocab] scratch: a verify row's target distribution
   // Confidence-scheduled verification: a step's time (launch to drafts) against its tokens.
   StepCostModel step_cost_;
   std::chrono::steady_clock::time_point step_launched_;

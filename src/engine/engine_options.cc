@@ -23,6 +23,7 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_BATCH_INVARIANT",       "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE",
     "DEEPINFER_ASYNC_SCHEDULING",
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
+    "DEEPINFER_SPEC_VERIFICATION",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
     // `deepinfer serve`'s --api-key (read by the CLI).
     "DEEPINFER_API_KEY",
@@ -113,6 +114,12 @@ Status apply_variable(std::string_view name, std::string_view value, EngineOptio
       return invalid_argument("DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE='{}' must be compact or none", value);
     }
     o->yoco_prefill_mode = v;
+  } else if (name == "DEEPINFER_SPEC_VERIFICATION") {
+    const std::string v = lower(value);
+    if (v != "rejection" && v != "coupled") {
+      return invalid_argument("DEEPINFER_SPEC_VERIFICATION='{}' must be rejection or coupled", value);
+    }
+    o->spec_verification = v;
   } else if (name == "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS") {
     DI_ASSIGN_OR_RETURN(o->yoco_keep_tokens, parse_count(name, value));
   } else if (name == "DEEPINFER_LOG_LEVEL") {
@@ -209,6 +216,9 @@ Status EngineOptions::validate() const {
   }
   if (replay_mode != "bounded" && replay_mode != "exact") {
     return invalid_argument("replay_mode '{}' must be bounded or exact", replay_mode);
+  }
+  if (spec_verification != "rejection" && spec_verification != "coupled") {
+    return invalid_argument("spec_verification '{}' must be rejection or coupled", spec_verification);
   }
   if (yoco_prefill_mode != "compact" && yoco_prefill_mode != "none") {
     return invalid_argument("yoco_prefill_mode '{}' must be compact or none", yoco_prefill_mode);

@@ -217,8 +217,11 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const Launched& l,
     if (k > 0) {
       // Drafts: each of the k + 1 rows sampled as if the drafts before it were accepted (only
       // those rows are read: verify_drafts) — unless a row's input follows the accepted tokens
-      // beyond a count (penalties, a grammar's mask): then the host verifies row after row.
+      // beyond a count (penalties, a grammar's mask), or the row is sampled and verified by
+      // rejection sampling against the drafter's law (kept on the host): then the host verifies
+      // row after row.
       if (sample::penalties_active(*s->params) || s->matcher) return false;
+      if (options_.spec_verification == "rejection" && !s->params->is_greedy()) return false;
       for (int32_t j = 0; j <= k; ++j) {
         Result<sample::RowInput> in = outputs_->row_input(
             *s, int64_t{plan.seqs[i].first_position} + plan.seqs[i].n_tokens_scheduled - k + j);

@@ -17,6 +17,7 @@
 #include "engine/structured_output.h"
 #include "kv/types.h"
 #include "sample/sampler.h"
+#include "sample/spec_verify.h"
 #include "sample/stop_checker.h"
 #include "sample/token_history.h"
 #include "sched/batch_plan.h"
@@ -39,6 +40,7 @@ struct SequenceState {
   sample::StopChecker stop;
   IncrementalDetokenizer detokenizer;
   std::unique_ptr<StructuredOutputMatcher> matcher;
+  sample::DraftLaw draft_law;  // the pending drafts' distributions (rejection sampling, sampled rows)
   // sampling.prompt_logprobs, on the request's sample 0 only (null otherwise): filled as the prompt
   // runs, handed to the event of the first token.
   std::unique_ptr<PromptLogprobs> prompt_logprobs;

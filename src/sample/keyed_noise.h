@@ -18,6 +18,7 @@ enum class NoiseStream : uint64_t {
   kSpecAccept = 2,    // the uniform coin of rejection-sampling verification
   kSpecResidual = 3,  // Gumbel noise of the residual (correction) token after a rejection
   kSeedDerive = 4,    // deriving per-sequence seeds (n > 1) and unseeded request seeds
+  kSpecDraft = 5,     // the seed a drafter samples its proposals with under rejection sampling
 };
 
 // The splitmix64 finalizer: a bijection on 64 bits with full avalanche.
@@ -67,6 +68,13 @@ inline double gumbel_noise(uint64_t seed, NoiseStream stream, int64_t position, 
 constexpr uint64_t derive_sequence_seed(uint64_t request_seed, int32_t sample_index) {
   if (sample_index == 0) return request_seed;
   return noise_bits(request_seed, NoiseStream::kSeedDerive, /*position=*/-1, sample_index);
+}
+
+// The seed of a sequence's draft proposals under rejection-sampling verification: their noise must
+// be independent of the target's (kToken) and of the verification coins, or acceptance would be
+// correlated with the draft it judges.
+constexpr uint64_t draft_seed(uint64_t sequence_seed) {
+  return noise_bits(sequence_seed, NoiseStream::kSpecDraft, /*position=*/-1, /*token=*/-1);
 }
 
 // Seed of a request that did not give one: the engine seed mixed with the request id.

@@ -115,20 +115,38 @@ bool Sampler::process_row(std::span<const float> logits, const RowInput& row,
 }
 
 RowOutput Sampler::sample_row(std::span<const float> logits, const RowInput& row) const {
-  const SamplingParams& p = *row.params;
   std::span<float> z = scratch_row(0, logits.size());  // [n_vocab] processed logits
   RowOutput out;
   if (process_row(logits, row, z)) {
-    out.token = p.is_greedy() ? argmax_lowest_id(z)
-                              : gumbel_argmax(z, row.seed, NoiseStream::kToken, row.position);
+    out.token = row.params->is_greedy() ? argmax_lowest_id(z)
+                                        : gumbel_argmax(z, row.seed, NoiseStream::kToken, row.position);
   }
+  add_logprobs(logits, z, row, &out);
+  return out;
+}
+
+RowOutput Sampler::output_for(std::span<const float> logits, const RowInput& row, int32_t token) const {
+  RowOutput out;
+  out.token = token;
+  std::span<float> z;  // [n_vocab] processed logits, only when the logprobs are of them
+  if (row.params->logprobs.has_value() && row.params->logprobs_mode != LogprobsMode::kRaw) {
+    z = scratch_row(0, logits.size());
+    process_row(logits, row, z);
+  }
+  add_logprobs(logits, z, row, &out);
+  return out;
+}
+
+void Sampler::add_logprobs(std::span<const float> logits, std::span<const float> processed, const RowInput& row,
+                           RowOutput* out) const {
+  const SamplingParams& p = *row.params;
   // Logprobs only when asked for: the log-sum-exp is a pass over the row as long as the sampling.
   if (!p.logprobs.has_value()) {
-    out.logprob = out.token == kNoToken ? kNegInf : 0.0f;
-    return out;
+    out->logprob = out->token == kNoToken ? kNegInf : 0.0f;
+    return;
   }
   const int32_t n_top = *p.logprobs;
-  std::span<const float> source = z;
+  std::span<const float> source = processed;
   if (p.logprobs_mode == LogprobsMode::kRaw) {
     std::span<float> raw = scratch_row(1, logits.size());  // [n_vocab] sanitized model logits
     std::copy(logits.begin(), logits.end(), raw.begin());
@@ -136,9 +154,8 @@ RowOutput Sampler::sample_row(std::span<const float> logits, const RowInput& row
     source = raw;
   }
   const double lse = log_sum_exp(source);
-  out.logprob = out.token == kNoToken ? kNegInf : token_logprob(source, lse, out.token);
-  out.top_logprobs = top_logprobs(source, lse, n_top);
-  return out;
+  out->logprob = out->token == kNoToken ? kNegInf : token_logprob(source, lse, out->token);
+  out->top_logprobs = top_logprobs(source, lse, n_top);
 }
 
 void Sampler::sample_rows(std::span<const float* const> logits, std::span<const RowInput> rows,

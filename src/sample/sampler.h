@@ -76,6 +76,9 @@ class Sampler {
 
   // One row; `row` must already be checked (sample() does it).
   RowOutput sample_row(std::span<const float> logits, const RowInput& row) const;
+  // The RowOutput of a token chosen elsewhere (speculative verification's accepted draft or
+  // correction): its logprob and top list as sample_row reports them. `row` must be checked.
+  RowOutput output_for(std::span<const float> logits, const RowInput& row, int32_t token) const;
   // sample_row for each of n rows: logits[i] (n_vocab floats) with rows[i] into out[i], rows
   // spread over threads (OpenMP). Rows are independent, so the thread count never changes a
   // result. Rows must already be checked.
@@ -100,6 +103,10 @@ class Sampler {
  private:
   explicit Sampler(SamplerConfig config) : config_(std::move(config)) {}
 
+  // out->logprob and out->top_logprobs of out->token when the row asks for logprobs; `processed`
+  // holds the processed logits unless the mode is raw (then it may be empty).
+  void add_logprobs(std::span<const float> logits, std::span<const float> processed, const RowInput& row,
+                    RowOutput* out) const;
   // Steps 0-4 on a copy of the logits.
   void preprocess(std::span<const float> logits, const RowInput& row,
                   std::span<float> processed) const;

@@ -43,32 +43,37 @@ Result<VerifyResult> verify_rejection(std::span<const float> target_probs,
     }
   }
   VerifyResult result;
-  std::vector<float> residual(v);  // [n_vocab]
   for (size_t i = 0; i < k; ++i) {
-    const int32_t x = draft_tokens[i];
-    const int64_t position = first_position + static_cast<int64_t>(i);
-    std::span<const float> p = target_probs.subspan(i * v, v);
-    const float q_x = draft_probs.empty() ? 1.0f : draft_probs[i * v + x];
-    const double u = noise_uniform(seed, NoiseStream::kSpecAccept, position, x);
-    if (u * q_x < p[x]) {
-      result.tokens.push_back(x);
-      ++result.n_accepted;
-      continue;
-    }
-    for (size_t t = 0; t < v; ++t) {
-      const float q_t = draft_probs.empty() ? (t == static_cast<size_t>(x) ? 1.0f : 0.0f)
-                                            : draft_probs[i * v + t];
-      residual[t] = std::max(p[t] - q_t, 0.0f);
-    }
-    int32_t correction = sample_weights(residual, seed, NoiseStream::kSpecResidual, position);
-    // An all-zero residual only arises from rounding (p == q); p itself is then the right law.
-    if (correction == kNoToken) correction = sample_weights(p, seed, NoiseStream::kSpecResidual, position);
-    result.tokens.push_back(correction);
-    return result;
+    std::span<const float> q = draft_probs.empty() ? std::span<const float>() : draft_probs.subspan(i * v, v);
+    const RowVerdict row = verify_rejection_row(target_probs.subspan(i * v, v), draft_tokens[i], q, seed,
+                                                first_position + static_cast<int64_t>(i));
+    result.tokens.push_back(row.token);
+    if (!row.accepted) return result;
+    ++result.n_accepted;
   }
   result.tokens.push_back(sample_weights(target_probs.subspan(k * v, v), seed,
                                          NoiseStream::kToken, first_position + static_cast<int64_t>(k)));
   return result;
+}
+
+RowVerdict verify_rejection_row(std::span<const float> p, int32_t x, std::span<const float> q, uint64_t seed,
+                                int64_t position) {
+  const float q_x = q.empty() ? 1.0f : q[static_cast<size_t>(x)];
+  const double u = noise_uniform(seed, NoiseStream::kSpecAccept, position, x);
+  if (u * q_x < p[static_cast<size_t>(x)]) return RowVerdict{true, x};
+  return RowVerdict{false, sample_residual(p, x, q, seed, position)};
+}
+
+int32_t sample_residual(std::span<const float> p, int32_t x, std::span<const float> q, uint64_t seed,
+                        int64_t position) {
+  std::vector<float> residual(p.size());  // [n_vocab]
+  for (size_t t = 0; t < p.size(); ++t) {
+    const float q_t = q.empty() ? (t == static_cast<size_t>(x) ? 1.0f : 0.0f) : q[t];
+    residual[t] = std::max(p[t] - q_t, 0.0f);
+  }
+  const int32_t correction = sample_weights(residual, seed, NoiseStream::kSpecResidual, position);
+  // An all-zero residual only arises from rounding (p == q); p itself is then the right law.
+  return correction != kNoToken ? correction : sample_weights(p, seed, NoiseStream::kSpecResidual, position);
 }
 
 Result<VerifyResult> verify_by_match(std::span<const int32_t> target_tokens,

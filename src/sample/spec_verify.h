@@ -13,6 +13,19 @@
 
 namespace deepinfer::sample {
 
+// What rejection-sampling verification needs of a sequence's pending drafts beside their tokens
+// (the engine keeps one per sequence from the step that proposed them to the one verifying them).
+struct DraftLaw {
+  std::vector<int32_t> tokens;        // the drafts as proposed (verification checks it reads these)
+  std::vector<std::vector<float>> q;  // [n][n_vocab] each draft's distribution; an empty row (or
+                                      // none): a deterministic proposal, a point mass on the token
+  // A draft given up for its value (the grammar forbids it) counts as proposed and rejected: the
+  // row at cut_at then draws the residual of q[cut_at] against cut_token rather than a bonus token,
+  // since dropping drafts by what they are would otherwise bias the output; -1: none.
+  int32_t cut_at = -1;
+  int32_t cut_token = -1;
+};
+
 struct VerifyResult {
   int32_t n_accepted = 0;       // draft tokens accepted, 0..k
   std::vector<int32_t> tokens;  // the accepted drafts, then one correction or bonus token
@@ -34,6 +47,24 @@ Result<VerifyResult> verify_rejection(std::span<const float> target_probs,
                                       std::span<const int32_t> draft_tokens,
                                       std::span<const float> draft_probs, int32_t n_vocab,
                                       uint64_t seed, int64_t first_position);
+
+// One row of the chain above, for callers that build each row's p as they go (the engine: row
+// i's sampler input follows the tokens accepted before it). p: [n_vocab] the target's
+// distribution at `position`; x: the draft there; q: [n_vocab] the distribution x was drawn from,
+// or empty for a deterministic proposal (a point mass on x). Accepted iff u · q(x) < p(x);
+// otherwise the correction is drawn from normalize(max(p − q, 0)) (sample_residual).
+struct RowVerdict {
+  bool accepted = false;
+  int32_t token = -1;  // x when accepted, else the correction (-1: p has no support)
+};
+RowVerdict verify_rejection_row(std::span<const float> p, int32_t x, std::span<const float> q, uint64_t seed,
+                                int64_t position);
+
+// The correction token after draft x (drawn from q; empty q: a point mass on x) was rejected at
+// `position`: a draw from normalize(max(p − q, 0)) with stream kSpecResidual, from p itself when
+// rounding leaves no residual mass (p == q). -1 if p has no support.
+int32_t sample_residual(std::span<const float> p, int32_t x, std::span<const float> q, uint64_t seed,
+                        int64_t position);
 
 // Match rule: target_tokens[k + 1] are the target's own choices at each position (argmax for
 // greedy; the seeded Sampler token otherwise). Drafts are accepted while they equal the target

@@ -294,6 +294,8 @@ struct EngineRun {
   bool graphs = true;  // false: DEEPINFER_CUDA_GRAPHS=0 (every step eager)
   // With nextn: every step's proposed drafts, by (request, tokens generated so far).
   std::map<std::pair<RequestId, int32_t>, std::vector<int32_t>>* drafts = nullptr;
+  // EngineOptions::spec_verification: coupled, so seeded rows give the tokens of decoding without.
+  const char* spec_verification = "coupled";
 };
 std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, EngineStats* stats) {
   EngineOptions o;
@@ -304,6 +306,7 @@ std::vector<GenerateOutput::Sequence> engine_outputs(const EngineRun& run, Engin
   o.kv_blocks = 64;
   o.async_scheduling = run.async;
   o.nextn_decode = run.nextn;
+  o.spec_verification = run.spec_verification;
   auto opened = EngineOptions::with_environment(o);
   EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
   engine::DebugOptions debug;
@@ -405,8 +408,10 @@ TEST(CudaEngineTest, AsyncSchedulingEqualsTheSynchronousLoop) {
 }
 
 // Speculative decoding on the CUDA engine (MTP drafts, verification, rewinds by slot copy and
-// replay): greedy and seeded, the tokens and logprobs of decoding without drafts — which holds
-// where verifying k + 1 rows gives each row the logits a one-row decode gives it.
+// replay): greedy and seeded (the coupled rule), the tokens and logprobs of decoding without
+// drafts — which holds where verifying k + 1 rows gives each row the logits a one-row decode gives
+// it. Rejection sampling (the default; seeded rows drafted and verified on the host from copied
+// logits): greedy rows as without drafts, seeded rows the same twice.
 TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
   for (const float temperature : {0.0f, 0.8f}) {
@@ -424,6 +429,21 @@ TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
     }
     EXPECT_GT(spec_stats.n_draft_rows, 0);
     EXPECT_EQ(plain_stats.n_draft_rows, 0);
+    EngineStats rejection_stats, again_stats;
+    const auto rejection =
+        engine_outputs({.temperature = temperature, .logprobs = 5, .nextn = 3, .spec_verification = "rejection"},
+                       &rejection_stats);
+    const auto again =
+        engine_outputs({.temperature = temperature, .logprobs = 5, .nextn = 3, .spec_verification = "rejection"},
+                       &again_stats);
+    ASSERT_EQ(rejection.size(), 4u);
+    ASSERT_EQ(again.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(rejection[i].token_ids, again[i].token_ids) << "prompt " << i << " at temperature " << temperature;
+      EXPECT_FALSE(rejection[i].token_ids.empty()) << "prompt " << i;
+      if (temperature == 0.0f) EXPECT_EQ(rejection[i].token_ids, plain[i].token_ids) << "prompt " << i;
+    }
+    EXPECT_GT(rejection_stats.n_draft_rows, 0);
   }
   // The drafts themselves: the target and MTP steps replayed from step graphs and the chained
   // steps reading their tokens where the picks are give the drafts of every step run eagerly.

@@ -1,7 +1,9 @@
 // Speculative decoding (EngineOptions::nextn_decode, mtp_varlen): the checkpoint's draft module
-// proposes, each step verifies its drafts, rejected ones are rewound. Verification samples every
-// row as a step without drafts would (noise keyed by position), so the outputs must be those of
-// decoding without drafts, token for token and logprob for logprob, whatever is drafted — checked
+// proposes, each step verifies its drafts, rejected ones are rewound. Under the coupled rule
+// (spec_verification = "coupled", set by every test here; rejection sampling, the default, is
+// engine_spec_rejection_test.cc's) verification samples every row as a step without drafts would
+// (noise keyed by position), so the outputs must be those of decoding without drafts, token for
+// token and logprob for logprob, whatever is drafted — checked
 // with the real drafters (V4's MTP block on the micro model: window 16, ratios 4 and 16, so
 // drafts cross ring wraps and compression groups; V4.1's DSpark block on tiny-v41) and with an
 // oracle that knows the tokens and corrupts one draft in turn, so that every acceptance count
@@ -27,6 +29,12 @@ using testing::Outcome;
 
 Outcome run(std::vector<Request> requests, const EngineOptions& o, engine::DebugOptions debug = {}) {
   return testing::generate_all(std::move(requests), o, std::move(debug));
+}
+
+// The coupled rule: the only one that promises sampled rows the very tokens of decoding without drafts.
+EngineOptions coupled(EngineOptions o) {
+  o.spec_verification = "coupled";
+  return o;
 }
 
 void expect_same(const std::vector<GenerateOutput>& a, const std::vector<GenerateOutput>& b) {
@@ -94,7 +102,7 @@ engine::DebugOptions oracle(const std::vector<GenerateOutput>& reference, int32_
 }
 
 TEST(EngineSpecTest, MtpDraftsGiveTheTokensOfDecodingWithout) {
-  EngineOptions base = testing::micro_options();
+  EngineOptions base = coupled(testing::micro_options());
   const int32_t stop_id = stop_id_of(base, 512);
   const Outcome plain = run(mixed_requests(512, stop_id), base);
   ASSERT_EQ(plain.outputs.size(), 7u);
@@ -123,7 +131,7 @@ TEST(EngineSpecTest, MtpDraftsGiveTheTokensOfDecodingWithout) {
 // host samples everything: on the CPU backend both are the host sampler's picks, bit for bit —
 // greedy and sampled requests, penalties, min_tokens' suppression (each request's adjusted row).
 TEST(EngineSpecTest, MtpPicksWhereTheLogitsAreAreTheHostSamplersPicks) {
-  EngineOptions o = testing::micro_options();
+  EngineOptions o = coupled(testing::micro_options());
   o.nextn_decode = 3;
   using Key = std::tuple<RequestId, int32_t, int32_t>;  // request, sample, n_generated
   auto drafted = [&](const std::vector<Request>& requests, bool host_sampling) {
@@ -154,7 +162,7 @@ TEST(EngineSpecTest, MtpPicksWhereTheLogitsAreAreTheHostSamplersPicks) {
 }
 
 TEST(EngineSpecTest, EveryAcceptanceCountIsRewoundOrKeptExactly) {
-  EngineOptions base = testing::micro_options();
+  EngineOptions base = coupled(testing::micro_options());
   const int32_t stop_id = stop_id_of(base, 512);
   const Outcome plain = run(mixed_requests(512, stop_id), base);
   for (int32_t k : {2, 4}) {
@@ -220,7 +228,7 @@ std::vector<int32_t> fresh_mtp_drafts(engine::LoadedModel& lm, const std::vector
 }
 
 TEST(EngineSpecTest, MtpDraftsAreThoseOfAFreshPassOverTheSequence) {
-  EngineOptions o = testing::micro_options();
+  EngineOptions o = coupled(testing::micro_options());
   o.nextn_decode = 3;
   o.max_prefill_chunk = 7;  // the prompt in chunks: the MTP ring follows each
   const std::vector<int32_t> prompt = prompt_ids(30, 9);
@@ -245,7 +253,7 @@ TEST(EngineSpecTest, MtpDraftsAreThoseOfAFreshPassOverTheSequence) {
 }
 
 TEST(EngineSpecTest, ConfidenceScheduledDraftsStopWhereTheSurvivalDoes) {
-  EngineOptions base = testing::micro_options();
+  EngineOptions base = coupled(testing::micro_options());
   const Outcome plain = run(mixed_requests(512, std::nullopt), base);
   EngineOptions o = base;
   o.mtp_varlen = true;  // nextn_decode 0: up to 5 MTP drafts, fewer where the estimate drops
@@ -263,7 +271,7 @@ TEST(EngineSpecTest, ConfidenceScheduledDraftsStopWhereTheSurvivalDoes) {
 // Grammar rows: each verified row is masked by the matcher as the accepted tokens leave it, the
 // first draft is drawn under the current mask; tiny-v4f for the real vocabulary.
 TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
-  EngineOptions o;
+  EngineOptions o = coupled(EngineOptions{});
   o.model = testing::synthetic_model_dir("tiny-v4f");
   o.kv_blocks = 32;
   o.max_num_seqs = 4;
@@ -305,7 +313,7 @@ TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
 }
 
 TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {
-  EngineOptions base = testing::micro_options();
+  EngineOptions base = coupled(testing::micro_options());
   base.model = testing::synthetic_model_dir("tiny-v41");
   base.block_tokens = 32;
   const int32_t stop_id = stop_id_of(base, 512);
@@ -326,7 +334,7 @@ TEST(EngineSpecTest, DsparkDraftsGiveTheTokensOfDecodingWithout) {
 // Sequences that run to the end of what they may hold: drafts stop where the room does, and
 // V4.1's DSpark block is cut at the model's last position (tiny-v41 has 4,096).
 TEST(EngineSpecTest, DraftsStayInsideTheSequencesRoom) {
-  EngineOptions o = testing::micro_options();
+  EngineOptions o = coupled(testing::micro_options());
   o.max_model_len = 44;
   std::vector<Request> micro = {ids_request(prompt_ids(30, 7), 100, 3, 0.8f),
                                 ids_request(prompt_ids(35, 8), 100, std::nullopt, 0.0f)};
@@ -338,7 +346,7 @@ TEST(EngineSpecTest, DraftsStayInsideTheSequencesRoom) {
   EXPECT_EQ(spec.outputs[0].sequences.at(0).finish, FinishReason::kLength);
   EXPECT_EQ(spec.outputs[0].sequences.at(0).token_ids.size(), 14u);
 
-  EngineOptions v41 = testing::micro_options();
+  EngineOptions v41 = coupled(testing::micro_options());
   v41.model = testing::synthetic_model_dir("tiny-v41");
   v41.block_tokens = 32;
   v41.kv_blocks = 136;
@@ -354,13 +362,13 @@ TEST(EngineSpecTest, DraftsStayInsideTheSequencesRoom) {
 }
 
 TEST(EngineSpecTest, BadSpeculativeOptionsAreNamed) {
-  EngineOptions o = testing::micro_options();
+  EngineOptions o = coupled(testing::micro_options());
   o.nextn_decode = 2;
   o.draft_min_survival = 1.5f;
   auto e = engine::open_engine(o, {});
   ASSERT_FALSE(e.is_ok());
   EXPECT_NE(e.status().message().find("draft_min_survival"), std::string::npos) << e.status().to_string();
-  EngineOptions v41 = testing::micro_options();
+  EngineOptions v41 = coupled(testing::micro_options());
   v41.model = testing::synthetic_model_dir("tiny-v41");
   v41.block_tokens = 32;
   v41.nextn_decode = 9;

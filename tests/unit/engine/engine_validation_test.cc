@@ -124,6 +124,9 @@ TEST(EngineOpenTest, BadOptionsAndModelsNameTheOption) {
   expect_open_error(o, "snapshot_interval_tokens = 24 must be a multiple of block_tokens = 16");
   o.snapshot_interval_tokens = -16;
   expect_open_error(o, "snapshot_interval_tokens");
+  o = testing::micro_options();
+  o.spec_verification = "typical";
+  expect_open_error(o, "spec_verification 'typical' must be rejection or coupled");
 }
 
 TEST(EngineOptionsTest, EnvironmentVariables) {
@@ -136,7 +139,7 @@ TEST(EngineOptionsTest, EnvironmentVariables) {
        "DEEPINFER_HF_MODEL_DIR=/models", "DEEPINFER_LOG_LEVEL=warn", "DEEPINFER_GEMV_STAGES=4",
        "DEEPINFER_GEMV_MAX_SPC=2", "DEEPINFER_GEMV_EXPERT_SPC=2", "DEEPINFER_GEMV_TRANSPOSED=0",
        "DEEPINFER_MOE_GROUP_SMALL=0", "DEEPINFER_GEMV_TR_MIN_NT=2", "DEEPINFER_GEMM_KERNEL=mma",
-       "DEEPINFER_CUDA_PDL=0", "DEEPINFER_TYPO=1", "PATH=/bin"},
+       "DEEPINFER_CUDA_PDL=0", "DEEPINFER_SPEC_VERIFICATION=Coupled", "DEEPINFER_TYPO=1", "PATH=/bin"},
       &warnings);
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_EQ(o->device, "cuda");
@@ -146,6 +149,8 @@ TEST(EngineOptionsTest, EnvironmentVariables) {
   EXPECT_EQ(o->yoco_prefill_mode, "none");
   EXPECT_EQ(o->yoco_keep_tokens, 140);
   EXPECT_EQ(o->log_level, "warn");
+  EXPECT_EQ(o->spec_verification, "coupled");
+  EXPECT_EQ(EngineOptions{}.spec_verification, "rejection");  // the design anchor's default
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("unknown environment variable DEEPINFER_TYPO"), std::string::npos);
 
@@ -155,7 +160,8 @@ TEST(EngineOptionsTest, EnvironmentVariables) {
            {"DEEPINFER_YOCO_PREFILL_KEEP_TOKENS=12x", "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS='12x'"},
            {"DEEPINFER_ACCELERATOR=ascend", "DEEPINFER_ACCELERATOR='ascend'"},
            {"DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE=wide", "DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE='wide'"},
-           {"DEEPINFER_LOG_LEVEL=loud", "DEEPINFER_LOG_LEVEL='loud'"}}) {
+           {"DEEPINFER_LOG_LEVEL=loud", "DEEPINFER_LOG_LEVEL='loud'"},
+           {"DEEPINFER_SPEC_VERIFICATION=greedy", "DEEPINFER_SPEC_VERIFICATION='greedy' must be rejection or coupled"}}) {
     auto r = EngineOptions::with_environment(EngineOptions{}, {bad}, &warnings);
     ASSERT_FALSE(r.is_ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
