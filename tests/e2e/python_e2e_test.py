@@ -256,12 +256,22 @@ class PythonE2eTest(unittest.TestCase):
         self.assertEqual(sync.stats()["steps_ahead"], 0)
 
     def test_speculative_decoding_options(self):
-        # MTP drafts verified each step: the outputs of decoding without them; the counters move.
+        # MTP drafts verified each step by the coupled rule: the outputs of decoding without them;
+        # the counters move. Rejection sampling (the default): seeded, the same twice.
         params = SamplingParams(temperature=0.7, max_tokens=8, seed=22, ignore_eos=True, logprobs=2)
         prompts = ["Hello, my name is", "The capital of France is"]
         b = self.llm.generate(prompts, params)
+        rejection = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8, nextn_decode=2)
+        r1, r2 = rejection.generate(prompts, params), rejection.generate(prompts, params)
+        for x, y in zip(r1, r2):
+            self.assertEqual(x.outputs[0].token_ids, y.outputs[0].token_ids)
+            self.assertEqual(len(x.outputs[0].token_ids), 8)
+        self.assertGreater(rejection.stats()["draft_rows"], 0)
+        rejection.shutdown()
+        with self.assertRaises(ValueError):
+            LLM(model=MODEL, kv_blocks=32, nextn_decode=2, spec_verification="typical")
         for options in ({"nextn_decode": 2}, {"mtp_varlen": True, "draft_min_survival": 0.01}):
-            spec = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8, **options)
+            spec = LLM(model=MODEL, kv_blocks=32, max_num_seqs=8, spec_verification="coupled", **options)
             a = spec.generate(prompts, params)
             for x, y in zip(a, b):
                 self.assertEqual(x.outputs[0].token_ids, y.outputs[0].token_ids)
