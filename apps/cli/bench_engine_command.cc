@@ -34,6 +34,10 @@ void setup(CLI::App* app) {
                   "speculative decoding: drafts per step (the synthetic model gets the MTP block)")
       ->capture_default_str();
   app->add_flag("--mtp-varlen", o->mtp_varlen, "speculative decoding with confidence-scheduled verification");
+  app->add_option("--spec-verification", o->spec_verification,
+                  "how sampled rows verify drafts: rejection (host-verified) | coupled (where the logits are)")
+      ->check(CLI::IsMember({"rejection", "coupled"}))
+      ->capture_default_str();
   app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "engine: tokens per step")
       ->capture_default_str();
   app->add_option("--seed", o->seed, "prompt and sampling seed")->capture_default_str();

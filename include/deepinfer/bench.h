@@ -74,6 +74,7 @@ struct EngineBenchOptions {
   // rows measure the mechanism's cost, not its gain).
   int32_t nextn_decode = 0;
   bool mtp_varlen = false;
+  std::string spec_verification = "rejection";  // EngineOptions::spec_verification
   int32_t max_num_batched_tokens = 8192;
   uint64_t seed = 0;
   std::string command;                // recorded verbatim in the JSON

@@ -160,6 +160,7 @@ Result<json> run_row(engine::EngineImpl& e, const EngineBenchOptions& o, int32_t
               {"async_scheduling", o.async_scheduling},
               {"nextn_decode", o.nextn_decode},
               {"mtp_varlen", o.mtp_varlen},
+              {"spec_verification", o.spec_verification},
               {"wall_s", wall},
               {"output_tokens_per_s", out_tokens / wall},
               {"output_tokens", out_tokens},
@@ -226,6 +227,7 @@ Result<std::string> run_engine_benchmark(const EngineBenchOptions& o) {
   eo.async_scheduling = o.async_scheduling;
   eo.nextn_decode = o.nextn_decode;
   eo.mtp_varlen = o.mtp_varlen;
+  eo.spec_verification = o.spec_verification;
   eo.max_model_len = o.input_len + o.output_len;
   // Every sequence's history fits at once (no preemption), whatever the default KV budget.
   eo.kv_blocks = max_c * ((eo.max_model_len + eo.block_tokens - 1) / eo.block_tokens + 1);

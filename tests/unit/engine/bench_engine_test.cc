@@ -171,6 +171,14 @@ TEST(BenchEngineTest, SpeculativeRowsCountTheirDrafts) {
   EXPECT_GT(r["draft_rows"].get<int>(), 0);
   EXPECT_LE(r["draft_tokens"].get<int>(), 2 * r["draft_rows"].get<int>());
   EXPECT_LE(r["accepted_draft_tokens"].get<int>(), r["draft_tokens"].get<int>());
+  EXPECT_EQ(r["spec_verification"].get<std::string>(), "rejection");
+  o.spec_verification = "coupled";
+  auto coupled = run_engine_benchmark(o);
+  ASSERT_TRUE(coupled.is_ok()) << coupled.status().to_string();
+  EXPECT_EQ(nlohmann::json::parse(*coupled)["rows"][0]["spec_verification"].get<std::string>(), "coupled");
+  o.spec_verification = "typical";
+  EXPECT_FALSE(run_engine_benchmark(o).is_ok());
+  o.spec_verification = "rejection";
   o.nextn_decode = -1;
   EXPECT_FALSE(run_engine_benchmark(o).is_ok());
 }
