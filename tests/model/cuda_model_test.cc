@@ -441,7 +441,9 @@ TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(rejection[i].token_ids, again[i].token_ids) << "prompt " << i << " at temperature " << temperature;
       EXPECT_FALSE(rejection[i].token_ids.empty()) << "prompt " << i;
-      if (temperature == 0.0f) EXPECT_EQ(rejection[i].token_ids, plain[i].token_ids) << "prompt " << i;
+      if (temperature == 0.0f) {
+        EXPECT_EQ(rejection[i].token_ids, plain[i].token_ids) << "prompt " << i;
+      }
     }
     EXPECT_GT(rejection_stats.n_draft_rows, 0);
   }

@@ -174,7 +174,9 @@ TEST(EngineSpecRejectionTest, GreedyRowsAreDecodingWithoutAndSampledRowsAreSeede
       const auto& tokens = spec.outputs[i].sequences.at(0).token_ids;
       EXPECT_EQ(tokens.size(), 16u) << model << " request " << i;
       EXPECT_EQ(tokens, again.outputs[i].sequences.at(0).token_ids) << model << " request " << i;
-      if (i < 2) EXPECT_EQ(tokens, plain.outputs[i].sequences.at(0).token_ids) << model << " request " << i;
+      if (i < 2) {
+        EXPECT_EQ(tokens, plain.outputs[i].sequences.at(0).token_ids) << model << " request " << i;
+      }
       EXPECT_EQ(coupled.outputs[i].sequences.at(0).token_ids, plain.outputs[i].sequences.at(0).token_ids)
           << model << " request " << i;
       differs |= i >= 2 && tokens != plain.outputs[i].sequences.at(0).token_ids;
