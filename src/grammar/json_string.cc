@@ -184,6 +184,19 @@ Result<std::string> format_regex(std::string_view format) {
     for (int k = 1; k <= 5; ++k) {
       v6 += "|(?:" + h + ":){" + std::to_string(k) + "}:(?:" + h + ":){0," + std::to_string(5 - k) + "}" + v4;
     }
+    // RFC 3986 §3: scheme ":" hier-part ["?" query] ["#" fragment]; brackets only around an
+    // IP-literal host (IPv6 or IPvFuture), "%" only as a percent-encoded octet.
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    const std::string unreserved_sub = R"(A-Za-z0-9\-._~!$&'()*+,;=)";  // inside a class
+    const std::string pchar = "(?:[" + unreserved_sub + ":@]|" + pct + ")";
+    const std::string userinfo = "(?:[" + unreserved_sub + ":]|" + pct + ")*";
+    const std::string ip_literal = R"(\[(?:)" + v6 + R"(|[Vv][0-9A-Fa-f]+\.[)" + unreserved_sub + R"(:]+)\])";
+    const std::string host = "(?:" + ip_literal + "|(?:[" + unreserved_sub + "]|" + pct + ")*)";
+    const std::string authority = "(?:" + userinfo + "@)?" + host + "(?::[0-9]*)?";
+    const std::string path_rootless = pchar + "+(?:/" + pchar + "*)*";
+    const std::string hier = "(?://" + authority + "(?:/" + pchar + "*)*|/(?:" + path_rootless + ")?|" + path_rootless + ")?";
+    const std::string tail = "(?:" + pchar + "|[/?])*";
+    const std::string uri = R"([A-Za-z][A-Za-z0-9+.\-]*:)" + hier + R"((?:\?)" + tail + ")?(?:#" + tail + ")?";
     return std::map<std::string, std::string, std::less<>>{
         {"date", date},
         {"time", time},
@@ -192,7 +205,7 @@ Result<std::string> format_regex(std::string_view format) {
         {"email", atom + R"((?:\.)" + atom + ")*@(?:" + label + R"(\.)*)" + label},
         {"hostname", label + R"((?:\.)" + label + ")*"},
         {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
-        {"uri", R"([A-Za-z][A-Za-z0-9+.\-]*:(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"},
+        {"uri", uri},
         {"ipv4", v4},
         {"ipv6", v6},
     };

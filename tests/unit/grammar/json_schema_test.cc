@@ -211,6 +211,28 @@ TEST(JsonSchemaTest, FormatsAndAllOf) {
   EXPECT_FALSE(ok(ip, R"("1::2::3")"));
 }
 
+// RFC 3986 URIs: brackets only around an IP-literal host, "%" only as an encoded octet, a
+// scheme first; the JSON Schema test suite's valid and invalid examples.
+TEST(JsonSchemaTest, UriFormat) {
+  auto u = must(R"({"type": "string", "format": "uri"})");
+  for (const char* good : {"http://foo.bar/?baz=qux#quux", "http://foo.com/blah_(wikipedia)_blah#cite-1",
+                           "http://foo.bar/?q=Test%20URL-encoded%20stuff", "http://xn--nw2a.xn--j6w193g/",
+                           "http://-.~_!$&'()*+,;=:%40:80%2f::::::@example.com", "http://223.255.255.254",
+                           "ftp://ftp.is.co.za/rfc/rfc1808.txt", "http://www.ietf.org/rfc/rfc2396.txt",
+                           "ldap://[2001:db8::7]/c=GB?objectClass?one", "mailto:John.Doe@example.com",
+                           "news:comp.infosystems.www.servers.unix", "tel:+1-816-555-1212",
+                           "urn:oasis:names:specification:docbook:dtd:xml:4.1.2", "http://[v1.fe80::a+en1]/",
+                           "file:///etc/hosts", "about:", "http://example.com:8080/a//b"}) {
+    EXPECT_TRUE(ok(u, std::string("\"") + good + "\"")) << good;
+  }
+  for (const char* bad : {"//foo.bar/?baz=qux#quux", "/abc", "\\\\WINDOWS\\fileshare", "abc",
+                          "http:// shouldfail.com", ":// should fail", "bar,baz:foo", "http://[::1",
+                          "http://a]b.com/", "http://example.com/[x]", "http://example.com/?q=[1]",
+                          "http://example.com/%zz", "http://[1::2::3]/", "1http://example.com"}) {
+    EXPECT_FALSE(ok(u, std::string("\"") + bad + "\"")) << bad;
+  }
+}
+
 // RFC 3339 dates and times with their calendar (February 29 in leap years only; a leap second
 // only at 23:59:60 UTC) and ISO 8601 durations (RFC 3339 Appendix A).
 TEST(JsonSchemaTest, DateTimeAndDurationFormats) {
