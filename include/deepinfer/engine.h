@@ -134,9 +134,8 @@ struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0.0f;
   std::vector<TokenLogprob> top;  // sorted, at most SamplingParams::logprobs (prompt_logprobs) entries
-  // 1-based rank of `token` in the whole distribution: its place in `top` were the list complete
-  // (ties go to the lower id). Prompt logprobs always have it; a sampled token's is 0 (not
-  // computed: only its place in `top`, when it is there, is known).
+  // 1-based rank of `token` in the whole distribution `logprob` describes: its place in `top` were
+  // the list complete (ties go to the lower id), as vLLM's Logprob.rank.
   int32_t rank = 0;
 };
 

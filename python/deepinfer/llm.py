@@ -203,12 +203,12 @@ class LLM:
 
     def _logprobs(self, raw: list) -> List[Dict[int, Logprob]]:
         out = []
-        for token, logprob, top in raw:
+        for token, logprob, token_rank, top in raw:
             entry: Dict[int, Logprob] = {}
             for rank, (t, lp) in enumerate(top, start=1):
                 entry[t] = Logprob(lp, rank, self._engine.decode([t], False))
             if token not in entry:
-                entry[token] = Logprob(logprob, None, self._engine.decode([token], False))
+                entry[token] = Logprob(logprob, token_rank or None, self._engine.decode([token], False))
             out.append(entry)
         return out
 
@@ -231,7 +231,7 @@ class LLM:
             want = p.logprobs is not None
             completions.append(CompletionOutput(
                 index=i, text=s["text"], token_ids=list(s["token_ids"]),
-                cumulative_logprob=sum(lp for _, lp, _ in s["logprobs"]) if want else None,
+                cumulative_logprob=sum(e[1] for e in s["logprobs"]) if want else None,
                 logprobs=self._logprobs(s["logprobs"]) if want else None,
                 finish_reason=s["finish_reason"], stop_reason=s.get("stop_reason"), error=s["error"] or None))
         return RequestOutput(request_id=str(raw["request_id"]), prompt=item.get("prompt", item.get("_text")),

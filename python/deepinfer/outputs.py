@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Union
 
 @dataclass
 class Logprob:
-    """A token's log-probability, its rank in the distribution (1 = most likely, None if not in
-    the returned top list) and its decoded text."""
+    """A token's log-probability, its rank in the distribution (1 = most likely) and its decoded
+    text."""
 
     logprob: float
     rank: Optional[int] = None

@@ -177,18 +177,9 @@ Request request_from_dict(const py::dict& in) {
 
 namespace {
 
+// Logprobs as (token, logprob, rank, [(id, logprob), ...]) per token: sampled tokens, or prompt
+// tokens after the first.
 py::list logprobs_list(const std::vector<TokenLogprobs>& lps) {
-  py::list out;
-  for (const TokenLogprobs& t : lps) {
-    py::list top;
-    for (const TokenLogprob& e : t.top) top.append(py::make_tuple(e.token, e.logprob));
-    out.append(py::make_tuple(t.token, t.logprob, top));
-  }
-  return out;
-}
-
-// Prompt logprobs as (token, logprob, rank, [(id, logprob), ...]) per prompt token after the first.
-py::list prompt_logprobs_list(const std::vector<TokenLogprobs>& lps) {
   py::list out;
   for (const TokenLogprobs& t : lps) {
     py::list top;
@@ -219,7 +210,7 @@ py::dict output_to_dict(const GenerateOutput& out) {
   d["request_id"] = out.request_id;
   d["prompt_token_ids"] = out.prompt_ids;
   d["num_cached_tokens"] = out.n_cached_tokens;
-  d["prompt_logprobs"] = prompt_logprobs_list(out.prompt_logprobs);
+  d["prompt_logprobs"] = logprobs_list(out.prompt_logprobs);
   d["outputs"] = seqs;
   return d;
 }

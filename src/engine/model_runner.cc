@@ -188,10 +188,10 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   }
   if (n > ops::Ops::kMaxLogprobTop) return internal_error("device sampling: {} top logprobs per row", n);
   ops::Ops& ops = *model_->ops;
-  // [ids | logprob | top_ids | top_logprobs] in one I32 buffer (F32 as its bits), so that a single
-  // copy brings everything back. Persistent: a step planned ahead reads the ids after this step's
-  // workspace is gone (a larger buffer replaces it; step graphs key take_tokens by its address).
-  const int64_t width = n >= 0 ? 2 + 2 * n : 1;
+  // [ids | logprob | rank | top_ids | top_logprobs] in one I32 buffer (F32 as its bits), so that a
+  // single copy brings everything back. Persistent: a step planned ahead reads the ids after this
+  // step's workspace is gone (a larger buffer replaces it; step graphs key take_tokens by its address).
+  const int64_t width = n >= 0 ? 3 + 2 * n : 1;
   ensure_room(sampled_dev_, rows * width, [&](int64_t n) { return ops.alloc_persistent(tensor::DType::kI32, {n}); });
   const tensor::TensorView d_all =
       tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {rows * width}, sampled_dev_.device);
@@ -200,7 +200,8 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   };
   if (n >= 0) {
     queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), part(tensor::DType::kF32, 1, {rows}),
-                   part(tensor::DType::kI32, 2, {rows, n}), part(tensor::DType::kF32, 2 + n, {rows, n}));
+                   part(tensor::DType::kI32, 3, {rows, n}), part(tensor::DType::kF32, 3 + n, {rows, n}));
+    model_->ops->token_rank_rows(logits, part(tensor::DType::kI32, 0, {rows}), part(tensor::DType::kI32, 2, {rows}));
   } else {
     queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), {}, {}, {});
   }
@@ -239,6 +240,7 @@ Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* 
   out->n_top = static_cast<int32_t>(n);
   out->ids.assign(static_cast<size_t>(rows), -1);
   out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
+  out->rank.assign(out->logprob.size(), 0);
   out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
   out->top_logprobs.assign(out->top_ids.size(), 0.0f);
   if (rows == 0) return Status::ok();
@@ -248,8 +250,9 @@ Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* 
   std::copy_n(host, R, out->ids.begin());
   if (n >= 0) {
     std::memcpy(out->logprob.data(), host + R, R * sizeof(float));
-    std::copy_n(host + 2 * R, R * static_cast<size_t>(n), out->top_ids.begin());
-    std::memcpy(out->top_logprobs.data(), host + (2 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
+    std::copy_n(host + 2 * R, R, out->rank.begin());
+    std::copy_n(host + 3 * R, R * static_cast<size_t>(n), out->top_ids.begin());
+    std::memcpy(out->top_logprobs.data(), host + (3 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
   }
   return Status::ok();
 }
@@ -262,6 +265,7 @@ sample::RowOutput ModelRunner::DeviceSampled::row_output(size_t row, std::option
     return out;
   }
   out.logprob = logprob[row];
+  out.rank = rank[row];
   const auto n = static_cast<size_t>(n_top);
   for (size_t j = 0; j < static_cast<size_t>(*logprobs) && j < n; ++j) {
     const int32_t id = top_ids[row * n + j];

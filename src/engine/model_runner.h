@@ -48,6 +48,7 @@ class ModelRunner {
     std::vector<int32_t> ids;        // [rows] -1 = nothing finite
     int32_t n_top = -1;              // DeviceSamplePlan::n_top: -1 none; else entries per row (0..20)
     std::vector<float> logprob;      // [rows] of ids[r] (raw mode)
+    std::vector<int32_t> rank;       // [rows] of ids[r] in its raw row (0: no token)
     std::vector<int32_t> top_ids;    // [rows x n_top]
     std::vector<float> top_logprobs; // [rows x n_top]
     // Row `row` as the host sampler's RowOutput: the token and, when the request asked for

@@ -63,7 +63,7 @@ Result<sched::FinishReason> OutputProcessor::accept_token(SequenceState& s, cons
   if (s.n_generated == 0 && s.prompt_logprobs) s.pending.prompt_logprobs = s.prompt_logprobs->take();
   ++s.n_generated;
   s.pending.token_ids.push_back(token);
-  if (s.params->logprobs.has_value()) s.pending.logprobs.push_back(TokenLogprobs{token, row.logprob, row.top_logprobs});
+  if (s.params->logprobs.has_value()) s.pending.logprobs.push_back(TokenLogprobs{token, row.logprob, row.top_logprobs, row.rank});
   sample::StopUpdate update = s.stop.append(token, s.detokenizer.push(token));
   s.pending.text += update.text;
   if (update.finish == sample::FinishReason::kNone && s.matcher && s.matcher->is_terminated()) {

@@ -155,6 +155,7 @@ void Sampler::add_logprobs(std::span<const float> logits, std::span<const float>
   }
   const double lse = log_sum_exp(source);
   out->logprob = out->token == kNoToken ? kNegInf : token_logprob(source, lse, out->token);
+  out->rank = out->token == kNoToken ? 0 : token_rank(source, out->token);
   out->top_logprobs = top_logprobs(source, lse, n_top);
 }
 

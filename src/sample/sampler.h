@@ -60,6 +60,9 @@ struct RowOutput {
   // Of `token`, in params->logprobs_mode, when params->logprobs is set (else not computed: 0, or
   // -inf with no token).
   float logprob = 0.0f;
+  // 1-based rank of `token` in the distribution `logprob` describes (ties to the lower id, so a
+  // token at index j of top_logprobs has rank j + 1); 0 when no logprobs are asked or no token.
+  int32_t rank = 0;
   std::vector<TokenLogprob> top_logprobs;  // params->logprobs entries (empty if none asked)
 };
 

@@ -474,9 +474,10 @@ TEST(CudaEngineTest, TemperatureStepsOnTheDeviceEqualTheHostSampler) {
   EXPECT_NE(on_device, engine_tokens({}, &greedy_stats));  // sampled, not argmax rows
 }
 
-// Raw logprobs on the CUDA engine (Ops::logprob_rows: 1 + 2 x 20 numbers per row copied back, not
-// the logits), greedy and sampled: the tokens, logprobs and top-20 lists of the host sampler from
-// the copied logits — the ids exactly, the values within 2 float ulps.
+// Raw logprobs on the CUDA engine (Ops::logprob_rows and token_rank_rows: 2 + 2 x 20 numbers per
+// row copied back, not the logits), greedy and sampled: the tokens, logprobs, ranks and top-20
+// lists of the host sampler from the copied logits — the ids and ranks exactly, the values within
+// 2 float ulps.
 TEST(CudaEngineTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
   auto close = [](float got, float want) {
@@ -495,6 +496,8 @@ TEST(CudaEngineTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
     ASSERT_EQ(h.size(), 12u);
     for (size_t t = 0; t < d.size(); ++t) {
       EXPECT_TRUE(close(d[t].logprob, h[t].logprob)) << t << ": " << d[t].logprob << " vs " << h[t].logprob;
+      EXPECT_EQ(d[t].rank, h[t].rank) << "token " << t;  // Ops::token_rank_rows of the sampled id
+      EXPECT_GE(d[t].rank, 1) << "token " << t;
       ASSERT_EQ(d[t].top.size(), 20u);
       ASSERT_EQ(h[t].top.size(), 20u);
       for (size_t j = 0; j < 20; ++j) {

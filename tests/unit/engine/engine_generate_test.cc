@@ -157,6 +157,19 @@ TEST(EngineGenerateTest, RawLogprobsOnTheDeviceEqualTheHostSamplers) {
       EXPECT_EQ(d.logprobs[t].token, d.token_ids[t]);
       EXPECT_EQ(d.logprobs[t].logprob, h.logprobs[t].logprob) << "request " << i << ", token " << t;
       EXPECT_EQ(d.logprobs[t].top, h.logprobs[t].top) << "request " << i << ", token " << t;
+      // The sampled token's rank in its raw row (Ops::token_rank_rows where the logits are):
+      // its place in the top list when it is there, 1 for the greedy row.
+      EXPECT_EQ(d.logprobs[t].rank, h.logprobs[t].rank) << "request " << i << ", token " << t;
+      EXPECT_GE(d.logprobs[t].rank, 1);
+      const auto& top = d.logprobs[t].top;
+      for (size_t j = 0; j < top.size(); ++j) {
+        if (top[j].token == d.token_ids[t]) {
+          EXPECT_EQ(d.logprobs[t].rank, static_cast<int32_t>(j) + 1);
+        }
+      }
+      if (i == 1) {
+        EXPECT_EQ(d.logprobs[t].rank, 1);
+      }
       EXPECT_EQ(d.logprobs[t].top.size(), std::vector<size_t>({3, 20, 0})[i]);
       EXPECT_LT(d.logprobs[t].logprob, 0.0f);
     }

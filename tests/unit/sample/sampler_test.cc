@@ -193,6 +193,8 @@ TEST(SamplerTest, RawAndProcessedLogprobs) {
   EXPECT_EQ(raw.top_logprobs[2].token, 0);
   EXPECT_NEAR(raw.top_logprobs[0].logprob, 4.0 - raw_lse, 1e-6);
   EXPECT_NEAR(raw.logprob, logits[raw.token] - raw_lse, 1e-6);
+  // The sampled token's rank among the raw logits {1, 2, 4, 0}: 2 -> 1, 1 -> 2, 0 -> 3, 3 -> 4.
+  EXPECT_EQ(raw.rank, std::vector<int32_t>({3, 2, 1, 4})[static_cast<size_t>(raw.token)]);
 
   p.logprobs_mode = LogprobsMode::kProcessed;
   RowOutput proc = sample_one(s, logits, {.params = &p, .seed = 11});
@@ -204,6 +206,9 @@ TEST(SamplerTest, RawAndProcessedLogprobs) {
   EXPECT_EQ(proc.top_logprobs[1], (TokenLogprob{0, static_cast<float>(-2.0 - proc_lse)}));
   EXPECT_EQ(proc.top_logprobs[2], (TokenLogprob{2, -kInf}));  // -inf ties: lower id first
   EXPECT_TRUE(proc.token == 0 || proc.token == 1);
+  EXPECT_EQ(proc.rank, proc.token == 1 ? 1 : 2);  // in the processed distribution
+  p.logprobs.reset();
+  EXPECT_EQ(sample_one(s, logits, {.params = &p, .seed = 11}).rank, 0);  // not asked: not computed
 }
 
 TEST(SamplerTest, TopLogprobsSortTiesByLowerId) {
@@ -218,6 +223,8 @@ TEST(SamplerTest, TopLogprobsSortTiesByLowerId) {
   EXPECT_EQ(out.top_logprobs[2].token, 4);
   EXPECT_EQ(out.top_logprobs[3].token, 0);
   EXPECT_EQ(out.top_logprobs[0].logprob, out.top_logprobs[2].logprob);
+  EXPECT_EQ(out.token, 1);
+  EXPECT_EQ(out.rank, 1);  // a tie at the top goes to the lower id, as in the list
   p.logprobs = 0;
   EXPECT_TRUE(sample_one(s, {2, 5, 5, 1, 5, 2}, {.params = &p}).top_logprobs.empty());
 }
