@@ -16,8 +16,10 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App* app) {
                   "'demo' (the embedded tiny model)")
       ->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "tokenizer.json (default: the model's, else the prepared one)");
-  app->add_option("--device", o.device, "cpu | cuda (default: DEEPINFER_ACCELERATOR, else cpu)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--device", o.device,
+                  "auto | cpu | cuda (default: DEEPINFER_ACCELERATOR, else auto: cuda when this build has it, "
+                  "a GPU is visible and the model runs there, else cpu)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app->add_option("--numerics", o.numerics, "official | plain")->check(CLI::IsMember({"official", "plain"}))
       ->capture_default_str();
   app->add_option("--max-num-seqs", o.max_num_seqs, "running sequences per step")->capture_default_str();

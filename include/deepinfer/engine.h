@@ -28,7 +28,10 @@ struct EngineOptions {
   std::string model = "demo";
   // tokenizer.json path; empty: the model directory's tokenizer.json, else the default tokenizer.
   std::string tokenizer;
-  std::string device = "cpu";          // cpu | cuda (DEEPINFER_ACCELERATOR)
+  // auto | cpu | cuda (DEEPINFER_ACCELERATOR). auto: cuda when this build has the CUDA backend, a
+  // GPU is visible and the model runs there (V4; V4.1 is CPU-only), else cpu — as vLLM picks the
+  // GPU. Engine::options().device names the backend the engine chose.
+  std::string device = "auto";
   std::string numerics = "official";   // official | plain (model_v4_flash.md §3)
   int32_t max_num_seqs = 64;           // running sequences per step
   int32_t max_num_batched_tokens = 2048;  // tokens per step (decode + prefill chunks)

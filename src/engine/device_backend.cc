@@ -22,6 +22,16 @@ Result<std::unique_ptr<ops::Ops>> make_ops(const std::string& device) {
   return invalid_argument("device '{}' must be cpu, cuda or cuda:N", device);
 }
 
+std::string resolve_device(const std::string& device, bool device_capable) {
+  if (device != "auto") return device;
+#ifdef DI_HAVE_CUDA
+  if (device_capable && ops::cuda::cuda_available()) return "cuda";
+#else
+  (void)device_capable;
+#endif
+  return "cpu";
+}
+
 DeviceTensorSource::DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops) : host_(host) {
   for (const std::string& name : host.names()) {
     const tensor::TensorView h = *host.get(name);

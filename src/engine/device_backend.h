@@ -14,6 +14,10 @@ namespace deepinfer::engine {
 // "cpu", or "cuda" / "cuda:N" when the CUDA backend is built and a GPU is present.
 Result<std::unique_ptr<ops::Ops>> make_ops(const std::string& device);
 
+// The backend "auto" means: "cuda" when this build has the CUDA backend, a GPU is visible and the
+// model can run there (`device_capable`: V4.1 is CPU-only), else "cpu". Other names pass through.
+std::string resolve_device(const std::string& device, bool device_capable);
+
 // Device copies of every tensor of a host source (one persistent allocation each); the FP4 code
 // tensors (the checkpoint's only I8 tensors) in the ops' device layout.
 class DeviceTensorSource final : public loader::TensorSource {

@@ -70,6 +70,7 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
   if (LogLevel level; !options.log_level.empty() && parse_log_level(options.log_level, &level)) set_log_level(level);
   std::unique_ptr<EngineImpl> e(new EngineImpl());
   e->options_ = options;
+  if (!model->device.empty()) e->options_.device = model->device;  // "auto" resolved
   e->debug_ = debug;
   const std::string dir = model->dir;
   e->model_ = std::move(model);
@@ -103,8 +104,8 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
         "rows only; open the engine with yoco_prefill_mode = none for prompt logprobs", mo.keep_tokens);
   }
   e->record_step(nullptr);
-  log_info("engine: model {} ({} layers, vocab {}), {} history blocks of {} tokens, {} state slots, "
-           "max_model_len {}", dir, mc.num_hidden_layers, n_vocab, e->config_.kv.n_blocks,
+  log_info("engine: model {} ({} layers, vocab {}) on {}, {} history blocks of {} tokens, {} state slots, "
+           "max_model_len {}", dir, mc.num_hidden_layers, n_vocab, e->options_.device, e->config_.kv.n_blocks,
            e->config_.kv.block_tokens, e->config_.n_state_slots, e->config_.max_model_len);
   e->loop_ = std::thread([raw = e.get()] { raw->run_loop(); });
   return e;

@@ -93,7 +93,8 @@ Result<std::string> parse_accelerator(std::string_view value) {
   const std::string v = lower(value);
   if (v == "cpu") return std::string("cpu");
   if (v == "cuda" || v == "nvidia") return std::string("cuda");
-  return invalid_argument("DEEPINFER_ACCELERATOR='{}' is not supported (use cpu, or cuda/nvidia)", value);
+  if (v == "auto") return std::string("auto");
+  return invalid_argument("DEEPINFER_ACCELERATOR='{}' is not supported (use auto, cpu, or cuda/nvidia)", value);
 }
 
 // Applies one known variable to `o`.
@@ -192,7 +193,9 @@ Result<EngineOptions> EngineOptions::with_environment(EngineOptions base) {
 }
 
 Status EngineOptions::validate() const {
-  if (device != "cpu" && device != "cuda") return invalid_argument("device '{}' must be cpu or cuda", device);
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    return invalid_argument("device '{}' must be auto, cpu or cuda", device);
+  }
   if (numerics != "official" && numerics != "plain") {
     return invalid_argument("numerics '{}' must be official or plain", numerics);
   }

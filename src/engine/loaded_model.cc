@@ -23,7 +23,7 @@ Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, c
                                               const LoadOptions& options) {
   if (lm->ops->device() != tensor::Device::kCpu) {
     return unimplemented("{}: DeepSeek-V4.1 runs on the CPU reference only in this build (device '{}')", lm->dir,
-                         options.device);
+                         lm->device);
   }
   auto weights = loader::bind_weights_v41(lm->config, source);
   if (!weights.is_ok()) return weights.status().with_context(lm->dir);
@@ -50,7 +50,8 @@ Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const Lo
   DI_ASSIGN_OR_RETURN(lm->config, loader::load_model_config(dir));
   DI_ASSIGN_OR_RETURN(loader::Checkpoint ckpt, loader::Checkpoint::open(dir));
   lm->checkpoint = std::make_unique<loader::Checkpoint>(std::move(ckpt));
-  DI_ASSIGN_OR_RETURN(lm->ops, make_ops(options.device));
+  lm->device = resolve_device(options.device, lm->config.family != loader::ModelFamily::kV41);
+  DI_ASSIGN_OR_RETURN(lm->ops, make_ops(lm->device));
   loader::CheckpointSource host_source(*lm->checkpoint);
   // (Before any device copy: V4.1 refuses device backends, and should not upload the checkpoint first.)
   if (lm->config.family == loader::ModelFamily::kV41) return load_v41(std::move(lm), host_source, options);

@@ -24,6 +24,7 @@ struct LoadOptions {
 
 struct LoadedModel {
   std::string dir;
+  std::string device;  // the backend the model runs on (LoadOptions::device, "auto" resolved)
   loader::ModelConfig config;
   std::unique_ptr<loader::Checkpoint> checkpoint;
   // Weights generated on the device instead (benchmarks: synthetic_loaded_model, bench_model.h).

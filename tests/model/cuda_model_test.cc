@@ -10,6 +10,7 @@
 #include <string>
 
 #include "deepinfer/engine.h"
+#include "engine/device_backend.h"
 #include "engine/engine_debug.h"
 #include "loader/safetensors.h"
 #include "model_test_util.h"
@@ -460,6 +461,20 @@ TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
 // Seeded temperature sampling on the CUDA engine: steps sampled on the device (Ops::sample_rows,
 // only the ids copied back) give the tokens the host sampler gives from the copied logits — the
 // same keyed noise on both sides.
+// device = "auto" (EngineOptions' default) on a machine with a GPU: V4 runs on the CUDA backend,
+// V4.1 (CPU-only) on the CPU reference; the engine names its choice.
+TEST(CudaEngineTest, AutoDevicePicksTheGpuForV4) {
+  if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  EXPECT_EQ(engine::resolve_device("auto", true), "cuda");
+  EXPECT_EQ(engine::resolve_device("auto", false), "cpu");
+  EngineOptions o;
+  o.model = testing::synthetic_model_dir("tiny-v4f");
+  o.kv_blocks = 16;
+  auto e = engine::open_engine(o, {});
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->options().device, "cuda");
+}
+
 TEST(CudaEngineTest, TemperatureStepsOnTheDeviceEqualTheHostSampler) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
   EngineStats device_stats, host_stats;

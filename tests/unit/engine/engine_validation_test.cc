@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device_backend.h"
 #include "engine_test_util.h"
 
 namespace deepinfer {
@@ -124,6 +125,21 @@ TEST(EngineOpenTest, BadOptionsAndModelsNameTheOption) {
   expect_open_error(o, "snapshot_interval_tokens = 24 must be a multiple of block_tokens = 16");
   o.snapshot_interval_tokens = -16;
   expect_open_error(o, "snapshot_interval_tokens");
+  // auto: the engine names the backend it chose; V4.1 (CPU-only) and a machine without a GPU (CI)
+  // get the CPU reference.
+  EXPECT_EQ(EngineOptions{}.device, "auto");
+  EXPECT_EQ(engine::resolve_device("auto", false), "cpu");
+  EXPECT_EQ(engine::resolve_device("cpu", true), "cpu");
+  EXPECT_EQ(engine::resolve_device("cuda", false), "cuda");
+  for (const char* model : {"micro", "tiny-v41"}) {
+    o = testing::micro_options();
+    o.model = testing::synthetic_model_dir(model);
+    o.block_tokens = 32;
+    o.device = "auto";
+    auto opened = engine::open_engine(o, {});
+    ASSERT_TRUE(opened.is_ok()) << model << ": " << opened.status().to_string();
+    EXPECT_EQ((*opened)->options().device, engine::resolve_device("auto", std::string(model) == "micro")) << model;
+  }
   o = testing::micro_options();
   o.spec_verification = "typical";
   expect_open_error(o, "spec_verification 'typical' must be rejection or coupled");
