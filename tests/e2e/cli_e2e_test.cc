@@ -124,7 +124,8 @@ TEST(CliE2eTest, GeneratesWithTheV41DemoModel) {
 }
 
 // Speculative decoding through the CLI flags: the demo model's MTP drafts (V4) and DSpark drafts
-// (V4.1), confidence-scheduled or fixed, give the output of decoding without them.
+// (V4.1), confidence-scheduled or fixed, verified by the coupled rule, give the output of decoding
+// without them; rejection sampling (the default) runs, seeded: the same output twice.
 TEST(CliE2eTest, SpeculativeDecodingFlagsKeepTheOutput) {
   const std::string ids = " --ids '0 5 9 17 33 64 100 200 300 400 401 402' --max-tokens 10 --seed 3 "
                           "--temperature 0.7 --output-jsonl - --no-progress";
@@ -134,16 +135,23 @@ TEST(CliE2eTest, SpeculativeDecodingFlagsKeepTheOutput) {
   for (const std::string& cmd : {v4, v41}) {
     const auto plain = run_shell(cmd);
     ASSERT_EQ(plain.status, 0) << plain.out;
-    const auto fixed = run_shell(cmd + " --nextn-decode 2");
+    const auto fixed = run_shell(cmd + " --nextn-decode 2 --spec-verification coupled");
     ASSERT_EQ(fixed.status, 0) << fixed.out;
     EXPECT_EQ(fixed.out, plain.out) << cmd;
-    const auto varlen = run_shell("DEEPINFER_ENABLE_MTP_VARLEN=1 " + cmd + " --draft-min-survival 0.01");
+    const auto varlen = run_shell("DEEPINFER_ENABLE_MTP_VARLEN=1 DEEPINFER_SPEC_VERIFICATION=coupled " + cmd +
+                                  " --draft-min-survival 0.01");
     ASSERT_EQ(varlen.status, 0) << varlen.out;
     EXPECT_EQ(varlen.out, plain.out) << cmd;
+    const auto rejection = run_shell(cmd + " --nextn-decode 2");
+    ASSERT_EQ(rejection.status, 0) << rejection.out;
+    EXPECT_EQ(run_shell(cmd + " --nextn-decode 2").out, rejection.out) << cmd;
   }
   const auto bad = run_shell(v4 + " --nextn-decode 2 --draft-min-survival 2", true);
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("draft_min_survival"), std::string::npos) << bad.out;
+  const auto bad_rule = run_shell(v4 + " --nextn-decode 2 --spec-verification typical", true);
+  EXPECT_NE(bad_rule.status, 0);
+  EXPECT_NE(bad_rule.out.find("spec-verification"), std::string::npos) << bad_rule.out;
 }
 
 TEST(CliE2eTest, RegexConstrainsTheOutput) {
