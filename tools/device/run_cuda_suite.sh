@@ -154,6 +154,15 @@ if [ -n "${SUITE_RUNS:-}" ]; then
   echo "suite: runs $from-$to of 0-$((${#JOBS[@]} - 1))"
   JOBS=("${JOBS[@]:$from:$((to - from + 1))}")
 fi
+# SUITE_PICK=I,J,... (0-based): only those runs, e.g. "0,43" — the default cuda_ops_test and
+# cuda_model_test runs — when a session's device time is short (their logs number them 0, 1, ...).
+if [ -n "${SUITE_PICK:-}" ]; then
+  IFS=',' read -r -a picks <<< "$SUITE_PICK"
+  picked=()
+  for i in "${picks[@]}"; do picked+=("${JOBS[$i]}"); done
+  echo "suite: runs $SUITE_PICK of 0-$((${#JOBS[@]} - 1))"
+  JOBS=("${picked[@]}")
+fi
 # Runs at once share the host's cores: each run's OpenMP regions (the CPU reference) get their
 # share, not every core — N runs of nproc spin-waiting threads each oversubscribe the host, which
 # is the likely reason SUITE_JOBS=4 finished only 20 runs in 360 s on the H100 (session 41).
