@@ -194,30 +194,14 @@ TEST(EngineSpecRejectionTest, GrammarCutDraftsVerifyAsRejections) {
   o.model = testing::synthetic_model_dir("tiny-v4f");
   o.kv_blocks = 32;
   o.max_num_seqs = 4;
-  std::vector<Request> requests;
-  for (uint64_t seed : {11u, 12u, 13u}) {
-    Request r;
-    r.prompt = "The answer is";
-    r.sampling.max_tokens = 14;
-    r.sampling.seed = seed;
-    r.sampling.temperature = seed == 13u ? 0.0f : 0.8f;
-    r.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "[a-z]+( [a-z]+)*\\.", false};
-    requests.push_back(r);
-  }
+  const std::vector<Request> requests = testing::sentence_requests({{11, 0.8f}, {12, 0.8f}, {13, 0.0f}});
   EngineStats stats;
   const std::vector<GenerateOutput> plain = generate(o, {}, requests, &stats);
   ASSERT_EQ(plain.size(), 3u);
   o.nextn_decode = 3;
   auto probe = testing::open_micro(o);
   ASSERT_NE(probe, nullptr);
-  const std::vector<int32_t> digit = probe->tokenizer()->encode("7", false);
-  ASSERT_EQ(digit.size(), 1u);
-  engine::DebugOptions cut;
-  cut.on_drafts = [&](RequestId, int32_t, int32_t, std::vector<int32_t>* drafts) {
-    if (drafts->size() < 2) drafts->resize(2, digit[0]);
-    (*drafts)[1] = digit[0];
-  };
-  const std::vector<GenerateOutput> spec = generate(o, cut, requests, &stats);
+  const std::vector<GenerateOutput> spec = generate(o, testing::digit_second_drafts(*probe), requests, &stats);
   EXPECT_GT(stats.n_draft_rows, 0);
   EXPECT_LE(stats.n_draft_tokens, stats.n_draft_rows);  // cut after the first
   // The MTP's own drafts (their q kept), cut wherever the grammar says.

@@ -275,17 +275,7 @@ TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
   o.model = testing::synthetic_model_dir("tiny-v4f");
   o.kv_blocks = 32;
   o.max_num_seqs = 4;
-  std::vector<Request> requests;
-  for (uint64_t seed : {11u, 12u}) {
-    Request r;
-    r.prompt = "The answer is";
-    r.sampling.max_tokens = 14;
-    r.sampling.seed = seed;
-    r.sampling.temperature = 0.8f;
-    r.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "[a-z]+( [a-z]+)*\\.", false};
-    requests.push_back(r);
-  }
-  requests[1].sampling.temperature = 0.0f;
+  const std::vector<Request> requests = testing::sentence_requests({{11, 0.8f}, {12, 0.0f}});
   const Outcome plain = run(requests, o);
   ASSERT_EQ(plain.outputs.size(), 2u);
   o.nextn_decode = 3;
@@ -299,14 +289,7 @@ TEST(EngineSpecTest, GrammarRowsVerifyUnderTheirMasks) {
   // (outside the regex), so no row verifies more than one.
   auto probe = testing::open_micro(o);
   ASSERT_NE(probe, nullptr);
-  const std::vector<int32_t> digit = probe->tokenizer()->encode("7", false);
-  ASSERT_EQ(digit.size(), 1u);
-  engine::DebugOptions cut;
-  cut.on_drafts = [&](RequestId, int32_t, int32_t, std::vector<int32_t>* drafts) {
-    if (drafts->size() < 2) drafts->resize(2, digit[0]);
-    (*drafts)[1] = digit[0];
-  };
-  const Outcome cut_run = run(requests, o, cut);
+  const Outcome cut_run = run(requests, o, testing::digit_second_drafts(*probe));
   expect_same(cut_run.outputs, plain.outputs);
   EXPECT_GT(cut_run.stats.n_draft_rows, 0);
   EXPECT_LE(cut_run.stats.n_draft_tokens, cut_run.stats.n_draft_rows);

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "deepinfer/engine.h"
@@ -151,6 +152,37 @@ inline void expect_same_outputs(const std::vector<GenerateOutput>& a, const std:
       }
     }
   }
+}
+
+// Speculative decoding under a grammar (tiny-v4f's real vocabulary): "The answer is" then lowercase
+// words ending in a period, at most 14 tokens, one request per (seed, temperature).
+inline std::vector<Request> sentence_requests(const std::vector<std::pair<uint64_t, float>>& rows) {
+  std::vector<Request> requests;
+  for (const auto& [seed, temperature] : rows) {
+    Request r;
+    r.prompt = "The answer is";
+    r.sampling.max_tokens = 14;
+    r.sampling.seed = seed;
+    r.sampling.temperature = temperature;
+    r.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "[a-z]+( [a-z]+)*\\.", false};
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+// A drafts hook making every second draft the digit "7", which sentence_requests' grammar forbids:
+// the grammar cuts each row's drafts after the first. Empty options (and a test failure) if the
+// tokenizer does not give "7" one token.
+inline engine::DebugOptions digit_second_drafts(const Engine& engine) {
+  const std::vector<int32_t> digit = engine.tokenizer()->encode("7", false);
+  EXPECT_EQ(digit.size(), 1u);
+  engine::DebugOptions cut;
+  if (digit.size() != 1) return cut;
+  cut.on_drafts = [d = digit[0]](RequestId, int32_t, int32_t, std::vector<int32_t>* drafts) {
+    if (drafts->size() < 2) drafts->resize(2, d);
+    (*drafts)[1] = d;
+  };
+  return cut;
 }
 
 }  // namespace deepinfer::testing
