@@ -1,5 +1,7 @@
 // Chat Completions request -> ChatRequest (see openai_chat.h). Message fields map one to one onto
 // chat::Message; tools and response_format go where the official encoder renders them.
+#include <algorithm>
+
 #include "protocol/json_reader.h"
 #include "protocol/openai_chat.h"
 #include "protocol/request_common.h"
@@ -201,6 +203,13 @@ Result<ChatRequest> parse_chat_completions(const Json& body, const ProtocolOptio
   DI_PROTO_RETURN_IF_ERROR(read_response_format(body, &r));
   DI_PROTO_RETURN_IF_ERROR(read_thinking(body, options, &r));
   DI_PROTO_RETURN_IF_ERROR(read_openai_sampling(body, &r.sampling));
+  // vLLM's extension: logprobs of the prompt's tokens (the rendered template's); the range
+  // (0..20) is SamplingParams::validate's, run by finish_request. Clamped so a huge value is
+  // refused rather than wrapped into range.
+  DI_PROTO_ASSIGN_OR_RETURN(auto prompt_logprobs, opt_int(body, "prompt_logprobs", ""));
+  if (prompt_logprobs) {
+    r.sampling.prompt_logprobs = static_cast<int32_t>(std::clamp<int64_t>(*prompt_logprobs, -1, INT32_MAX));
+  }
   DI_PROTO_ASSIGN_OR_RETURN(auto stream, opt_bool(body, "stream", ""));
   r.stream = stream.value_or(false);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* stream_options, opt_object(body, "stream_options", ""));

@@ -24,7 +24,9 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
            Ticket ticket)
       : exchange_(std::move(exchange)), request_(std::move(request)), meta_(std::move(meta)),
         ticket_(std::move(ticket)), stream_(request_.stream),
-        want_logprobs_(request_.api == protocol::Api::kChatCompletions && request_.sampling.logprobs.has_value()) {}
+        want_logprobs_(request_.api == protocol::Api::kChatCompletions && request_.sampling.logprobs.has_value()),
+        want_prompt_logprobs_(request_.api == protocol::Api::kChatCompletions &&
+                              request_.sampling.prompt_logprobs.has_value()) {}
 
   Status prepare() {
     int n = std::max(1, request_.sampling.n);
@@ -41,6 +43,7 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
 
   void run(Request engine_request) {
     std::weak_ptr<ChatCall> weak = weak_from_this();
+    if (want_prompt_logprobs_) prompt_ids_ = engine_request.prompt_ids;  // the rendered template's
     std::lock_guard lock(mu_);  // events wait until the stream head is queued
     auto generation = Generation::start(
         exchange_->ctx, std::move(engine_request),
@@ -84,6 +87,7 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
     n_prompt_ = std::max(n_prompt_, e.n_prompt_tokens);
     n_cached_ = std::max(n_cached_, e.n_cached_tokens);
     if (encoder_) encoder_->set_cached_tokens(n_cached_);
+    if (want_prompt_logprobs_ && e.sample_index == 0 && prompt_logprobs_.is_null()) take_prompt_logprobs(e);
     std::vector<chat::ChatEvent> raw;
     for (int32_t id : e.token_ids) s.parser->push(id, &raw);
     protocol::Json lps = protocol::Json::array();
@@ -106,6 +110,14 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
     if (sample_done) finish_sample(s);
     if (stream_) exchange_->write(encoder_->on_events(e.sample_index, events, s.result.usage, std::move(lps)));
     if (sample_done && ++n_done_ == static_cast<int>(samples_.size())) complete();
+  }
+
+  // vLLM's prompt_logprobs, which come with sample 0's first event: kept for the response, or
+  // handed to the stream for its next chunk (under mu_).
+  void take_prompt_logprobs(const TokenEvent& e) {
+    prompt_logprobs_ = prompt_logprobs_json(*exchange_->ctx.tokenizer, prompt_ids_, e.prompt_logprobs,
+                                            *request_.sampling.prompt_logprobs);
+    if (encoder_) encoder_->set_prompt_logprobs(prompt_logprobs_);
   }
 
   // Ends the parser on the engine's final event; false when the request failed instead.
@@ -173,6 +185,7 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
     } else {
       Result<protocol::Json> body = chat_response_json(request_, meta_, results, n_cached_, want_logprobs_);
       if (body.is_ok()) {
+        if (want_prompt_logprobs_) (*body)["prompt_logprobs"] = prompt_logprobs_;  // top level, as vLLM
         exchange_->reply_json(200, *body);
       } else {
         exchange_->reply_error(error_from_status(body.status()));
@@ -187,11 +200,14 @@ class ChatCall : public std::enable_shared_from_this<ChatCall> {
   Ticket ticket_;
   const bool stream_;
   const bool want_logprobs_;
+  const bool want_prompt_logprobs_;  // sampling.prompt_logprobs (Chat Completions only)
+  std::vector<int32_t> prompt_ids_;  // with want_prompt_logprobs_: the engine request's
 
   std::mutex mu_;
   std::shared_ptr<Generation> generation_;
   std::unique_ptr<ChatStreamEncoder> encoder_;
   std::vector<Sample> samples_;
+  protocol::Json prompt_logprobs_;  // prompt_logprobs_json, once sample 0's first event came
   int n_prompt_ = 0, n_cached_ = 0, n_done_ = 0;
   bool completed_ = false;
   bool client_gone_ = false;

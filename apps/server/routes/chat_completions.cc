@@ -1,5 +1,5 @@
-// POST /v1/chat/completions: OpenAI Chat Completions (n choices, logprobs, tools, reasoning_content
-// deltas, stream_options.include_usage) through the shared chat flow.
+// POST /v1/chat/completions: OpenAI Chat Completions (n choices, logprobs, vLLM's prompt_logprobs,
+// tools, reasoning_content deltas, stream_options.include_usage) through the shared chat flow.
 #include "protocol/openai_chat.h"
 #include "routes/chat_call.h"
 #include "routes/routes.h"

@@ -1,6 +1,7 @@
 // Stream encoders per API (see chat_stream.h).
 #include "routes/chat_stream.h"
 
+#include <utility>
 #include <vector>
 
 #include "json_text.h"
@@ -66,6 +67,7 @@ class ChatCompletionsEncoder : public ChatStreamEncoder {
         pending = Json::array();
       }
       if (include_usage_) chunk["usage"] = nullptr;
+      if (!prompt_logprobs_.is_null()) chunk["prompt_logprobs"] = std::exchange(prompt_logprobs_, nullptr);
       out += sse_data(chunk);
     }
     return out;
@@ -90,11 +92,14 @@ class ChatCompletionsEncoder : public ChatStreamEncoder {
     return sse_data(error_json(e, ApiFormat::kOpenAI)) + "data: [DONE]\n\n";
   }
 
+  void set_prompt_logprobs(Json list) override { prompt_logprobs_ = std::move(list); }
+
  private:
   protocol::ResponseMeta meta_;
   bool include_usage_;
   std::vector<protocol::ChatCompletionsStreamer> streamers_;
   std::vector<Json> pending_;  // logprob entries not yet sent, per choice
+  Json prompt_logprobs_;       // null once sent (or never asked for)
 };
 
 class ResponsesEncoder : public ChatStreamEncoder {

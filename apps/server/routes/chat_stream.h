@@ -29,6 +29,9 @@ class ChatStreamEncoder {
   virtual std::string error(const ApiError& error) = 0;
   // Anthropic: the stop sequence that ended the turn (set before its finish event).
   virtual void set_stop_sequence(const std::string& stop) { (void)stop; }
+  // Chat Completions: vLLM's prompt_logprobs list (prompt_logprobs_json); it rides, top level as
+  // on the non-streaming response, on the next chunk written. Other APIs have no such field.
+  virtual void set_prompt_logprobs(protocol::Json list) { (void)list; }
   // Prompt tokens served from the prefix cache (known from the first engine event).
   void set_cached_tokens(int n) { n_cached_tokens_ = n; }
 

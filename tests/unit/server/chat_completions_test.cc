@@ -1,7 +1,7 @@
 // POST /v1/chat/completions end to end over loopback HTTP against the FakeEngine: the response
 // object and the chunk stream (reasoning_content deltas, tool-call deltas, include_usage, [DONE]),
-// n choices, logprobs, stop strings on the answer only, max_tokens, response_format and thinking
-// switches reaching the engine.
+// n choices, logprobs, vLLM's prompt_logprobs, stop strings on the answer only, max_tokens,
+// response_format and thinking switches reaching the engine.
 #include "server_test_util.h"
 
 namespace deepinfer::server::testing {
@@ -181,6 +181,47 @@ TEST(ChatCompletionsTest, LogprobsPerToken) {
         << c.dump();
   }
   EXPECT_EQ(n_entries, 7u);
+}
+
+// vLLM's prompt_logprobs extension over the rendered template's tokens: a top-level list, null
+// first, then the token and its alternatives keyed by id (the FakeEngine's made-up values: token i
+// at -0.5 i, rank i + 1, alternatives "a", "b", ...). Streamed, it rides once on a chunk; without
+// the field there is none (as /v1/completions); out-of-range or non-integer values are 400s.
+TEST(ChatCompletionsTest, PromptLogprobsExtension) {
+  TestServer t(fixed_reply("Ok.</think>Hi" + kEos));
+  ClientResponse r = t.post("/v1/chat/completions", chat_body(R"(, "prompt_logprobs": 1)"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = parse(r.body);
+  const std::vector<int32_t> prompt = t.engine->last_request().prompt_ids;
+  EXPECT_EQ(t.engine->last_request().sampling.prompt_logprobs, 1);
+  const Json& lps = j["prompt_logprobs"];
+  ASSERT_EQ(lps.size(), prompt.size()) << j.dump();  // <BOS> <User> H i <Assistant> <think>
+  EXPECT_EQ(lps[0], nullptr);
+  EXPECT_EQ(lps[1][std::to_string(prompt[1])]["decoded_token"], "<｜User｜>");
+  EXPECT_EQ(lps[2], Json::parse(R"({"1097": {"logprob": -0.125, "rank": 1, "decoded_token": "a"},
+                                    "1072": {"logprob": -1.0, "rank": 3, "decoded_token": "H"}})"));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hi");
+  EXPECT_EQ(j["choices"][0]["logprobs"], nullptr);
+
+  Json plain = parse(t.post("/v1/chat/completions", chat_body()).body);
+  EXPECT_FALSE(plain.contains("prompt_logprobs")) << plain.dump();
+  EXPECT_FALSE(t.engine->last_request().sampling.prompt_logprobs.has_value());
+
+  ClientResponse streamed = t.post("/v1/chat/completions", chat_body(R"(, "prompt_logprobs": 0, "n": 2, "stream": true)"));
+  int with_list = 0;
+  for (const Json& c : sse_json(streamed.body)) {
+    if (c == "[DONE]" || !c.contains("prompt_logprobs")) continue;
+    ++with_list;
+    ASSERT_EQ(c["prompt_logprobs"].size(), prompt.size()) << c.dump();
+    EXPECT_EQ(c["prompt_logprobs"][2], Json::parse(R"({"1072": {"logprob": -1.0, "rank": 3, "decoded_token": "H"}})"));
+  }
+  EXPECT_EQ(with_list, 1) << streamed.body;
+
+  for (const char* bad : {"21", "-1", "1.5", "\"2\"", "4294967296"}) {
+    ClientResponse e = t.post("/v1/chat/completions", chat_body(std::string(R"(, "prompt_logprobs": )") + bad));
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_NE(e.body.find("prompt_logprobs"), std::string::npos) << e.body;
+  }
 }
 
 TEST(ChatCompletionsTest, StopStringsCutTheAnswerButNotTheReasoning) {
