@@ -9,6 +9,7 @@
 // extension comes back as the choice's prompt_logprobs. Prompt logprobs arrive with sample 0's
 // first tokens: the other samples' events wait for them, so every choice starts with its prompt.
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <numeric>
 #include <utility>
@@ -120,7 +121,8 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
   DI_PROTO_RETURN_IF_ERROR(protocol::read_openai_sampling(sampling_fields, &r.sampling));
   if (!r.sampling.max_tokens) r.sampling.max_tokens = kDefaultMaxTokens;
   DI_PROTO_ASSIGN_OR_RETURN(auto logprobs, protocol::opt_int(body, "logprobs", ""));
-  if (logprobs) r.sampling.logprobs = static_cast<int32_t>(*logprobs);
+  // Capped before the narrowing (2^32 + 3 must not become 3): validation then names the field.
+  if (logprobs) r.sampling.logprobs = static_cast<int32_t>(std::clamp<int64_t>(*logprobs, -1, INT32_MAX));
   DI_PROTO_ASSIGN_OR_RETURN(auto best_of, protocol::opt_int(body, "best_of", ""));
   if (best_of && *best_of != r.sampling.n) return Status(StatusCode::kInvalidArgument, "best_of: must equal n");
   DI_PROTO_ASSIGN_OR_RETURN(auto suffix, protocol::opt_string(body, "suffix", ""));
@@ -132,7 +134,9 @@ Result<CompletionRequest> parse_completion(const Json& body, const Tokenizer& to
     r.sampling.max_tokens = 1;
   }
   DI_PROTO_ASSIGN_OR_RETURN(auto prompt_logprobs, protocol::opt_int(body, "prompt_logprobs", ""));
-  if (prompt_logprobs) r.sampling.prompt_logprobs = static_cast<int32_t>(*prompt_logprobs);
+  if (prompt_logprobs) {
+    r.sampling.prompt_logprobs = static_cast<int32_t>(std::clamp<int64_t>(*prompt_logprobs, -1, INT32_MAX));
+  }
   DI_PROTO_ASSIGN_OR_RETURN(auto stream, protocol::opt_bool(body, "stream", ""));
   r.stream = stream.value_or(false);
   DI_PROTO_ASSIGN_OR_RETURN(const Json* so, protocol::opt_object(body, "stream_options", ""));

@@ -171,6 +171,9 @@ TEST(CompletionsTest, PromptLogprobsExtension) {
   EXPECT_EQ(with_list, 1);
   EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "prompt_logprobs": 21})").status, 400);
   EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "prompt_logprobs": -1})").status, 400);
+  // Beyond 32 bits: refused, not wrapped round to 0 or 3.
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "prompt_logprobs": 4294967296})").status, 400);
+  EXPECT_EQ(t.post("/v1/completions", R"({"prompt": "x", "logprobs": 4294967299})").status, 400);
 }
 
 TEST(CompletionsTest, StreamWithStopAndUsage) {
