@@ -125,7 +125,8 @@ class LLM:
     def stream(self, prompt: PromptType, sampling_params: Optional[SamplingParams] = None) -> Iterator[StreamOutput]:
         """Yields StreamOutput deltas as tokens are generated (closing the iterator aborts)."""
         item = _normalize_prompts(prompt)[0]
-        s = self._engine.stream(self._request(item, sampling_params or SamplingParams(), None))
+        p = sampling_params or SamplingParams()
+        s = self._engine.stream(self._request(item, p, None))
         finished = False
         try:
             while True:
@@ -133,8 +134,13 @@ class LLM:
                 if e is None:
                     finished = True
                     return
+                prompt_lps = None
+                if p.prompt_logprobs is not None and e["prompt_logprobs"]:
+                    prompt_lps = self._prompt_logprobs(e["prompt_logprobs"])
                 yield StreamOutput(index=e["index"], text=e["text"], token_ids=list(e["token_ids"]),
-                                   finish_reason=e["finish_reason"], error=e["error"] or None)
+                                   finish_reason=e["finish_reason"], error=e["error"] or None,
+                                   logprobs=self._logprobs(e["logprobs"]) if p.logprobs is not None else None,
+                                   prompt_logprobs=prompt_lps)
         finally:
             if not finished:
                 s.abort()

@@ -54,3 +54,8 @@ class StreamOutput:
     token_ids: List[int]
     finish_reason: Optional[str] = None
     error: Optional[str] = None
+    # With SamplingParams(logprobs=N): one dict per token of this delta, as CompletionOutput's.
+    logprobs: Optional[List[Dict[int, Logprob]]] = None
+    # With SamplingParams(prompt_logprobs=N): vLLM's list (None first), on sample 0's first delta
+    # only; None on every other delta.
+    prompt_logprobs: Optional[list] = None

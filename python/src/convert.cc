@@ -222,6 +222,7 @@ py::dict event_to_dict(const TokenEvent& e) {
   d["token_ids"] = e.token_ids;
   d["text"] = py::bytes(e.text).attr("decode")("utf-8", "replace");
   d["logprobs"] = logprobs_list(e.logprobs);
+  d["prompt_logprobs"] = logprobs_list(e.prompt_logprobs);  // on sample 0's first event only
   d["finish_reason"] = e.finish.has_value() ? py::object(py::str(finish_reason_name(*e.finish))) : py::object(py::none());
   d["error"] = e.error;
   d["num_prompt_tokens"] = e.n_prompt_tokens;

@@ -139,6 +139,14 @@ class PythonE2eTest(unittest.TestCase):
         full = self.llm.generate("Streaming test", params)[0].outputs[0]
         self.assertEqual(tokens, full.token_ids)
         self.assertEqual("".join(d.text for d in deltas), full.text)
+        self.assertTrue(all(d.logprobs is None and d.prompt_logprobs is None for d in deltas))
+        # Logprobs per delta token and the prompt's on the first delta, as generate gives them.
+        lp = SamplingParams(max_tokens=6, seed=21, ignore_eos=True, logprobs=2, prompt_logprobs=1)
+        deltas = list(self.llm.stream("Streaming test", lp))
+        want = self.llm.generate("Streaming test", lp)[0]
+        self.assertEqual([e for d in deltas for e in d.logprobs], want.outputs[0].logprobs)
+        self.assertEqual(deltas[0].prompt_logprobs, want.prompt_logprobs)
+        self.assertTrue(all(d.prompt_logprobs is None for d in deltas[1:]))
 
     def test_generate_releases_the_gil(self):
         ticks = []
