@@ -77,6 +77,9 @@ std::shared_ptr<SamplingFlags> add_sampling_flags(CLI::App* app, int32_t default
                                      "per-request seed (reproducible sampling)");
   app->add_option_function<int32_t>("--logprobs", [f](int32_t n) { f->logprobs = n; },
                                     "top logprobs per generated token (0..20)");
+  app->add_option_function<int32_t>("--prompt-logprobs", [f](int32_t n) { f->prompt_logprobs = n; },
+                                    "each prompt token's logprob, rank and this many top logprobs (0..20; "
+                                    "JSONL output; such prompts read no cached prefix)");
   app->add_option("--n", p.n, "sequences per prompt")->capture_default_str();
   return f;
 }
@@ -86,6 +89,7 @@ SamplingParams sampling_from_flags(const SamplingFlags& flags) {
   p.max_tokens = flags.max_tokens;
   p.seed = flags.seed;
   p.logprobs = flags.logprobs;
+  p.prompt_logprobs = flags.prompt_logprobs;
   return p;
 }
 

@@ -25,6 +25,7 @@ struct SamplingFlags {
   int32_t max_tokens = 64;
   std::optional<uint64_t> seed;
   std::optional<int32_t> logprobs;
+  std::optional<int32_t> prompt_logprobs;
 };
 
 // Registers the engine flags on `app` (the result must outlive parsing).

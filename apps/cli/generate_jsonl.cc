@@ -33,6 +33,9 @@ void apply_overrides(const json& j, SamplingParams* p) {
   if (j.contains("max_tokens") && !j["max_tokens"].is_null()) p->max_tokens = j["max_tokens"].get<int32_t>();
   if (j.contains("seed") && !j["seed"].is_null()) p->seed = j["seed"].get<uint64_t>();
   if (j.contains("logprobs") && !j["logprobs"].is_null()) p->logprobs = j["logprobs"].get<int32_t>();
+  if (j.contains("prompt_logprobs") && !j["prompt_logprobs"].is_null()) {
+    p->prompt_logprobs = j["prompt_logprobs"].get<int32_t>();
+  }
 }
 
 std::string join_ids(const std::vector<int32_t>& ids) {
@@ -76,7 +79,7 @@ json logprobs_json(const std::vector<TokenLogprobs>& lps) {
     for (const TokenLogprob& e : t.top) {
       top.push_back({{"token", e.token}, {"logprob", std::isfinite(e.logprob) ? json(e.logprob) : json(nullptr)}});
     }
-    arr.push_back({{"token", t.token}, {"logprob", t.logprob}, {"top_logprobs", top}});
+    arr.push_back({{"token", t.token}, {"logprob", t.logprob}, {"rank", t.rank}, {"top_logprobs", top}});
   }
   return arr;
 }
@@ -119,6 +122,12 @@ json output_record(size_t index, const PromptItem& item, const GenerateOutput& o
   if (!item.id.is_null()) r["id"] = item.id;
   r["prompt"] = item.request.prompt.empty() ? json(nullptr) : json(item.request.prompt);
   r["prompt_token_ids"] = out.prompt_ids;
+  if (item.request.sampling.prompt_logprobs.has_value()) {
+    // vLLM's shape: nothing predicts the first prompt token.
+    json prompt = logprobs_json(out.prompt_logprobs);
+    if (!out.prompt_ids.empty()) prompt.insert(prompt.begin(), nullptr);
+    r["prompt_logprobs"] = std::move(prompt);
+  }
   if (!outputs.empty()) {
     r["text"] = outputs[0]["text"];
     r["token_ids"] = outputs[0]["token_ids"];

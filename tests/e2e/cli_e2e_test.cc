@@ -106,6 +106,30 @@ TEST(CliE2eTest, IdsPromptsAndJsonlToStdout) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1]["prompt_token_ids"], nlohmann::json({0, 8, 9}));
   EXPECT_EQ(lines[0]["outputs"].size(), 2u);
+  EXPECT_FALSE(lines[0].contains("prompt_logprobs"));
+
+  // --prompt-logprobs / --logprobs: one entry per prompt token (null first), each the prompt
+  // token's with its rank and the top N; generated tokens' entries carry their ranks too.
+  const auto lp = run_shell(kCli + " generate" + model_flag() + "--ids '0 5 6 7' --max-tokens 2 --seed 1 "
+                            "--prompt-logprobs 1 --logprobs 2 --output-jsonl - --no-progress");
+  ASSERT_EQ(lp.status, 0) << lp.out;
+  const nlohmann::json j = nlohmann::json::parse(lp.out);
+  const nlohmann::json& prompt = j["prompt_logprobs"];
+  ASSERT_EQ(prompt.size(), 4u) << j.dump();
+  EXPECT_TRUE(prompt[0].is_null());
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(prompt[i]["token"], j["prompt_token_ids"][i]);
+    EXPECT_GE(prompt[i]["rank"].get<int>(), 1);
+    EXPECT_EQ(prompt[i]["top_logprobs"].size(), 1u);
+    EXPECT_LE(prompt[i]["logprob"].get<double>(), 0.0);
+  }
+  const nlohmann::json& generated = j["outputs"][0]["logprobs"];
+  ASSERT_EQ(generated.size(), 2u);
+  for (const nlohmann::json& t : generated) {
+    EXPECT_GE(t["rank"].get<int>(), 1);
+    EXPECT_EQ(t["top_logprobs"].size(), 2u);
+  }
+  EXPECT_NE(run_shell(kCli + " generate" + model_flag() + "--ids '0 5' --prompt-logprobs 21 --no-progress", true).status, 0);
 }
 
 // V4.1-Flash end to end through the CLI: the embedded tiny V4.1 (512-id vocabulary, so id prompts).
