@@ -188,29 +188,51 @@ Status ModelRunner::launch_sampling(const tensor::TensorView& logits, const Devi
   }
   if (n > ops::Ops::kMaxLogprobTop) return internal_error("device sampling: {} top logprobs per row", n);
   ops::Ops& ops = *model_->ops;
-  // [ids | logprob | rank | top_ids | top_logprobs] in one I32 buffer (F32 as its bits), so that a
-  // single copy brings everything back. Persistent: a step planned ahead reads the ids after this
-  // step's workspace is gone (a larger buffer replaces it; step graphs key take_tokens by its address).
+  // [ids | logprob block] in one I32 buffer (F32 as its bits), so that a single copy brings
+  // everything back. Persistent: a step planned ahead reads the ids after this step's workspace is
+  // gone (a larger buffer replaces it; step graphs key take_tokens by its address).
   const int64_t width = n >= 0 ? 3 + 2 * n : 1;
   ensure_room(sampled_dev_, rows * width, [&](int64_t n) { return ops.alloc_persistent(tensor::DType::kI32, {n}); });
-  const tensor::TensorView d_all =
-      tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {rows * width}, sampled_dev_.device);
-  auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
-    return tensor::TensorView::contiguous(static_cast<int32_t*>(d_all.data) + at * rows, dtype, shape, d_all.device);
-  };
-  if (n >= 0) {
-    queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), part(tensor::DType::kF32, 1, {rows}),
-                   part(tensor::DType::kI32, 3, {rows, n}), part(tensor::DType::kF32, 3 + n, {rows, n}));
-    model_->ops->token_rank_rows(logits, part(tensor::DType::kI32, 0, {rows}), part(tensor::DType::kI32, 2, {rows}));
-  } else {
-    queue_sampling(logits, plan, part(tensor::DType::kI32, 0, {rows}), {}, {}, {});
-  }
-  tensor::TensorView& host = sampled_host_[ticket->buffer];  // [width x rows]
-  ensure_room(host, rows * width, [&](int64_t n) { return ops.alloc_host(tensor::DType::kI32, {n}); });
-  ticket->copy = ops.copy_to_host_async(
-      d_all, tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {rows * width}, host.device));
+  const tensor::TensorView ids =
+      tensor::TensorView::contiguous(sampled_dev_.data, tensor::DType::kI32, {rows}, sampled_dev_.device);
+  queue_sampling(logits, plan, ids, {}, {}, {});
+  if (n >= 0) queue_logprob_block(logits, ids, static_cast<int32_t*>(sampled_dev_.data) + rows, n, sampled_dev_.device);
+  ticket->copy = copy_back(sampled_dev_, rows * width, sampled_host_[ticket->buffer]);
   next_host_buffer_ ^= 1;
   return Status::ok();
+}
+
+void ModelRunner::queue_logprob_block(const tensor::TensorView& logits, const tensor::TensorView& tokens,
+                                      int32_t* block, int64_t n, tensor::Device device) {
+  const int64_t rows = tokens.numel();
+  auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
+    return tensor::TensorView::contiguous(block + at * rows, dtype, shape, device);
+  };
+  model_->ops->logprob_rows(logits, tokens, part(tensor::DType::kF32, 0, {rows}),
+                            part(tensor::DType::kI32, 2, {rows, n}), part(tensor::DType::kF32, 2 + n, {rows, n}));
+  model_->ops->token_rank_rows(logits, tokens, part(tensor::DType::kI32, 1, {rows}));
+}
+
+void ModelRunner::read_logprob_block(const int32_t* block, int64_t rows, int64_t n, std::vector<float>* logprob,
+                                     std::vector<int32_t>* rank, std::vector<int32_t>* top_ids,
+                                     std::vector<float>* top_logprobs) {
+  const auto R = static_cast<size_t>(rows), N = static_cast<size_t>(n);
+  logprob->resize(R);
+  rank->resize(R);
+  top_ids->resize(R * N);
+  top_logprobs->resize(R * N);
+  if (R == 0) return;
+  std::memcpy(logprob->data(), block, R * sizeof(float));
+  std::copy_n(block + R, R, rank->begin());
+  std::copy_n(block + 2 * R, R * N, top_ids->begin());
+  std::memcpy(top_logprobs->data(), block + (2 + N) * R, R * N * sizeof(float));
+}
+
+uint64_t ModelRunner::copy_back(const tensor::TensorView& dev, int64_t count, tensor::TensorView& host) {
+  ops::Ops& ops = *model_->ops;
+  ensure_room(host, count, [&](int64_t k) { return ops.alloc_host(tensor::DType::kI32, {k}); });
+  return ops.copy_to_host_async(tensor::TensorView::contiguous(dev.data, tensor::DType::kI32, {count}, dev.device),
+                                tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {count}, host.device));
 }
 
 void ModelRunner::queue_sampling(const tensor::TensorView& logits, const DeviceSamplePlan& plan,
@@ -239,21 +261,15 @@ Status ModelRunner::collect_sampling(const SampleTicket& ticket, DeviceSampled* 
   const int64_t rows = ticket.rows, n = ticket.n_top;
   out->n_top = static_cast<int32_t>(n);
   out->ids.assign(static_cast<size_t>(rows), -1);
-  out->logprob.assign(n >= 0 ? static_cast<size_t>(rows) : 0, 0.0f);
-  out->rank.assign(out->logprob.size(), 0);
-  out->top_ids.assign(n > 0 ? static_cast<size_t>(rows * n) : 0, -1);
-  out->top_logprobs.assign(out->top_ids.size(), 0.0f);
+  out->logprob.clear();
+  out->rank.clear();
+  out->top_ids.clear();
+  out->top_logprobs.clear();
   if (rows == 0) return Status::ok();
   model_->ops->wait_host_copy(ticket.copy);
   const int32_t* host = sampled_host_[ticket.buffer].as<const int32_t>();
-  const auto R = static_cast<size_t>(rows);
-  std::copy_n(host, R, out->ids.begin());
-  if (n >= 0) {
-    std::memcpy(out->logprob.data(), host + R, R * sizeof(float));
-    std::copy_n(host + 2 * R, R, out->rank.begin());
-    std::copy_n(host + 3 * R, R * static_cast<size_t>(n), out->top_ids.begin());
-    std::memcpy(out->top_logprobs.data(), host + (3 + n) * R, R * static_cast<size_t>(n) * sizeof(float));
-  }
+  std::copy_n(host, rows, out->ids.begin());
+  if (n >= 0) read_logprob_block(host + rows, rows, n, &out->logprob, &out->rank, &out->top_ids, &out->top_logprobs);
   return Status::ok();
 }
 

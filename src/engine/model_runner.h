@@ -110,11 +110,7 @@ class ModelRunner {
   // where the logits are — and the copy of the results into one of two page-locked buffers, so
   // the [rows, vocab] logits die with the step. collect_prompt_logprobs waits for that copy. As
   // launch_sampling's, at most two launches may be uncollected.
-  struct PromptTicket {
-    uint64_t copy = 0;  // Ops::copy_to_host_async's ticket
-    int64_t rows = 0, n_top = 0;
-    int buffer = 0;
-  };
+  using PromptTicket = SampleTicket;
   struct PromptReduced {
     std::vector<float> logprob;       // [rows]
     std::vector<int32_t> rank;        // [rows]
@@ -193,18 +189,29 @@ class ModelRunner {
   void pick_on_host(const tensor::TensorView& logits, std::span<const size_t> live, int32_t j,
                     const DraftPicker& pick, std::vector<int32_t>* ids, std::vector<float>* prob);
 
+  // The raw logprobs both launches copy back, `rows` rows at `block` (an I32 buffer, F32 as bits):
+  // [rows] logprob of tokens[r] | [rows] its rank | [rows, n] top ids | [rows, n] top logprobs
+  // (Ops::logprob_rows + Ops::token_rank_rows of the raw logits). read_logprob_block unpacks a
+  // host copy of one.
+  void queue_logprob_block(const tensor::TensorView& logits, const tensor::TensorView& tokens, int32_t* block,
+                           int64_t n, tensor::Device device);
+  static void read_logprob_block(const int32_t* block, int64_t rows, int64_t n, std::vector<float>* logprob,
+                                 std::vector<int32_t>* rank, std::vector<int32_t>* top_ids,
+                                 std::vector<float>* top_logprobs);
+  // Queues the copy of dev's first `count` I32 into host[buffer] (page-locked, grown as needed).
+  uint64_t copy_back(const tensor::TensorView& dev, int64_t count, tensor::TensorView& host);
+
   LoadedModel* model_;
   model::KvState state_;
   tensor::TensorView host_logits_;  // [>= n_logit_rows x vocab] F32 host staging for device backends
-  // What launch_sampling writes on the device — [ids | logprob | top_ids | top_logprobs] per row,
-  // in one I32 buffer (F32 as bits) so one copy brings it back — and the two page-locked buffers
+  // What launch_sampling writes on the device — [ids | logprob block] per row, in one I32 buffer
+  // (F32 as bits) so one copy brings it back — and the two page-locked buffers
   // the copies land in, each grown by doubling (the outgrown ones stay with the Ops).
   tensor::TensorView sampled_dev_;
   tensor::TensorView sampled_host_[2];
   int next_host_buffer_ = 0;
   // Prompt logprobs: the last prepare()'s rows, and launch_prompt_logprobs' results on the device
-  // ([logprob | rank | top_ids | top_logprobs] per row, one I32 buffer) and in two page-locked
-  // buffers, as the sampled ids are.
+  // (a logprob block) and in two page-locked buffers, as the sampled ids are.
   std::vector<PromptLogitRows> prompt_rows_;
   tensor::TensorView prompt_dev_;
   tensor::TensorView prompt_host_[2];

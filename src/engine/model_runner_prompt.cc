@@ -2,9 +2,6 @@
 // token is a prompt token, and their reduction where the logits are. Why reduce at once: a row is
 // [vocab] F32 (505 KiB on V4), a long prompt's would not fit a step's workspace; reduced, it is
 // (2 + 2 n_top) numbers, copied back like the sampled ids (one copy per step, no wait).
-#include <algorithm>
-#include <cstring>
-
 #include "base/status.h"
 #include "engine/model_runner.h"
 
@@ -35,39 +32,20 @@ Status ModelRunner::launch_prompt_logprobs(const tensor::TensorView& logits, int
   ops::Ops& ops = *model_->ops;
   const tensor::TensorView in = logits.slice0(first_row, first_row + rows);                          // [rows, V] F32
   const tensor::TensorView d_tokens = ops.upload(tokens.data(), tensor::DType::kI32, {rows});  // [rows]
-  // [logprob | rank | top_ids | top_logprobs] in one I32 buffer (F32 as its bits): one copy back.
+  // One logprob block (one I32 buffer, F32 as its bits): one copy back.
   const int64_t width = 2 + 2 * n;
   ensure_room(prompt_dev_, rows * width, [&](int64_t k) { return ops.alloc_persistent(tensor::DType::kI32, {k}); });
-  auto part = [&](tensor::DType dtype, int64_t at, std::initializer_list<int64_t> shape) {
-    return tensor::TensorView::contiguous(static_cast<int32_t*>(prompt_dev_.data) + at * rows, dtype, shape,
-                                          prompt_dev_.device);
-  };
-  ops.logprob_rows(in, d_tokens, part(tensor::DType::kF32, 0, {rows}), part(tensor::DType::kI32, 2, {rows, n}),
-                   part(tensor::DType::kF32, 2 + n, {rows, n}));
-  ops.token_rank_rows(in, d_tokens, part(tensor::DType::kI32, 1, {rows}));
-  tensor::TensorView& host = prompt_host_[ticket->buffer];  // [width x rows]
-  ensure_room(host, rows * width, [&](int64_t k) { return ops.alloc_host(tensor::DType::kI32, {k}); });
-  ticket->copy = ops.copy_to_host_async(
-      tensor::TensorView::contiguous(prompt_dev_.data, tensor::DType::kI32, {rows * width}, prompt_dev_.device),
-      tensor::TensorView::contiguous(host.data, tensor::DType::kI32, {rows * width}, host.device));
+  queue_logprob_block(in, d_tokens, static_cast<int32_t*>(prompt_dev_.data), n, prompt_dev_.device);
+  ticket->copy = copy_back(prompt_dev_, rows * width, prompt_host_[ticket->buffer]);
   next_prompt_buffer_ ^= 1;
   return Status::ok();
 }
 
 Status ModelRunner::collect_prompt_logprobs(const PromptTicket& ticket, PromptReduced* out) {
-  const auto R = static_cast<size_t>(ticket.rows), n = static_cast<size_t>(ticket.n_top);
   out->n_top = ticket.n_top;
-  out->logprob.resize(R);
-  out->rank.resize(R);
-  out->top_ids.resize(R * n);
-  out->top_logprobs.resize(R * n);
-  if (R == 0) return Status::ok();
-  model_->ops->wait_host_copy(ticket.copy);
-  const int32_t* host = prompt_host_[ticket.buffer].as<const int32_t>();
-  std::memcpy(out->logprob.data(), host, R * sizeof(float));
-  std::copy_n(host + R, R, out->rank.begin());
-  std::copy_n(host + 2 * R, R * n, out->top_ids.begin());
-  std::memcpy(out->top_logprobs.data(), host + (2 + n) * R, R * n * sizeof(float));
+  if (ticket.rows > 0) model_->ops->wait_host_copy(ticket.copy);
+  const int32_t* host = ticket.rows > 0 ? prompt_host_[ticket.buffer].as<const int32_t>() : nullptr;
+  read_logprob_block(host, ticket.rows, ticket.n_top, &out->logprob, &out->rank, &out->top_ids, &out->top_logprobs);
   return Status::ok();
 }
 
