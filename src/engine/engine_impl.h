@@ -145,6 +145,11 @@ class EngineImpl final : public Engine {
   Status speculate(const sched::BatchPlan& plan, const std::vector<sched::SeqOutput>& outputs);
   std::vector<std::pair<kv::SeqId, std::vector<int32_t>>> next_drafts_;
   std::vector<float> verify_probs_;  // [n_vocab] scratch: a verify row's target distribution
+  // Whether a request's drafts are judged by rejection sampling against the drafter's law (kept on
+  // the host, so its drafting and verification run there): sampled rows under the default rule.
+  bool verifies_by_rejection(const SamplingParams& p) const {
+    return options_.spec_verification == "rejection" && !p.is_greedy();
+  }
   // Confidence-scheduled verification: a step's time (launch to drafts) against its tokens.
   StepCostModel step_cost_;
   std::chrono::steady_clock::time_point step_launched_;

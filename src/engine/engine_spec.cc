@@ -53,7 +53,7 @@ Result<sched::SeqOutput> EngineImpl::verify_drafts(const sched::SeqPlan& sp, con
   sched::SeqOutput out{sp.seq_id, {}, sched::FinishReason::kNone};
   const int32_t k = sp.n_draft_tokens, n_real = sp.n_tokens_scheduled - k;
   auto draft = [&](int32_t j) { return sp.token_ids[static_cast<size_t>(n_real + j)]; };
-  const bool rejection = options_.spec_verification == "rejection" && !s.params->is_greedy();
+  const bool rejection = verifies_by_rejection(*s.params);
   const sample::DraftLaw law = std::move(s.draft_law);  // read once: the next drafts bring their own
   s.draft_law = {};
   if (rejection) {
@@ -150,14 +150,12 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
   // distribution q kept for verification — so those picks run on the host, from copied logits.
   // Other picks run where the logits are unless the host samples everything
   // (DebugOptions::host_sampling); a row whose input cannot be built is picked greedily.
-  const bool rejection = options_.spec_verification == "rejection";
-  auto sampled = [&](size_t k) {
-    const SequenceState* s = outputs_->find(plan.seqs[inputs[k].plan_row].seq_id);
-    return s != nullptr && !s->params->is_greedy();
-  };
   std::vector<std::vector<std::vector<float>>> laws(inputs.size());  // [input][draft][n_vocab] q rows
   bool keep_laws = false;
-  for (size_t k = 0; k < inputs.size(); ++k) keep_laws |= rejection && mtp && inputs[k].n_drafts > 0 && sampled(k);
+  for (size_t k = 0; k < inputs.size() && mtp; ++k) {
+    const SequenceState* s = outputs_->find(plan.seqs[inputs[k].plan_row].seq_id);
+    keep_laws |= inputs[k].n_drafts > 0 && s != nullptr && verifies_by_rejection(*s->params);
+  }
   auto row_input = [&](size_t k, int32_t j) -> std::optional<sample::RowInput> {
     const sched::SeqPlan& sp = plan.seqs[inputs[k].plan_row];
     SequenceState* s = outputs_->find(sp.seq_id);
@@ -178,12 +176,14 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
       std::vector<float>& q = laws[k].emplace_back();  // one row per pick: empty = deterministic
       std::optional<sample::RowInput> in = row_input(k, j);
       if (!in) return -1;
-      if (rejection && !in->params->is_greedy()) {
-        in->seed = sample::draft_seed(in->seed);
-        q.resize(logits.size());
-        if (!sampler_->sampling_probs(logits, *in, q)) q.clear();
+      if (!verifies_by_rejection(*in->params)) return sampler_->sample_row(logits, *in).token;
+      // Drawn from q itself, with noise of its own: the very law verification judges it by.
+      q.resize(logits.size());
+      if (!sampler_->sampling_probs(logits, *in, q)) {
+        q.clear();
+        return -1;  // nothing allowed: the argmax, deterministic
       }
-      return sampler_->sample_row(logits, *in).token;
+      return sample::sample_weights(q, sample::draft_seed(in->seed), sample::NoiseStream::kToken, in->position);
     };
   }
   DI_ASSIGN_OR_RETURN(std::vector<ModelRunner::Drafts> drafts, runner_->propose(plan, inputs, pick));
@@ -236,15 +236,17 @@ Status EngineImpl::speculate(const sched::BatchPlan& plan, const std::vector<sch
       }
       DI_RETURN_IF_ERROR(s->matcher->rollback(valid));
     }
-    if (s != nullptr && rejection && !s->params->is_greedy()) {
+    if (s != nullptr && verifies_by_rejection(*s->params)) {
       // The budget above cut by position only; the grammar's cut, by value, is verified as a
-      // rejection of that draft (DraftLaw::cut_at).
+      // rejection of that draft (DraftLaw::cut_at), whose q row is kept.
       sample::DraftLaw law;
-      const bool cut = static_cast<size_t>(valid) < d.tokens.size();
-      if (cut) law = sample::DraftLaw{{}, {}, valid, d.tokens[static_cast<size_t>(valid)]};
-      law.q = std::move(laws[k]);
-      law.q.resize(std::min(law.q.size(), static_cast<size_t>(valid + (cut ? 1 : 0))));
       law.tokens.assign(d.tokens.begin(), d.tokens.begin() + valid);
+      if (static_cast<size_t>(valid) < d.tokens.size()) {
+        law.cut_at = valid;
+        law.cut_token = d.tokens[static_cast<size_t>(valid)];
+      }
+      law.q = std::move(laws[k]);
+      law.q.resize(std::min(law.q.size(), static_cast<size_t>(valid + (law.cut_at >= 0 ? 1 : 0))));
       s->draft_law = std::move(law);
     }
     d.tokens.resize(static_cast<size_t>(valid));

@@ -221,7 +221,7 @@ bool EngineImpl::device_sampled(const sched::BatchPlan& plan, const Launched& l,
       // rejection sampling against the drafter's law (kept on the host): then the host verifies
       // row after row.
       if (sample::penalties_active(*s->params) || s->matcher) return false;
-      if (options_.spec_verification == "rejection" && !s->params->is_greedy()) return false;
+      if (verifies_by_rejection(*s->params)) return false;
       for (int32_t j = 0; j <= k; ++j) {
         Result<sample::RowInput> in = outputs_->row_input(
             *s, int64_t{plan.seqs[i].first_position} + plan.seqs[i].n_tokens_scheduled - k + j);

@@ -10,17 +10,12 @@
 #include "sample/sampler.h"
 
 namespace deepinfer::sample {
-namespace {
 
-// Gumbel-max draw from unnormalised non-negative weights w: argmax_i log w_i + G_i.
-int32_t sample_weights(std::span<const float> w, uint64_t seed, NoiseStream stream,
-                       int64_t position) {
+int32_t sample_weights(std::span<const float> w, uint64_t seed, NoiseStream stream, int64_t position) {
   std::vector<float> log_w(w.size());  // [n_vocab]
   for (size_t i = 0; i < w.size(); ++i) log_w[i] = w[i] > 0.0f ? std::log(w[i]) : kNegInf;
   return gumbel_argmax(log_w, seed, stream, position);
 }
-
-}  // namespace
 
 Result<VerifyResult> verify_rejection(std::span<const float> target_probs,
                                       std::span<const int32_t> draft_tokens,

@@ -10,8 +10,13 @@
 #include <vector>
 
 #include "deepinfer/status.h"
+#include "sample/keyed_noise.h"
 
 namespace deepinfer::sample {
+
+// Gumbel-max draw from unnormalised non-negative weights w ([n_vocab], e.g. a distribution from
+// Sampler::sampling_probs): argmax_i log w_i + G(seed, stream, position, i); -1 if all are 0.
+int32_t sample_weights(std::span<const float> w, uint64_t seed, NoiseStream stream, int64_t position);
 
 // What rejection-sampling verification needs of a sequence's pending drafts beside their tokens
 // (the engine keeps one per sequence from the step that proposed them to the one verifying them).
