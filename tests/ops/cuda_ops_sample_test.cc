@@ -162,6 +162,18 @@ TEST_F(CudaSampleOpsTest, FilteredRowsDrawFirstAndFilterOnlyWhereTheDrawFallsOut
   EXPECT_GT(redrawn, 20);
 }
 
+// Rows [R, ld] (V columns) that stress a logits op: ties (integer logits) in every fifth row from
+// row 4, and where there are such rows nothing finite in row 1 (NaN and -inf) and a +inf in row 3
+// (read as FLT_MAX). Row 2 is each test's own.
+void awkward_rows(float* h, int64_t R, int64_t V, int64_t ld) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t r = 4; r < R; r += 5) {
+    for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
+  }
+  for (int64_t i = 0; i < V && R > 1; ++i) h[1 * ld + i] = i % 2 ? nan : -inf;
+  if (R > 3) h[3 * ld + V / 2] = inf;
+}
+
 // Raw logprobs on the device (Ops::logprob_rows): the CPU op's top-n ids exactly and its values
 // within 2 float ulps (the F64 log-sum-exp is summed per fixed slice on the device), for n = 0,
 // 5 and 20, rows with ties (integer logits), NaN, +inf, nothing finite and fewer finite entries
@@ -179,15 +191,9 @@ TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
         const int64_t ld = V + (R == 9 ? 3 : 0);
         Pair buf = random(DType::kF32, {R, ld}, 3.0f);
         float* h = buf.host.as<float>();
-        for (int64_t r = 4; r < R; r += 5) {  // ties: integer logits
-          for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
-        }
-        if (R > 1) {
-          for (int64_t i = 0; i < V; ++i) {
-            h[1 * ld + i] = i % 2 ? nan : -inf;                              // row 1: nothing finite
-            h[2 * ld + i] = i % 7 == 0 ? nan : (i > 3 ? -inf : h[2 * ld + i]);  // row 2: 3 finite entries
-          }
-          h[3 * ld + V / 2] = inf;                                           // row 3: +inf as FLT_MAX
+        awkward_rows(h, R, V, ld);
+        for (int64_t i = 0; i < V && R > 2; ++i) {  // row 2: 3 finite entries
+          h[2 * ld + i] = i % 7 == 0 ? nan : (i > 3 ? -inf : h[2 * ld + i]);
         }
         upload(buf);
         TensorView lh = buf.host, ld_dev = buf.dev;
@@ -230,22 +236,16 @@ TEST_F(CudaSampleOpsTest, LogprobRowsIsTheCpuResult) {
 // sizes with padded strides, ties (integer logits), NaN / +inf / nothing finite, token -1, and
 // tokens at the row's best and worst places.
 TEST_F(CudaSampleOpsTest, TokenRankRowsIsTheCpuCount) {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   int64_t above_one = 0;
   for (const int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{129280}}) {
     for (const int64_t R : {int64_t{1}, int64_t{9}, int64_t{40}}) {
       const int64_t ld = V + (R == 9 ? 3 : 0);
       Pair buf = random(DType::kF32, {R, ld}, 3.0f);
       float* h = buf.host.as<float>();
-      for (int64_t r = 4; r < R; r += 5) {  // ties: integer logits
-        for (int64_t i = 0; i < V; ++i) h[r * ld + i] = std::round(h[r * ld + i]);
-      }
-      if (R > 1) {
-        for (int64_t i = 0; i < V; ++i) {
-          h[1 * ld + i] = i % 2 ? nan : -inf;                  // row 1: nothing finite
-          h[2 * ld + i] = i % 7 == 0 ? nan : h[2 * ld + i];    // row 2: NaN among values
-        }
-        h[3 * ld + V / 2] = inf;                               // row 3: +inf as FLT_MAX
+      awkward_rows(h, R, V, ld);
+      for (int64_t i = 0; i < V && R > 2; ++i) {  // row 2: NaN among values
+        h[2 * ld + i] = i % 7 == 0 ? nan : h[2 * ld + i];
       }
       upload(buf);
       TensorView lh = buf.host, ld_dev = buf.dev;
