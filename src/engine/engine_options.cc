@@ -41,9 +41,6 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_GEMV_FUSE_QUANT", "DEEPINFER_GEMV_TILES_PER_CTA", "DEEPINFER_GEMV_MULTI_WAVES",
     "DEEPINFER_GEMV_LEAN", "DEEPINFER_GEMV_LEAN_EXPERTS", "DEEPINFER_GEMV_LEAN_STAGES", "DEEPINFER_GEMV_LEAN_TILES", "DEEPINFER_GEMV_LEAN_WIDE", "DEEPINFER_GEMV_LEAN_WIDE_COMPACT",
     "DEEPINFER_GEMV_LEAN_DEEP_CTAS",
-    // The lean decode kernel's FP8 launches on the FP8 tensor cores (an experiment; NOT neutral:
-    // the official per-block summation order instead of the canonical one, docs/engine.md).
-    "DEEPINFER_GEMV_NATIVE_FP8",
     "DEEPINFER_HC_FOLD_NORM", "DEEPINFER_HC_MIX_TOKENS", "DEEPINFER_HC_POST_FUSED",
     "DEEPINFER_NORM_ROPE_FUSED", "DEEPINFER_MOE_FUSED_COMBINE", "DEEPINFER_ATTN_FOLD_ROPE",
     // CUDA step graphs (default on; 0 = eager launches), read by the backend.

@@ -211,10 +211,6 @@ struct GemmParams {
   // launch takes the dequantising kernel (same bits, slower for large M).
   uint8_t* staging = nullptr;
   int64_t staging_bytes = 0;
-  // FP8 weights on the FP8 tensor cores in the lean decode kernel (LeanGemvShape::native_fp8, an
-  // experiment with the official GEMM's per-block order instead of the canonical BF16 one):
-  // -1 = as DEEPINFER_GEMV_NATIVE_FP8 says (default off), 0 / 1 = off / on (tests).
-  int native_fp8 = -1;
 };
 // Counters GemmParams::tile_counters needs for this launch shape (0 when none).
 int64_t gemm_counter_slots(const GemmParams& p);
@@ -228,9 +224,6 @@ int64_t gemm_expert_rows(int64_t T);
 // small-M launches of at most DEEPINFER_GEMV_FUSE_QUANT rows per weight (default 4; 0 = never)
 // whose K sub-ranges the blocks tile. Same bits either way.
 bool gemm_fuses_act_quant(const GemmParams& p, int block);
-// Whether launch_dequant_gemm runs p on the lean decode kernel's native FP8 form
-// (GemmParams::native_fp8; the kernel still keeps the BF16 form for activations not exact in FP8).
-bool gemm_takes_native_fp8(const GemmParams& p);
 // Bytes of GemmParams::staging the launch of p (every field but the workspaces set) packs its
 // operands into; 0: it does not take the packed path (kernels/gemm/packed_plan.h; dense launches
 // of at least DEEPINFER_GEMM_PACKED_ROWS rows, default 512, with a wave of output tiles).

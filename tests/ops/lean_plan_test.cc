@@ -54,29 +54,6 @@ TEST(LeanPlanTest, DecodeProjectionsOfV4Flash) {
   EXPECT_EQ(plan.shape.tiles, 1);
 }
 
-// The native FP8 form (an experiment, off by default): FP8 launches whose input scale blocks are
-// 128-element multiples (the activations' quantisation block) take it when asked, with its E4M3
-// rows (K + 16 bytes each) and one F32 scale per 128 inputs after the BF16 rows; nothing else does.
-TEST(LeanPlanTest, NativeFp8OnlyWhereAskedAndTheBlocksAllow) {
-  LeanLaunchPlan plan;
-  ASSERT_TRUE(plan_lean_gemv(dense(3, 4096, 8192), LeanKnobs{}, plan));
-  EXPECT_FALSE(plan.shape.native_fp8);
-  EXPECT_EQ(lean_native_smem(plan.shape), 0u);
-  LeanKnobs native;
-  native.native_fp8 = true;
-  ASSERT_TRUE(plan_lean_gemv(dense(3, 4096, 8192), native, plan));
-  EXPECT_TRUE(plan.shape.native_fp8);
-  EXPECT_EQ(plan.shape.ld8, 8192 + 16);
-  EXPECT_EQ(plan.shape.nblk, 64);
-  EXPECT_EQ(plan.smem, size_t{3 * 8200 * 2 + 3 * (8208 + 4 * 64)});
-  LeanGemmDims small_blocks = dense(1, 4096, 8192);
-  small_blocks.block_in = 64;
-  ASSERT_TRUE(plan_lean_gemv(small_blocks, native, plan));
-  EXPECT_FALSE(plan.shape.native_fp8);
-  ASSERT_TRUE(plan_lean_gemv(dense(1, 129280, 4096, false), native, plan));
-  EXPECT_FALSE(plan.shape.native_fp8);  // BF16 weights
-}
-
 TEST(LeanPlanTest, ExpertLaunchesByTokenCount) {
   LeanGemmDims d;  // FP4 gate/up of 6 routed experts (two weight sets)
   d.experts = true, d.N = d.N1 = 2048, d.K = 4096, d.outer = 6, d.run_elems = 32;

@@ -26,22 +26,6 @@ __device__ __forceinline__ void mma_bf16_16816(float* c, const uint32_t* a, cons
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// D = A B + D with FP8 operands (sm_89+): A 16 x 32 row-major, B 32 x 8 column-major, E4M3 in
-// (four per register), F32 accumulate. Lane = 4 g + c holds A rows g (a0, a2) and g + 8 (a1, a3)
-// at columns 4c .. 4c + 3 (a0, a1) and 16 + 4c .. 16 + 4c + 3 (a2, a3), B column g at rows
-// 4c .. 4c + 3 (b0) and 16 + 4c .. (b1); C as for m16n8k16.
-__device__ __forceinline__ void mma_e4m3_16832(float* c, const uint32_t* a, const uint32_t* b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-  __trap();  // no FP8 tensor cores before sm_89 (the launchers never take such a path there)
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

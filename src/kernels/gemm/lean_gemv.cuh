@@ -31,9 +31,10 @@
 namespace deepinfer::kernels {
 
 // The L2 policy of the weight loads: evict-first (LeanGemvShape::evict_first), else evict-normal
-// (the A/B switch's default treatment). One policy register chosen once, so that every weight
-// load is one instruction (a runtime choice between a hinted and a plain load issued both, one
-// predicated off, per 16 bytes).
+// (the A/B switch's plain treatment). One policy register chosen once per thread, so that every
+// weight load is one instruction — a runtime choice per load between a hinted and a plain load
+// issued both (one predicated off) per 16 bytes: measured on the H200, batch 1 +0.2%, batch 8
+// +0.8% (ABAB, ab_lean_policy_native_fp8_h200_2026-12-06.json).
 __device__ __forceinline__ uint64_t weight_l2_policy(bool evict_first) {
   uint64_t first, normal;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
@@ -52,40 +53,6 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, uint64_t pol) {
   return v;
 }
 
-// The native FP8 form's staging (LeanGemvShape::native_fp8): the first `rows` staged BF16 rows
-// [rows][lda_s] again as E4M3 codes s8 [rows][ld8] with one power-of-two scale per 128 columns
-// sS [rows][nblk], a warp per (row, block). An FP8 GEMM's activations are FP8-quantised in such
-// blocks (by their producer or by the staging), so each block divides exactly by the smallest
-// scale that bounds it (never larger than the quantiser's); returns, for the whole CTA, whether
-// every value was exact — where one is not (activations that were never quantised, such as
-// wo_a's), the launch keeps the BF16 form.
-__device__ __forceinline__ bool stage_native_fp8(const __nv_bfloat16* sA, int lda_s, int rows, int nblk, uint8_t* s8,
-                                                 int ld8, float* sS) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  bool exact = true;
-  for (int u = warp; u < rows * nblk; u += warps) {
-    const int r = u / nblk, b = u - r * nblk;
-    const uint2 raw = *reinterpret_cast<const uint2*>(sA + static_cast<int64_t>(r) * lda_s + b * 128 + lane * 4);
-    const float v[4] = {__uint_as_float(raw.x << 16), __uint_as_float(raw.x & 0xffff0000u),
-                        __uint_as_float(raw.y << 16), __uint_as_float(raw.y & 0xffff0000u)};
-    float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float sc = act_quant_scale(amax), inv = __frcp_rn(sc);
-    float t[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      t[q] = v[q] * inv;
-      exact = exact && round_e4m3(t[q]) == t[q];
-    }
-    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(t[0], t[1]), __NV_SATFINITE, __NV_E4M3);
-    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(t[2], t[3]), __NV_SATFINITE, __NV_E4M3);
-    *reinterpret_cast<uint32_t*>(s8 + static_cast<int64_t>(r) * ld8 + b * 128 + lane * 4) = lo | (hi << 16);
-    if (lane == 0) sS[r * nblk + b] = sc;
-  }
-  return __syncthreads_and(exact) != 0;
-}
-
 // TILES: column groups per warp (LeanGemvShape::tiles), a template parameter so that one-tile
 // launches (dense batch 1) keep the registers of 3 resident CTAs per SM (80); with 3 windows in
 // flight FP8 / BF16 fit 4 (64 registers): one wave for the 512-CTA projections instead of 1.3
@@ -96,14 +63,11 @@ __device__ __forceinline__ bool stage_native_fp8(const __nv_bfloat16* sA, int ld
 // registers (65,536 / (2 x 320), no spills at S = 3; ptxas), so that beside two of its eight-warp
 // CTAs an SM holds a four-warp CTA of the next launch (batch 1's down projection, 110 registers),
 // which then waits there for the gate/up round instead of starting after it retires.
-// NATIVE: the native FP8 form (LeanGemvShape::native_fp8; FP8 weights only), an instantiation of
-// its own so that the other launches keep their registers.
-template <WeightFmt F, int S, bool EXPERTS, int TILES, bool NATIVE = false>
+template <WeightFmt F, int S, bool EXPERTS, int TILES>
 __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideCompactBound : kLeanMaxWarps * 32,
                                   TILES != 1 ? 2 : (S > 4 ? 1 : (S == 3 && F != WeightFmt::kFp4Block ? 4 : 3)))
     lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
   constexpr int L = run_elems(F), W = 4 * L;  // elements per lane run and per window
-  static_assert(!NATIVE || F == WeightFmt::kFp8Block, "the native form is FP8's");
   // FP4 scales differ per column and 32 inputs: each lane streams its runs' codes with the runs.
   constexpr bool kLaneCodes = F == WeightFmt::kFp4Block;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -224,11 +188,6 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
-    // The native FP8 form, where the staged rows are exact in it (warp-uniform: a CTA-wide vote).
-    bool native = false;
-    uint8_t* const s8 = smem + static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
-    float* const sS = reinterpret_cast<float*>(s8 + static_cast<size_t>(sh.a_rows) * sh.ld8);
-    if constexpr (NATIVE) native = stage_native_fp8(sA, sh.lda_s, rows, sh.nblk, s8, sh.ld8, sS);
 
     // acc element e: row 2c + (e & 1), column (e >= 2 ? 8 : 0) + g of the tile (transposed mma).
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -250,15 +209,30 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
         transposed_mma_pair(acc, decode, j, x);
       }
     };
-    // The stream: window fi (of all tiles) computed by `compute(u, fi)` from buf[u] (u = fi % S),
-    // which then takes window fi + S.
-    auto stream = [&](auto compute) {
+    // The stream: window fi (of all tiles) decoded from buf[fi % S], which then takes window fi + S.
+    auto stream = [&](auto fast) {
       for (int f0 = 0; f0 < n_win; f0 += S) {
 #pragma unroll
         for (int u = 0; u < S; ++u) {
           const int fi = f0 + u;
           if (fi >= n_win) break;  // warp-uniform
-          compute(u, fi);
+          const uint4(&cur)[2] = buf[u];
+          if constexpr (kLaneCodes) {
+            const uint8_t c0 = cbuf[u][0], c1 = cbuf[u][1];
+            // Warp-uniform (the lanes of an mma.sync run the same instruction).
+            if (__all_sync(0xffffffffu, quad_scale_exact<F>(c0) && quad_scale_exact<F>(c1))) {
+              const uint32_t s0 = quad_scale<F>(c0), s1 = quad_scale<F>(c1);
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], t ? s1 : s0, j, b0, b1); });
+            } else {
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], t ? c1 : c0, j, b0, b1); });
+            }
+          } else if constexpr (decltype(fast)::value) {
+            const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, fi);
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], sc, j, b0, b1); });
+          } else {
+            const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], code, j, b0, b1); });
+          }
           if (fi + S < n_win) load(u);
           if (++w_in == nw) {  // the tile's sub-range sum is complete
 #pragma unroll
@@ -272,66 +246,12 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
         }
       }
     };
-    // One window decoded to BF16 (the canonical form): FAST = the scale code's fast decoder.
-    auto bf16_window = [&](auto fast) {
-      return [&, fast](int u, int fi) {
-        const uint4(&cur)[2] = buf[u];
-        if constexpr (kLaneCodes) {
-          const uint8_t c0 = cbuf[u][0], c1 = cbuf[u][1];
-          // Warp-uniform (the lanes of an mma.sync run the same instruction).
-          if (__all_sync(0xffffffffu, quad_scale_exact<F>(c0) && quad_scale_exact<F>(c1))) {
-            const uint32_t s0 = quad_scale<F>(c0), s1 = quad_scale<F>(c1);
-            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], t ? s1 : s0, j, b0, b1); });
-          } else {
-            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], t ? c1 : c0, j, b0, b1); });
-          }
-        } else if constexpr (decltype(fast)::value) {
-          const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, fi);
-          window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], sc, j, b0, b1); });
-        } else {
-          const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
-          window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], code, j, b0, b1); });
-        }
-      };
-    };
-    if constexpr (F == WeightFmt::kFp8Block) {
-      if (NATIVE && native) {  // warp-uniform
-        // The window's 64 inputs as two m16n8k32 steps straight from the stored codes: the lane's
-        // 16-byte runs of rows g, g + 8 and of activation row g (bytes 0-7: logical k 4c .. 4c + 3
-        // and 16 + 4c .., the same permutation for both operands; bytes 8-15 the second step).
-        // The products of a 128-input block (two windows, k0 being a multiple of 128) sum in
-        // `part`, which then enters acc scaled by the block's weight scale x the row's activation
-        // scale (both powers of two: the scaling is exact).
-        const uint32_t a8_lane = launder_u32(smem_addr(s8 + static_cast<int64_t>(min(g, rows - 1)) * sh.ld8 + k0 + c * L));
-        const float* sa0 = sS + min(2 * c, rows - 1) * sh.nblk;
-        const float* sa1 = sS + min(2 * c + 1, rows - 1) * sh.nblk;
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        stream([&](int u, int fi) {
-          const uint4(&cur)[2] = buf[u];
-          const uint4 x = lds128(a8_lane + w_in * W);
-          const uint32_t a0[4] = {cur[0].x, cur[1].x, cur[0].y, cur[1].y}, b0[2] = {x.x, x.y};
-          mma_e4m3_16832(part, a0, b0);
-          const uint32_t a1[4] = {cur[0].z, cur[1].z, cur[0].w, cur[1].w}, b1[2] = {x.z, x.w};
-          mma_e4m3_16832(part, a1, b1);
-          const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
-          if (w_in & 1) {  // the block's second window
-            const int b = (k0 + w_in * W) >> 7;
-            const float sw = e8m0_to_f32(code), s0 = sw * sa0[b], s1 = sw * sa1[b];
-            acc[0] = fmaf(part[0], s0, acc[0]);
-            acc[1] = fmaf(part[1], s1, acc[1]);
-            acc[2] = fmaf(part[2], s0, acc[2]);
-            acc[3] = fmaf(part[3], s1, acc[3]);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) part[e] = 0.0f;
-          }
-        });
-      } else if (exact) {  // warp-uniform
-        stream(bf16_window(std::true_type{}));
-      } else {
-        stream(bf16_window(std::false_type{}));
-      }
+    if constexpr (F != WeightFmt::kFp8Block) {
+      stream(std::true_type{});
+    } else if (exact) {  // warp-uniform
+      stream(std::true_type{});
     } else {
-      stream(bf16_window(std::true_type{}));
+      stream(std::false_type{});
     }
 
     // The fold: each output is ((0 + s_0) + s_1) + ... over the sub-range warps of its column group.

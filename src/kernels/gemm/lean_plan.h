@@ -40,13 +40,6 @@ struct LeanGemvShape {
   // step streams ~1 GB of weights through the 50 MB L2 once each, which otherwise also evicts what
   // the step's small kernels re-read (their code, activations, the KV rows, split partials).
   bool evict_first = false;
-  // FP8 weights on the FP8 tensor cores (mma.m16n8k32 E4M3, an experiment: DEEPINFER_GEMV_NATIVE_FP8):
-  // the staged rows are also kept as E4M3 codes [a_rows][ld8] with one power-of-two scale per 128
-  // inputs [a_rows][nblk]; each 128-input block's products are summed in a partial that is then
-  // scaled by weight scale x activation scale into the F32 sum (the official GEMM's order, not the
-  // canonical BF16 one of gemm_common.cuh: results differ in rounding from the other kernels).
-  bool native_fp8 = false;
-  int ld8 = 0, nblk = 0;
 };
 
 // A launch as the plan sees it.
@@ -75,12 +68,7 @@ struct LeanKnobs {
                                // launcher asks the CUDA occupancy API; 0: never 6 tiles)
   size_t max_smem = 80 << 10;  // staged activation bytes a CTA may hold
   int64_t sms = 132;           // for `auto`: CTA waves at 2 CTAs per SM
-  bool native_fp8 = false;     // FP8 launches with 128-input scale blocks on the FP8 tensor cores
 };
-// Bytes of the native FP8 staging (codes and scales) after the BF16 rows.
-inline size_t lean_native_smem(const LeanGemvShape& sh) {
-  return sh.native_fp8 ? static_cast<size_t>(sh.a_rows) * (static_cast<size_t>(sh.ld8) + 4u * sh.nblk) : 0;
-}
 
 struct LeanLaunchPlan {
   LeanGemvShape shape;
@@ -143,12 +131,6 @@ inline bool plan_lean_gemv(const LeanGemmDims& d, const LeanKnobs& knobs, LeanLa
   sh.lda_s = static_cast<int>(d.K) + kLeanStagePad;
   plan.smem = static_cast<size_t>(sh.a_rows) * sh.lda_s * 2;
   if (plan.smem > knobs.max_smem) return false;
-  if (d.fp8 && knobs.native_fp8 && d.block_in >= 128) {
-    sh.native_fp8 = true;
-    sh.ld8 = static_cast<int>(d.K) + 16;  // 16-byte rows, 4 banks apart
-    sh.nblk = static_cast<int>(d.K / 128);
-    plan.smem += lean_native_smem(sh);
-  }
   sh.in_shift = d.fp8 ? __builtin_ctz(static_cast<unsigned>(d.block_in)) : 0;
   sh.out_shift = d.fp8 ? __builtin_ctz(static_cast<unsigned>(d.block_out)) : 0;
   auto x_ctas = [&](int64_t n, int tiles, int groups) {

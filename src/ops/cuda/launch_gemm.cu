@@ -547,8 +547,6 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   knobs.max_rows = lean_max_rows();
   knobs.max_expert_tokens = lean_max_expert_tokens();
   knobs.tiles = lean_tiles();
-  static const bool native_env = env_tristate("DEEPINFER_GEMV_NATIVE_FP8") == 1;
-  knobs.native_fp8 = p.native_fp8 < 0 ? native_env : p.native_fp8 == 1;
   if (experts && f == WeightFmt::kFp4Block) knobs.resident_warps = lean_expert_resident_warps();
   if (!plan_lean_gemv(d, knobs, plan)) return false;
   // The weights stream through the L2 marked evict-first unless DEEPINFER_GEMM_EVICT_FIRST=0 (an
@@ -558,16 +556,15 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   return true;
 }
 
-template <WeightFmt F, int S, bool EXPERTS, int TILES, bool NATIVE = false>
+template <WeightFmt F, int S, bool EXPERTS, int TILES>
 cudaError_t launch_lean_kernel(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   static const cudaError_t configured = cudaFuncSetAttribute(
-      lean_gemv_kernel<F, S, EXPERTS, TILES, NATIVE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(LeanKnobs{}.max_smem * (NATIVE ? 2 : 1)));  // native: + its E4M3 staging
+      lean_gemv_kernel<F, S, EXPERTS, TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(LeanKnobs{}.max_smem));
   if (configured != cudaSuccess) return configured;
   if (plan.grid_x == 0 || plan.grid_z == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(plan.grid_x), 1, static_cast<unsigned>(plan.grid_z));
-  const cudaError_t e =
-      launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES, NATIVE>, grid, plan.threads, plan.smem, s, p, plan.shape);
+  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, plan.threads, plan.smem, s, p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -611,16 +608,6 @@ bool lean_wide_compact() {
 
 template <WeightFmt F>
 cudaError_t launch_lean(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
-  if constexpr (F == WeightFmt::kFp8Block) {
-    if (plan.shape.native_fp8) {  // four windows in flight (the default ring), one or four tiles
-      const bool experts = p.experts != nullptr;
-      if (plan.shape.tiles == kLeanMaxTiles)
-        return experts ? launch_lean_kernel<F, 4, true, kLeanMaxTiles, true>(p, plan, s)
-                       : launch_lean_kernel<F, 4, false, kLeanMaxTiles, true>(p, plan, s);
-      return experts ? launch_lean_kernel<F, 4, true, 1, true>(p, plan, s)
-                     : launch_lean_kernel<F, 4, false, 1, true>(p, plan, s);
-    }
-  }
   if constexpr (F == WeightFmt::kFp4Block) {
     if (plan.shape.tiles == kLeanWideTiles && lean_wide_compact()) return launch_lean_s<F, 3>(p, plan, s);
   }
@@ -647,11 +634,6 @@ int64_t gemm_counter_slots(const GemmParams& p) {
 int64_t packed_weight_bytes(int64_t N, int64_t K) {
   if (!use_wgmma() || N <= 0 || K <= 0 || K % kGemmBK != 0) return 0;
   return (N + kPackRows - 1) / kPackRows * (K / kGemmBK) * kPackBlockBytes;
-}
-
-bool gemm_takes_native_fp8(const GemmParams& p) {
-  LeanLaunchPlan lean;
-  return lean_gemv_plan(p, lean) && lean.shape.native_fp8;
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {
