@@ -209,60 +209,40 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
         transposed_mma_pair(acc, decode, j, x);
       }
     };
-    // The stream: window fi (of all tiles) decoded from buf[fi % S], which then takes window fi + S,
-    // in rounds of S windows. FP4: one exactness vote per round over the codes of its windows
-    // (all in registers when the round starts) instead of one per window, and the round unrolled
-    // on the fast decoder or on the general one (the same bits) — the per-window vote and the
-    // branch around each window's two decoders were ~10% of a window's instructions (SASS, session
-    // 44). FP8 / BF16: the warp's `fast` choice for every round.
-    auto round = [&](int f0, auto fast) {
-#pragma unroll
-      for (int u = 0; u < S; ++u) {
-        const int fi = f0 + u;
-        if (fi >= n_win) break;  // warp-uniform
-        const uint4(&cur)[2] = buf[u];
-        if constexpr (kLaneCodes) {
-          const uint8_t c0 = cbuf[u][0], c1 = cbuf[u][1];
-          if constexpr (decltype(fast)::value) {
-            const uint32_t s0 = quad_scale<F>(c0), s1 = quad_scale<F>(c1);
-            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], t ? s1 : s0, j, b0, b1); });
-          } else {
-            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], t ? c1 : c0, j, b0, b1); });
-          }
-        } else if constexpr (decltype(fast)::value) {
-          const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, fi);
-          window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], sc, j, b0, b1); });
-        } else {
-          const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
-          window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], code, j, b0, b1); });
-        }
-        if (fi + S < n_win) load(u);
-        if (++w_in == nw) {  // the tile's sub-range sum is complete
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            red[tile][warp][2 * c + (e & 1)][(e >= 2 ? 8 : 0) + g] = acc[e];
-            acc[e] = 0.0f;
-          }
-          w_in = 0;
-          if (TILES > 1) ++tile;
-        }
-      }
-    };
+    // The stream: window fi (of all tiles) decoded from buf[fi % S], which then takes window fi + S.
     auto stream = [&](auto fast) {
       for (int f0 = 0; f0 < n_win; f0 += S) {
-        if constexpr (kLaneCodes) {
-          bool ok = true;  // every code of the round's windows within the fast decoder's range
 #pragma unroll
-          for (int u = 0; u < S; ++u)
-            ok = ok && (f0 + u >= n_win || (quad_scale_exact<F>(cbuf[u][0]) && quad_scale_exact<F>(cbuf[u][1])));
-          // Warp-uniform (the lanes of an mma.sync run the same instruction).
-          if (__all_sync(0xffffffffu, ok)) {
-            round(f0, std::true_type{});
+        for (int u = 0; u < S; ++u) {
+          const int fi = f0 + u;
+          if (fi >= n_win) break;  // warp-uniform
+          const uint4(&cur)[2] = buf[u];
+          if constexpr (kLaneCodes) {
+            const uint8_t c0 = cbuf[u][0], c1 = cbuf[u][1];
+            // Warp-uniform (the lanes of an mma.sync run the same instruction).
+            if (__all_sync(0xffffffffu, quad_scale_exact<F>(c0) && quad_scale_exact<F>(c1))) {
+              const uint32_t s0 = quad_scale<F>(c0), s1 = quad_scale<F>(c1);
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], t ? s1 : s0, j, b0, b1); });
+            } else {
+              window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], t ? c1 : c0, j, b0, b1); });
+            }
+          } else if constexpr (decltype(fast)::value) {
+            const uint32_t sc = F == WeightFmt::kBF16 ? 0u : __shfl_sync(0xffffffffu, my_scale, fi);
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad_scaled<F>(cur[t], sc, j, b0, b1); });
           } else {
-            round(f0, std::false_type{});
+            const uint8_t code = static_cast<uint8_t>(__shfl_sync(0xffffffffu, my_code, fi));
+            window([&](int t, int j, uint32_t& b0, uint32_t& b1) { decode_quad<F>(cur[t], code, j, b0, b1); });
           }
-        } else {
-          round(f0, fast);
+          if (fi + S < n_win) load(u);
+          if (++w_in == nw) {  // the tile's sub-range sum is complete
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              red[tile][warp][2 * c + (e & 1)][(e >= 2 ? 8 : 0) + g] = acc[e];
+              acc[e] = 0.0f;
+            }
+            w_in = 0;
+            if (TILES > 1) ++tile;
+          }
         }
       }
     };
