@@ -35,6 +35,11 @@ class OpHarness : public ::testing::Test {
     Pair p;
     p.host = host_bufs_.back()->view(dtype, shape);
     p.dev = gpu_->alloc_persistent(dtype, shape);
+    // alloc_persistent zero-fills on the ops' (non-blocking) stream; the tests also launch kernels
+    // straight on the legacy stream, which does not wait for it: a late fill could zero an output
+    // after its kernel wrote it (seen once: cuda_validation_h100_2026-12-06_v106.json) — or two
+    // outputs a bitwise comparison then finds equal. Done before the tensor is handed out.
+    gpu_->synchronize();
     return p;
   }
   // Fills with N(0, scale) (or integers in [-range, range] when `integers`), mirrored to the GPU.

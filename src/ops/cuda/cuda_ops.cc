@@ -145,6 +145,8 @@ TensorView CudaOps::alloc_persistent(DType dtype, std::initializer_list<int64_t>
   const size_t bytes = std::max<size_t>(static_cast<size_t>(n) * tensor::dtype_size(dtype), 1);
   void* p = nullptr;
   DI_CUDA_CHECK(cudaMalloc(&p, bytes));
+  // Zeroed in the current lane's stream order: work on that stream (and on streams that join it
+  // later) sees the zeros; anything launched on another stream first must wait for it.
   DI_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
   persistent_.push_back(p);
   return TensorView::contiguous(p, dtype, shape.begin(), static_cast<int>(shape.size()), tensor::Device::kCuda);
