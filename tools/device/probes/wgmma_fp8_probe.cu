@@ -10,7 +10,14 @@
 //   2. how the tensor core accumulates E4M3 products: a whole-K chain in one accumulator, chains
 //      of 4 steps (one 128-input block) each from zero added into an F32 total, and every step
 //      from zero — each against an exact (double) sum, relative to the sum of |products|
-//      (DeepSeek-V3's report: ~14 bits kept in a chain; the official GEMM promotes every block).
+//      (DeepSeek-V3's report: ~14 bits kept in a chain; the official GEMM promotes every block);
+//   3. the FP4 route's data path: E2M1 weight codes in a proposed device layout (per 32-bit word
+//      of 8 codes, codes 0-3 at the E4M3 bits s 7, e1 4, e0 3, m 2 of bytes 0-3 and codes 4-7 at
+//      bits 5, 6, 1, 0, so that lo = w & 0x9C9C9C9C and hi = ((w << 2) & 0x8C8C8C8C) |
+//      ((w >> 2) & 0x10101010) are each four E4M3 codes of value x 2^-6, subnormal 0.5 included)
+//      decoded in registers into wgmma's A, one k32 step per scale block (32 codes of a row), each
+//      step's partial scaled by 2^6 x the row's UE8M0 scale into the F32 total — against the exact
+//      sum of the dequantised products.
 // Build here: nvcc -std=c++20 -O2 -gencode arch=compute_90a,code=sm_90a -I src -o wgmma_fp8_probe \
 //   tools/device/probes/wgmma_fp8_probe.cu
 #include <cuda_fp8.h>
@@ -102,6 +109,118 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B,
   store(2, steps);
 }
 
+// ---- 3. FP4 (E2M1) weights decoded into E4M3 A fragments ----
+
+constexpr int K4 = 512, kSteps4 = K4 / 32;
+
+// A checkpoint word (8 E2M1 codes, code i in nibble i: bit 0 m, 1 e0, 2 e1, 3 sign) in the
+// proposed device layout (above).
+__host__ __device__ inline uint32_t fp4_e4m3_word(uint32_t w) {
+  uint32_t d = 0;
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t code = (w >> (4 * i)) & 15u, m = code & 1u, e0 = (code >> 1) & 1u, e1 = (code >> 2) & 1u,
+                   sg = code >> 3;
+    const int b = 8 * (i & 3);
+    if (i < 4) {
+      d |= (m << (b + 2)) | (e0 << (b + 3)) | (e1 << (b + 4)) | (sg << (b + 7));
+    } else {
+      d |= (m << (b + 0)) | (e0 << (b + 1)) | (e1 << (b + 6)) | (sg << (b + 5));
+    }
+  }
+  return d;
+}
+inline double e2m1_value(uint32_t code) {
+  const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8) ? -mag[code & 7] : mag[code & 7];
+}
+
+// A4: [M][K4 / 8] device-layout words; S4: [M][K4 / 32] UE8M0 codes; B4: [N][K4] E4M3 (physical
+// k order). out4[cta][M][N].
+__global__ void __launch_bounds__(128) probe_fp4(const uint32_t* A4, const uint8_t* S4, const uint8_t* B4, float* out4) {
+  __shared__ __align__(128) uint8_t sB[N * K4];
+  const int cta = blockIdx.x;
+  A4 += cta * M * (K4 / 8);
+  S4 += cta * M * (K4 / 32);
+  B4 += cta * N * K4;
+  // B staged at logical k (within a step) from physical k: lane c's word holds physical codes
+  // 8c .. 8c + 7 of the block, which the A fragment uses as logical 4c .. 4c + 3 (lo) and
+  // 16 + 4c .. (hi): B takes the same map.
+  for (int i = threadIdx.x; i < N * K4; i += 128) {
+    const int n = i / K4, k = i % K4, s = k / 32, kk = k % 32;
+    const int phys = kk < 16 ? 8 * (kk / 4) + kk % 4 : 8 * ((kk - 16) / 4) + 4 + kk % 4;
+    sB[s * N * 32 + (n / 8) * 256 + (kk / 16) * 128 + (n % 8) * 16 + kk % 16] = B4[n * K4 + 32 * s + phys];
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int r0 = 16 * warp + g, r1 = r0 + 8;
+  float total[4] = {0, 0, 0, 0};
+  for (int s = 0; s < kSteps4; ++s) {
+    const uint32_t w0 = A4[r0 * (K4 / 8) + 4 * s + c], w1 = A4[r1 * (K4 / 8) + 4 * s + c];
+    const uint32_t a[4] = {w0 & 0x9C9C9C9Cu, w1 & 0x9C9C9C9Cu, ((w0 << 2) & 0x8C8C8C8Cu) | ((w0 >> 2) & 0x10101010u),
+                           ((w1 << 2) & 0x8C8C8C8Cu) | ((w1 >> 2) & 0x10101010u)};
+    float part[4] = {0, 0, 0, 0};
+    wgmma_fence();
+    wgmma_fp8_rs(part, a, wgmma_desc(sB + s * N * 32, 128, 256), false);
+    wgmma_commit();
+    wgmma_wait<0>();
+    // 2^6 x the rows' scales (2^(code - 127)), exact powers of two.
+    const float s0 = ldexpf(64.0f, static_cast<int>(S4[r0 * (K4 / 32) + s]) - 127);
+    const float s1 = ldexpf(64.0f, static_cast<int>(S4[r1 * (K4 / 32) + s]) - 127);
+    total[0] = fmaf(part[0], s0, total[0]);
+    total[1] = fmaf(part[1], s0, total[1]);
+    total[2] = fmaf(part[2], s1, total[2]);
+    total[3] = fmaf(part[3], s1, total[3]);
+  }
+  float* o = out4 + static_cast<size_t>(cta) * M * N;
+  for (int e = 0; e < 4; ++e) o[(16 * warp + g + (e >= 2 ? 8 : 0)) * N + 2 * c + (e & 1)] = total[e];
+}
+
+bool run_fp4(int ctas) {
+  std::vector<uint32_t> ha(static_cast<size_t>(ctas) * M * (K4 / 8)), hd(ha.size());
+  std::vector<uint8_t> hs(static_cast<size_t>(ctas) * M * (K4 / 32)), hb(static_cast<size_t>(ctas) * N * K4);
+  for (size_t i = 0; i < ha.size(); ++i) {
+    ha[i] = hash32(static_cast<uint32_t>(i) * 2654435761u + 99u);
+    hd[i] = fp4_e4m3_word(ha[i]);
+  }
+  for (size_t i = 0; i < hs.size(); ++i) hs[i] = static_cast<uint8_t>(120 + hash32(static_cast<uint32_t>(i) + 7u) % 15);
+  for (size_t i = 0; i < hb.size(); ++i) hb[i] = draw_e4m3(5, static_cast<uint32_t>(i), 3);
+  uint32_t* A4;
+  uint8_t *S4, *B4;
+  float* out4;
+  cudaMalloc(&A4, hd.size() * 4);
+  cudaMalloc(&S4, hs.size());
+  cudaMalloc(&B4, hb.size());
+  cudaMalloc(&out4, sizeof(float) * ctas * M * N);
+  cudaMemcpy(A4, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(S4, hs.data(), hs.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(B4, hb.data(), hb.size(), cudaMemcpyHostToDevice);
+  probe_fp4<<<ctas, 128>>>(A4, S4, B4, out4);
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    printf("CUDA error (FP4): %s\n", cudaGetErrorString(cudaGetLastError()));
+    return false;
+  }
+  std::vector<float> h(static_cast<size_t>(ctas) * M * N);
+  cudaMemcpy(h.data(), out4, h.size() * 4, cudaMemcpyDeviceToHost);
+  double worst = 0;
+  for (int cta = 0; cta < ctas; ++cta)
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int k = 0; k < K4; ++k) {
+          const size_t row = static_cast<size_t>(cta) * M + m;
+          const uint32_t code = (ha[row * (K4 / 8) + k / 8] >> (4 * (k % 8))) & 15u;
+          const double wv = e2m1_value(code) * std::ldexp(1.0, static_cast<int>(hs[row * (K4 / 32) + k / 32]) - 127);
+          const double p = wv * e4m3_value(hb[(static_cast<size_t>(cta) * N + n) * K4 + k]);
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double err = mag > 0 ? std::fabs(h[(static_cast<size_t>(cta) * M + m) * N + n] - ref) / mag : 0;
+        worst = std::fmax(worst, err);
+      }
+  printf("FP4 -> E4M3 in registers, a scale block per k32 step: worst error / sum|products| %.3g\n", worst);
+  return worst < 1e-3;
+}
+
 int main() {
   const int ctas = 32;
   uint8_t *A, *B;
@@ -147,5 +266,7 @@ int main() {
     layout_ok = layout_ok && worst[2] < 1e-3;
   }
   printf(layout_ok ? "WGMMA_FP8_PROBE: LAYOUT OK\n" : "WGMMA_FP8_PROBE: LAYOUT WRONG\n");
-  return layout_ok ? 0 : 1;
+  const bool fp4_ok = run_fp4(ctas);
+  printf(fp4_ok ? "WGMMA_FP8_PROBE: FP4 PATH OK\n" : "WGMMA_FP8_PROBE: FP4 PATH WRONG\n");
+  return layout_ok && fp4_ok ? 0 : 1;
 }
