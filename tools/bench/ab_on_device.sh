@@ -2,7 +2,7 @@
 # A/B of launch or tuning settings on the H200 (device tool, after tools/device/pack.sh): one
 # `deepinfer bench` per configuration, same binary, same synthetic model; a configuration is a
 # space-separated list of environment assignments ("-" = none), configurations separated by "|".
-# Repeat a configuration (ABAB) to see the run-to-run spread. JSON per run in $OUT/ab_<i>.json,
+# Repeat a configuration (ABAB) to see the run-to-run spread. JSON per run in $OUT/ab_<i>.json (their logs in $OUT/ab_logs.tgz),
 # a summary table on stdout (what the tuning records quote).
 # A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
 # (PATH.xz is decompressed first): a before/after A/B of two builds in one device call
@@ -20,6 +20,9 @@ bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 OUT="${OUT:-/tmp/ab}"
 mkdir -p "$OUT"
+# The runs' logs in one archive at the end ($OUT/ab_logs.tgz): the device tool returns at most 8
+# files, so six configurations' JSON and logs side by side lost the last ones (session 44).
+LOGS="$(mktemp -d)"
 IFS='|' read -r -a configs <<< "${CONFIGS:--}"
 i=0
 for cfg in "${configs[@]}"; do
@@ -36,8 +39,8 @@ for cfg in "${configs[@]}"; do
   fi
   env "${env_args[@]}" "$bin" bench --layers "${LAYERS:-4}" --batch "${BATCHES:-1,8,32}" \
     --context "${CONTEXTS:-4096}" --prefill "${PREFILL:-8192}" --iters "${ITERS:-10}" --no-breakdown \
-    ${BENCH_ARGS:-} --out "$OUT/ab_$i.json" > "$OUT/ab_$i.log" 2>&1 \
-    || echo "config $i ($cfg) failed: $(tail -3 "$OUT/ab_$i.log")"
+    ${BENCH_ARGS:-} --out "$OUT/ab_$i.json" > "$LOGS/ab_$i.log" 2>&1 \
+    || echo "config $i ($cfg) failed: $(tail -3 "$LOGS/ab_$i.log")"
   python3 - "$OUT/ab_$i.json" "$cfg" <<'PY' || true
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -57,3 +60,4 @@ PY
   fi
   i=$((i + 1))
 done
+tar -czf "$OUT/ab_logs.tgz" -C "$LOGS" .
