@@ -60,4 +60,4 @@ PY
   fi
   i=$((i + 1))
 done
-tar -czf "$OUT/ab_logs.tgz" -C "$LOGS" .
+tar -czf "$OUT/ab_logs.tgz" -C "$LOGS" . && rm -rf "$LOGS"
