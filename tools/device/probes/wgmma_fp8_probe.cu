@@ -11,6 +11,8 @@
 //      of 4 steps (one 128-input block) each from zero added into an F32 total, and every step
 //      from zero — each against an exact (double) sum, relative to the sum of |products|
 //      (DeepSeek-V3's report: ~14 bits kept in a chain; the official GEMM promotes every block);
+//   2b. that the register-A m64n8k32 form and the shared-memory m64n128k32 form give the same F32
+//      bits per element (decode and prefill kernels in one order: batch invariance);
 //   3. the FP4 route's data path: E2M1 weight codes in a proposed device layout (per 32-bit word
 //      of 8 codes, codes 0-3 at the E4M3 bits s 7, e1 4, e0 3, m 2 of bytes 0-3 and codes 4-7 at
 //      bits 5, 6, 1, 0, so that lo = w & 0x9C9C9C9C and hi = ((w << 2) & 0x8C8C8C8C) |
@@ -26,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "kernels/common/wgmma_utils.cuh"  // descriptor and wgmma sync primitives
@@ -107,6 +110,98 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B,
   store(0, chain);
   store(1, blocks);
   store(2, steps);
+}
+
+// ---- 2b. Batch invariance across the two forms a GEMM kernel would use ----
+// Decode: m64n8k32 with A from registers; prefill: m64n128k32 with A and B from shared memory.
+// The same 8 B rows placed at columns n0 .. n0 + 7 of a 128-row B (the others random), the same
+// 128-input block promotion: the F32 bits must equal the decode form's (`blocks` above), else the
+// FP8 order cannot serve small and large M alike.
+constexpr int NW = 128;
+
+__device__ inline void wgmma_fp8_ss128(float (&d)[64], uint64_t adesc, uint64_t bdesc, bool accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " DI_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"
+               : DI_WGMMA_D64_OPERANDS(d)
+               : "l"(adesc), "l"(bdesc), "r"(static_cast<int>(accumulate)));
+}
+
+// Bw: [cta][NW][K] E4M3 (rows n0 .. n0 + 7 are B's rows). outw: [cta][M][NW].
+__global__ void __launch_bounds__(128) probe_wide(const uint8_t* A, const uint8_t* Bw, float* outw) {
+  extern __shared__ __align__(128) uint8_t sm[];
+  uint8_t* sA = sm;               // [kSteps][64 x 32] core-matrix layout
+  uint8_t* sB = sm + M * K;       // [kSteps][128 x 32]
+  const int cta = blockIdx.x;
+  A += static_cast<size_t>(cta) * M * K;
+  Bw += static_cast<size_t>(cta) * NW * K;
+  for (int i = threadIdx.x; i < M * K; i += 128) {
+    const int m = i / K, k = i % K, s = k / 32, kk = k % 32;
+    sA[s * M * 32 + (m / 8) * 256 + (kk / 16) * 128 + (m % 8) * 16 + kk % 16] = A[i];
+  }
+  for (int i = threadIdx.x; i < NW * K; i += 128) {
+    const int n = i / K, k = i % K, s = k / 32, kk = k % 32;
+    sB[s * NW * 32 + (n / 8) * 256 + (kk / 16) * 128 + (n % 8) * 16 + kk % 16] = Bw[i];
+  }
+  fence_proxy_async();
+  __syncthreads();
+  float total[64];
+  for (int e = 0; e < 64; ++e) total[e] = 0;
+  for (int b = 0; b < kSteps / 4; ++b) {
+    float part[64];
+    for (int e = 0; e < 64; ++e) part[e] = 0;
+    wgmma_fence();
+    for (int s = 4 * b; s < 4 * b + 4; ++s)
+      wgmma_fp8_ss128(part, wgmma_desc(sA + s * M * 32, 128, 256), wgmma_desc(sB + s * NW * 32, 128, 256), s > 4 * b);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(part);
+    for (int e = 0; e < 64; ++e) total[e] += part[e];
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  float* o = outw + static_cast<size_t>(cta) * M * NW;
+  for (int j = 0; j < 16; ++j)
+    for (int e = 0; e < 4; ++e) o[(16 * warp + g + (e >= 2 ? 8 : 0)) * NW + 8 * j + 2 * c + (e & 1)] = total[4 * j + e];
+}
+
+// Runs probe_wide on the data `probe` just used; compares against its `blocks` output (h, per =
+// the size of one of its three outputs). Returns the number of differing F32 words.
+long run_wide(int ctas, const uint8_t* A, const std::vector<uint8_t>& hb, const std::vector<float>& h, size_t per) {
+  std::vector<uint8_t> hw(static_cast<size_t>(ctas) * NW * K);
+  std::vector<int> n0s(ctas);
+  for (int cta = 0; cta < ctas; ++cta) {
+    n0s[cta] = 8 * (cta % (NW / 8));
+    for (int n = 0; n < NW; ++n)
+      for (int k = 0; k < K; ++k) {
+        const size_t i = (static_cast<size_t>(cta) * NW + n) * K + k;
+        hw[i] = (n >= n0s[cta] && n < n0s[cta] + 8) ? hb[(static_cast<size_t>(cta) * N + n - n0s[cta]) * K + k]
+                                                   : draw_e4m3(11 + cta, static_cast<uint32_t>(n * K + k), 3);
+      }
+  }
+  uint8_t* Bw;
+  float* outw;
+  cudaMalloc(&Bw, hw.size());
+  cudaMalloc(&outw, sizeof(float) * ctas * M * NW);
+  cudaMemcpy(Bw, hw.data(), hw.size(), cudaMemcpyHostToDevice);
+  const int smem = M * K + NW * K;
+  cudaFuncSetAttribute(probe_wide, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  probe_wide<<<ctas, 128, smem>>>(A, Bw, outw);
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    printf("CUDA error (wide): %s\n", cudaGetErrorString(cudaGetLastError()));
+    return -1;
+  }
+  std::vector<float> w(static_cast<size_t>(ctas) * M * NW);
+  cudaMemcpy(w.data(), outw, w.size() * 4, cudaMemcpyDeviceToHost);
+  long diff = 0;
+  for (int cta = 0; cta < ctas; ++cta)
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        const float a = h[per + (static_cast<size_t>(cta) * M + m) * N + n];
+        const float b = w[(static_cast<size_t>(cta) * M + m) * NW + n0s[cta] + n];
+        diff += memcmp(&a, &b, 4) != 0;
+      }
+  cudaFree(Bw);
+  cudaFree(outw);
+  return diff;
 }
 
 // ---- 3. FP4 (E2M1) weights decoded into E4M3 A fragments ----
@@ -228,7 +323,7 @@ int main() {
   cudaMalloc(&A, static_cast<size_t>(ctas) * M * K);
   cudaMalloc(&B, static_cast<size_t>(ctas) * N * K);
   cudaMalloc(&out, sizeof(float) * 3 * ctas * M * N);
-  bool layout_ok = true;
+  bool layout_ok = true, invariant = true;
   for (int spread : {0, 3, 6}) {
     fill<<<ctas, 256>>>(A, B, spread);
     probe<<<ctas, 128>>>(A, B, out);
@@ -264,9 +359,14 @@ int main() {
            "every step %.3g (%.3g)\n",
            spread, worst[0], mean[0], worst[1], mean[1], worst[2], mean[2]);
     layout_ok = layout_ok && worst[2] < 1e-3;
+    const long diff = run_wide(ctas, A, hb, h, per);
+    printf("spread %d: m64n128k32 (A, B from shared memory) vs m64n8k32 (A from registers), 128-block promotion: "
+           "%ld of %zu F32 results differ in bits\n", spread, diff, per);
+    invariant = invariant && diff == 0;
   }
+  printf(invariant ? "WGMMA_FP8_PROBE: FORMS BITWISE EQUAL\n" : "WGMMA_FP8_PROBE: FORMS DIFFER\n");
   printf(layout_ok ? "WGMMA_FP8_PROBE: LAYOUT OK\n" : "WGMMA_FP8_PROBE: LAYOUT WRONG\n");
   const bool fp4_ok = run_fp4(ctas);
   printf(fp4_ok ? "WGMMA_FP8_PROBE: FP4 PATH OK\n" : "WGMMA_FP8_PROBE: FP4 PATH WRONG\n");
-  return layout_ok && fp4_ok ? 0 : 1;
+  return layout_ok && invariant && fp4_ok ? 0 : 1;
 }
