@@ -173,6 +173,9 @@ struct GemmParams {
   // same bits, one launch and one activation round trip fewer. 0: A is the GEMM's BF16 operand.
   int a_quant_block = 0;
   bool a_f32 = false;
+  // > 0: A's rows are already FP8-quantised per this many columns (their producer's act_quant):
+  // the FP8-order kernel (fp8_gemv.cuh) may take them as E4M3 codes. 0: A's values are arbitrary.
+  int a_fp8_block = 0;
   void* C = nullptr;               // F32 or BF16
   int64_t ldc = 0;
   bool c_bf16 = false;

@@ -86,7 +86,7 @@ class Model final : public LanguageModel {
     ops::LinearOptions options;
   };
   Fp8Input fp8_input(const tensor::TensorView& x, const ops::QuantCopy& q) const {
-    return q.empty() ? Fp8Input{x, fp8_act()} : Fp8Input{q.out, {}};
+    return q.empty() ? Fp8Input{x, fp8_act()} : Fp8Input{q.out, {0, q.block}};
   }
 
   loader::ModelConfig config_;

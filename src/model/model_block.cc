@@ -78,13 +78,13 @@ TensorView Model::attention(const loader::BlockWeights& w, int64_t layer, LayerS
   ops_->norm_rope(kv, aw.kv_norm, eps, step.batch.positions, rope, official ? config_.n_nope_dims() : 0, 64);
   if (aw.indexer) {
     qi = ops_->alloc(act_dtype(), {T, Hi, di});
-    ops_->linear(q_lat, aw.indexer->wq_b, qi.reshape({T, Hi * di}), {});
+    ops_->linear(q_lat, aw.indexer->wq_b, qi.reshape({T, Hi * di}), {0, qb});
     ops_->rope(qi, step.batch.positions, rope);
     if (official) ops_->hadamard_fp4_fake_quant(qi.reshape({T * Hi, di}));
   }
   ops_->side_end(1);
   TensorView q = ops_->alloc(act_dtype(), {T, H, d});
-  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {});
+  ops_->linear(q_lat, aw.wq_b, q.reshape({T, H * d}), {0, qb});
   ops_->norm_rope(q, TensorView{}, eps, step.batch.positions, rope);  // unweighted per-head norm
   if (side) ops_->side_join();  // lane 0: the compressed rows and index keys
   ops_->side_join(1);           // the KV row and the index query
@@ -175,7 +175,7 @@ TensorView Model::moe(const loader::BlockWeights& w, Step& step, const TensorVie
     // The hidden quantised by its SwiGLU as the down projection reads it.
     ops_->swiglu_quant(g, u, mp.swiglu_limit, g, mp.act_quant_block);
     y = ops_->alloc(act_dtype(), {T, D});
-    ops_->linear(g, mw.shared->w2, y, {});
+    ops_->linear(g, mw.shared->w2, y, {0, mp.act_quant_block});
     ops_->side_end();
   }
   TensorView logits = ops_->alloc(DType::kF32, {T, E});

@@ -35,6 +35,10 @@ struct LinearOptions {
   // > 0: quantise each activation row to FP8 E4M3 with one power-of-two scale per block of this
   // many input channels before the GEMM (§3.2); 0: use activations as they are.
   int act_quant_block = 0;
+  // > 0 (with act_quant_block 0): the activations are already FP8-quantised per this many input
+  // channels (a QuantCopy's rows, a quantising norm's output): used as they are, but a backend may
+  // take them as FP8 codes and scales. 0: arbitrary values (wo_a's input, plain numerics).
+  int act_fp8_block = 0;
 };
 
 // An op output's FP8-quantised copy for the GEMMs that read it: §3.2's activation quantisation done

@@ -169,6 +169,7 @@ TEST_F(CudaQuantProducersTest, PrequantiseKeepsTheGemmInput) {
     const ops::LinearOptions o = gpu_->prequantise(x.dev, 128);
     if (o.act_quant_block == 0) {
       EXPECT_EQ(download(x.dev), before) << T;
+      EXPECT_EQ(o.act_fp8_block, 128) << T;  // the GEMM may take x as FP8 codes
     } else {
       EXPECT_EQ(o.act_quant_block, 128) << T;
       EXPECT_EQ(quantised(x.dev), before) << T;

@@ -362,16 +362,85 @@ TEST_F(CudaOpsTest, GemmOnPrequantisedInputIsBitwiseTheQuantisingGemm) {
         gpu_->fp8_fake_quant(xq.dev, K, 128);
         Pair a = make(DType::kBF16, {M, N}), b = make(DType::kBF16, {M, N});
         gpu_->linear(x.dev, w0.dev, a.dev, {128});
-        gpu_->linear(xq.dev, w0.dev, b.dev, {});
+        gpu_->linear(xq.dev, w0.dev, b.dev, {0, 128});  // xq declared FP8-quantised per 128
         const std::string what = "format " + std::to_string(int(f)) + " N " + std::to_string(N) + " K " +
                                  std::to_string(K) + " M " + std::to_string(M);
         EXPECT_EQ(download(b.dev), download(a.dev)) << what;
         Pair a1 = make(DType::kBF16, {M, N}), b1 = make(DType::kBF16, {M, N});
         gpu_->linear_pair(x.dev, w0.dev, w1.dev, a.dev, a1.dev, {128});
-        gpu_->linear_pair(xq.dev, w0.dev, w1.dev, b.dev, b1.dev, {});
+        gpu_->linear_pair(xq.dev, w0.dev, w1.dev, b.dev, b1.dev, {0, 128});
         EXPECT_EQ(download(b.dev), download(a.dev)) << what << " pair";
         EXPECT_EQ(download(b1.dev), download(a1.dev)) << what << " pair";
       }
+    }
+  }
+}
+
+// The FP8 order (fp8_gemv.cuh: FP8 weights x E4M3 activation codes on wgmma, each 128-input
+// block's chain promoted into F32), taken by dense FP8 launches of <= 8 rows with
+// DEEPINFER_GEMM_FP8_ORDER=1 (the suite's FP8-order run; skipped otherwise): every output against
+// the exact sum of the dequantised products (the tensor core adds E4M3 products with a limited
+// accumulator: ~1e-4 of sum |products| per element in tools/device/probes/wgmma_fp8_probe.cu), and
+// bitwise: raw rows quantised in the kernel = the same rows quantised first (codes re-derived),
+// a row alone = among 8, a pair = two launches. K = 7168 takes seven blocks per sub-range (more
+// than a lane holds in flight), N = 200 a partial column tile, K = 128 one sub-range.
+TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
+  const char* knob = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
+  if (knob == nullptr || std::string(knob) != "1") GTEST_SKIP() << "DEEPINFER_GEMM_FP8_ORDER=1 runs it";
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {200, 1024}, {576, 4096}, {96, 8192}, {128, 7168}}) {
+    Linear w = make_linear(WeightFormat::kFp8Block, N, K), w1 = make_linear(WeightFormat::kFp8Block, N + 64, K);
+    std::vector<double> wv(static_cast<size_t>(N * K));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        wv[n * K + k] = static_cast<double>(tensor::e4m3_to_f32(w.host.weight.as<uint8_t>()[n * K + k])) *
+                        tensor::e8m0_to_f32(w.host.scale.as<uint8_t>()[(n / 128) * w.host.scale.shape[1] + k / 128]);
+    for (int64_t M : {1, 3, 8}) {
+      const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);
+      Pair x = random(DType::kBF16, {M, K}, 2.0f), xq = make(DType::kBF16, {M, K});
+      gpu_->convert(x.dev, xq.dev);
+      gpu_->fp8_fake_quant(xq.dev, K, 128);
+      const std::vector<float> xv = download(xq.dev);
+      Pair y = make(DType::kF32, {M, N}), yq = make(DType::kF32, {M, N});
+      gpu_->linear(x.dev, w.dev, y.dev, {128});      // raw rows (quantised in the staging at M <= 4)
+      gpu_->linear(xq.dev, w.dev, yq.dev, {0, 128});  // rows quantised first
+      const std::vector<float> got = download(y.dev);
+      EXPECT_EQ(download(yq.dev), got) << what;
+      double worst = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double exact = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double prod = static_cast<double>(xv[m * K + k]) * wv[n * K + k];
+            exact += prod;
+            mag += std::fabs(prod);
+          }
+          worst = std::max(worst, std::fabs(got[m * N + n] - exact) / std::max(mag, 1e-30));
+        }
+      EXPECT_LE(worst, 1e-3) << what;
+      // Each row alone gives its bits among M.
+      for (int64_t r = 0; r < M; ++r) {
+        Pair xr = make(DType::kBF16, {1, K});
+        for (int64_t k = 0; k < K; ++k) set(xr.host, k, get(x.host, r * K + k));
+        upload(xr);
+        Pair yr = make(DType::kF32, {1, N});
+        gpu_->linear(xr.dev, w.dev, yr.dev, {128});
+        EXPECT_EQ(download(yr.dev), std::vector<float>(got.begin() + r * N, got.begin() + (r + 1) * N)) << what << " row " << r;
+      }
+      // A pair (the second weight wider) = two launches; BF16 outputs too.
+      Pair a0 = make(DType::kBF16, {M, N}), a1 = make(DType::kBF16, {M, N + 64});
+      Pair b0 = make(DType::kBF16, {M, N}), b1 = make(DType::kBF16, {M, N + 64});
+      gpu_->linear(xq.dev, w.dev, a0.dev, {0, 128});
+      gpu_->linear(xq.dev, w1.dev, a1.dev, {0, 128});
+      gpu_->linear_pair(xq.dev, w.dev, w1.dev, b0.dev, b1.dev, {0, 128});
+      EXPECT_EQ(download(b0.dev), download(a0.dev)) << what << " pair";
+      EXPECT_EQ(download(b1.dev), download(a1.dev)) << what << " pair";
+      // F32 rows quantised in the kernel: the same codes as the same rows in BF16 when exact.
+      Pair xf = make(DType::kF32, {M, K});
+      for (int64_t i = 0; i < M * K; ++i) set(xf.host, i, get(x.host, i));
+      upload(xf);
+      Pair yf = make(DType::kF32, {M, N});
+      gpu_->linear(xf.dev, w.dev, yf.dev, {128});
+      EXPECT_EQ(download(yf.dev), got) << what << " F32 rows";
     }
   }
 }

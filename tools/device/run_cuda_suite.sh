@@ -136,6 +136,9 @@ job DEEPINFER_MOE_SHARED_LATE_JOIN=0 DEEPINFER_MOE_ROUTE_GROUP=0 .carry/bin/cuda
 job DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Graph*:*SideStreams*'
 job DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
+# The FP8-operand decode kernel (experimental, off by default: fp8_gemv.cuh) on the GEMM tests that
+# stay within batches of <= 8 rows or compare with tolerances (its own test runs only here).
+job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

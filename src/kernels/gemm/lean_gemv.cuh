@@ -27,31 +27,9 @@
 
 #include "kernels/gemm/dequant_gemv.cuh"
 #include "kernels/gemm/lean_plan.h"
+#include "kernels/gemm/weight_loads.cuh"
 
 namespace deepinfer::kernels {
-
-// The L2 policy of the weight loads: evict-first (LeanGemvShape::evict_first), else evict-normal
-// (the A/B switch's plain treatment). One policy register chosen once per thread, so that every
-// weight load is one instruction — a runtime choice per load between a hinted and a plain load
-// issued both (one predicated off) per 16 bytes: measured on the H200, batch 1 +0.2%, batch 8
-// +0.8% (ABAB, ab_lean_policy_native_fp8_h200_2026-12-06.json).
-__device__ __forceinline__ uint64_t weight_l2_policy(bool evict_first) {
-  uint64_t first, normal;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
-  asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(normal));
-  return evict_first ? first : normal;
-}
-
-// 16 weight bytes a lane streams: read once (no L1 allocation), the L2 fetching the whole 128-byte
-// line so the next window of the row is an L2 hit, under the L2 policy `pol`. Volatile: the issue
-// order is the prefetch.
-__device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, uint64_t pol) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-}
 
 // TILES: column groups per warp (LeanGemvShape::tiles), a template parameter so that one-tile
 // launches (dense batch 1) keep the registers of 3 resident CTAs per SM (80); with 3 windows in

@@ -87,7 +87,7 @@ LinearOptions CudaOps::prequantise(const TensorView& x, int block) {
   static const bool on = k::env_switch("DEEPINFER_GEMM_PREQUANT");
   if (!on || block <= 0) return {block};
   fp8_fake_quant(x, x.shape[x.rank - 1], block);
-  return {};
+  return {0, block};
 }
 
 void CudaOps::take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) {
@@ -265,6 +265,7 @@ void CudaOps::set_gemm_activations(k::GemmParams& p, const TensorView& x, int bl
     p.a_f32 = x.dtype == DType::kF32;
   } else {
     p.A = activations_bf16(x, block).data;
+    p.a_fp8_block = block;  // quantised when block > 0
   }
 }
 

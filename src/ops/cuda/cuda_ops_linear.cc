@@ -114,6 +114,7 @@ void CudaOps::linear_impl(const TensorView& x, const LinearWeight& w, const Tens
   p.C = y.data;
   p.c_bf16 = act_type(y) == k::ActType::kBF16;
   set_gemm_activations(p, x, options.act_quant_block);
+  if (options.act_quant_block == 0) p.a_fp8_block = options.act_fp8_block;
   attach_gemm_workspace(p);
   DI_LAUNCH(k::launch_dequant_gemm(p, stream_));
 }

@@ -16,6 +16,7 @@
 #include "kernels/gemm/lean_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
+#include "ops/cuda/launch_fp8_gemm.h"
 #include "ops/cuda/launch_packed_gemm.h"
 
 namespace deepinfer::kernels {
@@ -645,6 +646,7 @@ int64_t gemm_staging_bytes(const GemmParams& p) {
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
+  if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return 0;  // folds its sub-ranges in a cluster
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
   if (PackedExpertPlan plan; packed_expert_plan(p, plan) && plan.tile_rows != kPackRows) return 0;  // in registers
   switch (gemm_path(p)) {
@@ -680,6 +682,7 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (PackedExpertPlan plan;
       experts && p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_experts(p, plan, s);
+  if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return launch_fp8_gemv(p, fp8, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, s);

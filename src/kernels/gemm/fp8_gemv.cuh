@@ -1,0 +1,208 @@
+// FP8-operand decode GEMM: dense FP8 weights (128 x 128 UE8M0 blocks) x FP8-quantised activations
+// (<= 8 rows), on Hopper's FP8 tensor cores — reachable only through wgmma (mma.sync with E4M3
+// operands compiles to E4M3->F16 conversions and F16 HMMA: session 44, docs/cuda.md "The
+// FP8-operand route"). The weights need no decode: the 16-byte loads the lean kernel streams go
+// straight into wgmma's A registers.
+//
+// The FP8 order (what every kernel of this order computes, for C[m][n] = sum_k A[m][k] W[n][k]):
+//   * K in the canonical sub-ranges of gemm_common.cuh (P = min(8, ceil(K / 512)) of R each);
+//     total = ((0 + s_0) + s_1) + ... in F32;
+//   * s_p = ((0 + b_0) + b_1) + ... over the sub-range's 128-input blocks, b = fmaf(part, sw * sa,
+//     running sum) with sw the weight block's scale and sa the activation row's block scale;
+//   * part = one wgmma chain of four k32 steps from zero over the block's E4M3 codes (F32
+//     accumulation inside the tensor core; tools/device/probes/wgmma_fp8_probe.cu: the register-A
+//     m64n8k32 and shared-memory m64n128k32 forms give the same bits, so large-M kernels can
+//     join this order), k permuted within each 64-input window as below (both operands alike);
+//   * activation codes: each 128-block of a row re-derived from its quantised values (scale
+//     2^ceil(log2(max(amax, 1e-4) / 448)) of the quantised block, codes exact), so a row gives the
+//     same codes whether its producer or this kernel quantised it (a_quant_block).
+// Geometry (fp8_gemv_plan.h): CTA = one warpgroup, 64 output columns (wgmma's M: weight rows) x
+// one sub-range; the P CTAs of a column tile are a cluster, and rank 0 folds their sums, pushed
+// into its shared memory. Lane (warp w, g = lane / 4, c = lane % 4) streams rows 16 w + g and
+// 16 w + g + 8, bytes [16 c, 16 c + 16) of each 64-byte window: word 2 s + h of that run is the
+// a0 / a1 (h = 0) or a2 / a3 (h = 1) operand of the window's step s, i.e. physical input
+// 16 c + 8 s + 4 h + j is logical k 16 h + 4 c + j of step s. The activations are staged as
+// E4M3 in that permuted order, per k32 step one 8 x 32 K-major B operand (two 8 x 16 core
+// matrices, LBO 128).
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include "kernels/common/cluster_utils.cuh"
+#include "kernels/common/wgmma_utils.cuh"
+#include "kernels/gemm/fp8_gemv_plan.h"
+#include "kernels/gemm/gemm_common.cuh"
+#include "kernels/gemm/weight_loads.cuh"
+
+namespace deepinfer::kernels {
+
+// D[64 x 8] (+)= A[64 x 32] (registers, E4M3) B[32 x 8] (shared memory, E4M3, descriptor).
+__device__ __forceinline__ void wgmma_m64n8k32_e4m3_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t b_desc,
+                                                       bool accumulate) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+#endif
+}
+
+__device__ __forceinline__ uint32_t e4m3_code(float x) {
+  return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+__device__ __forceinline__ float half_warp_max(float v) {
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Byte offset of physical input k (within a sub-range) of activation row n in the staged operand.
+__device__ __forceinline__ int fp8_stage_offset(int k, int n) {
+  const int win = k >> 6, pw = k & 63, c = pw >> 4, s = (pw >> 3) & 1, h = (pw >> 2) & 1;
+  return (2 * win + s) * 256 + h * 128 + n * 16 + 4 * c + (k & 3);
+}
+
+// NB: 128-input blocks in flight per lane (four 16-byte loads each).
+template <int NB>
+__global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
+  __shared__ __align__(128) uint8_t sB[kFp8GemvMaxBlocks * 4 * 256];             // [step][8 x 32] E4M3
+  __shared__ float s_scale[kFp8GemvMaxRows][kFp8GemvMaxBlocks];                     // activation scales
+  __shared__ __align__(16) float red[8][kFp8GemvCols][kFp8GemvMaxRows];             // rank 0: [sub][col][row]
+
+  griddep_launch_dependents();
+  cluster_arrive();  // barrier 1 (waited before the pushes): every CTA of the cluster has started
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int sub = static_cast<int>(blockIdx.x) % sh.P;  // = the cluster rank
+  const int tile = static_cast<int>(blockIdx.x) / sh.P;
+  const int set = p.n_sets > 1 && tile >= sh.tiles0 ? 1 : 0;
+  const WeightDesc& w = set == 0 ? p.w : p.w1;
+  const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
+  const int64_t n0 = static_cast<int64_t>(tile - set * sh.tiles0) * kFp8GemvCols;
+  const int k0 = sub * sh.R;
+  const int nblk = min(sh.R, static_cast<int>(p.K) - k0) / kFp8GemvBlock;
+
+  // The lane's two weight rows (past N: row N - 1, outputs dropped), at its 16 bytes of a window.
+  const int64_t r0 = min64(n0 + 16 * warp + g, N - 1), r1 = min64(n0 + 16 * warp + g + 8, N - 1);
+  const uint8_t* wr0 = w.w + r0 * w.row_bytes + k0 + 16 * c;
+  const uint8_t* wr1 = w.w + r1 * w.row_bytes + k0 + 16 * c;
+  const uint64_t pol = weight_l2_policy(true);
+  uint4 buf[NB][4];  // block slot: row 0 window 0, row 1 window 0, row 0 window 1, row 1 window 1
+  auto load = [&](int slot, int b) {
+    const int off = b * kFp8GemvBlock;
+    buf[slot][0] = ldg_weight16(wr0 + off, pol);
+    buf[slot][1] = ldg_weight16(wr1 + off, pol);
+    buf[slot][2] = ldg_weight16(wr0 + off + 64, pol);
+    buf[slot][3] = ldg_weight16(wr1 + off + 64, pol);
+  };
+#pragma unroll
+  for (int b = 0; b < NB; ++b)
+    if (b < nblk) load(b, b);
+  // Weight scale of block b in lane b (the tile's 64 columns lie in one block of outputs).
+  float my_sw = 0.0f;
+  if (lane < nblk) my_sw = e8m0_to_f32(w.scale[(n0 >> sh.out_shift) * w.scale_cols + (k0 >> 7) + lane]);
+
+  griddep_wait();  // the activations come from the previous kernel
+  // Staging: item i = (row r, block b, chunk q of 8 inputs); a half-warp holds one (r, b).
+  const int M = static_cast<int>(p.M);
+  for (int i = threadIdx.x; i < kFp8GemvMaxRows * nblk * 16; i += 128) {
+    const int q = i & 15, rb = i >> 4, r = rb / nblk, b = rb - r * nblk;
+    const int k = b * kFp8GemvBlock + 8 * q;  // within the sub-range
+    float v[8];
+    if (r < M) {
+      const int64_t off = r * p.lda + k0 + k;
+      if (p.a_f32) {
+        const float4* src = reinterpret_cast<const float4*>(static_cast<const float*>(p.A) + off);
+        const float4 x0 = src[0], x1 = src[1];
+        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
+      } else {
+        const uint4 x = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) + off);
+        const uint32_t u[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          v[2 * j] = __uint_as_float(u[j] << 16);
+          v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = 0.0f;
+    }
+    float amax = 0.0f;
+    if (p.a_quant_block > 0) {  // raw rows: quantised as act_quant_bf16 would
+#pragma unroll
+      for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
+      const float s = act_quant_scale(half_warp_max(amax));
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = act_quant_value(v[j], s);
+      amax = 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
+    const float s = act_quant_scale(half_warp_max(amax)), inv = __frcp_rn(s);
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      lo |= e4m3_code(v[j] * inv) << (8 * j);
+      hi |= e4m3_code(v[4 + j] * inv) << (8 * j);
+    }
+    const int o = fp8_stage_offset(k, r);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
+    *reinterpret_cast<uint32_t*>(sB + o) = lo;
+    *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;
+    if (q == 0) s_scale[r][b] = s;
+  }
+  fence_proxy_async();  // the codes are read by wgmma (the async proxy)
+  __syncthreads();
+
+  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // the sub-range sum: rows 16 w + g (+ 8), tokens 2c, 2c + 1
+#pragma unroll
+  for (int b = 0; b < kFp8GemvMaxBlocks; ++b) {
+    if (b >= nblk) break;
+    constexpr int kSlots = NB;
+    const int slot = b % kSlots;
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    wgmma_fence();
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+      const int h = st >> 1, s = st & 1;  // window, step within it
+      const uint4& x0 = buf[slot][2 * h];
+      const uint4& x1 = buf[slot][2 * h + 1];
+      const uint32_t a[4] = {s ? x0.z : x0.x, s ? x1.z : x1.x, s ? x0.w : x0.y, s ? x1.w : x1.y};
+      wgmma_m64n8k32_e4m3_rs(part, a, wgmma_desc(sB + (4 * b + st) * 256, 128, 256), st > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(part);
+    if (b + NB < nblk) load(slot, b + NB);
+    const float sw = __shfl_sync(0xffffffffu, my_sw, b);
+    const float s0 = sw * s_scale[2 * c][b], s1 = sw * s_scale[2 * c + 1][b];
+    sum[0] = fmaf(part[0], s0, sum[0]);
+    sum[1] = fmaf(part[1], s1, sum[1]);
+    sum[2] = fmaf(part[2], s0, sum[2]);
+    sum[3] = fmaf(part[3], s1, sum[3]);
+  }
+
+  // The fold in rank 0: every CTA pushes its sums into rank 0's red[sub], then rank 0 adds them
+  // in sub-range order.
+  cluster_wait();  // barrier 1
+  const int row = 16 * warp + g;
+  cluster_store_f2(cluster_map(&red[sub][row][2 * c], 0), sum[0], sum[1]);
+  cluster_store_f2(cluster_map(&red[sub][row + 8][2 * c], 0), sum[2], sum[3]);
+  cluster_arrive();
+  cluster_wait();  // barrier 2: every sum is in rank 0
+  if (sub != 0) return;
+  void* const C = set == 0 ? p.C : p.C1;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int col = row + (e >= 2 ? 8 : 0), m = 2 * c + (e & 1);
+    const int64_t n = n0 + col;
+    if (n >= N || m >= M) continue;
+    float total = 0.0f;
+    for (int q = 0; q < sh.P; ++q) total += red[q][col][m];
+    store_out(C, p.c_bf16, m * ldc + n, total);
+  }
+}
+
+}  // namespace deepinfer::kernels

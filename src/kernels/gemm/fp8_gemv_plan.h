@@ -1,0 +1,55 @@
+// Launch geometry of the FP8-operand decode GEMM (fp8_gemv.cuh), as plain C++ (tested on the CPU).
+// One CTA = one warpgroup = 64 output columns of one weight set x one canonical K sub-range; the P
+// CTAs of a column tile form a cluster (consecutive x), whose rank 0 folds the sub-range sums.
+// The launcher (launch_gemm.cu) checks what this cannot see (formats, alignment, the knob) and
+// asks here whether the shape fits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm/canonical_k.h"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kFp8GemvCols = 64;       // output columns per CTA (wgmma's M)
+inline constexpr int kFp8GemvMaxRows = 8;     // activation rows (wgmma's N)
+inline constexpr int kFp8GemvMaxBlocks = 8;   // 128-input blocks per sub-range (R <= 1024)
+inline constexpr int kFp8GemvBlock = 128;     // the promotion block: weights' and activations' scale block
+
+struct Fp8GemvShape {
+  int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one CTA each, P = cluster size
+  int tiles0 = 0;      // column tiles of weight set 0 (set 1's follow)
+  int out_shift = 0;   // log2 of the weights' scale block of outputs (>= 64 rows)
+};
+
+struct Fp8GemvDims {
+  int64_t rows = 0;         // M
+  int64_t N = 0, N1 = 0;    // columns of weight set 0 and 1 (N1 = 0: one set)
+  int64_t K = 0;
+  int block_in = 0, block_out = 0;  // the weights' scale blocks (both sets)
+};
+
+struct Fp8GemvPlan {
+  Fp8GemvShape shape;
+  int64_t grid_x = 0;  // tiles x P
+};
+
+inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
+  plan = Fp8GemvPlan{};
+  if (d.rows < 1 || d.rows > kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock) return false;
+  if (d.K % kFp8GemvBlock != 0 || d.K > (int64_t{1} << 24)) return false;
+  // One weight scale per 128-input block, one per column tile: block_in 128, block_out a power of
+  // two >= 64 (V4's 128 x 128).
+  if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
+  Fp8GemvShape& sh = plan.shape;
+  sh.R = static_cast<int>(gemm_subrange(d.K));
+  sh.P = gemm_n_subranges(d.K);
+  if (sh.R / kFp8GemvBlock > kFp8GemvMaxBlocks || sh.P > 8) return false;  // 8: the portable cluster size
+  sh.tiles0 = static_cast<int>((d.N + kFp8GemvCols - 1) / kFp8GemvCols);
+  const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
+  sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
+  plan.grid_x = (sh.tiles0 + tiles1) * sh.P;
+  return true;
+}
+
+}  // namespace deepinfer::kernels

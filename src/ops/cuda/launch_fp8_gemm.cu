@@ -1,0 +1,51 @@
+// Launchers of the FP8-order GEMM kernels (fp8_gemv.cuh).
+#include "kernels/common/env_knob.h"
+#include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/fp8_gemv.cuh"
+#include "ops/cuda/launch_fp8_gemm.h"
+
+namespace deepinfer::kernels {
+namespace {
+
+bool fp8_order_enabled() {
+#ifndef DI_CUDA_WGMMA
+  return false;
+#else
+  static const bool on = env_tristate("DEEPINFER_GEMM_FP8_ORDER") == 1 && device_cc_major() == 9;
+  return on;
+#endif
+}
+
+bool fp8_weight_ok(const WeightDesc& w) {
+  return w.fmt == WeightFmt::kFp8Block && !w.scale_f32 && w.packed == nullptr && w.row_bytes % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
+}
+
+}  // namespace
+
+bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
+  if (!fp8_order_enabled() || p.experts != nullptr || p.n_groups != 1) return false;
+  if (p.a_quant_block != kFp8GemvBlock && p.a_fp8_block != kFp8GemvBlock) return false;
+  if (!fp8_weight_ok(p.w) || (p.n_sets > 1 && !fp8_weight_ok(p.w1))) return false;
+  if (p.n_sets > 1 && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out)) return false;
+  // The staging's vector loads: 8 BF16 or 8 F32 (two 16-byte loads) per chunk.
+  const int vec = p.a_f32 && p.a_quant_block > 0 ? 4 : 8;
+  if (p.lda % vec != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
+  Fp8GemvDims d;
+  d.rows = p.M;
+  d.N = p.N;
+  d.N1 = p.n_sets > 1 ? p.N1 : 0;
+  d.K = p.K;
+  d.block_in = p.w.block_in;
+  d.block_out = p.w.block_out;
+  return plan_fp8_gemv(d, plan);
+}
+
+cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s) {
+  if (plan.grid_x == 0) return cudaSuccess;
+  const cudaError_t e = launch_pdl_cluster(fp8_gemv_kernel<4>, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
+                                           static_cast<unsigned>(plan.shape.P), p, plan.shape);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,21 @@
+// The FP8-order GEMM launchers (launch_fp8_gemm.cu), for launch_gemm.cu: which launches take the
+// FP8 order (fp8_gemv.cuh: FP8 weights x FP8 activation codes on wgmma, per-128-block promotion).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/gemm/fp8_gemv_plan.h"
+#include "kernels/launch.h"
+
+namespace deepinfer::kernels {
+
+// The plan of p when it takes the FP8-order decode kernel: DEEPINFER_GEMM_FP8_ORDER=1 (default
+// off: the large-M kernels do not share the order yet, so with it on a row's FP8 projections
+// differ between batches of <= 8 rows and larger ones), a Hopper build, a dense ungrouped launch
+// of FP8 weights (UE8M0 128 x 128 blocks, 16-byte aligned rows) whose activations are FP8-quantised
+// per 128 columns (a_quant_block or a_fp8_block) in 16-byte aligned rows, shape per plan_fp8_gemv.
+bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan);
+// Launches it (clusters of plan.shape.P CTAs).
+cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s);
+
+}  // namespace deepinfer::kernels

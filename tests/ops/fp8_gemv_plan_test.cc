@@ -1,0 +1,69 @@
+// The FP8-operand decode GEMM's launch geometry (src/kernels/gemm/fp8_gemv_plan.h) without a GPU:
+// the CTAs for V4-Flash's decode projections (a cluster of one CTA per canonical K sub-range per
+// 64-column tile), and the launches it must refuse (the kernel's staging and scale reads assume
+// them away).
+#include "kernels/gemm/fp8_gemv_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace deepinfer::kernels {
+namespace {
+
+Fp8GemvDims dense(int64_t rows, int64_t N, int64_t K, int64_t N1 = 0) {
+  Fp8GemvDims d;
+  d.rows = rows, d.N = N, d.N1 = N1, d.K = K;
+  d.block_in = d.block_out = 128;
+  return d;
+}
+
+TEST(Fp8GemvPlanTest, DecodeProjectionsOfV4Flash) {
+  Fp8GemvPlan plan;
+  // wo_b (8192 -> 4096): eight sub-ranges of 1,024 inputs (eight promotion blocks each).
+  ASSERT_TRUE(plan_fp8_gemv(dense(1, 4096, 8192), plan));
+  EXPECT_EQ(plan.shape.R, 1024);
+  EXPECT_EQ(plan.shape.P, 8);
+  EXPECT_EQ(plan.shape.tiles0, 64);
+  EXPECT_EQ(plan.grid_x, 64 * 8);
+  EXPECT_EQ(plan.shape.out_shift, 7);
+  // wq_a + wkv as one pair (4096 -> 1024 and 4096 -> 512): set 1's tiles follow set 0's.
+  ASSERT_TRUE(plan_fp8_gemv(dense(8, 1024, 4096, 512), plan));
+  EXPECT_EQ(plan.shape.R, 512);
+  EXPECT_EQ(plan.shape.P, 8);
+  EXPECT_EQ(plan.shape.tiles0, 16);
+  EXPECT_EQ(plan.grid_x, (16 + 8) * 8);
+  // wq_b (1024 -> 32768): two sub-ranges.
+  ASSERT_TRUE(plan_fp8_gemv(dense(1, 32768, 1024), plan));
+  EXPECT_EQ(plan.shape.P, 2);
+  EXPECT_EQ(plan.grid_x, 512 * 2);
+  // A ragged last sub-range: K = 7168 is eight of 896 (seven blocks each); a partial column tile.
+  ASSERT_TRUE(plan_fp8_gemv(dense(3, 200, 7168), plan));
+  EXPECT_EQ(plan.shape.R, 896);
+  EXPECT_EQ(plan.shape.P, 8);
+  EXPECT_EQ(plan.shape.tiles0, 4);
+  // One sub-range: a cluster of one.
+  ASSERT_TRUE(plan_fp8_gemv(dense(1, 64, 128), plan));
+  EXPECT_EQ(plan.shape.P, 1);
+  EXPECT_EQ(plan.grid_x, 1);
+}
+
+TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {
+  Fp8GemvPlan plan;
+  EXPECT_FALSE(plan_fp8_gemv(dense(9, 4096, 4096), plan));   // more rows than wgmma's N = 8
+  EXPECT_FALSE(plan_fp8_gemv(dense(0, 4096, 4096), plan));
+  EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 4000), plan));   // K not whole promotion blocks
+  EXPECT_FALSE(plan_fp8_gemv(dense(1, 0, 4096), plan));
+  EXPECT_EQ(plan.grid_x, 0);  // nothing of an earlier plan carries over
+  Fp8GemvDims d = dense(1, 4096, 4096);
+  d.block_in = 64;  // a scale per 64 inputs: two per promotion block
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
+  d = dense(1, 4096, 4096);
+  d.block_out = 32;  // a 64-column tile would span two scale rows
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
+  d.block_out = 192;  // not a power of two
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
+  // Sub-ranges beyond eight blocks (R > 1024) never occur: K = 16384 gives R = 2048.
+  EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 16384), plan));
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels
