@@ -53,11 +53,6 @@ __device__ __forceinline__ void wgmma_m64n8k32_e4m3_rs(float (&d)[4], const uint
 __device__ __forceinline__ uint32_t e4m3_code(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
-__device__ __forceinline__ float half_warp_max(float v) {
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 // Byte offset of physical input k (within a sub-range) of activation row n in the staged operand.
 __device__ __forceinline__ int fp8_stage_offset(int k, int n) {
@@ -105,43 +100,46 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   if (lane < nblk) my_sw = e8m0_to_f32(w.scale[(n0 >> sh.out_shift) * w.scale_cols + (k0 >> 7) + lane]);
 
   griddep_wait();  // the activations come from the previous kernel
-  // Staging: item i = (row r, block b, chunk q of 8 inputs); a half-warp holds one (r, b).
+  // Staging: item i = (row r < M, block b, chunk q of 8 inputs); a half-warp holds one (r, b).
+  // The rows past M (wgmma's N is 8) are zeros, written as 16-byte runs.
   const int M = static_cast<int>(p.M);
-  for (int i = threadIdx.x; i < kFp8GemvMaxRows * nblk * 16; i += 128) {
+  for (int i = threadIdx.x; i < (kFp8GemvMaxRows - M) * 8 * nblk; i += 128) {
+    const int n = M + i % (kFp8GemvMaxRows - M), step_half = i / (kFp8GemvMaxRows - M);
+    *reinterpret_cast<uint4*>(sB + (step_half >> 1) * 256 + (step_half & 1) * 128 + n * 16) = make_uint4(0, 0, 0, 0);
+  }
+  if (threadIdx.x < kFp8GemvMaxRows * kFp8GemvMaxBlocks && static_cast<int>(threadIdx.x) / kFp8GemvMaxBlocks >= M)
+    s_scale[threadIdx.x / kFp8GemvMaxBlocks][threadIdx.x % kFp8GemvMaxBlocks] = 0.0f;
+  const uint32_t half = 0xffffu << (threadIdx.x & 16);
+  for (int i = threadIdx.x; i < M * nblk * 16; i += 128) {
     const int q = i & 15, rb = i >> 4, r = rb / nblk, b = rb - r * nblk;
     const int k = b * kFp8GemvBlock + 8 * q;  // within the sub-range
+    const int64_t off = r * p.lda + k0 + k;
     float v[8];
-    if (r < M) {
-      const int64_t off = r * p.lda + k0 + k;
-      if (p.a_f32) {
-        const float4* src = reinterpret_cast<const float4*>(static_cast<const float*>(p.A) + off);
-        const float4 x0 = src[0], x1 = src[1];
-        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
-      } else {
-        const uint4 x = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) + off);
-        const uint32_t u[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          v[2 * j] = __uint_as_float(u[j] << 16);
-          v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-        }
-      }
+    if (p.a_f32) {
+      const float4* src = reinterpret_cast<const float4*>(static_cast<const float*>(p.A) + off);
+      const float4 x0 = src[0], x1 = src[1];
+      v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
     } else {
+      const uint4 x = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) + off);
+      const uint32_t u[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = 0.0f;
+      for (int j = 0; j < 4; ++j) {
+        v[2 * j] = __uint_as_float(u[j] << 16);
+        v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+      }
     }
     float amax = 0.0f;
-    if (p.a_quant_block > 0) {  // raw rows: quantised as act_quant_bf16 would
-#pragma unroll
-      for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
-      const float s = act_quant_scale(half_warp_max(amax));
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = act_quant_value(v[j], s);
-      amax = 0.0f;
-    }
 #pragma unroll
     for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
-    const float s = act_quant_scale(half_warp_max(amax)), inv = __frcp_rn(s);
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+    if (p.a_quant_block > 0) {  // raw rows: quantised as act_quant_bf16 would ...
+      const float s = act_quant_scale(amax);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = act_quant_value(v[j], s);
+      amax = act_quant_value(amax, s);  // ... whose largest magnitude is the block's quantised
+    }
+    const float s = act_quant_scale(amax), inv = __frcp_rn(s);  // the quantised block's own scale
     uint32_t lo = 0, hi = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
