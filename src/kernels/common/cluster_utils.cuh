@@ -34,6 +34,15 @@ __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 #endif
 }
+// The same arrival without release semantics (no memory fence): a barrier that orders no memory,
+// such as "every CTA of the cluster has started" before the first remote store.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#ifdef DEEPINFER_NO_CLUSTERS
+  __trap();
+#else
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
 // ... and waits for all of them (acquire: their writes are visible after it).
 __device__ __forceinline__ void cluster_wait() {
 #ifdef DEEPINFER_NO_CLUSTERS

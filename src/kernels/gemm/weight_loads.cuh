@@ -29,4 +29,17 @@ __device__ __forceinline__ uint4 ldg_weight16(const uint8_t* p, uint64_t pol) {
   return v;
 }
 
+// The same load into v only when `pred` (v keeps its value otherwise). Predicated inside the asm,
+// with v read and written in place: a conditional C++ load into a register array made ptxas load
+// into temporaries and merge them with predicated moves right after the issue — moves that wait
+// for the data, so the kernel stalled on its weight loads before doing anything else (fp8_gemv's
+// prologue, ncu on the H100).
+__device__ __forceinline__ void ldg_weight16_if(uint4& v, const uint8_t* p, uint64_t pol, bool pred) {
+  asm volatile(
+      "{\n.reg .pred q;\nsetp.ne.b32 q, %5, 0;\n"
+      "@q ld.global.nc.L1::no_allocate.L2::cache_hint.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4], %6;\n}\n"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "l"(p), "r"(static_cast<int>(pred)), "l"(pol));
+}
+
 }  // namespace deepinfer::kernels
