@@ -137,8 +137,11 @@ job DEEPINFER_CUDA_ONE_UPLOAD=0 .carry/bin/cuda_model_test --gtest_filter='*Grap
 job DEEPINFER_CUDA_COPY_STREAMS=0 .carry/bin/cuda_model_test --gtest_filter='*Engine*:*Graph*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # The FP8-operand decode kernel (experimental, off by default: fp8_gemv.cuh) on the GEMM tests that
-# stay within batches of <= 8 rows or compare with tolerances (its own test runs only here).
-job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*'
+# stay within batches of <= 8 rows or compare with tolerances (its own test runs only here). Not
+# LinearMatchesCpuForEveryFormatAndShape: its F32-output bound (1e-5 of the CPU reference) is the
+# BF16 order's; the FP8 order's tensor-core accumulation is ~1e-4 of sum |products| off the exact
+# sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
+job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0
