@@ -23,6 +23,7 @@ TEST(Fp8GemvPlanTest, DecodeProjectionsOfV4Flash) {
   EXPECT_EQ(plan.shape.R, 1024);
   EXPECT_EQ(plan.shape.P, 8);
   EXPECT_EQ(plan.shape.tiles0, 64);
+  EXPECT_EQ(plan.shape.groups0, 64);
   EXPECT_EQ(plan.grid_x, 64 * 8);
   EXPECT_EQ(plan.shape.out_shift, 7);
   // wq_a + wkv as one pair (4096 -> 1024 and 4096 -> 512): set 1's tiles follow set 0's.
@@ -44,6 +45,21 @@ TEST(Fp8GemvPlanTest, DecodeProjectionsOfV4Flash) {
   ASSERT_TRUE(plan_fp8_gemv(dense(1, 64, 128), plan));
   EXPECT_EQ(plan.shape.P, 1);
   EXPECT_EQ(plan.grid_x, 1);
+}
+
+TEST(Fp8GemvPlanTest, TwoTilesPerCtaHalveTheTileGroupsOfEachSet) {
+  Fp8GemvPlan plan;
+  Fp8GemvDims d = dense(1, 1024, 4096, 576);  // 16 tiles of set 0, 9 of set 1 (the last partial)
+  d.tiles = 2;
+  ASSERT_TRUE(plan_fp8_gemv(d, plan));
+  EXPECT_EQ(plan.shape.tiles, 2);
+  EXPECT_EQ(plan.shape.tiles0, 16);
+  EXPECT_EQ(plan.shape.groups0, 8);
+  EXPECT_EQ(plan.grid_x, (8 + 5) * 8);  // set 1: 9 tiles in 5 groups, the last of one tile
+  d.tiles = 3;
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
+  d.tiles = 0;
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
 }
 
 TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {

@@ -60,12 +60,13 @@ __device__ __forceinline__ int fp8_stage_offset(int k, int n) {
   return (2 * win + s) * 256 + h * 128 + n * 16 + 4 * c + (k & 3);
 }
 
-// NB: 128-input blocks in flight per lane (four 16-byte loads each).
-template <int NB>
+// NB: 128-input blocks in flight per lane (four 16-byte loads each), a ring continuing across the
+// CTA's column tiles; T: column tiles per CTA (Fp8GemvShape::tiles).
+template <int NB, int T>
 __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
   __shared__ __align__(128) uint8_t sB[kFp8GemvMaxBlocks * 4 * 256];             // [step][8 x 32] E4M3
   __shared__ float s_scale[kFp8GemvMaxRows][kFp8GemvMaxBlocks];                     // activation scales
-  __shared__ __align__(16) float red[8][kFp8GemvCols][kFp8GemvMaxRows];             // rank 0: [sub][col][row]
+  __shared__ __align__(16) float red[T][8][kFp8GemvCols][kFp8GemvMaxRows];          // rank 0: [tile][sub][col][row]
 
   griddep_launch_dependents();
   // Barrier 1 (waited before the pushes): every CTA of the cluster has started. Relaxed: a release
@@ -73,35 +74,56 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   cluster_arrive_relaxed();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int sub = static_cast<int>(blockIdx.x) % sh.P;  // = the cluster rank
-  const int tile = static_cast<int>(blockIdx.x) / sh.P;
-  const int set = p.n_sets > 1 && tile >= sh.tiles0 ? 1 : 0;
+  const int group = static_cast<int>(blockIdx.x) / sh.P;
+  const int set = p.n_sets > 1 && group >= sh.groups0 ? 1 : 0;
   const WeightDesc& w = set == 0 ? p.w : p.w1;
   const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
-  const int64_t n0 = static_cast<int64_t>(tile - set * sh.tiles0) * kFp8GemvCols;
+  const int64_t n0 = static_cast<int64_t>(group - set * sh.groups0) * T * kFp8GemvCols;  // first tile's column
+  const int nt = T == 1 ? 1 : static_cast<int>(min64(T, (N - n0 + kFp8GemvCols - 1) / kFp8GemvCols));
   const int k0 = sub * sh.R;
   const int nblk = min(sh.R, static_cast<int>(p.K) - k0) / kFp8GemvBlock;
+  const int total = nt * nblk;  // blocks the CTA streams: tile f / nblk, block f % nblk
 
-  // The lane's two weight rows (past N: row N - 1, outputs dropped), at its 16 bytes of a window.
-  const int64_t r0 = min64(n0 + 16 * warp + g, N - 1), r1 = min64(n0 + 16 * warp + g + 8, N - 1);
-  const uint8_t* wr0 = w.w + r0 * w.row_bytes + k0 + 16 * c;
-  const uint8_t* wr1 = w.w + r1 * w.row_bytes + k0 + 16 * c;
+  // The lane's two weight rows of each tile (past N: row N - 1, outputs dropped), at its 16 bytes
+  // of a window.
+  const uint8_t* wr[T][2];
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    const int64_t r0 = min64(n0 + t * kFp8GemvCols + 16 * warp + g, N - 1);
+    const int64_t r1 = min64(n0 + t * kFp8GemvCols + 16 * warp + g + 8, N - 1);
+    wr[t][0] = w.w + r0 * w.row_bytes + k0 + 16 * c;
+    wr[t][1] = w.w + r1 * w.row_bytes + k0 + 16 * c;
+  }
   const uint64_t pol = weight_l2_policy(true);
   uint4 buf[NB][4];  // block slot: row 0 window 0, row 1 window 0, row 0 window 1, row 1 window 1
-  // Block b into a slot when `pred` (warp-uniform), predicated inside the loads (ldg_weight16_if).
-  auto load = [&](int slot, int b, bool pred) {
-    const int off = b * kFp8GemvBlock;
-    ldg_weight16_if(buf[slot][0], wr0 + off, pol, pred);
-    ldg_weight16_if(buf[slot][1], wr1 + off, pol, pred);
-    ldg_weight16_if(buf[slot][2], wr0 + off + 64, pol, pred);
-    ldg_weight16_if(buf[slot][3], wr1 + off + 64, pol, pred);
+  // The load cursor (tile lt, block lb): the next block into a slot when `pred` (warp-uniform),
+  // predicated inside the loads (ldg_weight16_if); the cursor advances either way.
+  int lt = 0, lb = 0;
+  auto load = [&](int slot, bool pred) {
+    const uint8_t* q0 = T == 1 || lt == 0 ? wr[0][0] : wr[T - 1][0];
+    const uint8_t* q1 = T == 1 || lt == 0 ? wr[0][1] : wr[T - 1][1];
+    const int off = lb * kFp8GemvBlock;
+    ldg_weight16_if(buf[slot][0], q0 + off, pol, pred);
+    ldg_weight16_if(buf[slot][1], q1 + off, pol, pred);
+    ldg_weight16_if(buf[slot][2], q0 + off + 64, pol, pred);
+    ldg_weight16_if(buf[slot][3], q1 + off + 64, pol, pred);
+    if (++lb == nblk) lb = 0, lt = min(lt + 1, T - 1);
   };
-  // The first NB blocks, unconditionally (a short sub-range reloads its last block: L2 hits), so
-  // the loads write the slots directly.
+  // The first NB blocks, unconditionally (a short stream reloads its last block: L2 hits), so the
+  // loads write the slots directly.
 #pragma unroll
-  for (int b = 0; b < NB; ++b) load(b, min(b, nblk - 1), true);
-  // Weight scale of block b in lane b (the tile's 64 columns lie in one block of outputs).
+  for (int f = 0; f < NB; ++f) {
+    if (f >= total) lt = (total - 1) / nblk, lb = (total - 1) % nblk;
+    load(f, true);
+  }
+  lt = NB / nblk < T ? NB / nblk : T - 1, lb = NB % nblk;  // the cursor at block NB
+  if (NB >= total) lt = T - 1, lb = 0;                      // (no further loads: predicated off)
+  // Weight scale of stream block f in lane f (a tile's 64 columns lie in one block of outputs).
   float my_sw = 0.0f;
-  if (lane < nblk) my_sw = e8m0_to_f32(w.scale[(n0 >> sh.out_shift) * w.scale_cols + (k0 >> 7) + lane]);
+  if (lane < total) {
+    const int t = lane / nblk, b = lane - t * nblk;
+    my_sw = e8m0_to_f32(w.scale[((n0 + t * kFp8GemvCols) >> sh.out_shift) * w.scale_cols + (k0 >> 7) + b]);
+  }
 
   griddep_wait();  // the activations come from the previous kernel
   // Staging: item i = (row r < M, block b, chunk q of 8 inputs); a half-warp holds one (r, b).
@@ -161,52 +183,61 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   // Each block's chain is waited for before the next is issued: ptxas serialises the wgmmas of a
   // form that waits for block b - 1 (wgmma.wait_group 1) with block b in flight and promotes its
   // partial meanwhile (C7514: accumulators read inside a pipeline stage), as DeepGEMM's
-  // per-block promotion also waits for every block.
-  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // the sub-range sum: rows 16 w + g (+ 8), tokens 2c, 2c + 1
-#pragma unroll
-  for (int b = 0; b < kFp8GemvMaxBlocks; ++b) {
-    if (b >= nblk) break;
-    const int slot = b % NB;
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    wgmma_fence();
-#pragma unroll
-    for (int st = 0; st < 4; ++st) {
-      const int h = st >> 1, s = st & 1;  // window, step within it
-      const uint4& x0 = buf[slot][2 * h];
-      const uint4& x1 = buf[slot][2 * h + 1];
-      const uint32_t a[4] = {s ? x0.z : x0.x, s ? x1.z : x1.x, s ? x0.w : x0.y, s ? x1.w : x1.y};
-      wgmma_m64n8k32_e4m3_rs(part, a, wgmma_desc(sB + (4 * b + st) * 256, 128, 256), st > 0);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operands(part);
-    load(slot, b + NB, b + NB < nblk);
-    const float sw = __shfl_sync(0xffffffffu, my_sw, b);
-    const float s0 = sw * s_scale[2 * c][b], s1 = sw * s_scale[2 * c + 1][b];
-    sum[0] = fmaf(part[0], s0, sum[0]);
-    sum[1] = fmaf(part[1], s1, sum[1]);
-    sum[2] = fmaf(part[2], s0, sum[2]);
-    sum[3] = fmaf(part[3], s1, sum[3]);
-  }
-
-  // The fold in rank 0: every CTA pushes its sums into rank 0's red[sub], then rank 0 adds them
-  // in sub-range order.
+  // per-block promotion also waits for every block. At the end of each tile its sums go to rank 0
+  // (barrier 1 first: every CTA of the cluster has started).
   cluster_wait();  // barrier 1
   const int row = 16 * warp + g;
-  cluster_store_f2(cluster_map(&red[sub][row][2 * c], 0), sum[0], sum[1]);
-  cluster_store_f2(cluster_map(&red[sub][row + 8][2 * c], 0), sum[2], sum[3]);
+  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // the sub-range sum: rows 16 w + g (+ 8), tokens 2c, 2c + 1
+  int ct = 0, cb = 0;                        // the block being computed: tile, block
+  for (int f0 = 0; f0 < total; f0 += NB) {
+#pragma unroll
+    for (int u = 0; u < NB; ++u) {
+      const int f = f0 + u;
+      if (f >= total) break;  // CTA-uniform
+      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      wgmma_fence();
+#pragma unroll
+      for (int st = 0; st < 4; ++st) {
+        const int h = st >> 1, s = st & 1;  // window, step within it
+        const uint4& x0 = buf[u][2 * h];
+        const uint4& x1 = buf[u][2 * h + 1];
+        const uint32_t a[4] = {s ? x0.z : x0.x, s ? x1.z : x1.x, s ? x0.w : x0.y, s ? x1.w : x1.y};
+        wgmma_m64n8k32_e4m3_rs(part, a, wgmma_desc(sB + (4 * cb + st) * 256, 128, 256), st > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(part);
+      load(u, f + NB < total);
+      const float sw = __shfl_sync(0xffffffffu, my_sw, f);
+      const float s0 = sw * s_scale[2 * c][cb], s1 = sw * s_scale[2 * c + 1][cb];
+      sum[0] = fmaf(part[0], s0, sum[0]);
+      sum[1] = fmaf(part[1], s1, sum[1]);
+      sum[2] = fmaf(part[2], s0, sum[2]);
+      sum[3] = fmaf(part[3], s1, sum[3]);
+      if (++cb == nblk) {  // the tile's sub-range sum is complete
+        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row][2 * c], 0), sum[0], sum[1]);
+        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row + 8][2 * c], 0), sum[2], sum[3]);
+        sum[0] = sum[1] = sum[2] = sum[3] = 0.0f;
+        cb = 0, ++ct;
+      }
+    }
+  }
+
+  // The fold in rank 0, in sub-range order.
   cluster_arrive();
   cluster_wait();  // barrier 2: every sum is in rank 0
   if (sub != 0) return;
   void* const C = set == 0 ? p.C : p.C1;
+  for (int t = 0; t < nt; ++t) {
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const int col = row + (e >= 2 ? 8 : 0), m = 2 * c + (e & 1);
-    const int64_t n = n0 + col;
-    if (n >= N || m >= M) continue;
-    float total = 0.0f;
-    for (int q = 0; q < sh.P; ++q) total += red[q][col][m];
-    store_out(C, p.c_bf16, m * ldc + n, total);
+    for (int e = 0; e < 4; ++e) {
+      const int col = row + (e >= 2 ? 8 : 0), m = 2 * c + (e & 1);
+      const int64_t n = n0 + t * kFp8GemvCols + col;
+      if (n >= N || m >= M) continue;
+      float total_sum = 0.0f;
+      for (int q = 0; q < sh.P; ++q) total_sum += red[t][q][col][m];
+      store_out(C, p.c_bf16, m * ldc + n, total_sum);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // Launch geometry of the FP8-operand decode GEMM (fp8_gemv.cuh), as plain C++ (tested on the CPU).
-// One CTA = one warpgroup = 64 output columns of one weight set x one canonical K sub-range; the P
-// CTAs of a column tile form a cluster (consecutive x), whose rank 0 folds the sub-range sums.
+// One CTA = one warpgroup = `tiles` column tiles of 64 output columns of one weight set (streamed in
+// turn) x one canonical K sub-range; the P CTAs of a tile group form a cluster (consecutive x), whose
+// rank 0 folds the sub-range sums.
 // The launcher (launch_gemm.cu) checks what this cannot see (formats, alignment, the knob) and
 // asks here whether the shape fits.
 #pragma once
@@ -15,10 +16,13 @@ inline constexpr int kFp8GemvCols = 64;       // output columns per CTA (wgmma's
 inline constexpr int kFp8GemvMaxRows = 8;     // activation rows (wgmma's N)
 inline constexpr int kFp8GemvMaxBlocks = 8;   // 128-input blocks per sub-range (R <= 1024)
 inline constexpr int kFp8GemvBlock = 128;     // the promotion block: weights' and activations' scale block
+inline constexpr int kFp8GemvMaxTiles = 2;    // column tiles per CTA
 
 struct Fp8GemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one CTA each, P = cluster size
-  int tiles0 = 0;      // column tiles of weight set 0 (set 1's follow)
+  int tiles = 1;       // column tiles each CTA streams in turn (1 or 2)
+  int tiles0 = 0;      // column tiles of weight set 0
+  int groups0 = 0;     // tile groups (CTAs along the tiles) of weight set 0 (set 1's follow)
   int out_shift = 0;   // log2 of the weights' scale block of outputs (>= 64 rows)
 };
 
@@ -27,11 +31,12 @@ struct Fp8GemvDims {
   int64_t N = 0, N1 = 0;    // columns of weight set 0 and 1 (N1 = 0: one set)
   int64_t K = 0;
   int block_in = 0, block_out = 0;  // the weights' scale blocks (both sets)
+  int tiles = 1;                    // column tiles per CTA asked for (1 or 2)
 };
 
 struct Fp8GemvPlan {
   Fp8GemvShape shape;
-  int64_t grid_x = 0;  // tiles x P
+  int64_t grid_x = 0;  // tile groups x P
 };
 
 inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
@@ -48,7 +53,10 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   sh.tiles0 = static_cast<int>((d.N + kFp8GemvCols - 1) / kFp8GemvCols);
   const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
-  plan.grid_x = (sh.tiles0 + tiles1) * sh.P;
+  if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles) return false;
+  sh.tiles = d.tiles;
+  sh.groups0 = (sh.tiles0 + sh.tiles - 1) / sh.tiles;
+  plan.grid_x = (sh.groups0 + (tiles1 + sh.tiles - 1) / sh.tiles) * sh.P;
   return true;
 }
 

@@ -16,6 +16,14 @@ bool fp8_order_enabled() {
 #endif
 }
 
+// Column tiles per CTA (DEEPINFER_GEMM_FP8_TILES = 1 (default) or 2; tuning, same bits): two halve
+// the CTAs, each streaming both tiles' weights through one register ring behind one staging and
+// one fold.
+int fp8_tiles() {
+  static const int n = env_int("DEEPINFER_GEMM_FP8_TILES", 1, {1, 2});
+  return n;
+}
+
 bool fp8_weight_ok(const WeightDesc& w) {
   return w.fmt == WeightFmt::kFp8Block && !w.scale_f32 && w.packed == nullptr && w.row_bytes % 16 == 0 &&
          reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
@@ -38,12 +46,14 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
   d.K = p.K;
   d.block_in = p.w.block_in;
   d.block_out = p.w.block_out;
+  d.tiles = fp8_tiles();
   return plan_fp8_gemv(d, plan);
 }
 
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s) {
   if (plan.grid_x == 0) return cudaSuccess;
-  const cudaError_t e = launch_pdl_cluster(fp8_gemv_kernel<4>, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
+  auto kernel = plan.shape.tiles == 2 ? fp8_gemv_kernel<4, 2> : fp8_gemv_kernel<4, 1>;
+  const cudaError_t e = launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
                                            static_cast<unsigned>(plan.shape.P), p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
