@@ -66,9 +66,7 @@ template <int NB, int T>
 __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
   __shared__ __align__(128) uint8_t sB[kFp8GemvMaxBlocks * 4 * 256];             // [step][8 x 32] E4M3
   __shared__ float s_scale[kFp8GemvMaxRows][kFp8GemvMaxBlocks];                     // activation scales
-  // Tile t's sub-range sums are folded by rank t % P, in its red[t / P][sub] (T <= 2 P: the plan).
-  constexpr int kLocal = T == 1 ? 1 : 2;
-  __shared__ __align__(16) float red[kLocal][8][kFp8GemvCols][kFp8GemvMaxRows];    // [local tile][sub][col][row]
+  __shared__ __align__(16) float red[T][8][kFp8GemvCols][kFp8GemvMaxRows];          // rank 0: [tile][sub][col][row]
 
   griddep_launch_dependents();
   // Barrier 1 (waited before the pushes): every CTA of the cluster has started. Relaxed: a release
@@ -102,11 +100,8 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   // predicated inside the loads (ldg_weight16_if); the cursor advances either way.
   int lt = 0, lb = 0;
   auto load = [&](int slot, bool pred) {
-    const uint8_t* q0 = wr[0][0];
-    const uint8_t* q1 = wr[0][1];
-#pragma unroll
-    for (int t = 1; t < T; ++t)
-      if (lt == t) q0 = wr[t][0], q1 = wr[t][1];
+    const uint8_t* q0 = T == 1 || lt == 0 ? wr[0][0] : wr[T - 1][0];
+    const uint8_t* q1 = T == 1 || lt == 0 ? wr[0][1] : wr[T - 1][1];
     const int off = lb * kFp8GemvBlock;
     ldg_weight16_if(buf[slot][0], q0 + off, pol, pred);
     ldg_weight16_if(buf[slot][1], q1 + off, pol, pred);
@@ -220,27 +215,27 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
       sum[2] = fmaf(part[2], s0, sum[2]);
       sum[3] = fmaf(part[3], s1, sum[3]);
       if (++cb == nblk) {  // the tile's sub-range sum is complete
-        const int owner = T == 1 ? 0 : ct % sh.P, local = T == 1 ? 0 : ct / sh.P;
-        cluster_store_f2(cluster_map(&red[local][sub][row][2 * c], owner), sum[0], sum[1]);
-        cluster_store_f2(cluster_map(&red[local][sub][row + 8][2 * c], owner), sum[2], sum[3]);
+        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row][2 * c], 0), sum[0], sum[1]);
+        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row + 8][2 * c], 0), sum[2], sum[3]);
         sum[0] = sum[1] = sum[2] = sum[3] = 0.0f;
         cb = 0, ++ct;
       }
     }
   }
 
-  // The folds, each in sub-range order: tile t by rank t % P.
+  // The fold in rank 0, in sub-range order.
   cluster_arrive();
-  cluster_wait();  // barrier 2: every sum is in its folding rank
+  cluster_wait();  // barrier 2: every sum is in rank 0
+  if (sub != 0) return;
   void* const C = set == 0 ? p.C : p.C1;
-  for (int t = sub; t < nt; t += sh.P) {
+  for (int t = 0; t < nt; ++t) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int col = row + (e >= 2 ? 8 : 0), m = 2 * c + (e & 1);
       const int64_t n = n0 + t * kFp8GemvCols + col;
       if (n >= N || m >= M) continue;
       float total_sum = 0.0f;
-      for (int q = 0; q < sh.P; ++q) total_sum += red[T == 1 ? 0 : t / sh.P][q][col][m];
+      for (int q = 0; q < sh.P; ++q) total_sum += red[t][q][col][m];
       store_out(C, p.c_bf16, m * ldc + n, total_sum);
     }
   }

@@ -16,11 +16,11 @@ bool fp8_order_enabled() {
 #endif
 }
 
-// Column tiles per CTA (DEEPINFER_GEMM_FP8_TILES = 1 (default), 2 or 4; tuning, same bits): more
-// tiles mean fewer CTAs, each streaming its tiles' weights through one register ring behind one
-// staging and one cluster barrier (the folds spread over the cluster's ranks).
+// Column tiles per CTA (DEEPINFER_GEMM_FP8_TILES = 1 (default) or 2; tuning, same bits): two halve
+// the CTAs, each streaming both tiles' weights through one register ring behind one staging and
+// one fold.
 int fp8_tiles() {
-  static const int n = env_int("DEEPINFER_GEMM_FP8_TILES", 1, {1, 2, 4});
+  static const int n = env_int("DEEPINFER_GEMM_FP8_TILES", 1, {1, 2});
   return n;
 }
 
@@ -52,8 +52,7 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
 
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s) {
   if (plan.grid_x == 0) return cudaSuccess;
-  auto kernel = plan.shape.tiles == 4 ? fp8_gemv_kernel<4, 4>
-                : plan.shape.tiles == 2 ? fp8_gemv_kernel<4, 2> : fp8_gemv_kernel<4, 1>;
+  auto kernel = plan.shape.tiles == 2 ? fp8_gemv_kernel<4, 2> : fp8_gemv_kernel<4, 1>;
   const cudaError_t e = launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
                                            static_cast<unsigned>(plan.shape.P), p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
