@@ -142,6 +142,7 @@ job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # BF16 order's; the FP8 order's tensor-core accumulation is ~1e-4 of sum |products| off the exact
 # sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0
