@@ -16,9 +16,9 @@
 //   * activation codes: each 128-block of a row re-derived from its quantised values (scale
 //     2^ceil(log2(max(amax, 1e-4) / 448)) of the quantised block, codes exact), so a row gives the
 //     same codes whether its producer or this kernel quantised it (a_quant_block).
-// Geometry (fp8_gemv_plan.h): CTA = one warpgroup, 64 output columns (wgmma's M: weight rows) x
-// one sub-range; the P CTAs of a column tile are a cluster, and rank 0 folds their sums, pushed
-// into its shared memory. Lane (warp w, g = lane / 4, c = lane % 4) streams rows 16 w + g and
+// Geometry (fp8_gemv_plan.h): CTA = one warpgroup, T column tiles of 64 output columns (wgmma's M:
+// weight rows; streamed in turn through one register ring) x one sub-range; the P CTAs of a tile
+// group are a cluster, and rank 0 folds their sums, pushed into its shared memory. Lane (warp w, g = lane / 4, c = lane % 4) streams rows 16 w + g and
 // 16 w + g + 8, bytes [16 c, 16 c + 16) of each 64-byte window: word 2 s + h of that run is the
 // a0 / a1 (h = 0) or a2 / a3 (h = 1) operand of the window's step s, i.e. physical input
 // 16 c + 8 s + 4 h + j is logical k 16 h + 4 c + j of step s. The activations are staged as
