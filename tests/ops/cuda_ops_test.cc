@@ -445,6 +445,64 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
   }
 }
 
+// The large-M kernel of the FP8 order (fp8_gemm.cuh) against the decode kernel: every row of a
+// launch of 9, 70 or 200 rows (one or several 64-token tiles, a partial last one; pairs; BF16 and
+// F32 outputs) bitwise the same row computed alone (the decode kernel), and a subset of outputs
+// within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 200
+// a partial column tile.
+TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
+  const char* knob = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
+  if (knob == nullptr || std::string(knob) != "1") GTEST_SKIP() << "DEEPINFER_GEMM_FP8_ORDER=1 runs it";
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {200, 1024}, {576, 4096}, {128, 7168}}) {
+    Linear w = make_linear(WeightFormat::kFp8Block, N, K), w1 = make_linear(WeightFormat::kFp8Block, N + 64, K);
+    for (int64_t M : {9, 70, 200}) {
+      const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);
+      Pair x = random(DType::kBF16, {M, K}, 2.0f);
+      Pair y = make(DType::kF32, {M, N}), yb = make(DType::kBF16, {M, N});
+      gpu_->linear(x.dev, w.dev, y.dev, {128});
+      gpu_->linear(x.dev, w.dev, yb.dev, {128});
+      const std::vector<float> got = download(y.dev), got_b = download(yb.dev);
+      Pair a0 = make(DType::kF32, {M, N}), a1 = make(DType::kF32, {M, N + 64});
+      gpu_->linear_pair(x.dev, w.dev, w1.dev, a0.dev, a1.dev, {128});
+      EXPECT_EQ(download(a0.dev), got) << what << " pair";
+      const std::vector<float> pair1 = download(a1.dev);
+      Pair xq = make(DType::kBF16, {M, K});
+      gpu_->convert(x.dev, xq.dev);
+      gpu_->fp8_fake_quant(xq.dev, K, 128);
+      const std::vector<float> xv = download(xq.dev);
+      for (int64_t r : {int64_t{0}, M / 2, M - 1}) {
+        Pair xr = make(DType::kBF16, {1, K});
+        for (int64_t k = 0; k < K; ++k) set(xr.host, k, get(x.host, r * K + k));
+        upload(xr);
+        Pair yr = make(DType::kF32, {1, N}), yr1 = make(DType::kF32, {1, N + 64}), yrb = make(DType::kBF16, {1, N});
+        gpu_->linear(xr.dev, w.dev, yr.dev, {128});
+        gpu_->linear(xr.dev, w1.dev, yr1.dev, {128});
+        gpu_->linear(xr.dev, w.dev, yrb.dev, {128});
+        const std::vector<float> alone = download(yr.dev);
+        EXPECT_EQ(alone, std::vector<float>(got.begin() + r * N, got.begin() + (r + 1) * N)) << what << " row " << r;
+        EXPECT_EQ(download(yr1.dev), std::vector<float>(pair1.begin() + r * (N + 64), pair1.begin() + (r + 1) * (N + 64)))
+            << what << " pair row " << r;
+        EXPECT_EQ(download(yrb.dev), std::vector<float>(got_b.begin() + r * N, got_b.begin() + (r + 1) * N))
+            << what << " BF16 row " << r;
+        double worst = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          double exact = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double wv =
+                static_cast<double>(tensor::e4m3_to_f32(w.host.weight.as<uint8_t>()[n * K + k])) *
+                tensor::e8m0_to_f32(w.host.scale.as<uint8_t>()[(n / 128) * w.host.scale.shape[1] + k / 128]);
+            const double prod = static_cast<double>(xv[r * K + k]) * wv;
+            exact += prod;
+            mag += std::fabs(prod);
+          }
+          worst = std::max(worst, std::fabs(alone[n] - exact) / std::max(mag, 1e-30));
+        }
+        EXPECT_LE(worst, 1e-3) << what << " row " << r;
+      }
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, GroupedLinearMatchesCpu) {
   Linear w = make_linear(WeightFormat::kFp8Block, 2 * 128, 256);  // 2 groups of 128 rows, 256 inputs each
   for (int64_t T : {1, 33}) {

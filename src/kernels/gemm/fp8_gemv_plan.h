@@ -60,4 +60,30 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   return true;
 }
 
+// The large-M kernel of the same order (fp8_gemm.cuh): CTAs of 64 columns x 64 tokens over all of
+// K, after a pre-pass writing the activations' E4M3 codes and scales into the staging workspace.
+inline constexpr int64_t kFp8GemmCtaTokens = 64;
+
+struct Fp8GemmPlan {
+  int tiles0 = 0;            // column tiles of weight set 0 (set 1's follow along x)
+  int out_shift = 0;         // log2 of the weights' block_out
+  int64_t grid_x = 0, grid_y = 0;
+  int64_t codes_bytes = 0;   // M x K codes, rounded up to 16 bytes; the scales follow
+  int64_t staging_bytes = 0; // codes + M x K / 128 F32 scales
+};
+
+// Rows beyond the decode kernel's (> 8), whole promotion blocks, 128 x (power of two >= 64) scales.
+inline bool plan_fp8_gemm(const Fp8GemvDims& d, Fp8GemmPlan& plan) {
+  plan = Fp8GemmPlan{};
+  if (d.rows <= kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
+  if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
+  plan.tiles0 = static_cast<int>((d.N + kFp8GemvCols - 1) / kFp8GemvCols);
+  plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
+  plan.grid_x = plan.tiles0 + (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
+  plan.grid_y = (d.rows + kFp8GemmCtaTokens - 1) / kFp8GemmCtaTokens;
+  plan.codes_bytes = (d.rows * d.K + 15) / 16 * 16;
+  plan.staging_bytes = plan.codes_bytes + d.rows * (d.K / kFp8GemvBlock) * 4;
+  return true;
+}
+
 }  // namespace deepinfer::kernels

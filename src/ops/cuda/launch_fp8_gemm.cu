@@ -1,6 +1,7 @@
 // Launchers of the FP8-order GEMM kernels (fp8_gemv.cuh).
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
+#include "kernels/gemm/fp8_gemm.cuh"
 #include "kernels/gemm/fp8_gemv.cuh"
 #include "ops/cuda/launch_fp8_gemm.h"
 
@@ -56,6 +57,39 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
   auto kernel = plan.shape.tiles == 2 ? fp8_gemv_kernel<4, 2> : fp8_gemv_kernel<4, 1>;
   const cudaError_t e = launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
                                            static_cast<unsigned>(plan.shape.P), p, plan.shape);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
+  if (!fp8_order_enabled() || p.experts != nullptr || p.n_groups != 1) return false;
+  if (p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock || p.a_f32) return false;
+  if (!fp8_weight_ok(p.w) || (p.n_sets > 1 && !fp8_weight_ok(p.w1))) return false;
+  if (p.n_sets > 1 && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out)) return false;
+  if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
+  Fp8GemvDims d;
+  d.rows = p.M;
+  d.N = p.N;
+  d.N1 = p.n_sets > 1 ? p.N1 : 0;
+  d.K = p.K;
+  d.block_in = p.w.block_in;
+  d.block_out = p.w.block_out;
+  return plan_fp8_gemm(d, plan);
+}
+
+cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s) {
+  if (p.staging == nullptr || p.staging_bytes < plan.staging_bytes) return cudaErrorInvalidValue;
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(fp8_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kFp8GemmSmem);
+  if (configured != cudaSuccess) return configured;
+  uint8_t* codes = p.staging;
+  float* scales = reinterpret_cast<float*>(p.staging + plan.codes_bytes);
+  const int64_t items = p.M * (p.K / kFp8GemvBlock);
+  cudaError_t e = launch_pdl(fp8_act_codes_kernel, dim3(static_cast<unsigned>((items + 7) / 8)), dim3(128), 0, s,
+                             static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, p.K, codes, scales);
+  if (e != cudaSuccess) return e;
+  e = launch_pdl(fp8_gemm_kernel, dim3(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(plan.grid_y)),
+                 dim3(128), static_cast<size_t>(kFp8GemmSmem), s, p, static_cast<const uint8_t*>(codes),
+                 static_cast<const float*>(scales), plan.tiles0, plan.out_shift);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -638,6 +638,7 @@ int64_t packed_weight_bytes(int64_t N, int64_t K) {
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {
+  if (Fp8GemmPlan plan; fp8_gemm_plan(p, plan)) return plan.staging_bytes;  // the activations' codes
   if (PackedExpertPlan plan; packed_expert_plan(p, plan)) return plan.staging_bytes();
   PackedGemmPlan plan;
   return packed_plan(p, plan) ? plan.staging_bytes() : 0;
@@ -647,6 +648,7 @@ int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
   if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return 0;  // folds its sub-ranges in a cluster
+  if (Fp8GemmPlan fp8; fp8_gemm_plan(p, fp8)) return 0;  // folds them in registers
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
   if (PackedExpertPlan plan; packed_expert_plan(p, plan) && plan.tile_rows != kPackRows) return 0;  // in registers
   switch (gemm_path(p)) {
@@ -683,6 +685,8 @@ cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
       experts && p.staging != nullptr && packed_expert_plan(p, plan) && p.staging_bytes >= plan.staging_bytes())
     return launch_packed_experts(p, plan, s);
   if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return launch_fp8_gemv(p, fp8, s);
+  if (Fp8GemmPlan fp8; p.staging != nullptr && fp8_gemm_plan(p, fp8) && p.staging_bytes >= fp8.staging_bytes)
+    return launch_fp8_gemm(p, fp8, s);
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) {
     switch (p.w.fmt) {
       case WeightFmt::kBF16: return launch_lean<WeightFmt::kBF16>(p, lean, s);
