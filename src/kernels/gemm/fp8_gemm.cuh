@@ -71,27 +71,10 @@ __global__ void __launch_bounds__(128) fp8_act_codes_kernel(const __nv_bfloat16*
   const int64_t r = item / kb_per_row, b = item - r * kb_per_row;
   const int q = threadIdx.x & 15;
   const int64_t k = b * kFp8GemvBlock + 8 * q;
-  const uint4 x = *reinterpret_cast<const uint4*>(A + r * lda + k);
-  const uint32_t u[4] = {x.x, x.y, x.z, x.w};
   float v[8];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[2 * j] = __uint_as_float(u[j] << 16);
-    v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-  }
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
-  const uint32_t half = 0xffffu << (threadIdx.x & 16);
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
-  const float s = act_quant_scale(amax), inv = __frcp_rn(s);
-  uint32_t lo = 0, hi = 0;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    lo |= e4m3_code(v[j] * inv) << (8 * j);
-    hi |= e4m3_code(v[4 + j] * inv) << (8 * j);
-  }
+  bf16x8_to_f32(*reinterpret_cast<const uint4*>(A + r * lda + k), v);
+  uint32_t lo, hi;
+  const float s = fp8_block_codes(v, half_warp_amax(v, 0xffffu << (threadIdx.x & 16)), lo, hi);
   uint8_t* row = codes + r * K;
   *reinterpret_cast<uint32_t*>(row + fp8_code_offset(k)) = lo;        // positions 4c .. 4c + 3 (h = 0)
   *reinterpret_cast<uint32_t*>(row + fp8_code_offset(k) + 16) = hi;   // h = 1

@@ -54,6 +54,39 @@ __device__ __forceinline__ uint32_t e4m3_code(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 
+// Eight BF16 values (a uint4 of the row) as floats.
+__device__ __forceinline__ void bf16x8_to_f32(const uint4& x, float (&v)[8]) {
+  const uint32_t u[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[2 * j] = __uint_as_float(u[j] << 16);
+    v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+  }
+}
+// The FP8 order's activation codes of a lane's 8 quantised values, whose 128-input block's largest
+// magnitude is amax: the block's scale (returned) and the codes of values 0-3 (lo) and 4-7 (hi),
+// exact — the one form both the decode staging and the large-M pre-pass use, so they give the same
+// codes for the same row.
+__device__ __forceinline__ float fp8_block_codes(const float (&v)[8], float amax, uint32_t& lo, uint32_t& hi) {
+  const float s = act_quant_scale(amax), inv = __frcp_rn(s);
+  lo = 0, hi = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo |= e4m3_code(v[j] * inv) << (8 * j);
+    hi |= e4m3_code(v[4 + j] * inv) << (8 * j);
+  }
+  return s;
+}
+// The largest |v| over a half-warp's 8 x 16 values (one 128-input block), `half` its lane mask.
+__device__ __forceinline__ float half_warp_amax(const float (&v)[8], uint32_t half) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+  return amax;
+}
+
 // Byte offset of physical input k (within a sub-range) of activation row n in the staged operand.
 __device__ __forceinline__ int fp8_stage_offset(int k, int n) {
   const int win = k >> 6, pw = k & 63, c = pw >> 4, s = (pw >> 3) & 1, h = (pw >> 2) & 1;
@@ -146,32 +179,17 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
       const float4 x0 = src[0], x1 = src[1];
       v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
     } else {
-      const uint4 x = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) + off);
-      const uint32_t u[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        v[2 * j] = __uint_as_float(u[j] << 16);
-        v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-      }
+      bf16x8_to_f32(*reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) + off), v);
     }
-    float amax = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
-#pragma unroll
-    for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(half, amax, o));
+    float amax = half_warp_amax(v, half);
     if (p.a_quant_block > 0) {  // raw rows: quantised as act_quant_bf16 would ...
       const float s = act_quant_scale(amax);
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = act_quant_value(v[j], s);
       amax = act_quant_value(amax, s);  // ... whose largest magnitude is the block's quantised
     }
-    const float s = act_quant_scale(amax), inv = __frcp_rn(s);  // the quantised block's own scale
-    uint32_t lo = 0, hi = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      lo |= e4m3_code(v[j] * inv) << (8 * j);
-      hi |= e4m3_code(v[4 + j] * inv) << (8 * j);
-    }
+    uint32_t lo, hi;
+    const float s = fp8_block_codes(v, amax, lo, hi);  // the quantised block's own scale
     const int o = fp8_stage_offset(k, r);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
     *reinterpret_cast<uint32_t*>(sB + o) = lo;
     *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;

@@ -31,23 +31,30 @@ bool fp8_weight_ok(const WeightDesc& w) {
          reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
 }
 
-}  // namespace
-
-bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
+// What both FP8-order kernels need of a launch (the knob on, a dense ungrouped launch of FP8
+// weights with the same blocks in both sets, activation rows 16-byte aligned in vectors of `vec`
+// elements), and its dimensions for the plans.
+bool fp8_order_launch(const GemmParams& p, int vec, Fp8GemvDims& d) {
   if (!fp8_order_enabled() || p.experts != nullptr || p.n_groups != 1) return false;
-  if (p.a_quant_block != kFp8GemvBlock && p.a_fp8_block != kFp8GemvBlock) return false;
   if (!fp8_weight_ok(p.w) || (p.n_sets > 1 && !fp8_weight_ok(p.w1))) return false;
   if (p.n_sets > 1 && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out)) return false;
-  // The staging's vector loads: 8 BF16 or 8 F32 (two 16-byte loads) per chunk.
-  const int vec = p.a_f32 && p.a_quant_block > 0 ? 4 : 8;
   if (p.lda % vec != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
-  Fp8GemvDims d;
   d.rows = p.M;
   d.N = p.N;
   d.N1 = p.n_sets > 1 ? p.N1 : 0;
   d.K = p.K;
   d.block_in = p.w.block_in;
   d.block_out = p.w.block_out;
+  return true;
+}
+
+}  // namespace
+
+bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
+  if (p.a_quant_block != kFp8GemvBlock && p.a_fp8_block != kFp8GemvBlock) return false;
+  // The staging's vector loads: 8 BF16 or 8 F32 (two 16-byte loads) per chunk.
+  Fp8GemvDims d;
+  if (!fp8_order_launch(p, p.a_f32 && p.a_quant_block > 0 ? 4 : 8, d)) return false;
   d.tiles = fp8_tiles();
   return plan_fp8_gemv(d, plan);
 }
@@ -61,19 +68,9 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
 }
 
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
-  if (!fp8_order_enabled() || p.experts != nullptr || p.n_groups != 1) return false;
   if (p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock || p.a_f32) return false;
-  if (!fp8_weight_ok(p.w) || (p.n_sets > 1 && !fp8_weight_ok(p.w1))) return false;
-  if (p.n_sets > 1 && (p.w1.block_in != p.w.block_in || p.w1.block_out != p.w.block_out)) return false;
-  if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
   Fp8GemvDims d;
-  d.rows = p.M;
-  d.N = p.N;
-  d.N1 = p.n_sets > 1 ? p.N1 : 0;
-  d.K = p.K;
-  d.block_in = p.w.block_in;
-  d.block_out = p.w.block_out;
-  return plan_fp8_gemm(d, plan);
+  return fp8_order_launch(p, 8, d) && plan_fp8_gemm(d, plan);
 }
 
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s) {
