@@ -52,14 +52,6 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint64_t
 #endif
 }
 
-// Byte of physical input k (k % 8 == 0 for the 8-code runs written here) in a row of codes laid
-// out [step][32 positions] (the decode kernel's k grouping, without its row interleave).
-__device__ __forceinline__ int64_t fp8_code_offset(int64_t k) {
-  const int64_t win = k >> 6;
-  const int pw = static_cast<int>(k & 63), c = pw >> 4, s = (pw >> 3) & 1, h = (pw >> 2) & 1;
-  return (2 * win + s) * 32 + h * 16 + 4 * c + (k & 3);
-}
-
 // grid: (M * K / 128 / 8) CTAs of 128 threads; a half-warp per (row, block) as in the decode
 // staging. A: BF16 rows FP8-quantised per 128 (a_fp8_block). codes [M][K], scales [M][K / 128].
 __global__ void __launch_bounds__(128) fp8_act_codes_kernel(const __nv_bfloat16* A, int64_t lda, int64_t M, int64_t K,
@@ -107,11 +99,7 @@ __global__ void __launch_bounds__(128) fp8_gemm_kernel(GemmParams p, const uint8
       const int r = threadIdx.x >> 1, wi = threadIdx.x & 1;  // row, 64-byte window of the block
       const uint8_t* src = w.w + min64(n0 + r, N - 1) * w.row_bytes + kb * kFp8GemvBlock + wi * 64;
 #pragma unroll
-      for (int q = 0; q < 16; ++q) {  // 4-byte group q: chunk c = q / 4, step s = (q / 2) % 2, half h = q % 2
-        const int cc = q >> 2, s = (q >> 1) & 1, h = q & 1;
-        uint8_t* dst = sa + (2 * wi + s) * 2048 + (r >> 3) * 256 + h * 128 + (r & 7) * 16 + 4 * cc;
-        cp_async4(dst, src + 4 * q);
-      }
+      for (int q = 0; q < 16; ++q) cp_async4(sa + fp8_weight_stage_offset(r, wi, q), src + 4 * q);
     }
     uint8_t* sb = sa + 8192;
 #pragma unroll

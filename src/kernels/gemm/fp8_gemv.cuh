@@ -31,6 +31,7 @@
 #include "kernels/common/cluster_utils.cuh"
 #include "kernels/common/wgmma_utils.cuh"
 #include "kernels/gemm/fp8_gemv_plan.h"
+#include "kernels/gemm/fp8_order_layout.h"
 #include "kernels/gemm/gemm_common.cuh"
 #include "kernels/gemm/weight_loads.cuh"
 
@@ -87,11 +88,6 @@ __device__ __forceinline__ float half_warp_amax(const float (&v)[8], uint32_t ha
   return amax;
 }
 
-// Byte offset of physical input k (within a sub-range) of activation row n in the staged operand.
-__device__ __forceinline__ int fp8_stage_offset(int k, int n) {
-  const int win = k >> 6, pw = k & 63, c = pw >> 4, s = (pw >> 3) & 1, h = (pw >> 2) & 1;
-  return (2 * win + s) * 256 + h * 128 + n * 16 + 4 * c + (k & 3);
-}
 
 // NB: 128-input blocks in flight per lane (four 16-byte loads each), a ring continuing across the
 // CTA's column tiles; T: column tiles per CTA (Fp8GemvShape::tiles).

@@ -1,0 +1,51 @@
+// The FP8 order's k grouping (fp8_gemv.cuh's header), as plain functions both FP8-order kernels
+// and a CPU test use: the decode kernel's lane c loads 16 contiguous bytes of a 64-byte weight
+// window and hands its four words to wgmma as the a0 / a2 operands of the window's two k32 steps,
+// so physical input 64 w + 16 c + 8 s + 4 h + j is step 2 w + s, position 16 h + 4 c + j (of 32).
+// Every operand placed for either kernel (the staged activations, the large-M kernel's weights
+// and activation codes) follows this map, which is what makes the two kernels' sums identical.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DI_FP8_HD __host__ __device__ __forceinline__
+#else
+#define DI_FP8_HD inline
+#endif
+
+namespace deepinfer::kernels {
+
+struct Fp8StepPos {
+  int64_t step = 0;  // k32 step (within the range k is counted from)
+  int pos = 0;       // position 0..31 in the step: 16 h + 4 c + j
+};
+
+DI_FP8_HD Fp8StepPos fp8_step_pos(int64_t k) {
+  const int pw = static_cast<int>(k & 63), c = pw >> 4, s = (pw >> 3) & 1, h = (pw >> 2) & 1;
+  return {2 * (k >> 6) + s, 16 * h + 4 * c + (pw & 3)};
+}
+
+// Byte of physical input k of activation row n (< 8) in the decode kernel's staged B operand:
+// per step one 8 x 32 K-major operand, two 8 x 16 core matrices (LBO 128).
+DI_FP8_HD int fp8_stage_offset(int k, int n) {
+  const Fp8StepPos sp = fp8_step_pos(k);
+  return static_cast<int>(sp.step) * 256 + (sp.pos >> 4) * 128 + n * 16 + (sp.pos & 15);
+}
+
+// Byte of physical input k in a row of activation codes laid out [step][32 positions] (the
+// large-M kernel's pre-pass output: a token's step is two 16-byte core-matrix rows).
+DI_FP8_HD int64_t fp8_code_offset(int64_t k) {
+  const Fp8StepPos sp = fp8_step_pos(k);
+  return sp.step * 32 + sp.pos;
+}
+
+// Byte of weight row r (< 64) of a 64-row tile, in the large-M kernel's per-block A stage ([4
+// steps][64 rows x 32], core matrices (r / 8) 256 + h 128 + (r % 8) 16), for 4-byte group q (<
+// 16) of the block's 64-byte window wi: physical bytes wi 64 + 4 q .. + 3.
+DI_FP8_HD int fp8_weight_stage_offset(int r, int wi, int q) {
+  const Fp8StepPos sp = fp8_step_pos(64 * wi + 4 * q);
+  return static_cast<int>(sp.step) * 2048 + (r >> 3) * 256 + (sp.pos >> 4) * 128 + (r & 7) * 16 + (sp.pos & 15);
+}
+
+}  // namespace deepinfer::kernels

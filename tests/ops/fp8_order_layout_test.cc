@@ -1,0 +1,85 @@
+// The FP8 order's k grouping (src/kernels/gemm/fp8_order_layout.h) without a GPU: the map from a
+// physical input to its (k32 step, position) is a bijection per 64-input window; the decode
+// kernel's register words are the a0 / a2 operands the map says; and every operand the two
+// FP8-order kernels place — the decode staging, the large-M pre-pass's codes, the large-M
+// kernel's permuted weight copies — puts each input at the step and position the map gives, each
+// byte of a stage written once. A product meets its partner only if both agree, and the kernels'
+// bitwise equality (the probe: the tensor core's step sums depend on which inputs share a step)
+// rests on it.
+#include "kernels/gemm/fp8_order_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace deepinfer::kernels {
+namespace {
+
+TEST(Fp8OrderLayoutTest, EachWindowFillsItsTwoStepsOnce) {
+  for (int64_t w = 0; w < 16; ++w) {
+    std::set<std::pair<int64_t, int>> seen;
+    for (int64_t k = 64 * w; k < 64 * w + 64; ++k) {
+      const Fp8StepPos sp = fp8_step_pos(k);
+      EXPECT_TRUE(sp.step == 2 * w || sp.step == 2 * w + 1) << k;
+      EXPECT_GE(sp.pos, 0);
+      EXPECT_LT(sp.pos, 32);
+      EXPECT_TRUE(seen.insert({sp.step, sp.pos}).second) << "k " << k << " shares a slot";
+    }
+    EXPECT_EQ(seen.size(), 64u);
+  }
+}
+
+// Lane c's 16 bytes of window w: word i is a0 (i even) or a2 (i odd) of step 2 w + i / 2, whose
+// four codes wgmma takes at positions 4 c .. 4 c + 3 (a0) and 16 + 4 c .. (a2) of the step.
+TEST(Fp8OrderLayoutTest, DecodeRegisterWordsAreTheStepsOperands) {
+  for (int64_t w = 0; w < 4; ++w)
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const Fp8StepPos sp = fp8_step_pos(64 * w + 16 * c + 4 * i + j);
+          EXPECT_EQ(sp.step, 2 * w + i / 2);
+          EXPECT_EQ(sp.pos, 16 * (i % 2) + 4 * c + j);
+        }
+}
+
+TEST(Fp8OrderLayoutTest, StagedActivationsAndCodesFollowTheMap) {
+  std::vector<int> stage_hits(4 * 8 * 256, 0);  // two windows (four steps) x 8 rows
+  for (int n = 0; n < 8; ++n)
+    for (int k = 0; k < 128; ++k) {
+      const Fp8StepPos sp = fp8_step_pos(k);
+      const int o = fp8_stage_offset(k, n);
+      // The decode B operand: step o / 256, core matrix (o % 256) / 128 = pos / 16, row n, pos % 16.
+      EXPECT_EQ(o / 256, sp.step);
+      EXPECT_EQ((o % 256) / 128, sp.pos / 16);
+      EXPECT_EQ((o % 128) / 16, n);
+      EXPECT_EQ(o % 16, sp.pos % 16);
+      ++stage_hits[o];
+      // The pre-pass's codes: [step][32 positions].
+      EXPECT_EQ(fp8_code_offset(k), sp.step * 32 + sp.pos);
+    }
+  for (size_t i = 0; i < 4 * 256; ++i) EXPECT_EQ(stage_hits[i], 1) << "staged byte " << i;
+}
+
+TEST(Fp8OrderLayoutTest, LargeMWeightCopiesFollowTheMapAndFillTheStageOnce) {
+  std::vector<int> hits(4 * 2048, 0);
+  for (int r = 0; r < 64; ++r)
+    for (int wi = 0; wi < 2; ++wi)
+      for (int q = 0; q < 16; ++q)
+        for (int j = 0; j < 4; ++j) {
+          const int o = fp8_weight_stage_offset(r, wi, q) + j;  // a 4-byte copy's byte j
+          const Fp8StepPos sp = fp8_step_pos(64 * wi + 4 * q + j);
+          // A operand: step o / 2048, rows r / 8 at 256, core matrix pos / 16 at 128, row r % 8.
+          EXPECT_EQ(o / 2048, sp.step);
+          EXPECT_EQ((o % 2048) / 256, r / 8);
+          EXPECT_EQ((o % 256) / 128, sp.pos / 16);
+          EXPECT_EQ((o % 128) / 16, r % 8);
+          EXPECT_EQ(o % 16, sp.pos % 16);
+          ++hits[o];
+        }
+  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "stage byte " << i;
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels
