@@ -26,7 +26,7 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kFp8GemmTokens = 64;  // tokens per CTA (wgmma's N)
+static_assert(kFp8GemmCtaTokens == 64, "the kernel is written for wgmma.m64n64k32");
 inline constexpr int kFp8GemmStages = 4;   // 128-input blocks in the ring
 // Bytes of one ring stage: A (4 steps x 64 rows x 32) + B (4 steps x 64 tokens x 32) + 64 scales.
 inline constexpr int kFp8GemmStageBytes = 2 * 4 * 64 * 32 + 64 * 4;
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(128) fp8_gemm_kernel(GemmParams p, const uint8
   const WeightDesc& w = set == 0 ? p.w : p.w1;
   const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * tiles0) * kFp8GemvCols;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kFp8GemmTokens;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kFp8GemmCtaTokens;
   const int64_t K = p.K, kb_count = K / kFp8GemvBlock;
   const int R_blocks = static_cast<int>(gemm_subrange(K) / kFp8GemvBlock);  // blocks per sub-range
 
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(128) fp8_gemm_kernel(GemmParams p, const uint8
       const uint8_t* src = codes + min64(m0 + m, p.M - 1) * K + (kb * 4 + st4) * 32 + h * 16;
       cp_async16(sb + st4 * 2048 + (m >> 3) * 256 + h * 128 + (m & 7) * 16, src, valid);
     }
-    if (threadIdx.x < kFp8GemmTokens) {
+    if (threadIdx.x < kFp8GemmCtaTokens) {
       const int64_t m = m0 + threadIdx.x;
       cp_async4_zfill(sa + 16384 + 4 * threadIdx.x, scales + min64(m, p.M - 1) * kb_count + kb, m < p.M);
     }

@@ -18,12 +18,12 @@
 //     same codes whether its producer or this kernel quantised it (a_quant_block).
 // Geometry (fp8_gemv_plan.h): CTA = one warpgroup, T column tiles of 64 output columns (wgmma's M:
 // weight rows; streamed in turn through one register ring) x one sub-range; the P CTAs of a tile
-// group are a cluster, and rank 0 folds their sums, pushed into its shared memory. Lane (warp w, g = lane / 4, c = lane % 4) streams rows 16 w + g and
-// 16 w + g + 8, bytes [16 c, 16 c + 16) of each 64-byte window: word 2 s + h of that run is the
-// a0 / a1 (h = 0) or a2 / a3 (h = 1) operand of the window's step s, i.e. physical input
-// 16 c + 8 s + 4 h + j is logical k 16 h + 4 c + j of step s. The activations are staged as
-// E4M3 in that permuted order, per k32 step one 8 x 32 K-major B operand (two 8 x 16 core
-// matrices, LBO 128).
+// group are a cluster, and rank 0 folds their sums, pushed into its shared memory. Lane (warp w,
+// g = lane / 4, c = lane % 4) streams rows 16 w + g and 16 w + g + 8, bytes [16 c, 16 c + 16) of
+// each 64-byte window: word 2 s + h of that run is the a0 / a1 (h = 0) or a2 / a3 (h = 1) operand
+// of the window's step s, i.e. physical input 16 c + 8 s + 4 h + j is logical k 16 h + 4 c + j of
+// step s (fp8_order_layout.h). The activations are staged as E4M3 in that permuted order, per k32
+// step one 8 x 32 K-major B operand (two 8 x 16 core matrices, LBO 128).
 #pragma once
 
 #include <cuda_fp8.h>

@@ -21,7 +21,6 @@ inline constexpr int kFp8GemvMaxTiles = 2;    // column tiles per CTA
 struct Fp8GemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one CTA each, P = cluster size
   int tiles = 1;       // column tiles each CTA streams in turn (1 or 2)
-  int tiles0 = 0;      // column tiles of weight set 0
   int groups0 = 0;     // tile groups (CTAs along the tiles) of weight set 0 (set 1's follow)
   int out_shift = 0;   // log2 of the weights' scale block of outputs (>= 64 rows)
 };
@@ -50,25 +49,25 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   sh.R = static_cast<int>(gemm_subrange(d.K));
   sh.P = gemm_n_subranges(d.K);
   if (sh.R / kFp8GemvBlock > kFp8GemvMaxBlocks || sh.P > 8) return false;  // 8: the portable cluster size
-  sh.tiles0 = static_cast<int>((d.N + kFp8GemvCols - 1) / kFp8GemvCols);
+  const int64_t tiles0 = (d.N + kFp8GemvCols - 1) / kFp8GemvCols;
   const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles) return false;
   sh.tiles = d.tiles;
-  sh.groups0 = (sh.tiles0 + sh.tiles - 1) / sh.tiles;
+  sh.groups0 = static_cast<int>((tiles0 + sh.tiles - 1) / sh.tiles);
   plan.grid_x = (sh.groups0 + (tiles1 + sh.tiles - 1) / sh.tiles) * sh.P;
   return true;
 }
 
 // The large-M kernel of the same order (fp8_gemm.cuh): CTAs of 64 columns x 64 tokens over all of
 // K, after a pre-pass writing the activations' E4M3 codes and scales into the staging workspace.
-inline constexpr int64_t kFp8GemmCtaTokens = 64;
+inline constexpr int kFp8GemmCtaTokens = 64;  // tokens per CTA (the kernel's wgmma N)
 
 struct Fp8GemmPlan {
   int tiles0 = 0;            // column tiles of weight set 0 (set 1's follow along x)
   int out_shift = 0;         // log2 of the weights' block_out
   int64_t grid_x = 0, grid_y = 0;
-  int64_t codes_bytes = 0;   // M x K codes, rounded up to 16 bytes; the scales follow
+  int64_t codes_bytes = 0;   // M x K codes (K % 128 == 0: the scales after them stay 16-byte aligned)
   int64_t staging_bytes = 0; // codes + M x K / 128 F32 scales
 };
 
@@ -81,7 +80,7 @@ inline bool plan_fp8_gemm(const Fp8GemvDims& d, Fp8GemmPlan& plan) {
   plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   plan.grid_x = plan.tiles0 + (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   plan.grid_y = (d.rows + kFp8GemmCtaTokens - 1) / kFp8GemmCtaTokens;
-  plan.codes_bytes = (d.rows * d.K + 15) / 16 * 16;
+  plan.codes_bytes = d.rows * d.K;
   plan.staging_bytes = plan.codes_bytes + d.rows * (d.K / kFp8GemvBlock) * 4;
   return true;
 }
