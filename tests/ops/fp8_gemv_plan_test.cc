@@ -22,15 +22,14 @@ TEST(Fp8GemvPlanTest, DecodeProjectionsOfV4Flash) {
   ASSERT_TRUE(plan_fp8_gemv(dense(1, 4096, 8192), plan));
   EXPECT_EQ(plan.shape.R, 1024);
   EXPECT_EQ(plan.shape.P, 8);
-  EXPECT_EQ(plan.shape.tiles0, 64);
-  EXPECT_EQ(plan.shape.groups0, 64);
+  EXPECT_EQ(plan.shape.groups0, 64);  // one tile each
   EXPECT_EQ(plan.grid_x, 64 * 8);
   EXPECT_EQ(plan.shape.out_shift, 7);
   // wq_a + wkv as one pair (4096 -> 1024 and 4096 -> 512): set 1's tiles follow set 0's.
   ASSERT_TRUE(plan_fp8_gemv(dense(8, 1024, 4096, 512), plan));
   EXPECT_EQ(plan.shape.R, 512);
   EXPECT_EQ(plan.shape.P, 8);
-  EXPECT_EQ(plan.shape.tiles0, 16);
+  EXPECT_EQ(plan.shape.groups0, 16);
   EXPECT_EQ(plan.grid_x, (16 + 8) * 8);
   // wq_b (1024 -> 32768): two sub-ranges.
   ASSERT_TRUE(plan_fp8_gemv(dense(1, 32768, 1024), plan));
@@ -40,7 +39,7 @@ TEST(Fp8GemvPlanTest, DecodeProjectionsOfV4Flash) {
   ASSERT_TRUE(plan_fp8_gemv(dense(3, 200, 7168), plan));
   EXPECT_EQ(plan.shape.R, 896);
   EXPECT_EQ(plan.shape.P, 8);
-  EXPECT_EQ(plan.shape.tiles0, 4);
+  EXPECT_EQ(plan.shape.groups0, 4);
   // One sub-range: a cluster of one.
   ASSERT_TRUE(plan_fp8_gemv(dense(1, 64, 128), plan));
   EXPECT_EQ(plan.shape.P, 1);
@@ -53,7 +52,6 @@ TEST(Fp8GemvPlanTest, TwoTilesPerCtaHalveTheTileGroupsOfEachSet) {
   d.tiles = 2;
   ASSERT_TRUE(plan_fp8_gemv(d, plan));
   EXPECT_EQ(plan.shape.tiles, 2);
-  EXPECT_EQ(plan.shape.tiles0, 16);
   EXPECT_EQ(plan.shape.groups0, 8);
   EXPECT_EQ(plan.grid_x, (8 + 5) * 8);  // set 1: 9 tiles in 5 groups, the last of one tile
   d.tiles = 3;
@@ -79,6 +77,25 @@ TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {
   EXPECT_FALSE(plan_fp8_gemv(d, plan));
   // Sub-ranges beyond eight blocks (R > 1024) never occur: K = 16384 gives R = 2048.
   EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 16384), plan));
+}
+
+// The large-M kernel's plan: launches the decode kernel leaves (more than 8 rows), 64 x 64 CTAs
+// over both weight sets, and the staging its pre-pass writes (codes, then F32 scales).
+TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
+  Fp8GemmPlan plan;
+  EXPECT_FALSE(plan_fp8_gemm(dense(8, 4096, 4096), plan));
+  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), plan));
+  EXPECT_EQ(plan.tiles0, 16);
+  EXPECT_EQ(plan.grid_x, 16 + 9);
+  EXPECT_EQ(plan.grid_y, 1);
+  ASSERT_TRUE(plan_fp8_gemm(dense(8192, 4096, 8192), plan));
+  EXPECT_EQ(plan.grid_y, 128);
+  EXPECT_EQ(plan.codes_bytes, int64_t{8192} * 8192);
+  EXPECT_EQ(plan.staging_bytes, int64_t{8192} * 8192 + int64_t{8192} * 64 * 4);
+  EXPECT_FALSE(plan_fp8_gemm(dense(100, 4096, 4000), plan));  // K not whole promotion blocks
+  Fp8GemvDims d = dense(100, 4096, 4096);
+  d.block_in = 64;
+  EXPECT_FALSE(plan_fp8_gemm(d, plan));
 }
 
 }  // namespace
