@@ -1,8 +1,8 @@
 // The FP8 order's k grouping (src/kernels/gemm/fp8_order_layout.h) without a GPU: the map from a
 // physical input to its (k32 step, position) is a bijection per 64-input window; the decode
 // kernel's register words are the a0 / a2 operands the map says; and every operand the two
-// FP8-order kernels place — the decode staging, the large-M pre-pass's codes, the large-M
-// kernel's permuted weight copies — puts each input at the step and position the map gives, each
+// FP8-order kernels place — the decode staging and the large-M kernel's tiles of weights and
+// activation codes — puts each input at the step and position the map gives, each
 // byte of a stage written once. A product meets its partner only if both agree, and the kernels'
 // bitwise equality (the probe: the tensor core's step sums depend on which inputs share a step)
 // rests on it.
@@ -56,29 +56,33 @@ TEST(Fp8OrderLayoutTest, StagedActivationsAndCodesFollowTheMap) {
       EXPECT_EQ((o % 128) / 16, n);
       EXPECT_EQ(o % 16, sp.pos % 16);
       ++stage_hits[o];
-      // The pre-pass's codes: [step][32 positions].
-      EXPECT_EQ(fp8_code_offset(k), sp.step * 32 + sp.pos);
     }
   for (size_t i = 0; i < 4 * 256; ++i) EXPECT_EQ(stage_hits[i], 1) << "staged byte " << i;
 }
 
-TEST(Fp8OrderLayoutTest, LargeMWeightCopiesFollowTheMapAndFillTheStageOnce) {
-  std::vector<int> hits(4 * 2048, 0);
-  for (int r = 0; r < 64; ++r)
-    for (int wi = 0; wi < 2; ++wi)
-      for (int q = 0; q < 16; ++q)
-        for (int j = 0; j < 4; ++j) {
-          const int o = fp8_weight_stage_offset(r, wi, q) + j;  // a 4-byte copy's byte j
-          const Fp8StepPos sp = fp8_step_pos(64 * wi + 4 * q + j);
-          // A operand: step o / 2048, rows r / 8 at 256, core matrix pos / 16 at 128, row r % 8.
-          EXPECT_EQ(o / 2048, sp.step);
-          EXPECT_EQ((o % 2048) / 256, r / 8);
-          EXPECT_EQ((o % 256) / 128, sp.pos / 16);
-          EXPECT_EQ((o % 128) / 16, r % 8);
-          EXPECT_EQ(o % 16, sp.pos % 16);
-          ++hits[o];
-        }
-  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "stage byte " << i;
+// The large-M tiles (weights and activation codes alike): every (row, input) of a 128 x 128 block
+// at its step and position, in the core matrix wgmma reads for that row, each byte once; and the
+// pre-passes' 4-byte stores (inputs 4 i .. 4 i + 3 stay adjacent) land on contiguous bytes.
+TEST(Fp8OrderLayoutTest, LargeMTilesFollowTheMapAndFillTheBlockOnce) {
+  std::vector<int> hits(4 * 4096, 0);
+  for (int r = 0; r < 128; ++r)
+    for (int k = 0; k < 128; ++k) {
+      const int o = fp8_tile_offset(r, k);
+      const Fp8StepPos sp = fp8_step_pos(k);
+      // Step o / 4096, row group r / 8 at 256, core matrix pos / 16 at 128, row r % 8 at 16.
+      EXPECT_EQ(o / 4096, sp.step);
+      EXPECT_EQ((o % 4096) / 256, r / 8);
+      EXPECT_EQ((o % 256) / 128, sp.pos / 16);
+      EXPECT_EQ((o % 128) / 16, r % 8);
+      EXPECT_EQ(o % 16, sp.pos % 16);
+      if (k % 4 != 0) {
+        EXPECT_EQ(o, fp8_tile_offset(r, k - 1) + 1);
+      }
+      ++hits[o];
+    }
+  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "block byte " << i;
+  // A warpgroup's 64 rows: its A descriptor starts 2048 bytes into each step.
+  EXPECT_EQ(fp8_tile_offset(64, 0) - fp8_tile_offset(0, 0), 2048);
 }
 
 }  // namespace

@@ -2,169 +2,215 @@
 // FP8 weights (128 x 128 UE8M0 blocks) x activations FP8-quantised per 128 inputs, more than 8
 // rows — so that a row's bits do not depend on how many rows share its launch.
 //
-// Two launches:
-//   * fp8_act_codes_kernel: each (row, 128-input block) of A re-derived as E4M3 codes and a scale
-//     exactly as fp8_gemv_kernel's staging does, the codes written in the decode kernel's k32-step
-//     order (row bytes [step][32 logical positions]: physical input 64 w + 16 c + 8 s + 4 h + j at
-//     step 2 w + s, position 16 h + 4 c + j), so the GEMM copies a token's step as two 16-byte
-//     core-matrix rows; scales [M][K / 128] F32.
-//   * fp8_gemm_kernel: CTA = one warpgroup, 64 output columns (wgmma's M: weight rows) x 64 tokens
-//     (N), all of K: per 128-input block the weights are copied into the same permuted K-major
-//     layout with 4-byte cp.async (the permutation no 16-byte copy can make: docs/cuda.md "Session
-//     45"), the codes with 16-byte ones, through a ring of kFp8GemmStages blocks; per block four
-//     wgmma.m64n64k32 steps from zero (both operands from shared memory: the probe found this form
-//     bitwise the decode kernel's register-A m64n8k32 one), promoted as fmaf(part, sw * sa, sum),
-//     each sub-range's sum added in order into the total.
-// Not yet run on a GPU (written in session 45 after the device time was spent): behind
-// DEEPINFER_GEMM_FP8_ORDER=1 like the decode kernel.
+// Three launches (plan: fp8_gemv_plan.h), the operands' blocks in the staging workspace:
+//   * fp8_pack_codes_kernel: each (token, 128-input block) of A re-derived as E4M3 codes and a
+//     scale exactly as fp8_gemv_kernel's staging does (fp8_block_codes), written as blocks
+//     [token tile][block]: 128 tokens x 128 codes in the order's k grouping and wgmma's core-matrix
+//     image (fp8_order_layout.h: fp8_tile_offset), then the 128 tokens' F32 scales;
+//   * fp8_pack_weights_kernel: the weights' codes into blocks [column tile][block] of the same
+//     image (the permutation no 16-byte copy can make: docs/cuda.md "Session 45");
+//   * fp8_gemm_kernel: persistent CTAs over 128-column x 128-token output tiles. A producer warp
+//     moves each block's weight and code blocks with two bulk copies into a ring of stages
+//     (transaction barriers); two consumer warpgroups (64 columns each) issue four
+//     wgmma.m64n128k32 from zero per block (both operands from shared memory: the probe found this
+//     form bitwise the decode kernel's register-A m64n8k32 one), promote the block as
+//     fmaf(part, sw * sa, sum) and add each K sub-range's sum in order into a total kept in
+//     shared memory (registers hold the block's part and the sub-range's sum: 128 of them).
+// The ring lets the warpgroups drift apart, so one promotes while the other's MMAs run.
 #pragma once
 
 #include <cuda_fp8.h>
 
+#include "kernels/common/bulk_copy.cuh"
 #include "kernels/common/wgmma_utils.cuh"
 #include "kernels/gemm/fp8_gemv.cuh"
+#include "kernels/gemm/fp8_gemv_plan.h"
 
 namespace deepinfer::kernels {
 
-static_assert(kFp8GemmCtaTokens == 64, "the kernel is written for wgmma.m64n64k32");
-inline constexpr int kFp8GemmStages = 4;   // 128-input blocks in the ring
-// Bytes of one ring stage: A (4 steps x 64 rows x 32) + B (4 steps x 64 tokens x 32) + 64 scales.
-inline constexpr int kFp8GemmStageBytes = 2 * 4 * 64 * 32 + 64 * 4;
-inline constexpr int kFp8GemmSmem = kFp8GemmStages * kFp8GemmStageBytes;
+inline constexpr int kFp8GemmStages = 4;                // 128-input blocks in the ring
+inline constexpr int kFp8GemmThreads = 9 * 32;          // 2 consumer warpgroups + producer warp
+inline constexpr int kFp8GemmGroupM = 8;                // token tiles per raster group (L2 reuse)
+// One stage: the weight block, then the code block with its scales.
+inline constexpr int kFp8GemmStageBytes = static_cast<int>(kFp8GemmOperandBytes + kFp8GemmCodesBlockBytes);
+// The consumers' sub-range totals after the ring: [warpgroup][64 accumulators][128 threads] F32.
+inline constexpr int kFp8GemmTotalsBytes = 2 * 64 * 128 * 4;
+inline constexpr int kFp8GemmSmem = kFp8GemmStages * kFp8GemmStageBytes + kFp8GemmTotalsBytes;
+static_assert(kFp8GemmStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
 
-// D[64 x 64] (+)= A[64 x 32] B[32 x 64], both E4M3 from shared memory (descriptors); d: the
-// thread's 32 accumulators (8 n8 tiles x 4).
-__device__ __forceinline__ void wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc,
-                                                        bool accumulate) {
+// D[64 x 128] (+)= A[64 x 32] B[32 x 128], both E4M3 from shared memory (descriptors); d: the
+// thread's 64 accumulators (16 n8 tiles x 4).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc,
+                                                         bool accumulate) {
 #ifdef DEEPINFER_NO_WGMMA
   __trap();
 #else
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,"
-      "%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " DI_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"
+      : DI_WGMMA_D64_OPERANDS(d)
       : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));
 #endif
 }
 
-// grid: (M * K / 128 / 8) CTAs of 128 threads; a half-warp per (row, block) as in the decode
-// staging. A: BF16 rows FP8-quantised per 128 (a_fp8_block). codes [M][K], scales [M][K / 128].
-__global__ void __launch_bounds__(128) fp8_act_codes_kernel(const __nv_bfloat16* A, int64_t lda, int64_t M, int64_t K,
-                                                            uint8_t* codes, float* scales) {
-  pdl_prologue();
-  const int64_t kb_per_row = K / kFp8GemvBlock;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 16;  // (row, block)
-  if (item >= M * kb_per_row) return;  // whole half-warps: the shuffles below stay within one
-  const int64_t r = item / kb_per_row, b = item - r * kb_per_row;
+// grid: (m_tiles x 128 x kb / 8) CTAs of 128 threads; a half-warp per (token, block) as in the
+// decode staging. A: BF16 rows FP8-quantised per 128 (a_fp8_block); tokens past M get zero codes
+// and scales. out: [m tile][kb] blocks of kFp8GemmCodesBlockBytes.
+__global__ void __launch_bounds__(128) fp8_pack_codes_kernel(const __nv_bfloat16* A, int64_t lda, int64_t M,
+                                                             int64_t kb_count, uint8_t* out) {
+  pdl_prologue();  // A comes from the previous launch; the staging may still be read by the last GEMM
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 16;  // (token, block)
+  const int64_t r = item / kb_count, b = item - r * kb_count;
   const int q = threadIdx.x & 15;
-  const int64_t k = b * kFp8GemvBlock + 8 * q;
-  float v[8];
-  bf16x8_to_f32(*reinterpret_cast<const uint4*>(A + r * lda + k), v);
-  uint32_t lo, hi;
-  const float s = fp8_block_codes(v, half_warp_amax(v, 0xffffu << (threadIdx.x & 16)), lo, hi);
-  uint8_t* row = codes + r * K;
-  *reinterpret_cast<uint32_t*>(row + fp8_code_offset(k)) = lo;        // positions 4c .. 4c + 3 (h = 0)
-  *reinterpret_cast<uint32_t*>(row + fp8_code_offset(k) + 16) = hi;   // h = 1
-  if (q == 0) scales[r * kb_per_row + b] = s;
+  uint32_t lo = 0, hi = 0;
+  float s = 0.0f;
+  if (r < M) {  // uniform in the half-warp, whose shuffles stay within it
+    float v[8];
+    bf16x8_to_f32(*reinterpret_cast<const uint4*>(A + r * lda + b * kFp8GemvBlock + 8 * q), v);
+    s = fp8_block_codes(v, half_warp_amax(v, 0xffffu << (threadIdx.x & 16)), lo, hi);
+  }
+  uint8_t* blk = out + ((r / kFp8GemmTile) * kb_count + b) * kFp8GemmCodesBlockBytes;
+  const int rl = static_cast<int>(r % kFp8GemmTile), o = fp8_tile_offset(rl, 8 * q);
+  *reinterpret_cast<uint32_t*>(blk + o) = lo;        // inputs 8 q .. + 3: positions 4 c .. (h = 0)
+  *reinterpret_cast<uint32_t*>(blk + o + 128) = hi;  // inputs 8 q + 4 .. + 7: h = 1, the step's other half
+  if (q == 0) reinterpret_cast<float*>(blk + kFp8GemmOperandBytes)[rl] = s;
 }
 
-// grid: (column tiles of set 0 + set 1, token tiles). codes / scales: fp8_act_codes_kernel's.
-// tiles0: column tiles of weight set 0; out_shift: log2 of the weights' block_out.
-__global__ void __launch_bounds__(128) fp8_gemm_kernel(GemmParams p, const uint8_t* codes, const float* scales,
-                                                       int tiles0, int out_shift) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  griddep_launch_dependents();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int set = p.n_sets > 1 && static_cast<int>(blockIdx.x) >= tiles0 ? 1 : 0;
-  const WeightDesc& w = set == 0 ? p.w : p.w1;
-  const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
-  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * tiles0) * kFp8GemvCols;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kFp8GemmCtaTokens;
-  const int64_t K = p.K, kb_count = K / kFp8GemvBlock;
-  const int R_blocks = static_cast<int>(gemm_subrange(K) / kFp8GemvBlock);  // blocks per sub-range
+// grid: (tiles x 128 rows x kb x 8 / 256) CTAs of 256 threads; a thread per 16 stored bytes (8 per
+// row's block: consecutive threads read a row's bytes in order). Rows past N pack as zeros.
+// out: [column tile][kb] blocks of kFp8GemmOperandBytes.
+__global__ void __launch_bounds__(256) fp8_pack_weights_kernel(WeightDesc w, int64_t N, int64_t kb_count,
+                                                               uint8_t* out) {
+  pdl_prologue();  // the staging may still be read by the previous GEMM
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  const int chunk = static_cast<int>(idx & 7);
+  const int64_t rest = idx >> 3, b = rest % kb_count, n = rest / kb_count;
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (n < N) v = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + b * kFp8GemvBlock + 16 * chunk);
+  uint8_t* blk = out + ((n / kFp8GemmTile) * kb_count + b) * kFp8GemmOperandBytes;
+  const int rl = static_cast<int>(n % kFp8GemmTile);
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j)  // inputs 16 chunk + 4 j .. + 3 stay adjacent in the image
+    *reinterpret_cast<uint32_t*>(blk + fp8_tile_offset(rl, 16 * chunk + 4 * j)) = words[j];
+}
 
-  // Stage st: A at + 0 ([step][64 rows x 32], core matrices: (r / 8) 256 + h 128 + (r % 8) 16 + pos),
-  // B at + 8192 (the same for 64 tokens), the tokens' scales at + 16384.
-  auto stage = [&](int st) { return smem + st * kFp8GemmStageBytes; };
-  // Block kb into stage st: the weights with 4-byte copies into their permuted positions (thread
-  // t: row t / 2, half the row's 128 bytes), the codes and scales with 16- and 4-byte copies.
-  auto load_block = [&](int64_t kb, int st) {
-    uint8_t* sa = stage(st);
-    {
-      const int r = threadIdx.x >> 1, wi = threadIdx.x & 1;  // row, 64-byte window of the block
-      const uint8_t* src = w.w + min64(n0 + r, N - 1) * w.row_bytes + kb * kFp8GemvBlock + wi * 64;
-#pragma unroll
-      for (int q = 0; q < 16; ++q) cp_async4(sa + fp8_weight_stage_offset(r, wi, q), src + 4 * q);
-    }
-    uint8_t* sb = sa + 8192;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {  // (token, step, half): 512 16-byte copies
-      const int idx = threadIdx.x + 128 * i, m = idx >> 3, st4 = (idx >> 1) & 3, h = idx & 1;
-      const bool valid = m0 + m < p.M;
-      const uint8_t* src = codes + min64(m0 + m, p.M - 1) * K + (kb * 4 + st4) * 32 + h * 16;
-      cp_async16(sb + st4 * 2048 + (m >> 3) * 256 + h * 128 + (m & 7) * 16, src, valid);
-    }
-    if (threadIdx.x < kFp8GemmCtaTokens) {
-      const int64_t m = m0 + threadIdx.x;
-      cp_async4_zfill(sa + 16384 + 4 * threadIdx.x, scales + min64(m, p.M - 1) * kb_count + kb, m < p.M);
-    }
-  };
+struct Fp8GemmArgs {
+  const uint8_t* codes = nullptr;    // [m_tiles][kb] code blocks
+  const uint8_t* weights = nullptr;  // [n_tiles][kb] weight blocks (set 0's tiles, then set 1's)
+  int64_t tiles0 = 0, n_tiles = 0, m_tiles = 0, kb = 0;
+  int out_shift = 0;
+};
 
-  // Accumulators of m64n64: d[4 j + e] is row (column of C) 16 warp + g (+ 8 for e >= 2), token
-  // 8 j + 2 c + (e & 1).
-  float part[32], sum[32], total[32];
-#pragma unroll
-  for (int e = 0; e < 32; ++e) sum[e] = 0.0f, total[e] = 0.0f;
-  griddep_wait();  // the codes come from the previous launch
-#pragma unroll
-  for (int st = 0; st < kFp8GemmStages - 1; ++st) {
-    if (st < kb_count) load_block(st, st);
-    cp_async_commit();
-  }
-  for (int64_t kb = 0; kb < kb_count; ++kb) {
-    const int st = static_cast<int>(kb % kFp8GemmStages);
-    cp_async_wait<kFp8GemmStages - 2>();
-    fence_proxy_async();  // this thread's copies are read by wgmma (the async proxy)
-    __syncthreads();      // block kb landed for every thread; stage (kb - 1) % S is free
-    if (kb + kFp8GemmStages - 1 < kb_count)
-      load_block(kb + kFp8GemmStages - 1, static_cast<int>((kb + kFp8GemmStages - 1) % kFp8GemmStages));
-    cp_async_commit();
-    const uint8_t* sa = stage(st);
-    wgmma_fence();
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-      wgmma_m64n64k32_e4m3_ss(part, wgmma_desc(sa + s * 2048, 128, 256), wgmma_desc(sa + 8192 + s * 2048, 128, 256),
-                              s > 0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operands(part);
-    const float sw = e8m0_to_f32(w.scale[(n0 >> out_shift) * w.scale_cols + kb]);
-    const float* s_tok = reinterpret_cast<const float*>(sa + 16384);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float s0 = sw * s_tok[8 * j + 2 * c], s1 = sw * s_tok[8 * j + 2 * c + 1];
-      sum[4 * j] = fmaf(part[4 * j], s0, sum[4 * j]);
-      sum[4 * j + 1] = fmaf(part[4 * j + 1], s1, sum[4 * j + 1]);
-      sum[4 * j + 2] = fmaf(part[4 * j + 2], s0, sum[4 * j + 2]);
-      sum[4 * j + 3] = fmaf(part[4 * j + 3], s1, sum[4 * j + 3]);
+// Output tile t: token tiles rastered in groups of kFp8GemmGroupM, so the CTAs working at one time
+// share weight and code blocks in L2.
+struct Fp8GemmTile {
+  int64_t nt, mt;
+};
+__device__ __forceinline__ Fp8GemmTile fp8_gemm_tile(const Fp8GemmArgs& a, int64_t t) {
+  const int64_t per_group = kFp8GemmGroupM * a.n_tiles, first_m = (t / per_group) * kFp8GemmGroupM;
+  const int64_t gm = min64(a.m_tiles - first_m, kFp8GemmGroupM), id = t % per_group;
+  return {id / gm, first_m + id % gm};
+}
+
+__global__ void __launch_bounds__(kFp8GemmThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
+  pdl_prologue();  // the blocks come from the pre-passes
+  extern __shared__ __align__(1024) uint8_t smem[];  // [stage][weight block, code block + scales], totals
+  __shared__ __align__(8) uint64_t full[kFp8GemmStages], empty[kFp8GemmStages];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t tiles = a.n_tiles * a.m_tiles;
+  const int KT = static_cast<int>(a.kb);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kFp8GemmStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
     }
-    if ((kb + 1) % R_blocks == 0 || kb + 1 == kb_count) {  // a sub-range ends: into the total, in order
-#pragma unroll
-      for (int e = 0; e < 32; ++e) total[e] += sum[e], sum[e] = 0.0f;
-    }
-    __syncthreads();  // every warp is done with stage st before a later iteration refills it
+    mbar_init_fence();
   }
-  void* const C = set == 0 ? p.C : p.C1;
+  __syncthreads();
+
+  if (warp == 8) {  // producer: one thread issues both bulk copies of every block
+    if (lane == 0) {
+      int it = 0;  // stage uses so far (stage it % S, phase it / S)
+      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const Fp8GemmTile tile = fp8_gemm_tile(a, t);
+        const uint8_t* wb = a.weights + tile.nt * a.kb * kFp8GemmOperandBytes;
+        const uint8_t* cb = a.codes + tile.mt * a.kb * kFp8GemmCodesBlockBytes;
+        for (int i = 0; i < KT; ++i, ++it) {
+          const int s = it % kFp8GemmStages;
+          if (it >= kFp8GemmStages) mbar_wait(&empty[s], ((it / kFp8GemmStages) - 1) & 1);
+          uint8_t* dst = smem + s * kFp8GemmStageBytes;
+          mbar_arrive_expect_tx(&full[s], kFp8GemmStageBytes);
+          bulk_copy_g2s(dst, wb + i * kFp8GemmOperandBytes, kFp8GemmOperandBytes, &full[s]);
+          bulk_copy_g2s(dst + kFp8GemmOperandBytes, cb + i * kFp8GemmCodesBlockBytes, kFp8GemmCodesBlockBytes,
+                        &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup wg takes columns 64 wg .. 64 wg + 63 of the tile. Accumulator e of the
+  // m64n128 layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
+  const int wg = warp / 4, g = lane >> 2, c = lane & 3, tid = threadIdx.x & 127;
+  float* totals = reinterpret_cast<float*>(smem + kFp8GemmStages * kFp8GemmStageBytes) + wg * 64 * 128 + tid;
+  const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
+  int it = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const Fp8GemmTile tile = fp8_gemm_tile(a, t);
+    const int set = tile.nt >= a.tiles0 ? 1 : 0;
+    const WeightDesc& w = set == 0 ? p.w : p.w1;
+    const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
+    const int64_t n0 = (tile.nt - set * a.tiles0) * kFp8GemmTile + 64 * wg, m0 = tile.mt * kFp8GemmTile;
+    // This warpgroup's weight scales (one per block: block_out >= 64); a warpgroup wholly past N
+    // computes zeros and stores nothing.
+    const uint8_t* wscale = w.scale + (min64(n0, N - 1) >> a.out_shift) * w.scale_cols;
+    float part[64], sum[64];
 #pragma unroll
-  for (int e = 0; e < 32; ++e) {
-    const int64_t n = n0 + 16 * warp + g + ((e & 3) >= 2 ? 8 : 0);
-    const int64_t m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
-    if (n < N && m < p.M) store_out(C, p.c_bf16, m * ldc + n, total[e]);
+    for (int e = 0; e < 64; ++e) sum[e] = 0.0f;
+    for (int i = 0; i < KT; ++i, ++it) {
+      const int s = it % kFp8GemmStages;
+      const float sw = e8m0_to_f32(wscale[i]);
+      mbar_wait(&full[s], (it / kFp8GemmStages) & 1);
+      const uint8_t* stage = smem + s * kFp8GemmStageBytes;
+      const uint64_t a_desc = wgmma_desc(stage + wg * 2048, 128, 256);
+      const uint64_t b_desc = wgmma_desc(stage + kFp8GemmOperandBytes, 128, 256);
+      wgmma_fence_operands(part);
+      wgmma_fence();
+#pragma unroll
+      for (int step = 0; step < 4; ++step)
+        wgmma_m64n128k32_e4m3_ss(part, a_desc + ((step * 4096) >> 4), b_desc + ((step * 4096) >> 4), step > 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(part);
+      const float* s_tok = reinterpret_cast<const float*>(stage + kFp8GemmOperandBytes + kFp8GemmOperandBytes);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * j + 2 * c);
+        const float s0 = sw * st.x, s1 = sw * st.y;
+        sum[4 * j] = fmaf(part[4 * j], s0, sum[4 * j]);
+        sum[4 * j + 1] = fmaf(part[4 * j + 1], s1, sum[4 * j + 1]);
+        sum[4 * j + 2] = fmaf(part[4 * j + 2], s0, sum[4 * j + 2]);
+        sum[4 * j + 3] = fmaf(part[4 * j + 3], s1, sum[4 * j + 3]);
+      }
+      __syncwarp();  // the warp's scale reads are done before its lane 0 frees the stage
+      if (lane == 0) mbar_arrive(&empty[s]);
+      if ((i + 1) % blocks_per_sub == 0 || i + 1 == KT) {  // a sub-range ends: into the total, in order
+        const bool first = i + 1 <= blocks_per_sub;
+#pragma unroll
+        for (int e = 0; e < 64; ++e) {
+          totals[e * 128] = (first ? 0.0f : totals[e * 128]) + sum[e];
+          sum[e] = 0.0f;
+        }
+      }
+    }
+    void* const C = set == 0 ? p.C : p.C1;
+    const int64_t nw = n0 + 16 * (warp & 3) + g;
+#pragma unroll
+    for (int e = 0; e < 64; ++e) {
+      const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
+      if (n < N && m < p.M) store_out(C, p.c_bf16, m * ldc + n, totals[e * 128]);
+    }
   }
 }
 

@@ -59,29 +59,37 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   return true;
 }
 
-// The large-M kernel of the same order (fp8_gemm.cuh): CTAs of 64 columns x 64 tokens over all of
-// K, after a pre-pass writing the activations' E4M3 codes and scales into the staging workspace.
-inline constexpr int kFp8GemmCtaTokens = 64;  // tokens per CTA (the kernel's wgmma N)
+// The large-M kernel of the same order (fp8_gemm.cuh): output tiles of 128 columns x 128 tokens
+// (two warpgroups of 64 columns), persistent CTAs; two pre-passes write its operands into the
+// staging workspace as blocks of one 128-input block each, in the shared-memory image the kernel's
+// bulk copies move whole: the activations' E4M3 codes with their scales, then the weights.
+inline constexpr int kFp8GemmTile = 128;  // output columns and tokens per tile
+inline constexpr int64_t kFp8GemmOperandBytes = int64_t{kFp8GemmTile} * kFp8GemvBlock;  // 128 rows x 128 codes
+inline constexpr int64_t kFp8GemmCodesBlockBytes = kFp8GemmOperandBytes + kFp8GemmTile * 4;  // + F32 scales
 
 struct Fp8GemmPlan {
-  int tiles0 = 0;            // column tiles of weight set 0 (set 1's follow along x)
+  int64_t tiles0 = 0;        // column tiles of weight set 0 (set 1's follow)
+  int64_t n_tiles = 0;       // column tiles of both sets
+  int64_t m_tiles = 0;       // token tiles
+  int64_t kb = 0;            // 128-input blocks (K / 128)
   int out_shift = 0;         // log2 of the weights' block_out
-  int64_t grid_x = 0, grid_y = 0;
-  int64_t codes_bytes = 0;   // M x K codes (K % 128 == 0: the scales after them stay 16-byte aligned)
-  int64_t staging_bytes = 0; // codes + M x K / 128 F32 scales
+  int64_t codes_bytes = 0;   // m_tiles x kb code blocks (16-byte multiples: the weights follow aligned)
+  int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
 };
 
-// Rows beyond the decode kernel's (> 8), whole promotion blocks, 128 x (power of two >= 64) scales.
+// Rows beyond the decode kernel's (> 8), whole promotion blocks, 128 x (power of two >= 64) scales
+// (a warpgroup's 64 columns share one weight scale per block).
 inline bool plan_fp8_gemm(const Fp8GemvDims& d, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};
   if (d.rows <= kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
   if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
-  plan.tiles0 = static_cast<int>((d.N + kFp8GemvCols - 1) / kFp8GemvCols);
+  plan.tiles0 = (d.N + kFp8GemmTile - 1) / kFp8GemmTile;
+  plan.n_tiles = plan.tiles0 + (d.N1 + kFp8GemmTile - 1) / kFp8GemmTile;
+  plan.m_tiles = (d.rows + kFp8GemmTile - 1) / kFp8GemmTile;
+  plan.kb = d.K / kFp8GemvBlock;
   plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
-  plan.grid_x = plan.tiles0 + (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
-  plan.grid_y = (d.rows + kFp8GemmCtaTokens - 1) / kFp8GemmCtaTokens;
-  plan.codes_bytes = d.rows * d.K;
-  plan.staging_bytes = plan.codes_bytes + d.rows * (d.K / kFp8GemvBlock) * 4;
+  plan.codes_bytes = plan.m_tiles * plan.kb * kFp8GemmCodesBlockBytes;
+  plan.staging_bytes = plan.codes_bytes + plan.n_tiles * plan.kb * kFp8GemmOperandBytes;
   return true;
 }
 

@@ -33,19 +33,14 @@ DI_FP8_HD int fp8_stage_offset(int k, int n) {
   return static_cast<int>(sp.step) * 256 + (sp.pos >> 4) * 128 + n * 16 + (sp.pos & 15);
 }
 
-// Byte of physical input k in a row of activation codes laid out [step][32 positions] (the
-// large-M kernel's pre-pass output: a token's step is two 16-byte core-matrix rows).
-DI_FP8_HD int64_t fp8_code_offset(int64_t k) {
+// Byte of physical input k (< 128) of row r (< 128: a weight row or a token) in one 128-input
+// block of a large-M operand tile (fp8_gemm.cuh's pre-passes write it, its bulk copies move it
+// whole): per k32 step a 128 x 32 K-major operand of 16 x 2 core matrices of 8 rows x 16 bytes
+// (row groups 256 apart, the step's two 16-position halves 128 apart: wgmma's SBO and LBO), so a
+// warpgroup's 64 rows start 2048 bytes into each step.
+DI_FP8_HD int fp8_tile_offset(int r, int k) {
   const Fp8StepPos sp = fp8_step_pos(k);
-  return sp.step * 32 + sp.pos;
-}
-
-// Byte of weight row r (< 64) of a 64-row tile, in the large-M kernel's per-block A stage ([4
-// steps][64 rows x 32], core matrices (r / 8) 256 + h 128 + (r % 8) 16), for 4-byte group q (<
-// 16) of the block's 64-byte window wi: physical bytes wi 64 + 4 q .. + 3.
-DI_FP8_HD int fp8_weight_stage_offset(int r, int wi, int q) {
-  const Fp8StepPos sp = fp8_step_pos(64 * wi + 4 * q);
-  return static_cast<int>(sp.step) * 2048 + (r >> 3) * 256 + (sp.pos >> 4) * 128 + (r & 7) * 16 + (sp.pos & 15);
+  return static_cast<int>(sp.step) * 4096 + (r >> 3) * 256 + (sp.pos >> 4) * 128 + (r & 7) * 16 + (sp.pos & 15);
 }
 
 }  // namespace deepinfer::kernels

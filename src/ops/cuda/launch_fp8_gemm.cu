@@ -1,4 +1,6 @@
 // Launchers of the FP8-order GEMM kernels (fp8_gemv.cuh).
+#include <algorithm>
+
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/fp8_gemm.cuh"
@@ -78,15 +80,27 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   static const cudaError_t configured =
       cudaFuncSetAttribute(fp8_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kFp8GemmSmem);
   if (configured != cudaSuccess) return configured;
-  uint8_t* codes = p.staging;
-  float* scales = reinterpret_cast<float*>(p.staging + plan.codes_bytes);
-  const int64_t items = p.M * (p.K / kFp8GemvBlock);
-  cudaError_t e = launch_pdl(fp8_act_codes_kernel, dim3(static_cast<unsigned>((items + 7) / 8)), dim3(128), 0, s,
-                             static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, p.K, codes, scales);
+  Fp8GemmArgs a;
+  a.codes = p.staging;
+  a.weights = p.staging + plan.codes_bytes;
+  a.tiles0 = plan.tiles0;
+  a.n_tiles = plan.n_tiles;
+  a.m_tiles = plan.m_tiles;
+  a.kb = plan.kb;
+  a.out_shift = plan.out_shift;
+  cudaError_t e = launch_pdl(fp8_pack_codes_kernel, dim3(static_cast<unsigned>(plan.m_tiles * kFp8GemmTile * plan.kb / 8)),
+                             dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb,
+                             p.staging);
+  for (int set = 0; set < p.n_sets && e == cudaSuccess; ++set) {
+    const int64_t tiles = set == 0 ? plan.tiles0 : plan.n_tiles - plan.tiles0;
+    uint8_t* out = p.staging + plan.codes_bytes + (set == 0 ? 0 : plan.tiles0) * plan.kb * kFp8GemmOperandBytes;
+    e = launch_pdl(fp8_pack_weights_kernel, dim3(static_cast<unsigned>(tiles * kFp8GemmTile * plan.kb * 8 / 256)),
+                   dim3(256), 0, s, set == 0 ? p.w : p.w1, set == 0 ? p.N : p.N1, plan.kb, out);
+  }
   if (e != cudaSuccess) return e;
-  e = launch_pdl(fp8_gemm_kernel, dim3(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(plan.grid_y)),
-                 dim3(128), static_cast<size_t>(kFp8GemmSmem), s, p, static_cast<const uint8_t*>(codes),
-                 static_cast<const float*>(scales), plan.tiles0, plan.out_shift);
+  const int64_t tiles = plan.n_tiles * plan.m_tiles;
+  e = launch_pdl(fp8_gemm_kernel, dim3(static_cast<unsigned>(std::min<int64_t>(tiles, device_sm_count()))),
+                 dim3(kFp8GemmThreads), static_cast<size_t>(kFp8GemmSmem), s, p, a);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -17,13 +17,13 @@ namespace deepinfer::kernels {
 bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan);
 // Launches it (clusters of plan.shape.P CTAs).
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s);
-// The plan of p when it takes the large-M kernel of the same order (fp8_gemm.cuh; written in
-// session 45, not yet run on a GPU): DEEPINFER_GEMM_FP8_ORDER=1, a Hopper build, a dense ungrouped
+// The plan of p when it takes the large-M kernel of the same order (fp8_gemm.cuh):
+// DEEPINFER_GEMM_FP8_ORDER=1, a Hopper build, a dense ungrouped
 // launch of more than 8 rows of FP8 weights (as above) whose BF16 activations are FP8-quantised
 // per 128 columns already (a_fp8_block; 16-byte aligned rows), shape per plan_fp8_gemm; it needs
 // plan.staging_bytes of GemmParams::staging (gemm_staging_bytes reports them).
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
-// The activations' codes into p.staging, then the GEMM.
+// The activations' code blocks and the weight blocks into p.staging, then the GEMM.
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s);
 
 }  // namespace deepinfer::kernels

@@ -638,7 +638,7 @@ int64_t packed_weight_bytes(int64_t N, int64_t K) {
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {
-  if (Fp8GemmPlan plan; fp8_gemm_plan(p, plan)) return plan.staging_bytes;  // the activations' codes
+  if (Fp8GemmPlan plan; fp8_gemm_plan(p, plan)) return plan.staging_bytes;  // code and weight blocks
   if (PackedExpertPlan plan; packed_expert_plan(p, plan)) return plan.staging_bytes();
   PackedGemmPlan plan;
   return packed_plan(p, plan) ? plan.staging_bytes() : 0;
@@ -648,7 +648,7 @@ int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
   if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return 0;  // folds its sub-ranges in a cluster
-  if (Fp8GemmPlan fp8; fp8_gemm_plan(p, fp8)) return 0;  // folds them in registers
+  if (Fp8GemmPlan fp8; fp8_gemm_plan(p, fp8)) return 0;  // folds them in shared memory
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
   if (PackedExpertPlan plan; packed_expert_plan(p, plan) && plan.tile_rows != kPackRows) return 0;  // in registers
   switch (gemm_path(p)) {
