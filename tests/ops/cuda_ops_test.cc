@@ -448,14 +448,15 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
 // The large-M kernel of the FP8 order (fp8_gemm.cuh) against the decode kernel: every row of a
 // launch of 9, 70 or 200 rows (one or two 128-token tiles, a partial last one; pairs; BF16 and
 // F32 outputs) bitwise the same row computed alone (the decode kernel), and a subset of outputs
-// within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 200
-// a partial warpgroup, N = 64 a warpgroup wholly past N; 1,100 rows x 2,048 columns (a pair: 288
-// tiles) make persistent CTAs walk several tiles and the token tiles' raster a partial group.
+// within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 196
+// a partial warpgroup (and BF16 rows the 16-byte stores cannot take: element stores), N = 64
+// warpgroups wholly past N; 1,100 rows x 2,048 columns (a pair: 242 or 288 tiles) make persistent
+// CTAs walk several tiles and the token tiles' raster a partial group.
 TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
   const char* knob = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
   if (knob == nullptr || std::string(knob) != "1") GTEST_SKIP() << "DEEPINFER_GEMM_FP8_ORDER=1 runs it";
   for (auto [N, K] :
-       std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {200, 1024}, {576, 4096}, {128, 7168}, {2048, 1024}}) {
+       std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {196, 1024}, {576, 4096}, {128, 7168}, {2048, 1024}}) {
     Linear w = make_linear(WeightFormat::kFp8Block, N, K), w1 = make_linear(WeightFormat::kFp8Block, N + 64, K);
     for (int64_t M : N == 2048 ? std::vector<int64_t>{1100} : std::vector<int64_t>{9, 70, 200}) {
       const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);

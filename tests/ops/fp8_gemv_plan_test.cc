@@ -79,32 +79,40 @@ TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {
   EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 16384), plan));
 }
 
-// The large-M kernel's plan: launches the decode kernel leaves (more than 8 rows), 128 x 128 tiles
-// over both weight sets, and the staging its pre-passes write (code blocks with their scales, then
-// weight blocks).
+// The large-M kernel's plan: launches the decode kernel leaves (more than 8 rows), tiles of 64
+// columns per consumer warpgroup x 128 tokens over both weight sets, and the staging its
+// pre-passes write (code blocks with their scales, then weight blocks).
 TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   Fp8GemmPlan plan;
-  EXPECT_FALSE(plan_fp8_gemm(dense(8, 4096, 4096), plan));
-  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), plan));
+  EXPECT_FALSE(plan_fp8_gemm(dense(8, 4096, 4096), 2, plan));
+  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), 2, plan));
+  EXPECT_EQ(plan.tile_cols, 128);
   EXPECT_EQ(plan.tiles0, 8);
   EXPECT_EQ(plan.n_tiles, 8 + 5);  // 576 columns: a last tile of 64
   EXPECT_EQ(plan.m_tiles, 1);
   EXPECT_EQ(plan.kb, 32);
   EXPECT_EQ(plan.codes_bytes, 32 * (128 * 128 + 128 * 4));
   EXPECT_EQ(plan.staging_bytes, plan.codes_bytes + 13 * 32 * 128 * 128);
-  ASSERT_TRUE(plan_fp8_gemm(dense(8192, 4096, 8192), plan));
+  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), 3, plan));
+  EXPECT_EQ(plan.tile_cols, 192);
+  EXPECT_EQ(plan.tiles0, 6);  // 1024 = 5 x 192 + 64
+  EXPECT_EQ(plan.n_tiles, 6 + 3);
+  EXPECT_EQ(plan.weight_block_bytes, 192 * 128);
+  EXPECT_EQ(plan.staging_bytes, plan.codes_bytes + 9 * 32 * 192 * 128);
+  ASSERT_TRUE(plan_fp8_gemm(dense(8192, 4096, 8192), 2, plan));
   EXPECT_EQ(plan.m_tiles, 64);
   EXPECT_EQ(plan.n_tiles, 32);
   EXPECT_EQ(plan.codes_bytes, int64_t{64} * 64 * 16896);
   EXPECT_EQ(plan.staging_bytes, int64_t{64} * 64 * 16896 + int64_t{32} * 64 * 16384);
   EXPECT_EQ(plan.codes_bytes % 16, 0);
-  EXPECT_FALSE(plan_fp8_gemm(dense(100, 4096, 4000), plan));  // K not whole promotion blocks
+  EXPECT_FALSE(plan_fp8_gemm(dense(8192, 4096, 8192), 4, plan));  // 2 or 3 consumer warpgroups
+  EXPECT_FALSE(plan_fp8_gemm(dense(100, 4096, 4000), 2, plan));  // K not whole promotion blocks
   Fp8GemvDims d = dense(100, 4096, 4096);
   d.block_in = 64;
-  EXPECT_FALSE(plan_fp8_gemm(d, plan));
+  EXPECT_FALSE(plan_fp8_gemm(d, 2, plan));
   d.block_in = 128;
   d.block_out = 32;  // a warpgroup's 64 columns would need two weight scales
-  EXPECT_FALSE(plan_fp8_gemm(d, plan));
+  EXPECT_FALSE(plan_fp8_gemm(d, 2, plan));
 }
 
 }  // namespace

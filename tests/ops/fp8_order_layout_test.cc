@@ -60,29 +60,34 @@ TEST(Fp8OrderLayoutTest, StagedActivationsAndCodesFollowTheMap) {
   for (size_t i = 0; i < 4 * 256; ++i) EXPECT_EQ(stage_hits[i], 1) << "staged byte " << i;
 }
 
-// The large-M tiles (weights and activation codes alike): every (row, input) of a 128 x 128 block
-// at its step and position, in the core matrix wgmma reads for that row, each byte once; and the
-// pre-passes' 4-byte stores (inputs 4 i .. 4 i + 3 stay adjacent) land on contiguous bytes.
+// The large-M tiles (code blocks of 128 tokens, weight blocks of 128 or 192 rows): every (row,
+// input) of a block at its step and position, in the core matrix wgmma reads for that row, each
+// byte once; and the pre-passes' 4-byte stores (inputs 4 i .. 4 i + 3 stay adjacent) land on
+// contiguous bytes.
 TEST(Fp8OrderLayoutTest, LargeMTilesFollowTheMapAndFillTheBlockOnce) {
-  std::vector<int> hits(4 * 4096, 0);
-  for (int r = 0; r < 128; ++r)
-    for (int k = 0; k < 128; ++k) {
-      const int o = fp8_tile_offset(r, k);
-      const Fp8StepPos sp = fp8_step_pos(k);
-      // Step o / 4096, row group r / 8 at 256, core matrix pos / 16 at 128, row r % 8 at 16.
-      EXPECT_EQ(o / 4096, sp.step);
-      EXPECT_EQ((o % 4096) / 256, r / 8);
-      EXPECT_EQ((o % 256) / 128, sp.pos / 16);
-      EXPECT_EQ((o % 128) / 16, r % 8);
-      EXPECT_EQ(o % 16, sp.pos % 16);
-      if (k % 4 != 0) {
-        EXPECT_EQ(o, fp8_tile_offset(r, k - 1) + 1);
+  for (int rows : {128, 192}) {
+    const int step_bytes = rows * 32;
+    std::vector<int> hits(4 * step_bytes, 0);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < 128; ++k) {
+        const int o = fp8_tile_offset(r, k, rows);
+        const Fp8StepPos sp = fp8_step_pos(k);
+        // Step o / (rows x 32), row group r / 8 at 256, core matrix pos / 16 at 128, row r % 8 at 16.
+        EXPECT_EQ(o / step_bytes, sp.step);
+        EXPECT_EQ((o % step_bytes) / 256, r / 8);
+        EXPECT_EQ((o % 256) / 128, sp.pos / 16);
+        EXPECT_EQ((o % 128) / 16, r % 8);
+        EXPECT_EQ(o % 16, sp.pos % 16);
+        if (k % 4 != 0) {
+          EXPECT_EQ(o, fp8_tile_offset(r, k - 1, rows) + 1);
+        }
+        ++hits[o];
       }
-      ++hits[o];
-    }
-  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "block byte " << i;
-  // A warpgroup's 64 rows: its A descriptor starts 2048 bytes into each step.
-  EXPECT_EQ(fp8_tile_offset(64, 0) - fp8_tile_offset(0, 0), 2048);
+    for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << rows << " rows: block byte " << i;
+    // Warpgroup w's 64 rows: its A descriptor starts 2048 w bytes into each step.
+    EXPECT_EQ(fp8_tile_offset(64, 0, rows) - fp8_tile_offset(0, 0, rows), 2048);
+    EXPECT_EQ(fp8_tile_offset(0, 64, rows) - fp8_tile_offset(0, 0, rows), 2 * step_bytes);  // input 64: step 2
+  }
 }
 
 }  // namespace

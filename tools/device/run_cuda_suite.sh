@@ -143,10 +143,11 @@ job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
-# With the large-M kernel of the same order (fp8_gemm.cuh, written in session 45: its first GPU
-# run) the FP8 projections are one order at every M again: the GEMM batch-invariance test and the
-# model tests under the FP8 order.
+# With the large-M kernel of the same order (fp8_gemm.cuh) the FP8 projections are one order at
+# every M: the GEMM batch-invariance test and the model tests under the FP8 order, the large-M
+# kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*BatchInvariant*:*Fp8OrderLargeM*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_CONSUMERS=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)

@@ -9,14 +9,16 @@
 //     image (fp8_order_layout.h: fp8_tile_offset), then the 128 tokens' F32 scales;
 //   * fp8_pack_weights_kernel: the weights' codes into blocks [column tile][block] of the same
 //     image (the permutation no 16-byte copy can make: docs/cuda.md "Session 45");
-//   * fp8_gemm_kernel: persistent CTAs over 128-column x 128-token output tiles. A producer warp
-//     moves each block's weight and code blocks with two bulk copies into a ring of stages
-//     (transaction barriers); two consumer warpgroups (64 columns each) issue four
-//     wgmma.m64n128k32 from zero per block (both operands from shared memory: the probe found this
-//     form bitwise the decode kernel's register-A m64n8k32 one), promote the block as
-//     fmaf(part, sw * sa, sum) and add each K sub-range's sum in order into a total kept in
-//     shared memory (registers hold the block's part and the sub-range's sum: 128 of them).
-// The ring lets the warpgroups drift apart, so one promotes while the other's MMAs run.
+//   * fp8_gemm_kernel<C>: persistent CTAs over (64 C)-column x 128-token output tiles. A producer
+//     thread moves each block's weight and code blocks with two bulk copies into a ring of stages
+//     (transaction barriers); C consumer warpgroups (64 columns each) issue four wgmma.m64n128k32
+//     from zero per block (both operands from shared memory: the probe found this form bitwise
+//     the decode kernel's register-A m64n8k32 one), promote the block as fmaf(part, sw * sa, sum)
+//     and add each K sub-range's sum in order into a total kept in shared memory (registers hold
+//     the block's part and the sub-range's sum: 128 of them).
+// A warpgroup waits for its own block's MMAs before promoting them (ptxas serialises the wgmmas of
+// a second accumulator set in flight: C7514), so the other warpgroups' MMAs are what keeps the
+// tensor core busy meanwhile; the ring lets them drift apart.
 #pragma once
 
 #include <cuda_fp8.h>
@@ -28,15 +30,25 @@
 
 namespace deepinfer::kernels {
 
-inline constexpr int kFp8GemmStages = 4;                // 128-input blocks in the ring
-inline constexpr int kFp8GemmThreads = 9 * 32;          // 2 consumer warpgroups + producer warp
-inline constexpr int kFp8GemmGroupM = 8;                // token tiles per raster group (L2 reuse)
-// One stage: the weight block, then the code block with its scales.
-inline constexpr int kFp8GemmStageBytes = static_cast<int>(kFp8GemmOperandBytes + kFp8GemmCodesBlockBytes);
-// The consumers' sub-range totals after the ring: [warpgroup][64 accumulators][128 threads] F32.
-inline constexpr int kFp8GemmTotalsBytes = 2 * 64 * 128 * 4;
-inline constexpr int kFp8GemmSmem = kFp8GemmStages * kFp8GemmStageBytes + kFp8GemmTotalsBytes;
-static_assert(kFp8GemmStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
+inline constexpr int kFp8GemmGroupM = 8;  // token tiles per raster group (L2 reuse)
+
+// The kernel's shape for C consumer warpgroups: C + 1 warpgroups (one thread of the last issues
+// the copies), launched at 65536 / threads registers each, setmaxnreg moving the producers' to the
+// consumers; the ring's stages and the totals share the 227 KB of shared memory.
+template <int C>
+struct Fp8GemmShape {
+  static constexpr int kThreads = (C + 1) * 128;
+  static constexpr int kProducerRegs = C == 2 ? 40 : 24;
+  static constexpr int kConsumerRegs = C == 2 ? 232 : 160;  // (65536 - 128 producer) / (128 C), multiple of 8
+  static constexpr int kStages = C == 2 ? 4 : 3;
+  static constexpr int kWeightBytes = 64 * C * kFp8GemvBlock;                           // one block, 64 C rows
+  static constexpr int kStageBytes = kWeightBytes + static_cast<int>(kFp8GemmCodesBlockBytes);
+  static constexpr int kTotalsBytes = C * 64 * 128 * 4;  // [warpgroup][64 accumulators][128 threads] F32
+  static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
+  static_assert(kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
+  static_assert(kSmem <= 227 * 1024, "shared memory");
+  static_assert(128 * kProducerRegs + 128 * C * kConsumerRegs <= 65536, "register file");
+};
 
 // D[64 x 128] (+)= A[64 x 32] B[32 x 128], both E4M3 from shared memory (descriptors); d: the
 // thread's 64 accumulators (16 n8 tiles x 4).
@@ -76,10 +88,10 @@ __global__ void __launch_bounds__(128) fp8_pack_codes_kernel(const __nv_bfloat16
   if (q == 0) reinterpret_cast<float*>(blk + kFp8GemmOperandBytes)[rl] = s;
 }
 
-// grid: (tiles x 128 rows x kb x 8 / 256) CTAs of 256 threads; a thread per 16 stored bytes (8 per
+// grid: (tiles x rows x kb x 8 / 256) CTAs of 256 threads; a thread per 16 stored bytes (8 per
 // row's block: consecutive threads read a row's bytes in order). Rows past N pack as zeros.
-// out: [column tile][kb] blocks of kFp8GemmOperandBytes.
-__global__ void __launch_bounds__(256) fp8_pack_weights_kernel(WeightDesc w, int64_t N, int64_t kb_count,
+// out: [column tile][kb] blocks of `rows` (the tile's columns) x 128 bytes.
+__global__ void __launch_bounds__(256) fp8_pack_weights_kernel(WeightDesc w, int64_t N, int64_t kb_count, int rows,
                                                                uint8_t* out) {
   pdl_prologue();  // the staging may still be read by the previous GEMM
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
@@ -87,12 +99,12 @@ __global__ void __launch_bounds__(256) fp8_pack_weights_kernel(WeightDesc w, int
   const int64_t rest = idx >> 3, b = rest % kb_count, n = rest / kb_count;
   uint4 v = make_uint4(0, 0, 0, 0);
   if (n < N) v = *reinterpret_cast<const uint4*>(w.w + n * w.row_bytes + b * kFp8GemvBlock + 16 * chunk);
-  uint8_t* blk = out + ((n / kFp8GemmTile) * kb_count + b) * kFp8GemmOperandBytes;
-  const int rl = static_cast<int>(n % kFp8GemmTile);
+  uint8_t* blk = out + ((n / rows) * kb_count + b) * rows * kFp8GemvBlock;
+  const int rl = static_cast<int>(n % rows);
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j)  // inputs 16 chunk + 4 j .. + 3 stay adjacent in the image
-    *reinterpret_cast<uint32_t*>(blk + fp8_tile_offset(rl, 16 * chunk + 4 * j)) = words[j];
+    *reinterpret_cast<uint32_t*>(blk + fp8_tile_offset(rl, 16 * chunk + 4 * j, rows)) = words[j];
 }
 
 struct Fp8GemmArgs {
@@ -101,6 +113,11 @@ struct Fp8GemmArgs {
   int64_t tiles0 = 0, n_tiles = 0, m_tiles = 0, kb = 0;
   int out_shift = 0;
 };
+
+// Named barrier `id` over the 128 threads of one warpgroup (id 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_bar_sync(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
 
 // Output tile t: token tiles rastered in groups of kFp8GemmGroupM, so the CTAs working at one time
 // share weight and code blocks in L2.
@@ -113,77 +130,88 @@ __device__ __forceinline__ Fp8GemmTile fp8_gemm_tile(const Fp8GemmArgs& a, int64
   return {id / gm, first_m + id % gm};
 }
 
-__global__ void __launch_bounds__(kFp8GemmThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
+template <int C>
+__global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
+  using Sh = Fp8GemmShape<C>;
+  constexpr int S = Sh::kStages;
   pdl_prologue();  // the blocks come from the pre-passes
   extern __shared__ __align__(1024) uint8_t smem[];  // [stage][weight block, code block + scales], totals
-  __shared__ __align__(8) uint64_t full[kFp8GemmStages], empty[kFp8GemmStages];
+  __shared__ __align__(8) uint64_t full[S], empty[S];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t tiles = a.n_tiles * a.m_tiles;
   const int KT = static_cast<int>(a.kb);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kFp8GemmStages; ++s) {
+    for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
+      mbar_init(&empty[s], 4 * C);  // lane 0 of each consumer warp
     }
     mbar_init_fence();
   }
   __syncthreads();
 
-  if (warp == 8) {  // producer: one thread issues both bulk copies of every block
-    if (lane == 0) {
-      int it = 0;  // stage uses so far (stage it % S, phase it / S)
+  if (warp >= 4 * C) {  // producer warpgroup: one thread issues both bulk copies of every block
+    warpgroup_regs_dec<Sh::kProducerRegs>();
+    if (warp == 4 * C && lane == 0) {
+      int s = 0;
+      uint32_t phase = 0;  // of stage s's current use; the first S uses need no empty stage
+      bool wrapped = false;
       for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const Fp8GemmTile tile = fp8_gemm_tile(a, t);
-        const uint8_t* wb = a.weights + tile.nt * a.kb * kFp8GemmOperandBytes;
+        const uint8_t* wb = a.weights + tile.nt * a.kb * Sh::kWeightBytes;
         const uint8_t* cb = a.codes + tile.mt * a.kb * kFp8GemmCodesBlockBytes;
-        for (int i = 0; i < KT; ++i, ++it) {
-          const int s = it % kFp8GemmStages;
-          if (it >= kFp8GemmStages) mbar_wait(&empty[s], ((it / kFp8GemmStages) - 1) & 1);
-          uint8_t* dst = smem + s * kFp8GemmStageBytes;
-          mbar_arrive_expect_tx(&full[s], kFp8GemmStageBytes);
-          bulk_copy_g2s(dst, wb + i * kFp8GemmOperandBytes, kFp8GemmOperandBytes, &full[s]);
-          bulk_copy_g2s(dst + kFp8GemmOperandBytes, cb + i * kFp8GemmCodesBlockBytes, kFp8GemmCodesBlockBytes,
-                        &full[s]);
+        for (int i = 0; i < KT; ++i) {
+          if (wrapped) mbar_wait(&empty[s], phase ^ 1);
+          uint8_t* dst = smem + s * Sh::kStageBytes;
+          mbar_arrive_expect_tx(&full[s], Sh::kStageBytes);
+          bulk_copy_g2s(dst, wb + i * Sh::kWeightBytes, Sh::kWeightBytes, &full[s]);
+          bulk_copy_g2s(dst + Sh::kWeightBytes, cb + i * kFp8GemmCodesBlockBytes, kFp8GemmCodesBlockBytes, &full[s]);
+          if (++s == S) s = 0, phase ^= 1, wrapped = true;
         }
       }
     }
     return;
   }
 
+  warpgroup_regs_inc<Sh::kConsumerRegs>();
   // Consumers: warpgroup wg takes columns 64 wg .. 64 wg + 63 of the tile. Accumulator e of the
   // m64n128 layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
   const int wg = warp / 4, g = lane >> 2, c = lane & 3, tid = threadIdx.x & 127;
-  float* totals = reinterpret_cast<float*>(smem + kFp8GemmStages * kFp8GemmStageBytes) + wg * 64 * 128 + tid;
+  float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 + tid;
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
-  int it = 0;
+  // Stage 0's descriptors (stage s adds s x kStageBytes / 16: the start address field's units);
+  // a k32 step is 64 C x 32 weight bytes and 128 x 32 code bytes further.
+  const uint64_t a_desc0 = wgmma_desc(smem + wg * 2048, 128, 256);
+  const uint64_t b_desc0 = wgmma_desc(smem + Sh::kWeightBytes, 128, 256);
+  int s = 0;
+  uint32_t phase = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const Fp8GemmTile tile = fp8_gemm_tile(a, t);
     const int set = tile.nt >= a.tiles0 ? 1 : 0;
     const WeightDesc& w = set == 0 ? p.w : p.w1;
     const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
-    const int64_t n0 = (tile.nt - set * a.tiles0) * kFp8GemmTile + 64 * wg, m0 = tile.mt * kFp8GemmTile;
+    const int64_t n0 = (tile.nt - set * a.tiles0) * (64 * C) + 64 * wg, m0 = tile.mt * kFp8GemmTile;
     // This warpgroup's weight scales (one per block: block_out >= 64); a warpgroup wholly past N
     // computes zeros and stores nothing.
     const uint8_t* wscale = w.scale + (min64(n0, N - 1) >> a.out_shift) * w.scale_cols;
     float part[64], sum[64];
 #pragma unroll
     for (int e = 0; e < 64; ++e) sum[e] = 0.0f;
-    for (int i = 0; i < KT; ++i, ++it) {
-      const int s = it % kFp8GemmStages;
+    bool first_sub = true;
+    for (int i = 0, in_sub = 0; i < KT; ++i) {
       const float sw = e8m0_to_f32(wscale[i]);
-      mbar_wait(&full[s], (it / kFp8GemmStages) & 1);
-      const uint8_t* stage = smem + s * kFp8GemmStageBytes;
-      const uint64_t a_desc = wgmma_desc(stage + wg * 2048, 128, 256);
-      const uint64_t b_desc = wgmma_desc(stage + kFp8GemmOperandBytes, 128, 256);
+      mbar_wait(&full[s], phase);
+      const uint64_t so = static_cast<uint64_t>(s * Sh::kStageBytes) >> 4;
       wgmma_fence_operands(part);
       wgmma_fence();
 #pragma unroll
       for (int step = 0; step < 4; ++step)
-        wgmma_m64n128k32_e4m3_ss(part, a_desc + ((step * 4096) >> 4), b_desc + ((step * 4096) >> 4), step > 0);
+        wgmma_m64n128k32_e4m3_ss(part, a_desc0 + so + ((step * 64 * C * 32) >> 4),
+                                 b_desc0 + so + ((step * 128 * 32) >> 4), step > 0);
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_fence_operands(part);
-      const float* s_tok = reinterpret_cast<const float*>(stage + kFp8GemmOperandBytes + kFp8GemmOperandBytes);
+      const float* s_tok =
+          reinterpret_cast<const float*>(smem + s * Sh::kStageBytes + Sh::kWeightBytes + kFp8GemmOperandBytes);
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * j + 2 * c);
@@ -195,22 +223,56 @@ __global__ void __launch_bounds__(kFp8GemmThreads, 1) fp8_gemm_kernel(GemmParams
       }
       __syncwarp();  // the warp's scale reads are done before its lane 0 frees the stage
       if (lane == 0) mbar_arrive(&empty[s]);
-      if ((i + 1) % blocks_per_sub == 0 || i + 1 == KT) {  // a sub-range ends: into the total, in order
-        const bool first = i + 1 <= blocks_per_sub;
+      if (++s == S) s = 0, phase ^= 1;
+      if (++in_sub == blocks_per_sub || i + 1 == KT) {  // a sub-range ends: into the total, in order
+        in_sub = 0;
 #pragma unroll
         for (int e = 0; e < 64; ++e) {
-          totals[e * 128] = (first ? 0.0f : totals[e * 128]) + sum[e];
+          totals[e * 128] = (first_sub ? 0.0f : totals[e * 128]) + sum[e];
           sum[e] = 0.0f;
         }
+        first_sub = false;
       }
     }
-    void* const C = set == 0 ? p.C : p.C1;
+    void* const Cout = set == 0 ? p.C : p.C1;
     const int64_t nw = n0 + 16 * (warp & 3) + g;
+    if (!p.c_bf16 || ldc % 8 != 0 || reinterpret_cast<uintptr_t>(Cout) % 16 != 0) {  // element stores
 #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-      const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
-      if (n < N && m < p.M) store_out(C, p.c_bf16, m * ldc + n, totals[e * 128]);
+      for (int e = 0; e < 64; ++e) {
+        const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
+        if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, totals[e * 128]);
+      }
+      continue;
     }
+    // BF16 rows through shared memory: the warpgroup's 64 columns x 128 tokens as [token][64 + 8
+    // pad] BF16 (144-byte rows: a store's four token rows fall on different banks) over its totals,
+    // then each token's 128 bytes as 16-byte stores (8 per thread instead of 64 2-byte ones).
+#pragma unroll
+    for (int e = 0; e < 64; ++e) sum[e] = totals[e * 128];
+    warpgroup_bar_sync(1 + wg);  // every thread has its totals before the region is reused
+    __nv_bfloat16* tile_out = reinterpret_cast<__nv_bfloat16*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 * 2;
+    const int col = 16 * (warp & 3) + g;
+#pragma unroll
+    for (int e = 0; e < 64; ++e)
+      tile_out[(8 * (e >> 2) + 2 * c + (e & 1)) * 72 + col + ((e & 3) >= 2 ? 8 : 0)] = __float2bfloat16_rn(sum[e]);
+    warpgroup_bar_sync(1 + wg);
+    __nv_bfloat16* out = static_cast<__nv_bfloat16*>(Cout);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {  // chunk (token, 8 columns): consecutive threads along a token's row
+      const int idx = tid + 128 * q, tok = idx >> 3, cc = (idx & 7) * 8;
+      const int64_t m = m0 + tok, n = n0 + cc;
+      if (m >= p.M || n >= N) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(tile_out + tok * 72 + cc);
+      if (n + 8 <= N) {
+        *reinterpret_cast<uint4*>(out + m * ldc + n) = v;
+      } else {
+        const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j)  // the columns before N of a chunk N cuts
+          if (n + j < N) reinterpret_cast<uint16_t*>(out)[m * ldc + n + j] = static_cast<uint16_t>(words[j / 2] >> (16 * (j % 2)));
+      }
+    }
+    warpgroup_bar_sync(1 + wg);  // the region holds the next tile's totals
   }
 }
 

@@ -59,37 +59,45 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   return true;
 }
 
-// The large-M kernel of the same order (fp8_gemm.cuh): output tiles of 128 columns x 128 tokens
-// (two warpgroups of 64 columns), persistent CTAs; two pre-passes write its operands into the
-// staging workspace as blocks of one 128-input block each, in the shared-memory image the kernel's
-// bulk copies move whole: the activations' E4M3 codes with their scales, then the weights.
-inline constexpr int kFp8GemmTile = 128;  // output columns and tokens per tile
-inline constexpr int64_t kFp8GemmOperandBytes = int64_t{kFp8GemmTile} * kFp8GemvBlock;  // 128 rows x 128 codes
+// The large-M kernel of the same order (fp8_gemm.cuh): output tiles of 64 x `consumers` columns
+// (a consumer warpgroup's 64 each; 2 or 3) x 128 tokens, persistent CTAs; two pre-passes write its
+// operands into the staging workspace as blocks of one 128-input block each, in the shared-memory
+// image the kernel's bulk copies move whole: the activations' E4M3 codes with their scales, then
+// the weights.
+inline constexpr int kFp8GemmTile = 128;  // tokens per tile
+inline constexpr int64_t kFp8GemmOperandBytes = int64_t{kFp8GemmTile} * kFp8GemvBlock;  // 128 tokens x 128 codes
 inline constexpr int64_t kFp8GemmCodesBlockBytes = kFp8GemmOperandBytes + kFp8GemmTile * 4;  // + F32 scales
 
 struct Fp8GemmPlan {
+  int consumers = 2;         // consumer warpgroups: 64 columns each
+  int64_t tile_cols = 0;     // 64 x consumers
   int64_t tiles0 = 0;        // column tiles of weight set 0 (set 1's follow)
   int64_t n_tiles = 0;       // column tiles of both sets
   int64_t m_tiles = 0;       // token tiles
   int64_t kb = 0;            // 128-input blocks (K / 128)
   int out_shift = 0;         // log2 of the weights' block_out
   int64_t codes_bytes = 0;   // m_tiles x kb code blocks (16-byte multiples: the weights follow aligned)
+  int64_t weight_block_bytes = 0;  // tile_cols x 128
   int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
 };
 
 // Rows beyond the decode kernel's (> 8), whole promotion blocks, 128 x (power of two >= 64) scales
 // (a warpgroup's 64 columns share one weight scale per block).
-inline bool plan_fp8_gemm(const Fp8GemvDims& d, Fp8GemmPlan& plan) {
+inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};
+  if (consumers != 2 && consumers != 3) return false;
   if (d.rows <= kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
   if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
-  plan.tiles0 = (d.N + kFp8GemmTile - 1) / kFp8GemmTile;
-  plan.n_tiles = plan.tiles0 + (d.N1 + kFp8GemmTile - 1) / kFp8GemmTile;
+  plan.consumers = consumers;
+  plan.tile_cols = int64_t{kFp8GemvCols} * consumers;
+  plan.tiles0 = (d.N + plan.tile_cols - 1) / plan.tile_cols;
+  plan.n_tiles = plan.tiles0 + (d.N1 + plan.tile_cols - 1) / plan.tile_cols;
   plan.m_tiles = (d.rows + kFp8GemmTile - 1) / kFp8GemmTile;
   plan.kb = d.K / kFp8GemvBlock;
   plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   plan.codes_bytes = plan.m_tiles * plan.kb * kFp8GemmCodesBlockBytes;
-  plan.staging_bytes = plan.codes_bytes + plan.n_tiles * plan.kb * kFp8GemmOperandBytes;
+  plan.weight_block_bytes = plan.tile_cols * kFp8GemvBlock;
+  plan.staging_bytes = plan.codes_bytes + plan.n_tiles * plan.kb * plan.weight_block_bytes;
   return true;
 }
 
