@@ -148,7 +148,12 @@ job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 .carry/bin/cuda_ops_te
 # kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*BatchInvariant*:*Fp8OrderLargeM*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_CONSUMERS=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
-job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN"
+# Not MatchesTheCpuReference/Official there: its layer-0 bound (a quarter of official vs plain
+# numerics) assumes GEMM sums within ~1e-6 of the CPU's; the FP8 order's are 1e-4 to 4e-4 off
+# (LinearMatchesCpuForEveryFormatAndShape above), which flips more of the next quantised inputs'
+# E4M3 codes — measured at 830225f on the H100: 0.023 after layer 0 against the default order's
+# 0.0015 (bound 0.0082), later layers at 1.01-1.1 x official vs plain (docs/cuda.md "Session 46").
+job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0
