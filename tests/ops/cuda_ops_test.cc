@@ -377,13 +377,14 @@ TEST_F(CudaOpsTest, GemmOnPrequantisedInputIsBitwiseTheQuantisingGemm) {
 }
 
 // The FP8 order (fp8_gemv.cuh: FP8 weights x E4M3 activation codes on wgmma, each 128-input
-// block's chain promoted into F32), taken by dense FP8 launches of <= 8 rows with
+// block's chain promoted into F32), taken by dense FP8 launches of <= 32 rows with
 // DEEPINFER_GEMM_FP8_ORDER=1 (the suite's FP8-order run; skipped otherwise): every output against
 // the exact sum of the dequantised products (the tensor core adds E4M3 products with a limited
 // accumulator: ~1e-4 of sum |products| per element in tools/device/probes/wgmma_fp8_probe.cu), and
 // bitwise: raw rows quantised in the kernel = the same rows quantised first (codes re-derived),
-// a row alone = among 8, a pair = two launches. K = 7168 takes seven blocks per sub-range (more
-// than a lane holds in flight), N = 200 a partial column tile, K = 128 one sub-range.
+// a row alone = among M (wgmma's N = 8, 16 or 32 by M), a pair = two launches. K = 7168 takes
+// seven blocks per sub-range (more than a lane holds in flight), N = 200 a partial column tile,
+// K = 128 one sub-range.
 TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
   const char* knob = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
   if (knob == nullptr || std::string(knob) != "1") GTEST_SKIP() << "DEEPINFER_GEMM_FP8_ORDER=1 runs it";
@@ -394,7 +395,7 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
       for (int64_t k = 0; k < K; ++k)
         wv[n * K + k] = static_cast<double>(tensor::e4m3_to_f32(w.host.weight.as<uint8_t>()[n * K + k])) *
                         tensor::e8m0_to_f32(w.host.scale.as<uint8_t>()[(n / 128) * w.host.scale.shape[1] + k / 128]);
-    for (int64_t M : {1, 3, 8}) {
+    for (int64_t M : {1, 3, 8, 13, 32}) {
       const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);
       Pair x = random(DType::kBF16, {M, K}, 2.0f), xq = make(DType::kBF16, {M, K});
       gpu_->convert(x.dev, xq.dev);
@@ -446,7 +447,7 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
 }
 
 // The large-M kernel of the FP8 order (fp8_gemm.cuh) against the decode kernel: every row of a
-// launch of 9, 70 or 200 rows (one or two 128-token tiles, a partial last one; pairs; BF16 and
+// launch of 33, 70 or 200 rows (one or two 128-token tiles, a partial last one; pairs; BF16 and
 // F32 outputs) bitwise the same row computed alone (the decode kernel), and a subset of outputs
 // within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 196
 // a partial warpgroup (and BF16 rows the 16-byte stores cannot take: element stores), N = 64
@@ -458,7 +459,7 @@ TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
   for (auto [N, K] :
        std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {196, 1024}, {576, 4096}, {128, 7168}, {2048, 1024}}) {
     Linear w = make_linear(WeightFormat::kFp8Block, N, K), w1 = make_linear(WeightFormat::kFp8Block, N + 64, K);
-    for (int64_t M : N == 2048 ? std::vector<int64_t>{1100} : std::vector<int64_t>{9, 70, 200}) {
+    for (int64_t M : N == 2048 ? std::vector<int64_t>{1100} : std::vector<int64_t>{33, 70, 200}) {
       const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);
       Pair x = random(DType::kBF16, {M, K}, 2.0f);
       Pair y = make(DType::kF32, {M, N}), yb = make(DType::kBF16, {M, N});

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace deepinfer::kernels {
 namespace {
 
@@ -60,9 +63,30 @@ TEST(Fp8GemvPlanTest, TwoTilesPerCtaHalveTheTileGroupsOfEachSet) {
   EXPECT_FALSE(plan_fp8_gemv(d, plan));
 }
 
+// Up to 32 rows: wgmma's N is the rows rounded up to 8, 16 or 32; wider rows keep one tile per CTA
+// (rank 0's fold buffer grows with N), and the shared memory follows.
+TEST(Fp8GemvPlanTest, RowsPickTheNarrowestWgmmaN) {
+  Fp8GemvPlan plan;
+  Fp8GemvDims d = dense(8, 4096, 4096);
+  d.tiles = 2;
+  ASSERT_TRUE(plan_fp8_gemv(d, plan));
+  EXPECT_EQ(plan.shape.nr, 8);
+  EXPECT_EQ(plan.shape.tiles, 2);
+  for (auto [rows, nr] : std::vector<std::pair<int, int>>{{1, 8}, {9, 16}, {16, 16}, {17, 32}, {32, 32}}) {
+    d = dense(rows, 4096, 4096);
+    d.tiles = 2;
+    ASSERT_TRUE(plan_fp8_gemv(d, plan)) << rows;
+    EXPECT_EQ(plan.shape.nr, nr) << rows;
+    EXPECT_EQ(plan.shape.tiles, nr == 8 ? 2 : 1) << rows;
+    EXPECT_EQ(plan.grid_x, (nr == 8 ? 32 : 64) * 8) << rows;
+  }
+  EXPECT_EQ(fp8_gemv_smem_bytes(8, 2), 8 * 4 * 256 + 8 * 8 * 4 + 2 * 8 * 64 * 8 * 4);  // 41,216
+  EXPECT_EQ(fp8_gemv_smem_bytes(32, 1), 8 * 4 * 1024 + 32 * 8 * 4 + 8 * 64 * 32 * 4);  // 99,328
+}
+
 TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {
   Fp8GemvPlan plan;
-  EXPECT_FALSE(plan_fp8_gemv(dense(9, 4096, 4096), plan));   // more rows than wgmma's N = 8
+  EXPECT_FALSE(plan_fp8_gemv(dense(33, 4096, 4096), plan));  // more rows than wgmma's N = 32
   EXPECT_FALSE(plan_fp8_gemv(dense(0, 4096, 4096), plan));
   EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 4000), plan));   // K not whole promotion blocks
   EXPECT_FALSE(plan_fp8_gemv(dense(1, 0, 4096), plan));
@@ -79,13 +103,13 @@ TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {
   EXPECT_FALSE(plan_fp8_gemv(dense(1, 4096, 16384), plan));
 }
 
-// The large-M kernel's plan: launches the decode kernel leaves (more than 8 rows), tiles of 64
+// The large-M kernel's plan: launches the decode kernel leaves (more than 32 rows), tiles of 64
 // columns per consumer warpgroup x 128 tokens over both weight sets, and the staging its
 // pre-passes write (code blocks with their scales, then weight blocks).
 TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   Fp8GemmPlan plan;
-  EXPECT_FALSE(plan_fp8_gemm(dense(8, 4096, 4096), 2, plan));
-  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), 2, plan));
+  EXPECT_FALSE(plan_fp8_gemm(dense(32, 4096, 4096), 2, plan));
+  ASSERT_TRUE(plan_fp8_gemm(dense(33, 1024, 4096, 576), 2, plan));
   EXPECT_EQ(plan.tile_cols, 128);
   EXPECT_EQ(plan.tiles0, 8);
   EXPECT_EQ(plan.n_tiles, 8 + 5);  // 576 columns: a last tile of 64
@@ -93,7 +117,7 @@ TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   EXPECT_EQ(plan.kb, 32);
   EXPECT_EQ(plan.codes_bytes, 32 * (128 * 128 + 128 * 4));
   EXPECT_EQ(plan.staging_bytes, plan.codes_bytes + 13 * 32 * 128 * 128);
-  ASSERT_TRUE(plan_fp8_gemm(dense(9, 1024, 4096, 576), 3, plan));
+  ASSERT_TRUE(plan_fp8_gemm(dense(33, 1024, 4096, 576), 3, plan));
   EXPECT_EQ(plan.tile_cols, 192);
   EXPECT_EQ(plan.tiles0, 6);  // 1024 = 5 x 192 + 64
   EXPECT_EQ(plan.n_tiles, 6 + 3);

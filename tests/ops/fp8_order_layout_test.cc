@@ -2,7 +2,7 @@
 // physical input to its (k32 step, position) is a bijection per 64-input window; the decode
 // kernel's register words are the a0 / a2 operands the map says; and every operand the two
 // FP8-order kernels place — the decode staging and the large-M kernel's tiles of weights and
-// activation codes — puts each input at the step and position the map gives, each
+// activation codes, one layout (fp8_tile_offset) — puts each input at the step and position the map gives, each
 // byte of a stage written once. A product meets its partner only if both agree, and the kernels'
 // bitwise equality (the probe: the tensor core's step sums depend on which inputs share a step)
 // rests on it.
@@ -44,20 +44,24 @@ TEST(Fp8OrderLayoutTest, DecodeRegisterWordsAreTheStepsOperands) {
         }
 }
 
-TEST(Fp8OrderLayoutTest, StagedActivationsAndCodesFollowTheMap) {
-  std::vector<int> stage_hits(4 * 8 * 256, 0);  // two windows (four steps) x 8 rows
-  for (int n = 0; n < 8; ++n)
-    for (int k = 0; k < 128; ++k) {
-      const Fp8StepPos sp = fp8_step_pos(k);
-      const int o = fp8_stage_offset(k, n);
-      // The decode B operand: step o / 256, core matrix (o % 256) / 128 = pos / 16, row n, pos % 16.
-      EXPECT_EQ(o / 256, sp.step);
-      EXPECT_EQ((o % 256) / 128, sp.pos / 16);
-      EXPECT_EQ((o % 128) / 16, n);
-      EXPECT_EQ(o % 16, sp.pos % 16);
-      ++stage_hits[o];
-    }
-  for (size_t i = 0; i < 4 * 256; ++i) EXPECT_EQ(stage_hits[i], 1) << "staged byte " << i;
+// The decode kernel's staging (rows = its wgmma N: 8, 16 or 32; k over a sub-range of up to eight
+// blocks): each input at its step and position in the core matrix of its row, each byte once.
+TEST(Fp8OrderLayoutTest, StagedActivationsFollowTheMap) {
+  for (int rows : {8, 16, 32}) {
+    std::vector<int> stage_hits(32 * rows * 32, 0);  // eight blocks = 32 steps
+    for (int n = 0; n < rows; ++n)
+      for (int k = 0; k < 1024; ++k) {
+        const Fp8StepPos sp = fp8_step_pos(k);
+        const int o = fp8_tile_offset(n, k, rows);
+        EXPECT_EQ(o / (rows * 32), sp.step);
+        EXPECT_EQ((o % (rows * 32)) / 256, n / 8);
+        EXPECT_EQ((o % 256) / 128, sp.pos / 16);
+        EXPECT_EQ((o % 128) / 16, n % 8);
+        EXPECT_EQ(o % 16, sp.pos % 16);
+        ++stage_hits[o];
+      }
+    for (size_t i = 0; i < stage_hits.size(); ++i) EXPECT_EQ(stage_hits[i], 1) << rows << " rows: staged byte " << i;
+  }
 }
 
 // The large-M tiles (code blocks of 128 tokens, weight blocks of 128 or 192 rows): every (row,

@@ -1,5 +1,5 @@
 // FP8-operand large-M GEMM in the FP8 order of fp8_gemv.cuh (its header defines the order): dense
-// FP8 weights (128 x 128 UE8M0 blocks) x activations FP8-quantised per 128 inputs, more than 8
+// FP8 weights (128 x 128 UE8M0 blocks) x activations FP8-quantised per 128 inputs, more than 32
 // rows — so that a row's bits do not depend on how many rows share its launch.
 //
 // Three launches (plan: fp8_gemv_plan.h), the operands' blocks in the staging workspace:

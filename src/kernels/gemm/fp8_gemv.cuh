@@ -1,5 +1,5 @@
 // FP8-operand decode GEMM: dense FP8 weights (128 x 128 UE8M0 blocks) x FP8-quantised activations
-// (<= 8 rows), on Hopper's FP8 tensor cores — reachable only through wgmma (mma.sync with E4M3
+// (<= 32 rows: wgmma's N 8, 16 or 32), on Hopper's FP8 tensor cores — reachable only through wgmma (mma.sync with E4M3
 // operands compiles to E4M3->F16 conversions and F16 HMMA: session 44, docs/cuda.md "The
 // FP8-operand route"). The weights need no decode: the 16-byte loads the lean kernel streams go
 // straight into wgmma's A registers.
@@ -23,7 +23,7 @@
 // each 64-byte window: word 2 s + h of that run is the a0 / a1 (h = 0) or a2 / a3 (h = 1) operand
 // of the window's step s, i.e. physical input 16 c + 8 s + 4 h + j is logical k 16 h + 4 c + j of
 // step s (fp8_order_layout.h). The activations are staged as E4M3 in that permuted order, per k32
-// step one 8 x 32 K-major B operand (two 8 x 16 core matrices, LBO 128).
+// step one N x 32 K-major B operand (fp8_tile_offset: 8 x 16 core matrices, LBO 128, SBO 256).
 #pragma once
 
 #include <cuda_fp8.h>
@@ -49,6 +49,47 @@ __device__ __forceinline__ void wgmma_m64n8k32_e4m3_rs(float (&d)[4], const uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(static_cast<int>(accumulate)));
 #endif
+}
+
+// The same for N = 16 and 32 (8 and 16 accumulators: n8 tile j at d[4 j .. 4 j + 3]).
+__device__ __forceinline__ void wgmma_m64n16k32_e4m3_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t b_desc,
+                                                        bool accumulate) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, "
+      "1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+#endif
+}
+__device__ __forceinline__ void wgmma_m64n32k32_e4m3_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t b_desc,
+                                                        bool accumulate) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+      "{%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+#endif
+}
+template <int NR>
+__device__ __forceinline__ void wgmma_m64nNRk32_e4m3_rs(float (&d)[NR / 2], const uint32_t (&a)[4], uint64_t b_desc,
+                                                        bool accumulate) {
+  if constexpr (NR == 8) {
+    wgmma_m64n8k32_e4m3_rs(d, a, b_desc, accumulate);
+  } else if constexpr (NR == 16) {
+    wgmma_m64n16k32_e4m3_rs(d, a, b_desc, accumulate);
+  } else {
+    static_assert(NR == 32);
+    wgmma_m64n32k32_e4m3_rs(d, a, b_desc, accumulate);
+  }
 }
 
 __device__ __forceinline__ uint32_t e4m3_code(float x) {
@@ -90,12 +131,18 @@ __device__ __forceinline__ float half_warp_amax(const float (&v)[8], uint32_t ha
 
 
 // NB: 128-input blocks in flight per lane (four 16-byte loads each), a ring continuing across the
-// CTA's column tiles; T: column tiles per CTA (Fp8GemvShape::tiles).
-template <int NB, int T>
-__global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
-  __shared__ __align__(128) uint8_t sB[kFp8GemvMaxBlocks * 4 * 256];             // [step][8 x 32] E4M3
-  __shared__ float s_scale[kFp8GemvMaxRows][kFp8GemvMaxBlocks];                     // activation scales
-  __shared__ __align__(16) float red[T][8][kFp8GemvCols][kFp8GemvMaxRows];          // rank 0: [tile][sub][col][row]
+// CTA's column tiles; T: column tiles per CTA (Fp8GemvShape::tiles); NR: wgmma's N (rows rounded up
+// to 8, 16 or 32: Fp8GemvShape::nr). Dynamic shared memory: fp8_gemv_smem_bytes(NR, T) — 97 KB at NR = 32,
+// two CTAs per SM, hence its register bound (128 a thread spilled).
+template <int NB, int T, int NR>
+__global__ void __launch_bounds__(128, NR == 32 ? 2 : 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
+  extern __shared__ __align__(128) uint8_t fp8_gemv_smem[];
+  uint8_t* const sB = fp8_gemv_smem;  // [block][step][NR x 32] E4M3 (fp8_tile_offset with NR rows)
+  float(*const s_scale)[kFp8GemvMaxBlocks] =  // [NR][block] activation scales
+      reinterpret_cast<float(*)[kFp8GemvMaxBlocks]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32);
+  float(*const red)[8][kFp8GemvCols][NR] =  // rank 0: [tile][sub][col][row]
+      reinterpret_cast<float(*)[8][kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
+                                                      NR * kFp8GemvMaxBlocks * 4);
 
   griddep_launch_dependents();
   // Barrier 1 (waited before the pushes): every CTA of the cluster has started. Relaxed: a release
@@ -156,14 +203,15 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
 
   griddep_wait();  // the activations come from the previous kernel
   // Staging: item i = (row r < M, block b, chunk q of 8 inputs); a half-warp holds one (r, b).
-  // The rows past M (wgmma's N is 8) are zeros, written as 16-byte runs.
+  // The rows past M (up to wgmma's N) are zeros, written as 16-byte runs.
   const int M = static_cast<int>(p.M);
-  for (int i = threadIdx.x; i < (kFp8GemvMaxRows - M) * 8 * nblk; i += 128) {
-    const int n = M + i % (kFp8GemvMaxRows - M), step_half = i / (kFp8GemvMaxRows - M);
-    *reinterpret_cast<uint4*>(sB + (step_half >> 1) * 256 + (step_half & 1) * 128 + n * 16) = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < (NR - M) * 8 * nblk; i += 128) {
+    const int n = M + i % (NR - M), step_half = i / (NR - M);
+    *reinterpret_cast<uint4*>(sB + (step_half >> 1) * (NR * 32) + (n >> 3) * 256 + (step_half & 1) * 128 +
+                              (n & 7) * 16) = make_uint4(0, 0, 0, 0);
   }
-  if (threadIdx.x < kFp8GemvMaxRows * kFp8GemvMaxBlocks && static_cast<int>(threadIdx.x) / kFp8GemvMaxBlocks >= M)
-    s_scale[threadIdx.x / kFp8GemvMaxBlocks][threadIdx.x % kFp8GemvMaxBlocks] = 0.0f;
+  for (int i = threadIdx.x; i < NR * kFp8GemvMaxBlocks; i += 128)
+    if (i / kFp8GemvMaxBlocks >= M) s_scale[i / kFp8GemvMaxBlocks][i % kFp8GemvMaxBlocks] = 0.0f;
   const uint32_t half = 0xffffu << (threadIdx.x & 16);
   for (int i = threadIdx.x; i < M * nblk * 16; i += 128) {
     const int q = i & 15, rb = i >> 4, r = rb / nblk, b = rb - r * nblk;
@@ -186,7 +234,7 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
     }
     uint32_t lo, hi;
     const float s = fp8_block_codes(v, amax, lo, hi);  // the quantised block's own scale
-    const int o = fp8_stage_offset(k, r);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
+    const int o = fp8_tile_offset(r, k, NR);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
     *reinterpret_cast<uint32_t*>(sB + o) = lo;
     *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;
     if (q == 0) s_scale[r][b] = s;
@@ -201,14 +249,18 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   // (barrier 1 first: every CTA of the cluster has started).
   cluster_wait();  // barrier 1
   const int row = 16 * warp + g;
-  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // the sub-range sum: rows 16 w + g (+ 8), tokens 2c, 2c + 1
-  int ct = 0, cb = 0;                        // the block being computed: tile, block
+  // The sub-range sum: accumulator 4 j + e is column row (+ 8 for e >= 2), token 8 j + 2 c + e % 2.
+  constexpr int kAcc = NR / 2;
+  float sum[kAcc];
+#pragma unroll
+  for (int e = 0; e < kAcc; ++e) sum[e] = 0.0f;
+  int ct = 0, cb = 0;  // the block being computed: tile, block
   for (int f0 = 0; f0 < total; f0 += NB) {
 #pragma unroll
     for (int u = 0; u < NB; ++u) {
       const int f = f0 + u;
       if (f >= total) break;  // CTA-uniform
-      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float part[kAcc];
       wgmma_fence();
 #pragma unroll
       for (int st = 0; st < 4; ++st) {
@@ -216,22 +268,30 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
         const uint4& x0 = buf[u][2 * h];
         const uint4& x1 = buf[u][2 * h + 1];
         const uint32_t a[4] = {s ? x0.z : x0.x, s ? x1.z : x1.x, s ? x0.w : x0.y, s ? x1.w : x1.y};
-        wgmma_m64n8k32_e4m3_rs(part, a, wgmma_desc(sB + (4 * cb + st) * 256, 128, 256), st > 0);
+        wgmma_m64nNRk32_e4m3_rs<NR>(part, a, wgmma_desc(sB + (4 * cb + st) * (NR * 32), 128, 256), st > 0);
       }
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       load(u, f + NB < total);
       const float sw = __shfl_sync(0xffffffffu, my_sw, f);
-      const float s0 = sw * s_scale[2 * c][cb], s1 = sw * s_scale[2 * c + 1][cb];
-      sum[0] = fmaf(part[0], s0, sum[0]);
-      sum[1] = fmaf(part[1], s1, sum[1]);
-      sum[2] = fmaf(part[2], s0, sum[2]);
-      sum[3] = fmaf(part[3], s1, sum[3]);
+#pragma unroll
+      for (int j = 0; j < NR / 8; ++j) {
+        const float s0 = sw * s_scale[8 * j + 2 * c][cb], s1 = sw * s_scale[8 * j + 2 * c + 1][cb];
+        sum[4 * j] = fmaf(part[4 * j], s0, sum[4 * j]);
+        sum[4 * j + 1] = fmaf(part[4 * j + 1], s1, sum[4 * j + 1]);
+        sum[4 * j + 2] = fmaf(part[4 * j + 2], s0, sum[4 * j + 2]);
+        sum[4 * j + 3] = fmaf(part[4 * j + 3], s1, sum[4 * j + 3]);
+      }
       if (++cb == nblk) {  // the tile's sub-range sum is complete
-        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row][2 * c], 0), sum[0], sum[1]);
-        cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row + 8][2 * c], 0), sum[2], sum[3]);
-        sum[0] = sum[1] = sum[2] = sum[3] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NR / 8; ++j) {
+          cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row][8 * j + 2 * c], 0), sum[4 * j], sum[4 * j + 1]);
+          cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row + 8][8 * j + 2 * c], 0), sum[4 * j + 2],
+                           sum[4 * j + 3]);
+        }
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) sum[e] = 0.0f;
         cb = 0, ++ct;
       }
     }
@@ -244,8 +304,8 @@ __global__ void __launch_bounds__(128, 4) fp8_gemv_kernel(GemmParams p, Fp8GemvS
   void* const C = set == 0 ? p.C : p.C1;
   for (int t = 0; t < nt; ++t) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int col = row + (e >= 2 ? 8 : 0), m = 2 * c + (e & 1);
+    for (int e = 0; e < kAcc; ++e) {
+      const int col = row + ((e & 3) >= 2 ? 8 : 0), m = 8 * (e >> 2) + 2 * c + (e & 1);
       const int64_t n = n0 + t * kFp8GemvCols + col;
       if (n >= N || m >= M) continue;
       float total_sum = 0.0f;

@@ -13,7 +13,7 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kFp8GemvCols = 64;       // output columns per CTA (wgmma's M)
-inline constexpr int kFp8GemvMaxRows = 8;     // activation rows (wgmma's N)
+inline constexpr int kFp8GemvMaxRows = 32;    // activation rows (wgmma's N: 8, 16 or 32)
 inline constexpr int kFp8GemvMaxBlocks = 8;   // 128-input blocks per sub-range (R <= 1024)
 inline constexpr int kFp8GemvBlock = 128;     // the promotion block: weights' and activations' scale block
 inline constexpr int kFp8GemvMaxTiles = 2;    // column tiles per CTA
@@ -23,7 +23,15 @@ struct Fp8GemvShape {
   int tiles = 1;       // column tiles each CTA streams in turn (1 or 2)
   int groups0 = 0;     // tile groups (CTAs along the tiles) of weight set 0 (set 1's follow)
   int out_shift = 0;   // log2 of the weights' scale block of outputs (>= 64 rows)
+  int nr = 8;          // wgmma's N: the rows rounded up to 8, 16 or 32 (the staging's rows)
 };
+
+// Dynamic shared memory of the decode kernel: the staged codes ([8 blocks][4 steps][nr x 32]), the
+// rows' scales ([nr][8]) and rank 0's fold buffer ([tiles][8 sub-ranges][64 columns][nr] F32).
+inline int64_t fp8_gemv_smem_bytes(int nr, int tiles) {
+  return int64_t{kFp8GemvMaxBlocks} * 4 * nr * 32 + int64_t{nr} * kFp8GemvMaxBlocks * 4 +
+         int64_t{tiles} * 8 * kFp8GemvCols * nr * 4;
+}
 
 struct Fp8GemvDims {
   int64_t rows = 0;         // M
@@ -53,7 +61,9 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles) return false;
-  sh.tiles = d.tiles;
+  sh.nr = d.rows <= 8 ? 8 : (d.rows <= 16 ? 16 : 32);
+  // Wider rows keep one tile per CTA: two would double a fold buffer already nr / 8 times larger.
+  sh.tiles = sh.nr == 8 ? d.tiles : 1;
   sh.groups0 = static_cast<int>((tiles0 + sh.tiles - 1) / sh.tiles);
   plan.grid_x = (sh.groups0 + (tiles1 + sh.tiles - 1) / sh.tiles) * sh.P;
   return true;
@@ -81,7 +91,7 @@ struct Fp8GemmPlan {
   int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
 };
 
-// Rows beyond the decode kernel's (> 8), whole promotion blocks, 128 x (power of two >= 64) scales
+// Rows beyond the decode kernel's (> 32), whole promotion blocks, 128 x (power of two >= 64) scales
 // (a warpgroup's 64 columns share one weight scale per block).
 inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};

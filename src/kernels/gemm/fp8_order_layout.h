@@ -26,18 +26,12 @@ DI_FP8_HD Fp8StepPos fp8_step_pos(int64_t k) {
   return {2 * (k >> 6) + s, 16 * h + 4 * c + (pw & 3)};
 }
 
-// Byte of physical input k of activation row n (< 8) in the decode kernel's staged B operand:
-// per step one 8 x 32 K-major operand, two 8 x 16 core matrices (LBO 128).
-DI_FP8_HD int fp8_stage_offset(int k, int n) {
-  const Fp8StepPos sp = fp8_step_pos(k);
-  return static_cast<int>(sp.step) * 256 + (sp.pos >> 4) * 128 + n * 16 + (sp.pos & 15);
-}
-
-// Byte of physical input k (< 128) of row r (< rows: a weight row or a token) in one 128-input
-// block of a large-M operand tile (fp8_gemm.cuh's pre-passes write it, its bulk copies move it
-// whole): per k32 step a rows x 32 K-major operand of (rows / 8) x 2 core matrices of 8 rows x 16
-// bytes (row groups 256 apart, the step's two 16-position halves 128 apart: wgmma's SBO and LBO;
-// steps rows x 32 apart), so warpgroup w's 64 rows start 2048 w bytes into each step.
+// Byte of physical input k of row r (< rows) in an operand laid out per k32 step as a rows x 32
+// K-major operand of (rows / 8) x 2 core matrices of 8 rows x 16 bytes (row groups 256 apart, the
+// step's two 16-position halves 128 apart: wgmma's SBO and LBO; steps rows x 32 apart): the
+// decode kernel's staged activations (rows = its wgmma N, k over a sub-range) and the large-M
+// kernel's 128-input blocks (k < 128; fp8_gemm.cuh's pre-passes write them, its bulk copies move
+// them whole), where warpgroup w's 64 rows start 2048 w bytes into each step.
 DI_FP8_HD int fp8_tile_offset(int r, int k, int rows = 128) {
   const Fp8StepPos sp = fp8_step_pos(k);
   return static_cast<int>(sp.step) * rows * 32 + (r >> 3) * 256 + (sp.pos >> 4) * 128 + (r & 7) * 16 + (sp.pos & 15);

@@ -61,11 +61,29 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
   return plan_fp8_gemv(d, plan);
 }
 
+namespace {
+
+template <int T, int NR>
+cudaError_t launch_fp8_gemv_shape(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s) {
+  const int64_t smem = fp8_gemv_smem_bytes(NR, T);
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      fp8_gemv_kernel<4, T, NR>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (configured != cudaSuccess) return configured;
+  return launch_pdl_cluster(fp8_gemv_kernel<4, T, NR>, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128),
+                            static_cast<size_t>(smem), s, static_cast<unsigned>(plan.shape.P), p, plan.shape);
+}
+
+}  // namespace
+
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s) {
   if (plan.grid_x == 0) return cudaSuccess;
-  auto kernel = plan.shape.tiles == 2 ? fp8_gemv_kernel<4, 2> : fp8_gemv_kernel<4, 1>;
-  const cudaError_t e = launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(plan.grid_x)), dim3(128), 0, s,
-                                           static_cast<unsigned>(plan.shape.P), p, plan.shape);
+  cudaError_t e;
+  switch (plan.shape.nr) {
+    case 8: e = plan.shape.tiles == 2 ? launch_fp8_gemv_shape<2, 8>(p, plan, s) : launch_fp8_gemv_shape<1, 8>(p, plan, s); break;
+    case 16: e = launch_fp8_gemv_shape<1, 16>(p, plan, s); break;
+    case 32: e = launch_fp8_gemv_shape<1, 32>(p, plan, s); break;
+    default: return cudaErrorInvalidValue;
+  }
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -9,9 +9,8 @@
 
 namespace deepinfer::kernels {
 
-// The plan of p when it takes the FP8-order decode kernel: DEEPINFER_GEMM_FP8_ORDER=1 (default
-// off: the large-M kernels do not share the order yet, so with it on a row's FP8 projections
-// differ between batches of <= 8 rows and larger ones), a Hopper build, a dense ungrouped launch
+// The plan of p when it takes the FP8-order decode kernel (<= 32 rows): DEEPINFER_GEMM_FP8_ORDER=1
+// (default off: see docs/engine.md), a Hopper build, a dense ungrouped launch
 // of FP8 weights (UE8M0 128 x 128 blocks, 16-byte aligned rows) whose activations are FP8-quantised
 // per 128 columns (a_quant_block or a_fp8_block) in 16-byte aligned rows, shape per plan_fp8_gemv.
 bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan);
@@ -19,7 +18,7 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan);
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s);
 // The plan of p when it takes the large-M kernel of the same order (fp8_gemm.cuh):
 // DEEPINFER_GEMM_FP8_ORDER=1, a Hopper build, a dense ungrouped
-// launch of more than 8 rows of FP8 weights (as above) whose BF16 activations are FP8-quantised
+// launch of more than 32 rows of FP8 weights (as above) whose BF16 activations are FP8-quantised
 // per 128 columns already (a_fp8_block; 16-byte aligned rows), shape per plan_fp8_gemm; it needs
 // plan.staging_bytes of GemmParams::staging (gemm_staging_bytes reports them).
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
