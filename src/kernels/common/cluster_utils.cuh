@@ -72,4 +72,16 @@ __device__ __forceinline__ void cluster_store_f2(uint32_t addr, float x, float y
 #endif
 }
 
+// A float from a shared::cluster address.
+__device__ __forceinline__ float cluster_load_f32(uint32_t addr) {
+#ifdef DEEPINFER_NO_CLUSTERS
+  __trap();
+  return 0.0f;
+#else
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+#endif
+}
+
 }  // namespace deepinfer::kernels

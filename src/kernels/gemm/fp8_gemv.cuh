@@ -132,22 +132,19 @@ __device__ __forceinline__ float half_warp_amax(const float (&v)[8], uint32_t ha
 
 // NB: 128-input blocks in flight per lane (four 16-byte loads each), a ring continuing across the
 // CTA's column tiles; T: column tiles per CTA (Fp8GemvShape::tiles); NR: wgmma's N (rows rounded up
-// to 8, 16 or 32: Fp8GemvShape::nr). Dynamic shared memory: fp8_gemv_smem_bytes(NR, T) — 97 KB at NR = 32,
-// two CTAs per SM, hence its register bound (128 a thread spilled).
+// to 8, 16 or 32: Fp8GemvShape::nr). Dynamic shared memory: fp8_gemv_smem_bytes(NR, T) (41 KB at
+// NR = 32; 128 registers a thread spilled there, hence its bound of 3 CTAs per SM).
 template <int NB, int T, int NR>
-__global__ void __launch_bounds__(128, NR == 32 ? 2 : 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
+__global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmParams p, Fp8GemvShape sh) {
   extern __shared__ __align__(128) uint8_t fp8_gemv_smem[];
   uint8_t* const sB = fp8_gemv_smem;  // [block][step][NR x 32] E4M3 (fp8_tile_offset with NR rows)
   float(*const s_scale)[kFp8GemvMaxBlocks] =  // [NR][block] activation scales
       reinterpret_cast<float(*)[kFp8GemvMaxBlocks]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32);
-  float(*const red)[8][kFp8GemvCols][NR] =  // rank 0: [tile][sub][col][row]
-      reinterpret_cast<float(*)[8][kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
-                                                      NR * kFp8GemvMaxBlocks * 4);
+  float(*const own)[kFp8GemvCols][NR] =  // this CTA's sub-range sums: [tile][col][row], read by rank 0
+      reinterpret_cast<float(*)[kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
+                                                   NR * kFp8GemvMaxBlocks * 4);
 
   griddep_launch_dependents();
-  // Barrier 1 (waited before the pushes): every CTA of the cluster has started. Relaxed: a release
-  // arrival's fence was ~7% of the stall samples here (ncu, H100).
-  cluster_arrive_relaxed();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int sub = static_cast<int>(blockIdx.x) % sh.P;  // = the cluster rank
   const int group = static_cast<int>(blockIdx.x) / sh.P;
@@ -245,9 +242,9 @@ __global__ void __launch_bounds__(128, NR == 32 ? 2 : 4) fp8_gemv_kernel(GemmPar
   // Each block's chain is waited for before the next is issued: ptxas serialises the wgmmas of a
   // form that waits for block b - 1 (wgmma.wait_group 1) with block b in flight and promotes its
   // partial meanwhile (C7514: accumulators read inside a pipeline stage), as DeepGEMM's
-  // per-block promotion also waits for every block. At the end of each tile its sums go to rank 0
-  // (barrier 1 first: every CTA of the cluster has started).
-  cluster_wait();  // barrier 1
+  // per-block promotion also waits for every block. At the end of each tile its sums stay in this
+  // CTA's shared memory, where rank 0 reads them (before session 46 every CTA pushed them into a
+  // rank-0 buffer of P x 64 x N floats: 64 KB at N = 32).
   const int row = 16 * warp + g;
   // The sub-range sum: accumulator 4 j + e is column row (+ 8 for e >= 2), token 8 j + 2 c + e % 2.
   constexpr int kAcc = NR / 2;
@@ -286,9 +283,9 @@ __global__ void __launch_bounds__(128, NR == 32 ? 2 : 4) fp8_gemv_kernel(GemmPar
       if (++cb == nblk) {  // the tile's sub-range sum is complete
 #pragma unroll
         for (int j = 0; j < NR / 8; ++j) {
-          cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row][8 * j + 2 * c], 0), sum[4 * j], sum[4 * j + 1]);
-          cluster_store_f2(cluster_map(&red[T == 1 ? 0 : ct][sub][row + 8][8 * j + 2 * c], 0), sum[4 * j + 2],
-                           sum[4 * j + 3]);
+          *reinterpret_cast<float2*>(&own[T == 1 ? 0 : ct][row][8 * j + 2 * c]) = make_float2(sum[4 * j], sum[4 * j + 1]);
+          *reinterpret_cast<float2*>(&own[T == 1 ? 0 : ct][row + 8][8 * j + 2 * c]) =
+              make_float2(sum[4 * j + 2], sum[4 * j + 3]);
         }
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) sum[e] = 0.0f;
@@ -297,22 +294,25 @@ __global__ void __launch_bounds__(128, NR == 32 ? 2 : 4) fp8_gemv_kernel(GemmPar
     }
   }
 
-  // The fold in rank 0, in sub-range order.
+  // The fold in rank 0, in sub-range order, reading each CTA's sums where they are.
   cluster_arrive();
-  cluster_wait();  // barrier 2: every sum is in rank 0
-  if (sub != 0) return;
-  void* const C = set == 0 ? p.C : p.C1;
-  for (int t = 0; t < nt; ++t) {
+  cluster_wait();  // barrier 1: every CTA's sums are written
+  if (sub == 0) {
+    void* const C = set == 0 ? p.C : p.C1;
+    for (int t = 0; t < nt; ++t) {
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) {
-      const int col = row + ((e & 3) >= 2 ? 8 : 0), m = 8 * (e >> 2) + 2 * c + (e & 1);
-      const int64_t n = n0 + t * kFp8GemvCols + col;
-      if (n >= N || m >= M) continue;
-      float total_sum = 0.0f;
-      for (int q = 0; q < sh.P; ++q) total_sum += red[t][q][col][m];
-      store_out(C, p.c_bf16, m * ldc + n, total_sum);
+      for (int e = 0; e < kAcc; ++e) {
+        const int col = row + ((e & 3) >= 2 ? 8 : 0), m = 8 * (e >> 2) + 2 * c + (e & 1);
+        const int64_t n = n0 + t * kFp8GemvCols + col;
+        if (n >= N || m >= M) continue;
+        float total_sum = 0.0f;
+        for (int q = 0; q < sh.P; ++q) total_sum += cluster_load_f32(cluster_map(&own[t][col][m], q));
+        store_out(C, p.c_bf16, m * ldc + n, total_sum);
+      }
     }
   }
+  cluster_arrive();
+  cluster_wait();  // barrier 2: rank 0 has read every CTA's sums (they live until then)
 }
 
 }  // namespace deepinfer::kernels

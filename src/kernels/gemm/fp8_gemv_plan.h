@@ -27,10 +27,11 @@ struct Fp8GemvShape {
 };
 
 // Dynamic shared memory of the decode kernel: the staged codes ([8 blocks][4 steps][nr x 32]), the
-// rows' scales ([nr][8]) and rank 0's fold buffer ([tiles][8 sub-ranges][64 columns][nr] F32).
+// rows' scales ([nr][8]) and the CTA's sub-range sums ([tiles][64 columns][nr] F32, which rank 0
+// reads from every CTA of the cluster).
 inline int64_t fp8_gemv_smem_bytes(int nr, int tiles) {
   return int64_t{kFp8GemvMaxBlocks} * 4 * nr * 32 + int64_t{nr} * kFp8GemvMaxBlocks * 4 +
-         int64_t{tiles} * 8 * kFp8GemvCols * nr * 4;
+         int64_t{tiles} * kFp8GemvCols * nr * 4;
 }
 
 struct Fp8GemvDims {
@@ -62,7 +63,7 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles) return false;
   sh.nr = d.rows <= 8 ? 8 : (d.rows <= 16 ? 16 : 32);
-  // Wider rows keep one tile per CTA: two would double a fold buffer already nr / 8 times larger.
+  // Wider rows keep one tile per CTA (two measured only at 8 rows).
   sh.tiles = sh.nr == 8 ? d.tiles : 1;
   sh.groups0 = static_cast<int>((tiles0 + sh.tiles - 1) / sh.tiles);
   plan.grid_x = (sh.groups0 + (tiles1 + sh.tiles - 1) / sh.tiles) * sh.P;
