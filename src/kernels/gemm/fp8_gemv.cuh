@@ -140,11 +140,17 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
   uint8_t* const sB = fp8_gemv_smem;  // [block][step][NR x 32] E4M3 (fp8_tile_offset with NR rows)
   float(*const s_scale)[kFp8GemvMaxBlocks] =  // [NR][block] activation scales
       reinterpret_cast<float(*)[kFp8GemvMaxBlocks]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32);
-  float(*const own)[kFp8GemvCols][NR] =  // this CTA's sub-range sums: [tile][col][row], read by rank 0
-      reinterpret_cast<float(*)[kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
-                                                   NR * kFp8GemvMaxBlocks * 4);
+  // The fold's sums (fp8_gemv_pushes): pushed, rank 0's [tile][sub][col][row]; pulled, this CTA's
+  // [tile][col][row] (the same array with one sub-range).
+  constexpr bool kPush = NR == 8;
+  float(*const red)[kPush ? 8 : 1][kFp8GemvCols][NR] =
+      reinterpret_cast<float(*)[kPush ? 8 : 1][kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
+                                                                  NR * kFp8GemvMaxBlocks * 4);
 
   griddep_launch_dependents();
+  // Pushing: barrier 1 (waited before the pushes) — every CTA of the cluster has started. Relaxed:
+  // a release arrival's fence was ~7% of the stall samples here (ncu, H100).
+  if constexpr (kPush) cluster_arrive_relaxed();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int sub = static_cast<int>(blockIdx.x) % sh.P;  // = the cluster rank
   const int group = static_cast<int>(blockIdx.x) / sh.P;
@@ -242,9 +248,9 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
   // Each block's chain is waited for before the next is issued: ptxas serialises the wgmmas of a
   // form that waits for block b - 1 (wgmma.wait_group 1) with block b in flight and promotes its
   // partial meanwhile (C7514: accumulators read inside a pipeline stage), as DeepGEMM's
-  // per-block promotion also waits for every block. At the end of each tile its sums stay in this
-  // CTA's shared memory, where rank 0 reads them (before session 46 every CTA pushed them into a
-  // rank-0 buffer of P x 64 x N floats: 64 KB at N = 32).
+  // per-block promotion also waits for every block. At the end of each tile its sums go to rank 0
+  // (pushing) or stay in this CTA's shared memory for rank 0 to read.
+  if constexpr (kPush) cluster_wait();  // barrier 1
   const int row = 16 * warp + g;
   // The sub-range sum: accumulator 4 j + e is column row (+ 8 for e >= 2), token 8 j + 2 c + e % 2.
   constexpr int kAcc = NR / 2;
@@ -283,9 +289,15 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
       if (++cb == nblk) {  // the tile's sub-range sum is complete
 #pragma unroll
         for (int j = 0; j < NR / 8; ++j) {
-          *reinterpret_cast<float2*>(&own[T == 1 ? 0 : ct][row][8 * j + 2 * c]) = make_float2(sum[4 * j], sum[4 * j + 1]);
-          *reinterpret_cast<float2*>(&own[T == 1 ? 0 : ct][row + 8][8 * j + 2 * c]) =
-              make_float2(sum[4 * j + 2], sum[4 * j + 3]);
+          float* const d0 = &red[T == 1 ? 0 : ct][kPush ? sub : 0][row][8 * j + 2 * c];
+          float* const d1 = &red[T == 1 ? 0 : ct][kPush ? sub : 0][row + 8][8 * j + 2 * c];
+          if constexpr (kPush) {
+            cluster_store_f2(cluster_map(d0, 0), sum[4 * j], sum[4 * j + 1]);
+            cluster_store_f2(cluster_map(d1, 0), sum[4 * j + 2], sum[4 * j + 3]);
+          } else {
+            *reinterpret_cast<float2*>(d0) = make_float2(sum[4 * j], sum[4 * j + 1]);
+            *reinterpret_cast<float2*>(d1) = make_float2(sum[4 * j + 2], sum[4 * j + 3]);
+          }
         }
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) sum[e] = 0.0f;
@@ -294,9 +306,9 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
     }
   }
 
-  // The fold in rank 0, in sub-range order, reading each CTA's sums where they are.
+  // The fold in rank 0, in sub-range order.
   cluster_arrive();
-  cluster_wait();  // barrier 1: every CTA's sums are written
+  cluster_wait();  // every CTA's sums are written (in rank 0, or in their own CTA)
   if (sub == 0) {
     void* const C = set == 0 ? p.C : p.C1;
     for (int t = 0; t < nt; ++t) {
@@ -306,13 +318,16 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
         const int64_t n = n0 + t * kFp8GemvCols + col;
         if (n >= N || m >= M) continue;
         float total_sum = 0.0f;
-        for (int q = 0; q < sh.P; ++q) total_sum += cluster_load_f32(cluster_map(&own[t][col][m], q));
+        for (int q = 0; q < sh.P; ++q)
+          total_sum += kPush ? red[t][q][col][m] : cluster_load_f32(cluster_map(&red[t][0][col][m], q));
         store_out(C, p.c_bf16, m * ldc + n, total_sum);
       }
     }
   }
-  cluster_arrive();
-  cluster_wait();  // barrier 2: rank 0 has read every CTA's sums (they live until then)
+  if constexpr (!kPush) {
+    cluster_arrive();
+    cluster_wait();  // rank 0 has read every CTA's sums (they live until then)
+  }
 }
 
 }  // namespace deepinfer::kernels

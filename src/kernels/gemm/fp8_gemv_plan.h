@@ -26,12 +26,17 @@ struct Fp8GemvShape {
   int nr = 8;          // wgmma's N: the rows rounded up to 8, 16 or 32 (the staging's rows)
 };
 
+// How the decode kernel's cluster folds its sub-range sums: at 8 rows every CTA pushes them into
+// rank 0's buffer ([tiles][8 sub-ranges][64 columns][8] F32); wider, each CTA keeps its own
+// ([tiles][64 columns][nr]) and rank 0 reads them after a cluster barrier — the push buffer would be
+// 64 KB at 32 rows, and the pull's second barrier cost batch 1 ~2.5% (session 46).
+inline bool fp8_gemv_pushes(int nr) { return nr == 8; }
+
 // Dynamic shared memory of the decode kernel: the staged codes ([8 blocks][4 steps][nr x 32]), the
-// rows' scales ([nr][8]) and the CTA's sub-range sums ([tiles][64 columns][nr] F32, which rank 0
-// reads from every CTA of the cluster).
+// rows' scales ([nr][8]) and the fold's sums (above).
 inline int64_t fp8_gemv_smem_bytes(int nr, int tiles) {
   return int64_t{kFp8GemvMaxBlocks} * 4 * nr * 32 + int64_t{nr} * kFp8GemvMaxBlocks * 4 +
-         int64_t{tiles} * kFp8GemvCols * nr * 4;
+         int64_t{tiles} * (fp8_gemv_pushes(nr) ? 8 : 1) * kFp8GemvCols * nr * 4;
 }
 
 struct Fp8GemvDims {
