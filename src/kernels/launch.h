@@ -159,6 +159,10 @@ struct WeightDesc {
   // blocks of one group), which ungrouped launches on the packed path read instead of packing it
   // (the same bits); null: packed per launch.
   const uint8_t* packed = nullptr;
+  // FP8 weights: the whole weight already as the FP8-order large-M kernel's blocks
+  // (launch_fp8_prepare_weight: [column tiles][128-input blocks]), read instead of packing it per
+  // launch (the same bits); null: packed per launch.
+  const uint8_t* fp8_blocks = nullptr;
   // Field by field: the struct has padding, which a byte comparison would read (the MoE layers'
   // descriptor cache compared bytes, missed every time and re-uploaded 43 KB per layer per step).
   friend bool operator==(const WeightDesc&, const WeightDesc&) = default;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/batch_checks.h"
+#include "model/prepare_projections.h"
 #include "model/rope_table.h"
 #include "model/step.h"
 
@@ -28,7 +29,10 @@ Model::Model(loader::ModelConfig config, loader::ModelWeights weights, ops::Ops*
   inv_freq_compress_ = upload(layer_inv_freq(config_, /*ratio=*/1));
   // The LM head multiplies every sampled row of a batch: the backend may keep it pre-laid-out.
   // Plain numerics take an F32 path that reads the weight as stored.
-  if (options_.numerics == Numerics::kOfficial) ops_->prepare_linear(weights_.head);
+  if (options_.numerics == Numerics::kOfficial) {
+    ops_->prepare_linear(weights_.head);
+    prepare_projections(*ops_, weights_.layers);
+  }
 }
 
 DType Model::act_dtype() const { return options_.numerics == Numerics::kOfficial ? DType::kBF16 : DType::kF32; }

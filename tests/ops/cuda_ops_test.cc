@@ -452,7 +452,8 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
 // within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 196
 // a partial warpgroup (and BF16 rows the 16-byte stores cannot take: element stores), N = 64
 // warpgroups wholly past N; 1,100 rows x 2,048 columns (a pair: 242 or 288 tiles) make persistent
-// CTAs walk several tiles and the token tiles' raster a partial group.
+// CTAs walk several tiles and the token tiles' raster a partial group. Weights prepared as the
+// kernel's blocks (CudaOps::prepare_linear) give the same bits.
 TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
   const char* knob = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
   if (knob == nullptr || std::string(knob) != "1") GTEST_SKIP() << "DEEPINFER_GEMM_FP8_ORDER=1 runs it";
@@ -470,6 +471,22 @@ TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
       gpu_->linear_pair(x.dev, w.dev, w1.dev, a0.dev, a1.dev, {128});
       EXPECT_EQ(download(a0.dev), got) << what << " pair";
       const std::vector<float> pair1 = download(a1.dev);
+      // The weights' prepared blocks (prepare_linear under the FP8 order) read instead of packing
+      // them per launch: the same bits, alone, in a pair, with one set prepared and one not.
+      {
+        LinearWeight wp = w.dev, wp1 = w1.dev;
+        ASSERT_TRUE(gpu_->prepare_linear(wp)) << what;
+        ASSERT_TRUE(gpu_->prepare_linear(wp1)) << what;
+        Pair yp = make(DType::kF32, {M, N}), p0 = make(DType::kF32, {M, N}), p1 = make(DType::kF32, {M, N + 64});
+        gpu_->linear(x.dev, wp, yp.dev, {128});
+        EXPECT_EQ(download(yp.dev), got) << what << " prepared";
+        gpu_->linear_pair(x.dev, wp, wp1, p0.dev, p1.dev, {128});
+        EXPECT_EQ(download(p0.dev), got) << what << " prepared pair";
+        EXPECT_EQ(download(p1.dev), pair1) << what << " prepared pair";
+        gpu_->linear_pair(x.dev, w.dev, wp1, p0.dev, p1.dev, {128});
+        EXPECT_EQ(download(p0.dev), got) << what << " half-prepared pair";
+        EXPECT_EQ(download(p1.dev), pair1) << what << " half-prepared pair";
+      }
       Pair xq = make(DType::kBF16, {M, K});
       gpu_->convert(x.dev, xq.dev);
       gpu_->fp8_fake_quant(xq.dev, K, 128);

@@ -108,8 +108,11 @@ __global__ void __launch_bounds__(256) fp8_pack_weights_kernel(WeightDesc w, int
 }
 
 struct Fp8GemmArgs {
-  const uint8_t* codes = nullptr;    // [m_tiles][kb] code blocks
-  const uint8_t* weights = nullptr;  // [n_tiles][kb] weight blocks (set 0's tiles, then set 1's)
+  const uint8_t* codes = nullptr;  // [m_tiles][kb] code blocks
+  // [tiles of the set][kb] weight blocks of each set (packed per launch into the staging, or the
+  // weight's prepared blocks: WeightDesc::fp8_blocks)
+  const uint8_t* weights0 = nullptr;
+  const uint8_t* weights1 = nullptr;
   int64_t tiles0 = 0, n_tiles = 0, m_tiles = 0, kb = 0;
   int out_shift = 0;
 };
@@ -157,7 +160,8 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       bool wrapped = false;
       for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const Fp8GemmTile tile = fp8_gemm_tile(a, t);
-        const uint8_t* wb = a.weights + tile.nt * a.kb * Sh::kWeightBytes;
+        const uint8_t* wb = tile.nt < a.tiles0 ? a.weights0 + tile.nt * a.kb * Sh::kWeightBytes
+                                               : a.weights1 + (tile.nt - a.tiles0) * a.kb * Sh::kWeightBytes;
         const uint8_t* cb = a.codes + tile.mt * a.kb * kFp8GemmCodesBlockBytes;
         for (int i = 0; i < KT; ++i) {
           if (wrapped) mbar_wait(&empty[s], phase ^ 1);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/batch_checks.h"
+#include "model/prepare_projections.h"
 #include "model/rope_table.h"
 #include "model/v41/step_v41.h"
 
@@ -37,7 +38,10 @@ ModelV41::ModelV41(loader::ModelConfig config, loader::ModelWeightsV41 weights, 
   zero_ape_ = ops_->alloc_persistent(DType::kF32, {config_.max_ratio(), config_.head_dim});
   // The LM head multiplies every sampled row of a batch (and every DSpark draft row): the backend
   // may keep it pre-laid-out. Plain numerics take an F32 path that reads the weight as stored.
-  if (official()) ops_->prepare_linear(weights_.head);
+  if (official()) {
+    ops_->prepare_linear(weights_.head);
+    prepare_projections(*ops_, weights_.layers);
+  }
 }
 
 DType ModelV41::act_dtype() const { return official() ? DType::kBF16 : DType::kF32; }

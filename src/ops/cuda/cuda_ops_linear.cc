@@ -4,6 +4,7 @@
 #include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch_fp8_gemm.h"
 
 namespace deepinfer::ops::cuda {
 
@@ -42,7 +43,14 @@ k::WeightDesc weight_desc(const LinearWeight& w) {
     case tensor::WeightFormat::kF32:
       DI_CHECK(false, "F32 linear weights are not supported on CUDA ({})", w.describe());
   }
-  if (!w.prepared.empty()) d.packed = static_cast<const uint8_t*>(w.prepared.data);
+  // prepare_linear's copy: BF16 weights' packed blocks, FP8 weights' FP8-order blocks.
+  if (!w.prepared.empty()) {
+    if (w.format == tensor::WeightFormat::kFp8Block) {
+      d.fp8_blocks = static_cast<const uint8_t*>(w.prepared.data);
+    } else {
+      d.packed = static_cast<const uint8_t*>(w.prepared.data);
+    }
+  }
   return d;
 }
 
@@ -54,17 +62,27 @@ static int64_t prepack_budget_bytes() {
   return mb << 20;
 }
 
-// Only BF16 weights are prepared: their packed copy is the same size, and a launch reading it needs
-// no staging for it, so a batch's peak memory does not grow. Without it every large-M launch
+// BF16 weights are prepared as the packed GEMM's blocks: the same size, and a launch reading them
+// needs no staging for them, so a batch's peak memory does not grow. Without it every large-M launch
 // re-packs the whole weight: for the LM head at batch 512 that was 0.5 ms of a 12 ms step (H200,
-// session 22 profile), more than its GEMM's share of reading it.
+// session 22 profile), more than its GEMM's share of reading it. FP8 weights, only under the FP8
+// order (DEEPINFER_GEMM_FP8_ORDER=1), as the large-M FP8 kernel's blocks: a memory-bound launch of
+// 33-127 rows otherwise reads the weight three times (the pack's read and write, the GEMM's).
 bool CudaOps::prepare_linear(LinearWeight& w) {
   if (!w.prepared.empty()) return true;
-  if (w.format != tensor::WeightFormat::kBF16 || w.weight.device != tensor::Device::kCuda) return false;
-  const int64_t bytes = k::packed_weight_bytes(w.out, w.in);
+  if (w.weight.device != tensor::Device::kCuda) return false;
+  const bool fp8 = w.format == tensor::WeightFormat::kFp8Block;
+  if (w.format != tensor::WeightFormat::kBF16 && !fp8) return false;
+  const int64_t bytes = fp8 ? k::fp8_order_weight_bytes(w.out, w.in) : k::packed_weight_bytes(w.out, w.in);
   if (bytes == 0 || prepared_bytes_ + bytes > prepack_budget_bytes()) return false;
+  const k::WeightDesc d = weight_desc(w);
+  if (fp8 && (d.scale_f32 || d.block_in != 128 || d.row_bytes % 16 != 0)) return false;  // not a layout it takes
   TensorView packed = alloc_persistent(DType::kU8, {bytes});
-  DI_LAUNCH(k::launch_pack_weight(weight_desc(w), w.out, w.in, dptr<uint8_t>(packed), stream_));
+  if (fp8) {
+    DI_LAUNCH(k::launch_fp8_prepare_weight(d, w.out, w.in, dptr<uint8_t>(packed), stream_));
+  } else {
+    DI_LAUNCH(k::launch_pack_weight(d, w.out, w.in, dptr<uint8_t>(packed), stream_));
+  }
   w.prepared = packed;
   prepared_bytes_ += bytes;
   return true;

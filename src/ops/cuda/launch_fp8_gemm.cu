@@ -120,7 +120,6 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   if (p.staging == nullptr || p.staging_bytes < plan.staging_bytes) return cudaErrorInvalidValue;
   Fp8GemmArgs a;
   a.codes = p.staging;
-  a.weights = p.staging + plan.codes_bytes;
   a.tiles0 = plan.tiles0;
   a.n_tiles = plan.n_tiles;
   a.m_tiles = plan.m_tiles;
@@ -130,15 +129,37 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
                              dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb,
                              p.staging);
   for (int set = 0; set < p.n_sets && e == cudaSuccess; ++set) {
+    const WeightDesc& w = set == 0 ? p.w : p.w1;
+    const uint8_t*& blocks = set == 0 ? a.weights0 : a.weights1;
+    if (w.fp8_blocks != nullptr) {  // prepared (launch_fp8_prepare_weight, the same tile width)
+      blocks = w.fp8_blocks;
+      continue;
+    }
     const int64_t tiles = set == 0 ? plan.tiles0 : plan.n_tiles - plan.tiles0;
     uint8_t* out = p.staging + plan.codes_bytes + (set == 0 ? 0 : plan.tiles0) * plan.kb * plan.weight_block_bytes;
     e = launch_pdl(fp8_pack_weights_kernel,
-                   dim3(static_cast<unsigned>(tiles * plan.tile_cols * plan.kb * 8 / 256)), dim3(256), 0, s,
-                   set == 0 ? p.w : p.w1, set == 0 ? p.N : p.N1, plan.kb, static_cast<int>(plan.tile_cols), out);
+                   dim3(static_cast<unsigned>(tiles * plan.tile_cols * plan.kb * 8 / 256)), dim3(256), 0, s, w,
+                   set == 0 ? p.N : p.N1, plan.kb, static_cast<int>(plan.tile_cols), out);
+    blocks = out;
   }
   if (e != cudaSuccess) return e;
   const int64_t tiles = plan.n_tiles * plan.m_tiles;
   e = plan.consumers == 3 ? launch_fp8_gemm_c<3>(p, a, tiles, s) : launch_fp8_gemm_c<2>(p, a, tiles, s);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+int64_t fp8_order_weight_bytes(int64_t N, int64_t K) {
+  if (!fp8_order_enabled() || N < 1 || K < kFp8GemvBlock || K % kFp8GemvBlock != 0) return 0;
+  const int64_t cols = int64_t{kFp8GemvCols} * fp8_consumers();
+  return (N + cols - 1) / cols * (K / kFp8GemvBlock) * cols * kFp8GemvBlock;
+}
+
+cudaError_t launch_fp8_prepare_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
+  const int64_t bytes = fp8_order_weight_bytes(N, K);
+  if (bytes == 0 || !fp8_weight_ok(w) || out == nullptr) return cudaErrorInvalidValue;
+  const int64_t cols = int64_t{kFp8GemvCols} * fp8_consumers(), kb = K / kFp8GemvBlock;
+  const cudaError_t e = launch_pdl(fp8_pack_weights_kernel, dim3(static_cast<unsigned>(bytes / 16 / 256)), dim3(256), 0,
+                                   s, w, N, kb, static_cast<int>(cols), out);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 

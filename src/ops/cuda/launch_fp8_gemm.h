@@ -1,4 +1,5 @@
-// The FP8-order GEMM launchers (launch_fp8_gemm.cu), for launch_gemm.cu: which launches take the
+// The FP8-order GEMM launchers (launch_fp8_gemm.cu), for launch_gemm.cu (and CudaOps::prepare_linear,
+// which keeps FP8 weights as the large-M kernel's blocks): which launches take the
 // FP8 order (fp8_gemv.cuh: FP8 weights x FP8 activation codes on wgmma, per-128-block promotion).
 #pragma once
 
@@ -22,7 +23,14 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
 // per 128 columns already (a_fp8_block; 16-byte aligned rows), shape per plan_fp8_gemm; it needs
 // plan.staging_bytes of GemmParams::staging (gemm_staging_bytes reports them).
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
-// The activations' code blocks and the weight blocks into p.staging, then the GEMM.
+// The activations' code blocks and (where a set has no WeightDesc::fp8_blocks) the weight blocks
+// into p.staging, then the GEMM.
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s);
+
+// Bytes of an N x K FP8 weight's prepared blocks for the large-M kernel (WeightDesc::fp8_blocks),
+// or 0 when launches would not read them (the FP8 order off, not Hopper, K not whole blocks).
+int64_t fp8_order_weight_bytes(int64_t N, int64_t K);
+// Writes them (fp8_order_weight_bytes(N, K) bytes at out).
+cudaError_t launch_fp8_prepare_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s);
 
 }  // namespace deepinfer::kernels
