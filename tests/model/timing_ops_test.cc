@@ -15,8 +15,8 @@
 namespace deepinfer {
 namespace {
 
-// A CPU backend that "prepares" linear weights (a view of the same values, which the CPU linear
-// ignores) and counts what reaches it.
+// A CPU backend that "prepares" every linear weight it is offered (a view of the same values, which
+// the CPU linear ignores) and counts what reaches it.
 class PreparingCpuOps final : public ops::cpu::CpuOps {
  public:
   bool prepare_linear(tensor::LinearWeight& w) override {
@@ -43,13 +43,17 @@ TEST(TimingOpsTest, TimesTheLaunchesOfTheModelItWraps) {
   PreparingCpuOps backend;
   const model::ModelOptions options{model::Numerics::kOfficial};
   model::Model plain(lm->config, std::move(weights).value(), &backend, options);
-  ASSERT_EQ(backend.prepare_calls, 1);  // the LM head
+  // The LM head, then the dense FP8 projections (model/prepare_projections.h).
+  const int offered = backend.prepare_calls;
+  EXPECT_GT(offered, 1);
   EXPECT_FALSE(plain.weights().head.prepared.empty());
+  ASSERT_EQ(plain.weights().layers[0].attn.wq_a.format, tensor::WeightFormat::kFp8Block);
+  EXPECT_FALSE(plain.weights().layers[0].attn.wq_a.prepared.empty());
 
   ops::TimingOps timing(&backend);
   model::Model timed(plain.config(), plain.weights(), &timing, options);
-  EXPECT_EQ(backend.prepare_calls, 2) << "TimingOps did not forward prepare_linear";
-  EXPECT_EQ(backend.already_prepared, 1) << "the second model's head lost the first one's prepared copy";
+  EXPECT_EQ(backend.prepare_calls, 2 * offered) << "TimingOps did not forward prepare_linear";
+  EXPECT_EQ(backend.already_prepared, offered) << "the second model's weights lost the first one's prepared copies";
 
   const auto ids = testing::random_ids(12, 5, 512);
   const model::ForwardBatch batch =

@@ -269,7 +269,8 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
 // bitwise the results of the same weight unprepared, alone and as either weight of a pair, on every
 // path: small M never reads the copy, large M reads it instead of packing (N = 4000, M = 600 takes
 // the packed path at the default thresholds; the suite's packed run sends every large M there).
-// Quantised weights are not prepared (their BF16 copy would be 2-4x their size).
+// Quantised weights get no BF16 copy (2-4x their size): FP8 ones are prepared only under the FP8
+// order, as its large-M kernel's blocks (tested in Fp8OrderLargeMIsTheDecodeOrderBitwise).
 // The device layout of FP4 codes: the permuting kernel writes exactly fp4_layout.h's words (the
 // layout's own algebra is tested on the CPU, fp4_layout_test), in place, over every word.
 TEST_F(CudaOpsTest, Fp4CodesReachTheDeviceLayout) {
@@ -293,7 +294,11 @@ TEST_F(CudaOpsTest, PreparedLinearWeightIsBitwiseTheUnpreparedOne) {
   const bool can_prepare =
       std::getenv("DEEPINFER_GEMM_KERNEL") == nullptr && std::getenv("DEEPINFER_GEMM_PREPACK_MB") == nullptr;
   Linear fp8 = make_linear(WeightFormat::kFp8Block, 256, 256);
-  EXPECT_FALSE(gpu_->prepare_linear(fp8.dev));
+  const char* fp8_order = std::getenv("DEEPINFER_GEMM_FP8_ORDER");
+  const bool fp8_made = gpu_->prepare_linear(fp8.dev);
+  if (std::getenv("DEEPINFER_GEMM_PREPACK_MB") == nullptr) {
+    EXPECT_EQ(fp8_made, fp8_order != nullptr && std::string(fp8_order) == "1");
+  }
   for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{4000, 256}, {1000, 2048}, {200, 128}}) {
     Linear w = make_linear(WeightFormat::kBF16, N, K), other = make_linear(WeightFormat::kBF16, N + 64, K);
     LinearWeight prepared = w.dev;
