@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(128, NR == 32 ? 3 : 4) fp8_gemv_kernel(GemmPar
       reinterpret_cast<float(*)[kFp8GemvMaxBlocks]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32);
   // The fold's sums (fp8_gemv_pushes): pushed, rank 0's [tile][sub][col][row]; pulled, this CTA's
   // [tile][col][row] (the same array with one sub-range).
-  constexpr bool kPush = NR == 8;
+  constexpr bool kPush = fp8_gemv_pushes(NR);
   float(*const red)[kPush ? 8 : 1][kFp8GemvCols][NR] =
       reinterpret_cast<float(*)[kPush ? 8 : 1][kFp8GemvCols][NR]>(fp8_gemv_smem + kFp8GemvMaxBlocks * 4 * NR * 32 +
                                                                   NR * kFp8GemvMaxBlocks * 4);

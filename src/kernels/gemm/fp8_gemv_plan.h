@@ -18,6 +18,13 @@ inline constexpr int kFp8GemvMaxBlocks = 8;   // 128-input blocks per sub-range 
 inline constexpr int kFp8GemvBlock = 128;     // the promotion block: weights' and activations' scale block
 inline constexpr int kFp8GemvMaxTiles = 2;    // column tiles per CTA
 
+// The weights' scale blocks both FP8-order kernels take: block_in 128 (one scale per promotion
+// block), block_out a power of two >= 64 (a 64-column tile or warpgroup in one scale row; V4's
+// 128 x 128).
+inline bool fp8_order_scale_blocks_ok(int block_in, int block_out) {
+  return block_in == kFp8GemvBlock && block_out >= kFp8GemvCols && (block_out & (block_out - 1)) == 0;
+}
+
 struct Fp8GemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one CTA each, P = cluster size
   int tiles = 1;       // column tiles each CTA streams in turn (1 or 2)
@@ -30,7 +37,7 @@ struct Fp8GemvShape {
 // rank 0's buffer ([tiles][8 sub-ranges][64 columns][8] F32); wider, each CTA keeps its own
 // ([tiles][64 columns][nr]) and rank 0 reads them after a cluster barrier — the push buffer would be
 // 64 KB at 32 rows, and the pull's second barrier cost batch 1 ~2.5% (session 46).
-inline bool fp8_gemv_pushes(int nr) { return nr == 8; }
+DI_HOST_DEVICE constexpr bool fp8_gemv_pushes(int nr) { return nr == 8; }
 
 // Dynamic shared memory of the decode kernel: the staged codes ([8 blocks][4 steps][nr x 32]), the
 // rows' scales ([nr][8]) and the fold's sums (above).
@@ -56,9 +63,7 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   plan = Fp8GemvPlan{};
   if (d.rows < 1 || d.rows > kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock) return false;
   if (d.K % kFp8GemvBlock != 0 || d.K > (int64_t{1} << 24)) return false;
-  // One weight scale per 128-input block, one per column tile: block_in 128, block_out a power of
-  // two >= 64 (V4's 128 x 128).
-  if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
+  if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   Fp8GemvShape& sh = plan.shape;
   sh.R = static_cast<int>(gemm_subrange(d.K));
   sh.P = gemm_n_subranges(d.K);
@@ -97,13 +102,20 @@ struct Fp8GemmPlan {
   int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
 };
 
+// Bytes of an N x K weight as the large-M kernel's blocks ([column tiles][K / 128] blocks of
+// 64 C columns x 128 codes, rows past N zero): a set's share of the staging, or its prepared copy.
+inline int64_t fp8_gemm_weight_bytes(int64_t N, int64_t K, int consumers) {
+  const int64_t cols = int64_t{kFp8GemvCols} * consumers;
+  return (N + cols - 1) / cols * (K / kFp8GemvBlock) * cols * kFp8GemvBlock;
+}
+
 // Rows beyond the decode kernel's (> 32), whole promotion blocks, 128 x (power of two >= 64) scales
 // (a warpgroup's 64 columns share one weight scale per block).
 inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};
   if (consumers != 2 && consumers != 3) return false;
   if (d.rows <= kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
-  if (d.block_in != kFp8GemvBlock || d.block_out < kFp8GemvCols || (d.block_out & (d.block_out - 1)) != 0) return false;
+  if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   plan.consumers = consumers;
   plan.tile_cols = int64_t{kFp8GemvCols} * consumers;
   plan.tiles0 = (d.N + plan.tile_cols - 1) / plan.tile_cols;
@@ -113,7 +125,8 @@ inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan
   plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
   plan.codes_bytes = plan.m_tiles * plan.kb * kFp8GemmCodesBlockBytes;
   plan.weight_block_bytes = plan.tile_cols * kFp8GemvBlock;
-  plan.staging_bytes = plan.codes_bytes + plan.n_tiles * plan.kb * plan.weight_block_bytes;
+  plan.staging_bytes = plan.codes_bytes + fp8_gemm_weight_bytes(d.N, d.K, consumers) +
+                       (d.N1 > 0 ? fp8_gemm_weight_bytes(d.N1, d.K, consumers) : 0);
   return true;
 }
 

@@ -73,10 +73,9 @@ bool CudaOps::prepare_linear(LinearWeight& w) {
   if (w.weight.device != tensor::Device::kCuda) return false;
   const bool fp8 = w.format == tensor::WeightFormat::kFp8Block;
   if (w.format != tensor::WeightFormat::kBF16 && !fp8) return false;
-  const int64_t bytes = fp8 ? k::fp8_order_weight_bytes(w.out, w.in) : k::packed_weight_bytes(w.out, w.in);
-  if (bytes == 0 || prepared_bytes_ + bytes > prepack_budget_bytes()) return false;
   const k::WeightDesc d = weight_desc(w);
-  if (fp8 && (d.scale_f32 || d.block_in != 128 || d.row_bytes % 16 != 0)) return false;  // not a layout it takes
+  const int64_t bytes = fp8 ? k::fp8_order_weight_bytes(d, w.out, w.in) : k::packed_weight_bytes(w.out, w.in);
+  if (bytes == 0 || prepared_bytes_ + bytes > prepack_budget_bytes()) return false;
   TensorView packed = alloc_persistent(DType::kU8, {bytes});
   if (fp8) {
     DI_LAUNCH(k::launch_fp8_prepare_weight(d, w.out, w.in, dptr<uint8_t>(packed), stream_));

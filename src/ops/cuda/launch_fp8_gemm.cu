@@ -28,6 +28,15 @@ int fp8_tiles() {
   return n;
 }
 
+// Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
+// tuning, same bits): 128- or 192-column tiles. Each waits for its own MMAs before promoting them,
+// so a third one's MMAs fill more of that time: the 8K prefill's FP8 projections 15-20% faster per
+// launch, the whole prefill 109.9K -> 111.7K tok/s on the H100 (session 46).
+int fp8_consumers() {
+  static const int n = env_int("DEEPINFER_GEMM_FP8_CONSUMERS", 3, {2, 3});
+  return n;
+}
+
 bool fp8_weight_ok(const WeightDesc& w) {
   return w.fmt == WeightFmt::kFp8Block && !w.scale_f32 && w.packed == nullptr && w.row_bytes % 16 == 0 &&
          reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
@@ -87,15 +96,6 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-// Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
-// tuning, same bits): 128- or 192-column tiles. Each waits for its own MMAs before promoting them,
-// so a third one's MMAs fill more of that time: the 8K prefill's FP8 projections 15-20% faster per
-// launch, the whole prefill 109.9K -> 111.7K tok/s on the H100 (session 46).
-int fp8_consumers() {
-  static const int n = env_int("DEEPINFER_GEMM_FP8_CONSUMERS", 3, {2, 3});
-  return n;
-}
-
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
   if (p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock || p.a_f32) return false;
   Fp8GemvDims d;
@@ -103,6 +103,13 @@ bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
 }
 
 namespace {
+
+// The weight's codes as the large-M kernel's blocks of `cols` columns (fp8_gemm_weight_bytes at out).
+cudaError_t launch_pack_fp8_weights(const WeightDesc& w, int64_t N, int64_t K, int cols, uint8_t* out, cudaStream_t s) {
+  const int64_t threads = fp8_gemm_weight_bytes(N, K, cols / kFp8GemvCols) / 16;  // one per 16 bytes
+  return launch_pdl(fp8_pack_weights_kernel, dim3(static_cast<unsigned>(threads / 256)), dim3(256), 0, s, w, N,
+                    K / kFp8GemvBlock, cols, out);
+}
 
 template <int C>
 cudaError_t launch_fp8_gemm_c(const GemmParams& p, const Fp8GemmArgs& a, int64_t tiles, cudaStream_t s) {
@@ -135,11 +142,8 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
       blocks = w.fp8_blocks;
       continue;
     }
-    const int64_t tiles = set == 0 ? plan.tiles0 : plan.n_tiles - plan.tiles0;
     uint8_t* out = p.staging + plan.codes_bytes + (set == 0 ? 0 : plan.tiles0) * plan.kb * plan.weight_block_bytes;
-    e = launch_pdl(fp8_pack_weights_kernel,
-                   dim3(static_cast<unsigned>(tiles * plan.tile_cols * plan.kb * 8 / 256)), dim3(256), 0, s, w,
-                   set == 0 ? p.N : p.N1, plan.kb, static_cast<int>(plan.tile_cols), out);
+    e = launch_pack_fp8_weights(w, set == 0 ? p.N : p.N1, p.K, static_cast<int>(plan.tile_cols), out, s);
     blocks = out;
   }
   if (e != cudaSuccess) return e;
@@ -148,18 +152,15 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-int64_t fp8_order_weight_bytes(int64_t N, int64_t K) {
-  if (!fp8_order_enabled() || N < 1 || K < kFp8GemvBlock || K % kFp8GemvBlock != 0) return 0;
-  const int64_t cols = int64_t{kFp8GemvCols} * fp8_consumers();
-  return (N + cols - 1) / cols * (K / kFp8GemvBlock) * cols * kFp8GemvBlock;
+int64_t fp8_order_weight_bytes(const WeightDesc& w, int64_t N, int64_t K) {
+  if (!fp8_order_enabled() || !fp8_weight_ok(w) || !fp8_order_scale_blocks_ok(w.block_in, w.block_out)) return 0;
+  if (N < 1 || K < kFp8GemvBlock || K % kFp8GemvBlock != 0) return 0;
+  return fp8_gemm_weight_bytes(N, K, fp8_consumers());
 }
 
 cudaError_t launch_fp8_prepare_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s) {
-  const int64_t bytes = fp8_order_weight_bytes(N, K);
-  if (bytes == 0 || !fp8_weight_ok(w) || out == nullptr) return cudaErrorInvalidValue;
-  const int64_t cols = int64_t{kFp8GemvCols} * fp8_consumers(), kb = K / kFp8GemvBlock;
-  const cudaError_t e = launch_pdl(fp8_pack_weights_kernel, dim3(static_cast<unsigned>(bytes / 16 / 256)), dim3(256), 0,
-                                   s, w, N, kb, static_cast<int>(cols), out);
+  if (fp8_order_weight_bytes(w, N, K) == 0 || out == nullptr) return cudaErrorInvalidValue;
+  const cudaError_t e = launch_pack_fp8_weights(w, N, K, kFp8GemvCols * fp8_consumers(), out, s);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -28,8 +28,9 @@ bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s);
 
 // Bytes of an N x K FP8 weight's prepared blocks for the large-M kernel (WeightDesc::fp8_blocks),
-// or 0 when launches would not read them (the FP8 order off, not Hopper, K not whole blocks).
-int64_t fp8_order_weight_bytes(int64_t N, int64_t K);
+// or 0 when launches would not read them (the FP8 order off, not Hopper, a weight layout or shape
+// the FP8-order kernels do not take).
+int64_t fp8_order_weight_bytes(const WeightDesc& w, int64_t N, int64_t K);
 // Writes them (fp8_order_weight_bytes(N, K) bytes at out).
 cudaError_t launch_fp8_prepare_weight(const WeightDesc& w, int64_t N, int64_t K, uint8_t* out, cudaStream_t s);
 
