@@ -63,8 +63,8 @@ TEST(Fp8GemvPlanTest, TwoTilesPerCtaHalveTheTileGroupsOfEachSet) {
   EXPECT_FALSE(plan_fp8_gemv(d, plan));
 }
 
-// Up to 32 rows: wgmma's N is the rows rounded up to 8, 16 or 32; wider rows keep one tile per
-// CTA, and the shared memory follows.
+// Up to 32 rows: wgmma's N is the rows rounded up to 8, 16 or 32; wider rows take their own tile
+// count (wide_tiles), and the shared memory follows.
 TEST(Fp8GemvPlanTest, RowsPickTheNarrowestWgmmaN) {
   Fp8GemvPlan plan;
   Fp8GemvDims d = dense(8, 4096, 4096);
@@ -79,9 +79,20 @@ TEST(Fp8GemvPlanTest, RowsPickTheNarrowestWgmmaN) {
     EXPECT_EQ(plan.shape.nr, nr) << rows;
     EXPECT_EQ(plan.shape.tiles, nr == 8 ? 2 : 1) << rows;
     EXPECT_EQ(plan.grid_x, (nr == 8 ? 32 : 64) * 8) << rows;
+    d.wide_tiles = 2;  // the wider rows' staging shared by two tiles
+    ASSERT_TRUE(plan_fp8_gemv(d, plan)) << rows;
+    EXPECT_EQ(plan.shape.tiles, 2) << rows;
+    EXPECT_EQ(plan.grid_x, 32 * 8) << rows;
+    d.tiles = 1;  // the 8-row count leaves the wider rows alone
+    ASSERT_TRUE(plan_fp8_gemv(d, plan)) << rows;
+    EXPECT_EQ(plan.shape.tiles, nr == 8 ? 1 : 2) << rows;
   }
+  d = dense(32, 4096, 4096);
+  d.wide_tiles = 3;
+  EXPECT_FALSE(plan_fp8_gemv(d, plan));
   EXPECT_EQ(fp8_gemv_smem_bytes(8, 2), 8 * 4 * 256 + 8 * 8 * 4 + 2 * 8 * 64 * 8 * 4);  // 41,216: rank 0's buffer
   EXPECT_EQ(fp8_gemv_smem_bytes(32, 1), 8 * 4 * 1024 + 32 * 8 * 4 + 64 * 32 * 4);      // 41,984: the CTA's own sums
+  EXPECT_EQ(fp8_gemv_smem_bytes(32, 2), 8 * 4 * 1024 + 32 * 8 * 4 + 2 * 64 * 32 * 4);  // 50,176: past 48 KB, opted in
 }
 
 TEST(Fp8GemvPlanTest, RefusesWhatTheKernelCannotTake) {

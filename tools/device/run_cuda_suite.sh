@@ -142,7 +142,8 @@ job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # BF16 order's; the FP8 order's tensor-core accumulation is ~1e-4 of sum |products| off the exact
 # sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
+# The other tile counts (one tile at 8 rows, two at 9-32: DEEPINFER_GEMM_FP8_TILES / _WIDE_TILES).
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 DEEPINFER_GEMM_FP8_WIDE_TILES=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
 # With the large-M kernel of the same order (fp8_gemm.cuh) the FP8 projections are one order at
 # every M: the GEMM batch-invariance test and the model tests under the FP8 order, the large-M
 # kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).

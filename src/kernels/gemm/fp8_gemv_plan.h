@@ -51,7 +51,8 @@ struct Fp8GemvDims {
   int64_t N = 0, N1 = 0;    // columns of weight set 0 and 1 (N1 = 0: one set)
   int64_t K = 0;
   int block_in = 0, block_out = 0;  // the weights' scale blocks (both sets)
-  int tiles = 1;                    // column tiles per CTA asked for (1 or 2)
+  int tiles = 1;                    // column tiles per CTA asked for at 8 rows (1 or 2)
+  int wide_tiles = 1;               // ... and at 9-32 rows (1 or 2)
 };
 
 struct Fp8GemvPlan {
@@ -71,10 +72,11 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   const int64_t tiles0 = (d.N + kFp8GemvCols - 1) / kFp8GemvCols;
   const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
-  if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles) return false;
+  if (d.tiles < 1 || d.tiles > kFp8GemvMaxTiles || d.wide_tiles < 1 || d.wide_tiles > kFp8GemvMaxTiles) return false;
   sh.nr = d.rows <= 8 ? 8 : (d.rows <= 16 ? 16 : 32);
-  // Wider rows keep one tile per CTA (two measured only at 8 rows).
-  sh.tiles = sh.nr == 8 ? d.tiles : 1;
+  // Past 8 rows the staging (M x R activations quantised per CTA) weighs as much as the tile's
+  // weights at 32 rows; two tiles per CTA share it (wide_tiles = 2, session 47's A/B).
+  sh.tiles = sh.nr == 8 ? d.tiles : d.wide_tiles;
   sh.groups0 = static_cast<int>((tiles0 + sh.tiles - 1) / sh.tiles);
   plan.grid_x = (sh.groups0 + (tiles1 + sh.tiles - 1) / sh.tiles) * sh.P;
   return true;

@@ -28,6 +28,14 @@ int fp8_tiles() {
   return n;
 }
 
+// Column tiles per CTA at 9-32 rows (DEEPINFER_GEMM_FP8_WIDE_TILES = 1 (default) or 2; tuning,
+// same bits): two share one staging of the rows' codes, which at 32 rows moves as many bytes
+// through L2 as a tile's weights.
+int fp8_wide_tiles() {
+  static const int n = env_int("DEEPINFER_GEMM_FP8_WIDE_TILES", 1, {1, 2});
+  return n;
+}
+
 // Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
 // tuning, same bits): 128- or 192-column tiles. Each waits for its own MMAs before promoting them,
 // so a third one's MMAs fill more of that time: the 8K prefill's FP8 projections 15-20% faster per
@@ -67,6 +75,7 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
   Fp8GemvDims d;
   if (!fp8_order_launch(p, p.a_f32 && p.a_quant_block > 0 ? 4 : 8, d)) return false;
   d.tiles = fp8_tiles();
+  d.wide_tiles = fp8_wide_tiles();
   return plan_fp8_gemv(d, plan);
 }
 
@@ -89,8 +98,8 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
   cudaError_t e;
   switch (plan.shape.nr) {
     case 8: e = plan.shape.tiles == 2 ? launch_fp8_gemv_shape<2, 8>(p, plan, s) : launch_fp8_gemv_shape<1, 8>(p, plan, s); break;
-    case 16: e = launch_fp8_gemv_shape<1, 16>(p, plan, s); break;
-    case 32: e = launch_fp8_gemv_shape<1, 32>(p, plan, s); break;
+    case 16: e = plan.shape.tiles == 2 ? launch_fp8_gemv_shape<2, 16>(p, plan, s) : launch_fp8_gemv_shape<1, 16>(p, plan, s); break;
+    case 32: e = plan.shape.tiles == 2 ? launch_fp8_gemv_shape<2, 32>(p, plan, s) : launch_fp8_gemv_shape<1, 32>(p, plan, s); break;
     default: return cudaErrorInvalidValue;
   }
   return e != cudaSuccess ? e : cudaGetLastError();
