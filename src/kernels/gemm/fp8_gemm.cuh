@@ -15,7 +15,8 @@
 //     from zero per block (both operands from shared memory: the probe found this form bitwise
 //     the decode kernel's register-A m64n8k32 one), promote the block as fmaf(part, sw * sa, sum)
 //     and add each K sub-range's sum in order into a total kept in shared memory (registers hold
-//     the block's part and the sub-range's sum: 128 of them).
+//     the block's part and the sub-range's sum: 128 of them); the last sub-range's sum takes the
+//     total into registers for the epilogue (a K of one sub-range never touches the totals).
 // A warpgroup waits for its own block's MMAs before promoting them (ptxas serialises the wgmmas of
 // a second accumulator set in flight: C7514), so the other warpgroups' MMAs are what keeps the
 // tensor core busy meanwhile; the ring lets them drift apart.
@@ -228,7 +229,13 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       __syncwarp();  // the warp's scale reads are done before its lane 0 frees the stage
       if (lane == 0) mbar_arrive(&empty[s]);
       if (++s == S) s = 0, phase ^= 1;
-      if (++in_sub == blocks_per_sub || i + 1 == KT) {  // a sub-range ends: into the total, in order
+      if (i + 1 == KT) {  // the last sub-range ends: the tile's totals stay in registers (sum)
+        // (0 + sum is sum bitwise: sum starts at +0 and round-to-nearest never makes -0 of it.)
+        if (!first_sub) {
+#pragma unroll
+          for (int e = 0; e < 64; ++e) sum[e] = totals[e * 128] + sum[e];
+        }
+      } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
 #pragma unroll
         for (int e = 0; e < 64; ++e) {
@@ -244,16 +251,14 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
 #pragma unroll
       for (int e = 0; e < 64; ++e) {
         const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
-        if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, totals[e * 128]);
+        if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, sum[e]);
       }
       continue;
     }
     // BF16 rows through shared memory: the warpgroup's 64 columns x 128 tokens as [token][64 + 8
     // pad] BF16 (144-byte rows: a store's four token rows fall on different banks) over its totals,
     // then each token's 128 bytes as 16-byte stores (8 per thread instead of 64 2-byte ones).
-#pragma unroll
-    for (int e = 0; e < 64; ++e) sum[e] = totals[e * 128];
-    warpgroup_bar_sync(1 + wg);  // every thread has its totals before the region is reused
+    warpgroup_bar_sync(1 + wg);  // every thread has read its totals before the region is reused
     __nv_bfloat16* tile_out = reinterpret_cast<__nv_bfloat16*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 * 2;
     const int col = 16 * (warp & 3) + g;
 #pragma unroll
