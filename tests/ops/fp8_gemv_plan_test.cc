@@ -150,5 +150,30 @@ TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   EXPECT_FALSE(plan_fp8_gemm(d, 2, plan));
 }
 
+// A lower bound on the decode kernel's rows (decode_rows) hands the rest to the large-M kernel:
+// every row count goes to exactly one of them, and bounds other than 8, 16 or 32 are refused.
+TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {
+  for (int bound : {8, 16, 32}) {
+    for (int rows = 1; rows <= 64; ++rows) {
+      Fp8GemvDims d = dense(rows, 4096, 4096);
+      d.decode_rows = bound;
+      Fp8GemvPlan gemv;
+      Fp8GemmPlan gemm;
+      const bool decode = plan_fp8_gemv(d, gemv), large = plan_fp8_gemm(d, 3, gemm);
+      EXPECT_EQ(decode, rows <= bound) << bound << " " << rows;
+      EXPECT_EQ(large, rows > bound) << bound << " " << rows;
+      if (large) {
+        EXPECT_EQ(gemm.m_tiles, 1);
+      }
+    }
+  }
+  Fp8GemvDims d = dense(4, 4096, 4096);
+  d.decode_rows = 4;
+  Fp8GemvPlan gemv;
+  Fp8GemmPlan gemm;
+  EXPECT_FALSE(plan_fp8_gemv(d, gemv));
+  EXPECT_FALSE(plan_fp8_gemm(d, 3, gemm));
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

@@ -149,6 +149,9 @@ job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 DEEPINFER_GEMM_FP8_WID
 # kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*BatchInvariant*:*Fp8OrderLargeM*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_CONSUMERS=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
+# The large-M kernel from 9 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS=8): the decode test's 13- and
+# 32-row launches against their rows alone cross the two kernels.
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=8 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 # Not MatchesTheCpuReference/Official there: its layer-0 bound (a quarter of official vs plain
 # numerics) assumes GEMM sums within ~1e-6 of the CPU's; the FP8 order's are 1e-4 to 4e-4 off
 # (LinearMatchesCpuForEveryFormatAndShape above), which flips more of the next quantised inputs'

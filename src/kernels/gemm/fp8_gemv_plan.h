@@ -53,7 +53,11 @@ struct Fp8GemvDims {
   int block_in = 0, block_out = 0;  // the weights' scale blocks (both sets)
   int tiles = 1;                    // column tiles per CTA asked for at 8 rows (1 or 2)
   int wide_tiles = 1;               // ... and at 9-32 rows (1 or 2)
+  int decode_rows = kFp8GemvMaxRows;  // the most rows the decode kernel takes (8, 16 or 32); the
+                                      // large-M kernel takes more (both give a row the same bits)
 };
+
+inline bool fp8_decode_rows_ok(int r) { return r == 8 || r == 16 || r == kFp8GemvMaxRows; }
 
 struct Fp8GemvPlan {
   Fp8GemvShape shape;
@@ -62,7 +66,7 @@ struct Fp8GemvPlan {
 
 inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   plan = Fp8GemvPlan{};
-  if (d.rows < 1 || d.rows > kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock) return false;
+  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows < 1 || d.rows > d.decode_rows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock) return false;
   if (d.K % kFp8GemvBlock != 0 || d.K > (int64_t{1} << 24)) return false;
   if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   Fp8GemvShape& sh = plan.shape;
@@ -111,12 +115,12 @@ inline int64_t fp8_gemm_weight_bytes(int64_t N, int64_t K, int consumers) {
   return (N + cols - 1) / cols * (K / kFp8GemvBlock) * cols * kFp8GemvBlock;
 }
 
-// Rows beyond the decode kernel's (> 32), whole promotion blocks, 128 x (power of two >= 64) scales
+// Rows beyond the decode kernel's (> decode_rows), whole promotion blocks, 128 x (power of two >= 64) scales
 // (a warpgroup's 64 columns share one weight scale per block).
 inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};
   if (consumers != 2 && consumers != 3) return false;
-  if (d.rows <= kFp8GemvMaxRows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
+  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows <= d.decode_rows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
   if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   plan.consumers = consumers;
   plan.tile_cols = int64_t{kFp8GemvCols} * consumers;

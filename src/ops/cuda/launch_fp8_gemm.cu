@@ -36,6 +36,14 @@ int fp8_wide_tiles() {
   return n;
 }
 
+// The most rows the decode kernel takes (DEEPINFER_GEMM_FP8_DECODE_ROWS = 8, 16 or 32, the
+// default; tuning, same bits): the large-M kernel takes wider launches, its 128-token tile mostly
+// empty but its weights prepared and its staging done once per launch instead of once per CTA.
+int fp8_decode_rows() {
+  static const int n = env_int("DEEPINFER_GEMM_FP8_DECODE_ROWS", kFp8GemvMaxRows, {8, 16, 32});
+  return n;
+}
+
 // Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
 // tuning, same bits): 128- or 192-column tiles. Each waits for its own MMAs before promoting them,
 // so a third one's MMAs fill more of that time: the 8K prefill's FP8 projections 15-20% faster per
@@ -64,10 +72,13 @@ bool fp8_order_launch(const GemmParams& p, int vec, Fp8GemvDims& d) {
   d.K = p.K;
   d.block_in = p.w.block_in;
   d.block_out = p.w.block_out;
+  d.decode_rows = fp8_decode_rows();
   return true;
 }
 
 }  // namespace
+
+bool fp8_order_past_decode_rows(int64_t rows) { return fp8_order_enabled() && rows > fp8_decode_rows(); }
 
 bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan) {
   if (p.a_quant_block != kFp8GemvBlock && p.a_fp8_block != kFp8GemvBlock) return false;

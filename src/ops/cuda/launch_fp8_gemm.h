@@ -10,7 +10,8 @@
 
 namespace deepinfer::kernels {
 
-// The plan of p when it takes the FP8-order decode kernel (<= 32 rows): DEEPINFER_GEMM_FP8_ORDER=1
+// The plan of p when it takes the FP8-order decode kernel (<= 32 rows, or the bound
+// DEEPINFER_GEMM_FP8_DECODE_ROWS sets): DEEPINFER_GEMM_FP8_ORDER=1
 // (default off: see docs/engine.md), a Hopper build, a dense ungrouped launch
 // of FP8 weights (UE8M0 128 x 128 blocks, 16-byte aligned rows) whose activations are FP8-quantised
 // per 128 columns (a_quant_block or a_fp8_block) in 16-byte aligned rows, shape per plan_fp8_gemv.
@@ -19,13 +20,18 @@ bool fp8_gemv_plan(const GemmParams& p, Fp8GemvPlan& plan);
 cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaStream_t s);
 // The plan of p when it takes the large-M kernel of the same order (fp8_gemm.cuh):
 // DEEPINFER_GEMM_FP8_ORDER=1, a Hopper build, a dense ungrouped
-// launch of more than 32 rows of FP8 weights (as above) whose BF16 activations are FP8-quantised
+// launch of more rows than the decode kernel takes, of FP8 weights (as above) whose BF16 activations are FP8-quantised
 // per 128 columns already (a_fp8_block; 16-byte aligned rows), shape per plan_fp8_gemm; it needs
 // plan.staging_bytes of GemmParams::staging (gemm_staging_bytes reports them).
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
 // The activations' code blocks and (where a set has no WeightDesc::fp8_blocks) the weight blocks
 // into p.staging, then the GEMM.
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s);
+
+// Whether the FP8 order is on and `rows` are more than its decode kernel takes: such launches need
+// their activations quantised first (the large-M kernel reads codes), so the streaming kernels'
+// in-staging quantisation must not take them (gemm_fuses_act_quant).
+bool fp8_order_past_decode_rows(int64_t rows);
 
 // Bytes of an N x K FP8 weight's prepared blocks for the large-M kernel (WeightDesc::fp8_blocks),
 // or 0 when launches would not read them (the FP8 order off, not Hopper, a weight layout or shape

@@ -667,6 +667,8 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
       env_switch("DEEPINFER_GEMV_FUSE_QUANT") ? env_int("DEEPINFER_GEMV_FUSE_QUANT", 4, {1, 2, 4, 8, 16, 32}) : 0;
   const int64_t rows = p.experts != nullptr ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   if (rows > max_rows) return false;
+  // Wider than the FP8 order's decode kernel: its large-M kernel reads quantised codes.
+  if (p.experts == nullptr && fp8_order_past_decode_rows(rows)) return false;
   // A block is 8-column chunks of a power-of-two count <= 32 (one shuffle group of a warp), and
   // blocks tile each K sub-range and group (their boundaries are those of act_quant_bf16's rows).
   const int chunks = block / 8;
