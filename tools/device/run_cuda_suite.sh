@@ -142,15 +142,16 @@ job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # BF16 order's; the FP8 order's tensor-core accumulation is ~1e-4 of sum |products| off the exact
 # sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
-# The other tile counts (one tile at 8 rows, two at 9-32: DEEPINFER_GEMM_FP8_TILES / _WIDE_TILES).
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 DEEPINFER_GEMM_FP8_WIDE_TILES=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
+# The other tile counts (one tile at 8 rows and at 9-32: DEEPINFER_GEMM_FP8_TILES / _WIDE_TILES)
+# with the decode kernel up to 32 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS, default 16).
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 DEEPINFER_GEMM_FP8_WIDE_TILES=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=32 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
 # With the large-M kernel of the same order (fp8_gemm.cuh) the FP8 projections are one order at
 # every M: the GEMM batch-invariance test and the model tests under the FP8 order, the large-M
 # kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*BatchInvariant*:*Fp8OrderLargeM*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_CONSUMERS=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
 # The large-M kernel from 9 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS=8): the decode test's 13- and
-# 32-row launches against their rows alone cross the two kernels.
+# 32-row launches against their rows alone cross the two kernels (at the default 16, its 32-row ones).
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=8 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 # Not MatchesTheCpuReference/Official there: its layer-0 bound (a quarter of official vs plain
 # numerics) assumes GEMM sums within ~1e-6 of the CPU's; the FP8 order's are 1e-4 to 4e-4 off
