@@ -10,8 +10,8 @@
 
 namespace deepinfer::kernels {
 
-// The plan of p when it takes the FP8-order decode kernel (<= 32 rows, or the bound
-// DEEPINFER_GEMM_FP8_DECODE_ROWS sets): DEEPINFER_GEMM_FP8_ORDER=1
+// The plan of p when it takes the FP8-order decode kernel (up to DEEPINFER_GEMM_FP8_DECODE_ROWS
+// rows: 16 by default, at most 32): DEEPINFER_GEMM_FP8_ORDER=1
 // (default off: see docs/engine.md), a Hopper build, a dense ungrouped launch
 // of FP8 weights (UE8M0 128 x 128 blocks, 16-byte aligned rows) whose activations are FP8-quantised
 // per 128 columns (a_quant_block or a_fp8_block) in 16-byte aligned rows, shape per plan_fp8_gemv.
