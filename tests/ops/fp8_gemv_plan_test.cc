@@ -150,6 +150,32 @@ TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   EXPECT_FALSE(plan_fp8_gemm(d, 2, plan));
 }
 
+// The split form: launches of fewer tiles than split_below (the launcher's SM count) take a
+// cluster of one CTA per K sub-range per tile; wider ones, and every launch at split_below = 0, one
+// CTA per tile.
+TEST(Fp8GemvPlanTest, LargeMSplitsKWhenTilesAreFewerThanSms) {
+  Fp8GemmPlan plan;
+  Fp8GemvDims d = dense(33, 1024, 4096, 576);  // 6 + 3 tiles of 192 columns
+  ASSERT_TRUE(plan_fp8_gemm(d, 3, plan));
+  EXPECT_EQ(plan.split, 1);  // split_below = 0: never
+  d.split_below = 132;
+  ASSERT_TRUE(plan_fp8_gemm(d, 3, plan));
+  EXPECT_EQ(plan.split, 8);  // K = 4096: eight sub-ranges of 512
+  d = dense(64, 4096, 2048);  // 22 tiles, K = 2048: four sub-ranges
+  d.split_below = 132;
+  ASSERT_TRUE(plan_fp8_gemm(d, 3, plan));
+  EXPECT_EQ(plan.split, gemm_n_subranges(2048));
+  EXPECT_EQ(plan.split, 4);
+  d = dense(8192, 4096, 8192);  // 64 x 22 tiles: enough for every SM
+  d.split_below = 132;
+  ASSERT_TRUE(plan_fp8_gemm(d, 3, plan));
+  EXPECT_EQ(plan.split, 1);
+  d = dense(40, 256, 128);  // one sub-range: nothing to split
+  d.split_below = 132;
+  ASSERT_TRUE(plan_fp8_gemm(d, 3, plan));
+  EXPECT_EQ(plan.split, 1);
+}
+
 // A lower bound on the decode kernel's rows (decode_rows) hands the rest to the large-M kernel:
 // every row count goes to exactly one of them, and bounds other than 8, 16 or 32 are refused.
 TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {

@@ -159,6 +159,11 @@ job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=8 .carry/bin/cuda_
 # E4M3 codes — measured at 830225f on the H100: 0.023 after layer 0 against the default order's
 # 0.0015 (bound 0.0082), later layers at 1.01-1.1 x official vs plain (docs/cuda.md "Session 46").
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
+# The large-M kernel's split form (DEEPINFER_GEMM_FP8_SPLIT=1: a cluster per tile, one K sub-range
+# per CTA, for launches of fewer tiles than SMs): its 33-200-row launches against their rows alone
+# and the model tests (as above) on it.
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

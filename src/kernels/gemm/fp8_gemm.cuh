@@ -20,6 +20,11 @@
 // A warpgroup waits for its own block's MMAs before promoting them (ptxas serialises the wgmmas of
 // a second accumulator set in flight: C7514), so the other warpgroups' MMAs are what keeps the
 // tensor core busy meanwhile; the ring lets them drift apart.
+// Split form (kSplit; launches of fewer tiles than SMs, such as 17-127-row decode steps, where
+// one CTA per tile would leave most SMs idle): a cluster of P CTAs per tile, one K sub-range each
+// (P = gemm_n_subranges(K)); each keeps its sub-range's sum in its totals, and after a cluster
+// barrier rank q folds its share of the tile's outputs over the P CTAs' sums in sub-range order
+// (0 + s0 + s1 + ...: the one-CTA kernel's chain, so the same bits).
 #pragma once
 
 #include <cuda_fp8.h>
@@ -116,6 +121,9 @@ struct Fp8GemmArgs {
   const uint8_t* weights1 = nullptr;
   int64_t tiles0 = 0, n_tiles = 0, m_tiles = 0, kb = 0;
   int out_shift = 0;
+  int split = 1;  // CTAs per tile (the split form's cluster: one K sub-range each), else 1
+  int sub_blocks = 1;  // 128-input blocks per K sub-range: gemm_subrange(K) / 128 (host-computed:
+                       // its 64-bit divisions would cost the 24-register producer spills)
 };
 
 // Named barrier `id` over the 128 threads of one warpgroup (id 0 is __syncthreads').
@@ -134,16 +142,43 @@ __device__ __forceinline__ Fp8GemmTile fp8_gemm_tile(const Fp8GemmArgs& a, int64
   return {id / gm, first_m + id % gm};
 }
 
-template <int C>
+// The split form's fold: rank `sub` of the cluster adds, for its share of the live accumulators
+// of thread slot (wg, tid), the P CTAs' sub-range sums (their totals) in sub-range order and stores
+// the outputs. Accumulator e is column n (+ 8 for e % 4 >= 2) and token m0 + 8 (e / 4) + 2 c + e % 2.
+__device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const float* totals, int P, int sub,
+                                                    int64_t nw, int64_t N, int64_t m0, int c, void* Cout,
+                                                    int64_t ldc) {
+  const int64_t rows = min64(p.M - m0, kFp8GemmTile);
+  const int live = 4 * static_cast<int>((rows + 7) / 8);  // accumulators holding tokens < M
+  for (int e = live * sub / P; e < live * (sub + 1) / P; ++e) {
+    const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
+    float total = 0.0f;
+    for (int q = 0; q < P; ++q) total += cluster_load_f32(cluster_map(totals + e * 128, q));
+    if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, total);
+  }
+}
+
+template <int C, bool kSplit>
 __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
   using Sh = Fp8GemmShape<C>;
   constexpr int S = Sh::kStages;
+  // The split form's producers wait at the fold's cluster barriers too, and at 24 / 40 registers
+  // ptxas spilled there (92 / 40 bytes); 56 leave the consumers 152 / 200, which do not spill.
+  constexpr int kProducerRegs = kSplit ? 56 : Sh::kProducerRegs;
+  constexpr int kConsumerRegs = kSplit ? (C == 2 ? 200 : 152) : Sh::kConsumerRegs;
+  static_assert(128 * kProducerRegs + 128 * C * kConsumerRegs <= 65536, "register file");
   pdl_prologue();  // the blocks come from the pre-passes
   extern __shared__ __align__(1024) uint8_t smem[];  // [stage][weight block, code block + scales], totals
   __shared__ __align__(8) uint64_t full[S], empty[S];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t tiles = a.n_tiles * a.m_tiles;
   const int KT = static_cast<int>(a.kb);
+  const int blocks_per_sub = a.sub_blocks;
+  // The tiles this CTA walks and the blocks of each: persistent over every block, or (split) one
+  // tile per cluster (grid = tiles x split) and the rank's sub-range.
+  const int sub = kSplit ? static_cast<int>(blockIdx.x) % a.split : 0;
+  const int64_t t_first = kSplit ? blockIdx.x / a.split : blockIdx.x, t_step = kSplit ? tiles : gridDim.x;
+  const int i_begin = sub * blocks_per_sub, i_end = kSplit ? min(KT, i_begin + blocks_per_sub) : KT;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);
@@ -154,17 +189,17 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
   __syncthreads();
 
   if (warp >= 4 * C) {  // producer warpgroup: one thread issues both bulk copies of every block
-    warpgroup_regs_dec<Sh::kProducerRegs>();
+    warpgroup_regs_dec<kProducerRegs>();
     if (warp == 4 * C && lane == 0) {
       int s = 0;
       uint32_t phase = 0;  // of stage s's current use; the first S uses need no empty stage
       bool wrapped = false;
-      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int64_t t = t_first; t < tiles; t += t_step) {
         const Fp8GemmTile tile = fp8_gemm_tile(a, t);
         const uint8_t* wb = tile.nt < a.tiles0 ? a.weights0 + tile.nt * a.kb * Sh::kWeightBytes
                                                : a.weights1 + (tile.nt - a.tiles0) * a.kb * Sh::kWeightBytes;
         const uint8_t* cb = a.codes + tile.mt * a.kb * kFp8GemmCodesBlockBytes;
-        for (int i = 0; i < KT; ++i) {
+        for (int i = i_begin; i < i_end; ++i) {
           if (wrapped) mbar_wait(&empty[s], phase ^ 1);
           uint8_t* dst = smem + s * Sh::kStageBytes;
           mbar_arrive_expect_tx(&full[s], Sh::kStageBytes);
@@ -174,22 +209,28 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
         }
       }
     }
+    if constexpr (kSplit) {  // the fold's two cluster barriers take every thread
+      __syncwarp();
+      cluster_arrive();
+      cluster_wait();
+      cluster_arrive();
+      cluster_wait();
+    }
     return;
   }
 
-  warpgroup_regs_inc<Sh::kConsumerRegs>();
+  warpgroup_regs_inc<kConsumerRegs>();
   // Consumers: warpgroup wg takes columns 64 wg .. 64 wg + 63 of the tile. Accumulator e of the
   // m64n128 layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
   const int wg = warp / 4, g = lane >> 2, c = lane & 3, tid = threadIdx.x & 127;
   float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 + tid;
-  const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
   // Stage 0's descriptors (stage s adds s x kStageBytes / 16: the start address field's units);
   // a k32 step is 64 C x 32 weight bytes and 128 x 32 code bytes further.
   const uint64_t a_desc0 = wgmma_desc(smem + wg * 2048, 128, 256);
   const uint64_t b_desc0 = wgmma_desc(smem + Sh::kWeightBytes, 128, 256);
   int s = 0;
   uint32_t phase = 0;
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int64_t t = t_first; t < tiles; t += t_step) {
     const Fp8GemmTile tile = fp8_gemm_tile(a, t);
     const int set = tile.nt >= a.tiles0 ? 1 : 0;
     const WeightDesc& w = set == 0 ? p.w : p.w1;
@@ -202,7 +243,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
 #pragma unroll
     for (int e = 0; e < 64; ++e) sum[e] = 0.0f;
     bool first_sub = true;
-    for (int i = 0, in_sub = 0; i < KT; ++i) {
+    for (int i = i_begin, in_sub = 0; i < i_end; ++i) {
       const float sw = e8m0_to_f32(wscale[i]);
       mbar_wait(&full[s], phase);
       const uint64_t so = static_cast<uint64_t>(s * Sh::kStageBytes) >> 4;
@@ -229,7 +270,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       __syncwarp();  // the warp's scale reads are done before its lane 0 frees the stage
       if (lane == 0) mbar_arrive(&empty[s]);
       if (++s == S) s = 0, phase ^= 1;
-      if (i + 1 == KT) {  // the last sub-range ends: the tile's totals stay in registers (sum)
+      if (i + 1 == i_end) {  // the last sub-range ends: the tile's totals stay in registers (sum)
         // (0 + sum is sum bitwise: sum starts at +0 and round-to-nearest never makes -0 of it.)
         if (!first_sub) {
 #pragma unroll
@@ -247,6 +288,16 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
     }
     void* const Cout = set == 0 ? p.C : p.C1;
     const int64_t nw = n0 + 16 * (warp & 3) + g;
+    if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
+#pragma unroll
+      for (int e = 0; e < 64; ++e) totals[e * 128] = sum[e];
+      cluster_arrive();
+      cluster_wait();  // every CTA's sums are in its totals
+      fp8_gemm_split_fold(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);
+      cluster_arrive();
+      cluster_wait();  // every rank has read them (they live until then)
+      continue;
+    }
     if (!p.c_bf16 || ldc % 8 != 0 || reinterpret_cast<uintptr_t>(Cout) % 16 != 0) {  // element stores
 #pragma unroll
       for (int e = 0; e < 64; ++e) {

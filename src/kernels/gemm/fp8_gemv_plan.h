@@ -55,6 +55,7 @@ struct Fp8GemvDims {
   int wide_tiles = 1;               // ... and at 9-32 rows (1 or 2)
   int decode_rows = kFp8GemvMaxRows;  // the most rows the decode kernel takes (8, 16 or 32); the
                                       // large-M kernel takes more (both give a row the same bits)
+  int split_below = 0;  // the large-M kernel splits K over a cluster when it has fewer tiles (0: never)
 };
 
 inline bool fp8_decode_rows_ok(int r) { return r == 8 || r == 16 || r == kFp8GemvMaxRows; }
@@ -106,6 +107,8 @@ struct Fp8GemmPlan {
   int64_t codes_bytes = 0;   // m_tiles x kb code blocks (16-byte multiples: the weights follow aligned)
   int64_t weight_block_bytes = 0;  // tile_cols x 128
   int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
+  int split = 1;             // CTAs per tile: gemm_n_subranges(K) when the tiles are fewer than
+                             // split_below (the split form: one K sub-range each), else 1
 };
 
 // Bytes of an N x K weight as the large-M kernel's blocks ([column tiles][K / 128] blocks of
@@ -133,6 +136,9 @@ inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan
   plan.weight_block_bytes = plan.tile_cols * kFp8GemvBlock;
   plan.staging_bytes = plan.codes_bytes + fp8_gemm_weight_bytes(d.N, d.K, consumers) +
                        (d.N1 > 0 ? fp8_gemm_weight_bytes(d.N1, d.K, consumers) : 0);
+  // Fewer tiles than SMs (decode steps of 17-127 rows: 9 tiles for wq_a + wkv) leave most SMs idle
+  // with one CTA per tile; a cluster per tile, one sub-range per CTA, folds them in order instead.
+  if (plan.n_tiles * plan.m_tiles < d.split_below) plan.split = gemm_n_subranges(d.K);
   return true;
 }
 

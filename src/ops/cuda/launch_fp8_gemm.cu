@@ -1,5 +1,6 @@
 // Launchers of the FP8-order GEMM kernels (fp8_gemv.cuh).
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
@@ -44,6 +45,15 @@ int fp8_wide_tiles() {
 int fp8_decode_rows() {
   static const int n = env_int("DEEPINFER_GEMM_FP8_DECODE_ROWS", 16, {8, 16, 32});
   return n;
+}
+
+// The large-M kernel's split form (DEEPINFER_GEMM_FP8_SPLIT = 1 or 0, the default; tuning, same
+// bits): launches of fewer tiles than SMs take a cluster per tile, one K sub-range per CTA
+// (fp8_gemm.cuh), instead of one CTA streaming the whole K of a tile. Written in session 47,
+// not yet measured.
+bool fp8_split() {
+  static const bool on = env_int("DEEPINFER_GEMM_FP8_SPLIT", 0, {0, 1}) == 1;
+  return on;
 }
 
 // Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
@@ -121,7 +131,9 @@ cudaError_t launch_fp8_gemv(const GemmParams& p, const Fp8GemvPlan& plan, cudaSt
 bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
   if (p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock || p.a_f32) return false;
   Fp8GemvDims d;
-  return fp8_order_launch(p, 8, d) && plan_fp8_gemm(d, fp8_consumers(), plan);
+  if (!fp8_order_launch(p, 8, d)) return false;
+  d.split_below = fp8_split() ? device_sm_count() : 0;
+  return plan_fp8_gemm(d, fp8_consumers(), plan);
 }
 
 namespace {
@@ -133,13 +145,36 @@ cudaError_t launch_pack_fp8_weights(const WeightDesc& w, int64_t N, int64_t K, i
                     K / kFp8GemvBlock, cols, out);
 }
 
+template <int C, bool kSplit>
+cudaError_t configure_fp8_gemm() {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      fp8_gemm_kernel<C, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8GemmShape<C>::kSmem);
+  return configured;
+}
+
+// Whether the device runs clusters of `split` CTAs of the split form (a cluster's CTAs take one SM
+// each: 8 of one GPC at most).
 template <int C>
-cudaError_t launch_fp8_gemm_c(const GemmParams& p, const Fp8GemmArgs& a, int64_t tiles, cudaStream_t s) {
+bool fp8_gemm_split_fits(int split) {
+  static std::atomic<int> fits[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};  // unknown, 0, 1 (same answer from any thread)
+  if (split < 2 || split > 8) return false;
+  if (fits[split].load() < 0)
+    fits[split] = configure_fp8_gemm<C, true>() == cudaSuccess &&
+                  max_active_clusters(fp8_gemm_kernel<C, true>, dim3(Fp8GemmShape<C>::kThreads),
+                                      Fp8GemmShape<C>::kSmem, static_cast<unsigned>(split)) > 0;
+  return fits[split].load() == 1;
+}
+
+template <int C>
+cudaError_t launch_fp8_gemm_c(const GemmParams& p, Fp8GemmArgs a, int64_t tiles, cudaStream_t s) {
   using Sh = Fp8GemmShape<C>;
-  static const cudaError_t configured =
-      cudaFuncSetAttribute(fp8_gemm_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::kSmem);
-  if (configured != cudaSuccess) return configured;
-  return launch_pdl(fp8_gemm_kernel<C>, dim3(static_cast<unsigned>(std::min<int64_t>(tiles, device_sm_count()))),
+  if (a.split > 1 && fp8_gemm_split_fits<C>(a.split))  // a cluster per tile, one sub-range per CTA
+    return launch_pdl_cluster(fp8_gemm_kernel<C, true>, dim3(static_cast<unsigned>(tiles * a.split)),
+                              dim3(Sh::kThreads), static_cast<size_t>(Sh::kSmem), s,
+                              static_cast<unsigned>(a.split), p, a);
+  a.split = 1;
+  if (const cudaError_t e = configure_fp8_gemm<C, false>(); e != cudaSuccess) return e;
+  return launch_pdl(fp8_gemm_kernel<C, false>, dim3(static_cast<unsigned>(std::min<int64_t>(tiles, device_sm_count()))),
                     dim3(Sh::kThreads), static_cast<size_t>(Sh::kSmem), s, p, a);
 }
 
@@ -154,6 +189,8 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   a.m_tiles = plan.m_tiles;
   a.kb = plan.kb;
   a.out_shift = plan.out_shift;
+  a.split = plan.split;
+  a.sub_blocks = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
   cudaError_t e = launch_pdl(fp8_pack_codes_kernel, dim3(static_cast<unsigned>(plan.m_tiles * kFp8GemmTile * plan.kb / 8)),
                              dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb,
                              p.staging);
