@@ -1,6 +1,7 @@
 // FP8-operand large-M GEMM in the FP8 order of fp8_gemv.cuh (its header defines the order): dense
-// FP8 weights (128 x 128 UE8M0 blocks) x activations FP8-quantised per 128 inputs, more than 32
-// rows — so that a row's bits do not depend on how many rows share its launch.
+// FP8 weights (128 x 128 UE8M0 blocks) x activations FP8-quantised per 128 inputs, more rows than
+// the decode kernel takes (16 by default) — so that a row's bits do not depend on how many rows
+// share its launch.
 //
 // Three launches (plan: fp8_gemv_plan.h), the operands' blocks in the staging workspace:
 //   * fp8_pack_codes_kernel: each (token, 128-input block) of A re-derived as E4M3 codes and a
@@ -122,8 +123,6 @@ struct Fp8GemmArgs {
   int64_t tiles0 = 0, n_tiles = 0, m_tiles = 0, kb = 0;
   int out_shift = 0;
   int split = 1;  // CTAs per tile (the split form's cluster: one K sub-range each), else 1
-  int sub_blocks = 1;  // 128-input blocks per K sub-range: gemm_subrange(K) / 128 (host-computed:
-                       // its 64-bit divisions would cost the 24-register producer spills)
 };
 
 // Named barrier `id` over the 128 threads of one warpgroup (id 0 is __syncthreads').
@@ -173,7 +172,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t tiles = a.n_tiles * a.m_tiles;
   const int KT = static_cast<int>(a.kb);
-  const int blocks_per_sub = a.sub_blocks;
+  const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
   // The tiles this CTA walks and the blocks of each: persistent over every block, or (split) one
   // tile per cluster (grid = tiles x split) and the rank's sub-range.
   const int sub = kSplit ? static_cast<int>(blockIdx.x) % a.split : 0;

@@ -67,7 +67,7 @@ static int64_t prepack_budget_bytes() {
 // re-packs the whole weight: for the LM head at batch 512 that was 0.5 ms of a 12 ms step (H200,
 // session 22 profile), more than its GEMM's share of reading it. FP8 weights, only under the FP8
 // order (DEEPINFER_GEMM_FP8_ORDER=1), as the large-M FP8 kernel's blocks: a memory-bound launch of
-// 33-127 rows otherwise reads the weight three times (the pack's read and write, the GEMM's).
+// 17-127 rows otherwise reads the weight three times (the pack's read and write, the GEMM's).
 bool CudaOps::prepare_linear(LinearWeight& w) {
   if (!w.prepared.empty()) return true;
   if (w.weight.device != tensor::Device::kCuda) return false;

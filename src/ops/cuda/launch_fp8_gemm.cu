@@ -190,7 +190,6 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   a.kb = plan.kb;
   a.out_shift = plan.out_shift;
   a.split = plan.split;
-  a.sub_blocks = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
   cudaError_t e = launch_pdl(fp8_pack_codes_kernel, dim3(static_cast<unsigned>(plan.m_tiles * kFp8GemmTile * plan.kb / 8)),
                              dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb,
                              p.staging);
