@@ -163,6 +163,9 @@ struct WeightDesc {
   // (launch_fp8_prepare_weight: [column tiles][128-input blocks]), read instead of packing it per
   // launch (the same bits); null: packed per launch.
   const uint8_t* fp8_blocks = nullptr;
+  // FP4 codes in the fold layout (fp4_fold_layout.h: DEEPINFER_GEMM_FP8_EXPERTS=1) instead of
+  // fp4_layout.h's device layout: only the FP8-order expert kernel and dequant_weight read it.
+  bool fp4_fold = false;
   // Field by field: the struct has padding, which a byte comparison would read (the MoE layers'
   // descriptor cache compared bytes, missed every time and re-uploaded 43 KB per layer per step).
   friend bool operator==(const WeightDesc&, const WeightDesc&) = default;

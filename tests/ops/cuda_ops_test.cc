@@ -3,6 +3,7 @@
 // Tolerances: F32 paths 1e-5 relative (summation order), BF16 outputs 1e-2 (one BF16 ulp),
 // integer-valued inputs where the math is exact (indexer selection) compare exactly.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -11,8 +12,10 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/gemm/fp4_fold_layout.h"
 #include "kernels/gemm/fp4_layout.h"
 #include "op_test_harness.h"
+#include "ops/cuda/launch_fp8_experts.h"
 
 namespace deepinfer::testing {
 namespace {
@@ -272,9 +275,12 @@ TEST_F(CudaOpsTest, LinearPairIsBitwiseTwoLinears) {
 // Quantised weights get no BF16 copy (2-4x their size): FP8 ones are prepared only under the FP8
 // order, as its large-M kernel's blocks (tested in Fp8OrderLargeMIsTheDecodeOrderBitwise).
 // The device layout of FP4 codes: the permuting kernel writes exactly fp4_layout.h's words (the
-// layout's own algebra is tested on the CPU, fp4_layout_test), in place, over every word.
+// layout's own algebra is tested on the CPU, fp4_layout_test), in place, over every word. Under
+// DEEPINFER_GEMM_FP8_EXPERTS=1 the fold layout instead (fp4_fold_layout.h, fp4_fold_layout_test):
+// each row's 64-byte blocks, words in their slots with their sign bits moved.
 TEST_F(CudaOpsTest, Fp4CodesReachTheDeviceLayout) {
-  const int64_t rows = 3, row_bytes = 2048 + 16;  // 4128 codes per row
+  const bool fold = kernels::fp8_experts_enabled();
+  const int64_t rows = 3, row_bytes = 2048 + (fold ? 64 : 16);  // 4224 or 4128 codes per row
   host_bufs_.emplace_back(std::make_unique<tensor::Buffer>(rows * row_bytes));
   TensorView h = host_bufs_.back()->view(DType::kI8, {rows, row_bytes});
   std::vector<uint32_t> words(static_cast<size_t>(rows * row_bytes / 4));
@@ -287,7 +293,15 @@ TEST_F(CudaOpsTest, Fp4CodesReachTheDeviceLayout) {
   gpu_->synchronize();
   std::vector<uint32_t> got(words.size());
   std::memcpy(got.data(), h.data, h.nbytes());
-  for (size_t i = 0; i < words.size(); ++i) ASSERT_EQ(got[i], kernels::fp4_to_device_word(words[i])) << "word " << i;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (fold) {
+      const size_t block = i / 16, q = i % 16;
+      ASSERT_EQ(got[16 * block + kernels::fp4_fold_word_slot(static_cast<int>(q))], kernels::fp4_fold_word_bits(words[i]))
+          << "word " << i;
+    } else {
+      ASSERT_EQ(got[i], kernels::fp4_to_device_word(words[i])) << "word " << i;
+    }
+  }
 }
 
 TEST_F(CudaOpsTest, PreparedLinearWeightIsBitwiseTheUnpreparedOne) {
@@ -769,7 +783,7 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
     eh.push_back({w1.back().host, w2.back().host, w3.back().host});
     ed.push_back({w1.back().dev, w2.back().dev, w3.back().dev});
   }
-  for (int64_t T : {1, 13, 40}) {
+  for (int64_t T : {1, 13, 40, 300}) {  // 300: the large-M expert kernels
     Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
     Pair ids = make(DType::kI32, {T});
     upload(ids);
@@ -869,8 +883,16 @@ TEST_F(CudaOpsTest, MoeRouteInTheGroupingIsBitwiseTheRoutingKernel) {
 // sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
 // staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600. F = 224: the
 // gate/up launches' second 128-column tile is partly past N (the packed expert kernels' edge).
+// Under DEEPINFER_GEMM_FP8_EXPERTS=1 (the FP8-order expert kernel for every launch: 32-pair tiles
+// at 1, 8 and 100 tokens, 128-pair tiles at 600) only V4's shapes run: the fold needs whole
+// 128-input blocks and one activation scale per block (V4.1's per-32 activations and F = 224 are
+// outside the knob's scope, and its layout refuses them).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
+  if (kernels::fp8_experts_enabled()) {
+    std::printf("DEEPINFER_GEMM_FP8_EXPERTS=1: the per-32 activation and F = 224 cases do not apply\n");
+    return;
+  }
   moe_batch_invariance(8, 32);
   moe_batch_invariance(8, 128, 224);
 }

@@ -116,6 +116,23 @@ TEST(Fp4FoldLayoutTest, LaneRunsHoldTheirStepsInputs) {
       }
 }
 
+// The element-wise reader (dequant_weight's fp4_code_at): every input of a row laid out as the
+// layout kernel does (word q to slot fp4_fold_word_slot(q), bits moved) reads back as its code.
+TEST(Fp4FoldLayoutTest, ElementReaderFindsEveryInput) {
+  std::mt19937 rng(13);
+  constexpr int kBlocks = 3;
+  uint32_t checkpoint[16 * kBlocks], device[16 * kBlocks];
+  for (uint32_t& w : checkpoint) w = rng();
+  for (int b = 0; b < kBlocks; ++b)
+    for (int q = 0; q < 16; ++q) device[16 * b + fp4_fold_word_slot(q)] = fp4_fold_word_bits(checkpoint[16 * b + q]);
+  for (int64_t k = 0; k < 128 * kBlocks; ++k) {
+    const int64_t off = fp4_fold_word_offset(k);
+    ASSERT_EQ(off % 4, 0);
+    const uint32_t want = (checkpoint[k / 8] >> (4 * (k % 8))) & 15u;  // byte k / 2, nibble k % 2
+    EXPECT_EQ(fp4_fold_code(device[off / 4], static_cast<int>(k % 8)), want) << "input " << k;
+  }
+}
+
 // The fold: code(fp4 x 2^(6 + d)) x 2^(ref - 133) equals fp4 x 2^(e - 127) for d = e - ref >= -14;
 // further down, within half an E4M3 subnormal step of it.
 TEST(Fp4FoldLayoutTest, FoldedWeightsAreTheCheckpointsWeights) {

@@ -164,6 +164,11 @@ job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL
 # and the model tests (as above) on it.
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
+# The FP4 experts in the FP8 order (DEEPINFER_GEMM_FP8_EXPERTS=1: fold layout, fp8_expert_gemm.cuh,
+# every FP4 expert launch): the layout kernel, the MoE tests (CPU tolerance, 32- against 128-pair
+# tiles bitwise, V4 widths) and the model tests minus the official-numerics bound (as above).
+job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp4Codes*:*Moe*:*DecodeExperts*'
+job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

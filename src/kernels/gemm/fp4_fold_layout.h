@@ -131,6 +131,16 @@ DI_HOST_DEVICE inline void fp4_fold_decode(uint32_t w, const Fp4FoldTable& t, ui
   a2 = fp4_fold_prmt(t, (w >> 16) & 0x7777u) | ((w << 4) & 0x80808080u);
 }
 
+// Input t (0..7) of a device word as its E2M1 code (the element-wise paths: dequant_weight).
+DI_HOST_DEVICE constexpr uint32_t fp4_fold_code(uint32_t d, int t) {
+  const int sign_bit = t < 4 ? 8 * t + 7 : 8 * (t - 4) + 3;
+  return ((d >> (4 * t)) & 7u) | (((d >> sign_bit) & 1u) << 3);
+}
+// Byte offset, within a row, of the device word holding input k (k / 128 blocks of 64 bytes).
+DI_HOST_DEVICE constexpr int64_t fp4_fold_word_offset(int64_t k) {
+  return (k / 128) * kFp4FoldBlockBytes + 4 * fp4_fold_word_slot(static_cast<int>((k % 128) / 8));
+}
+
 // A row's 128-input block: the four scale codes (code word: 32-block j at byte j) -> ref (the
 // largest) and d_j = e_j - ref for each.
 DI_HOST_DEVICE constexpr int fp4_fold_ref(uint32_t codes) {

@@ -25,6 +25,7 @@
 #include "kernels/common/device_utils.cuh"
 #include "kernels/common/mma_utils.cuh"
 #include "kernels/gemm/canonical_k.h"
+#include "kernels/gemm/fp4_fold_layout.h"
 #include "kernels/gemm/fp4_layout.h"
 #include "kernels/launch.h"
 
@@ -56,6 +57,16 @@ __device__ __forceinline__ uint32_t fp4_word(const WeightDesc& w, int64_t n, int
   return *reinterpret_cast<const uint32_t*>(w.w + n * w.row_bytes + (k / 8) * 4);
 }
 
+// FP4 element (n, k)'s E2M1 code, in whichever device layout the weight is (fp4_layout.h, or
+// the fold layout of the FP8-order experts: fp4_fold_layout.h).
+__device__ __forceinline__ uint32_t fp4_code_at(const WeightDesc& w, int64_t n, int64_t k) {
+  if (w.fp4_fold) {
+    const uint32_t d = *reinterpret_cast<const uint32_t*>(w.w + n * w.row_bytes + fp4_fold_word_offset(k));
+    return fp4_fold_code(d, static_cast<int>(k % 8));
+  }
+  return fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8));
+}
+
 // One weight element as F32 (0 outside the matrix is the caller's business).
 __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, int64_t k) {
   switch (w.fmt) {
@@ -64,7 +75,7 @@ __device__ __forceinline__ float dequant_weight(const WeightDesc& w, int64_t n, 
     case WeightFmt::kFp8Block:
       return e4m3_to_f32(w.w[n * w.row_bytes + k]) * weight_scale(w, n, k);
     case WeightFmt::kFp4Block:
-      return e2m1_value(fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8))) * weight_scale(w, n, k);
+      return e2m1_value(fp4_code_at(w, n, k)) * weight_scale(w, n, k);
   }
   return 0.0f;
 }
@@ -223,7 +234,7 @@ __device__ __forceinline__ __nv_bfloat16 dequant_weight_bf16(const WeightDesc& w
     decode_quad<WeightFmt::kFp8Block>(make_uint4(w.w[n * w.row_bytes + k], 0, 0, 0), fp8_scale_code(w, n, k), 0, b0, b1);
   } else if (w.fmt == WeightFmt::kFp4Block) {
     // Element 0 of a word holding only element k's code (in the device layout, as decode_quad reads).
-    const uint32_t code = fp4_device_code(fp4_word(w, n, k), static_cast<int>(k % 8));
+    const uint32_t code = fp4_code_at(w, n, k);
     decode_quad<WeightFmt::kFp4Block>(make_uint4(fp4_to_device_word(code), 0, 0, 0), fp4_scale_code(w, n, k), 0, b0,
                                       b1);
   } else {

@@ -4,6 +4,7 @@
 #include "kernels/common/env_knob.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/launch_fp8_experts.h"
 #include "ops/cuda/launch_fp8_gemm.h"
 
 namespace deepinfer::ops::cuda {
@@ -37,6 +38,7 @@ k::WeightDesc weight_desc(const LinearWeight& w) {
       DI_CHECK(w.in % 32 == 0, "FP4 weight {}: in must be a multiple of 32 (one scale per 32 codes)", w.describe());
       d.fmt = k::WeightFmt::kFp4Block;
       d.row_bytes = w.in / 2;
+      d.fp4_fold = k::fp8_experts_enabled();  // to_fp4_device_layout wrote the fold layout
       d.scale = static_cast<const uint8_t*>(w.scale.data);
       d.scale_cols = w.scale.shape[1];
       break;
@@ -92,6 +94,15 @@ bool CudaOps::to_fp4_device_layout(const TensorView& codes) {
            "to_fp4_device_layout: FP4 codes must be an I8 tensor on the device ({})", codes.shape_string());
   DI_CHECK(codes.nbytes() % 4 == 0 && codes.shape[codes.rank - 1] % 4 == 0,
            "to_fp4_device_layout: rows of {} bytes are not whole 8-code words", codes.shape[codes.rank - 1]);
+  if (k::fp8_experts_enabled()) {  // the FP8-order experts' layout (fp4_fold_layout.h) instead
+    DI_CHECK(codes.shape[codes.rank - 1] % k::kFp4FoldBlockBytes == 0,
+             "to_fp4_device_layout: DEEPINFER_GEMM_FP8_EXPERTS=1 folds whole 128-code blocks, and rows of {} bytes "
+             "are not whole 64-byte blocks",
+             codes.shape[codes.rank - 1]);
+    DI_LAUNCH(k::launch_fp4_fold_layout(static_cast<uint8_t*>(codes.data), static_cast<int64_t>(codes.nbytes()),
+                                        stream_));
+    return true;
+  }
   DI_LAUNCH(k::launch_fp4_to_device_layout(static_cast<uint8_t*>(codes.data), static_cast<int64_t>(codes.nbytes()),
                                            stream_));
   return true;

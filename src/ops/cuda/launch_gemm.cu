@@ -16,6 +16,7 @@
 #include "kernels/gemm/lean_gemv.cuh"
 #include "kernels/gemm/split_plan.h"
 #include "kernels/launch.h"
+#include "ops/cuda/launch_fp8_experts.h"
 #include "ops/cuda/launch_fp8_gemm.h"
 #include "ops/cuda/launch_packed_gemm.h"
 
@@ -637,7 +638,14 @@ int64_t packed_weight_bytes(int64_t N, int64_t K) {
   return (N + kPackRows - 1) / kPackRows * (K / kGemmBK) * kPackBlockBytes;
 }
 
+// FP4 expert launches in the FP8 order (launch_fp8_experts.h: every one of them when the knob is
+// on), 128-pair token tiles where the large-M path would take them.
+bool fp8_experts_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
+  return fp8_expert_plan(p, gemm_path(p) == GemmPath::kPipelined, plan);
+}
+
 int64_t gemm_staging_bytes(const GemmParams& p) {
+  if (Fp8ExpertPlan plan; fp8_experts_plan(p, plan)) return plan.staging_bytes();
   if (Fp8GemmPlan plan; fp8_gemm_plan(p, plan)) return plan.staging_bytes;  // code and weight blocks
   if (PackedExpertPlan plan; packed_expert_plan(p, plan)) return plan.staging_bytes();
   PackedGemmPlan plan;
@@ -647,6 +655,7 @@ int64_t gemm_staging_bytes(const GemmParams& p) {
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
+  if (Fp8ExpertPlan fp8; fp8_experts_plan(p, fp8)) return 0;  // folds them in shared memory
   if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return 0;  // folds its sub-ranges in a cluster
   if (Fp8GemmPlan fp8; fp8_gemm_plan(p, fp8)) return 0;  // folds them in shared memory
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
@@ -667,6 +676,8 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
       env_switch("DEEPINFER_GEMV_FUSE_QUANT") ? env_int("DEEPINFER_GEMV_FUSE_QUANT", 4, {1, 2, 4, 8, 16, 32}) : 0;
   const int64_t rows = p.experts != nullptr ? gemm_expert_rows(p.max_rows_per_expert) : p.M;
   if (rows > max_rows) return false;
+  // The FP8-order experts read quantised codes (their pre-pass re-derives them from BF16 rows).
+  if (p.experts != nullptr && fp8_experts_enabled()) return false;
   // Wider than the FP8 order's decode kernel: its large-M kernel reads quantised codes.
   if (p.experts == nullptr && fp8_order_past_decode_rows(rows)) return false;
   // A block is 8-column chunks of a power-of-two count <= 32 (one shuffle group of a warp), and
@@ -681,6 +692,9 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
+  if (Fp8ExpertPlan fp8; experts && fp8_experts_plan(p, fp8)) return launch_fp8_experts(p, fp8, s);
+  // No other tensor-core kernel reads the fold layout (the F32 kernels do).
+  if (p.w.fp4_fold || (p.n_sets > 1 && p.w1.fp4_fold)) return cudaErrorInvalidValue;
   // Packed expert launches first: the 32-pair-tile ones would otherwise take a small-M kernel (the
   // 128-pair ones take no other kernel's path: they are large-M).
   if (PackedExpertPlan plan;

@@ -10,8 +10,10 @@
 #include "kernels/common/env_knob.h"
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/expert_swap_gemm.cuh"
+#include "kernels/gemm/fp8_expert_gemm.cuh"
 #include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
+#include "ops/cuda/launch_fp8_experts.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -205,6 +207,89 @@ cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, 
     case WeightFmt::kFp4Block: return launch_packed_fmt<WeightFmt::kFp4Block>(p, plan, s);
   }
   return cudaErrorInvalidValue;
+}
+
+// The FP4 experts in the FP8 order (launch_fp8_experts.h) live here too: their kernels share the
+// packed expert headers, whose non-template kernels one translation unit must hold.
+bool fp8_experts_enabled() {
+#ifndef DI_CUDA_WGMMA
+  return false;
+#else
+  static const bool on = env_int("DEEPINFER_GEMM_FP8_EXPERTS", 0, {0, 1}) == 1 && device_cc_major() == 9;
+  return on;
+#endif
+}
+
+cudaError_t launch_fp4_fold_layout(uint8_t* codes, int64_t bytes, cudaStream_t stream) {
+  if (bytes % kFp4FoldBlockBytes != 0 || reinterpret_cast<uintptr_t>(codes) % 16 != 0) return cudaErrorInvalidValue;
+  const int64_t blocks = bytes / kFp4FoldBlockBytes;
+  if (blocks == 0) return cudaSuccess;
+  fp4_fold_layout_kernel<<<static_cast<unsigned>((blocks + 255) / 256), 256, 0, stream>>>(codes, blocks);
+  return cudaGetLastError();
+}
+
+bool fp8_expert_plan(const GemmParams& p, bool large, Fp8ExpertPlan& plan) {
+  if (!fp8_experts_enabled() || p.experts == nullptr || p.n_groups != 1 || p.offsets == nullptr) return false;
+  if (p.w.fmt != WeightFmt::kFp4Block || !p.w.fp4_fold) return false;
+  if (p.n_sets > 1 && (p.w1.fmt != WeightFmt::kFp4Block || !p.w1.fp4_fold || p.N1 != p.N)) return false;
+  // BF16 activations FP8-quantised per 128 inputs already (the pre-pass re-derives their codes).
+  if (p.a_f32 || p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock) return false;
+  if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
+  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, large, plan);
+}
+
+namespace {
+
+template <int NT>
+cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  using Sh = Fp8ExpertShape<NT>;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      fp8_expert_gemm_kernel<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Sh::kSmem));
+  if (configured != cudaSuccess) return configured;
+  auto* table = reinterpret_cast<int32_t*>(p.staging);
+  uint8_t* codes = p.staging + plan.table_bytes;
+  cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles, NT,
+                             table);
+  if (e != cudaSuccess) return e;
+  PackedRows rows;
+  rows.table = table;
+  rows.y_tiles = plan.y_tiles;
+  rows.perm = p.perm;
+  rows.a_div = p.a_div;
+  const int64_t items = plan.y_tiles * NT * plan.kb;  // (tile, tile row, block): 8 per CTA
+  e = launch_pdl(fp8_expert_pack_kernel<NT>, dim3(static_cast<unsigned>((items + 7) / 8)), 128, 0, s,
+                 static_cast<const __nv_bfloat16*>(p.A), p.lda, plan.kb, rows, codes);
+  if (e != cudaSuccess) return e;
+  for (int set = 0; set < p.n_sets; ++set) {
+    PackedExpertArgs g;
+    g.a = codes;
+    g.table = table;
+    g.experts = p.experts + set * p.n_experts;
+    g.perm = p.perm;
+    g.y_tiles = plan.y_tiles;
+    g.n_tiles = plan.n_tiles;
+    g.k_tiles = plan.kb;
+    g.N = p.N;  // set 1 of an expert launch has N1 = N
+    g.K = p.K;
+    g.C = set == 0 ? p.C : p.C1;
+    g.ldc = set == 0 ? p.ldc : p.ldc1;
+    g.c_bf16 = p.c_bf16;
+    g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
+    g.trim = true;
+    const int64_t out_tiles = plan.y_tiles * plan.n_tiles;  // persistent CTAs: one per SM at most
+    e = launch_pdl(fp8_expert_gemm_kernel<NT>,
+                   dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))), Sh::kThreads,
+                   Sh::kSmem, s, g);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_fp8_experts(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  if (p.staging == nullptr || p.staging_bytes < plan.staging_bytes()) return cudaErrorInvalidValue;
+  return plan.nt == 128 ? launch_fp8_experts_nt<128>(p, plan, s) : launch_fp8_experts_nt<32>(p, plan, s);
 }
 
 }  // namespace deepinfer::kernels

@@ -1,0 +1,317 @@
+// FP4 experts on the FP8 tensor cores, in the FP8 order (fp8_gemv.cuh's header defines it;
+// docs/cuda.md "Session 48"; DEEPINFER_GEMM_FP8_EXPERTS=1, off by default). Each row's four
+// 32-block scales of a 128-input block are folded into its codes (fp4_fold_layout.h: E4M3 codes
+// fp4 x 2^(6 + d), block scale 2^(ref - 133)), so an expert block is a dense FP8 weight block and
+// the sums are the dense FP8 order's: per block four wgmma k32 steps from zero, promoted as
+// fmaf(part, sw x sa, sum); per canonical K sub-range from zero, the sub-ranges folded in order.
+//
+// Three launches (plan: fp8_expert_plan.h), blocks in the staging workspace:
+//   * expert_tile_table_kernel (packed_expert_gemm.cuh): the (expert, token tile) table;
+//   * fp8_expert_pack_kernel: each tile's pairs' activation rows (through the routing's
+//     permutation) as E4M3 codes per 128-input block (fp8_block_codes: the codes and scale the
+//     dense order derives) in the FP8 order's image, fp8_tile_offset with rows = NT;
+//   * fp8_expert_gemm_kernel<NT>: persistent CTAs over (token tile, 128-column) output tiles. A
+//     producer warpgroup moves each block's code block (one bulk copy) and the tile rows' raw FP4
+//     runs and scale words (cp.async: swap_stage_rows, the swapped BF16 kernel's copy) into a ring
+//     of stages; two consumer warpgroups (64 weight rows each) decode their rows' runs in registers
+//     into wgmma's A fragments (one PRMT and two logic ops per four codes) and multiply the codes
+//     from shared memory as B (N = NT, or for 32-pair tiles only the tile's rows: 8, 16 or 32).
+// The weights' device layout puts lane c's run of a block at bytes 16 c (the words of its two
+// k32 steps of each window), so the copy is the swapped kernel's, and the decode's words are the
+// a0 / a2 (row g) and a1 / a3 (row g + 8) operands of wgmma's register-A layout.
+#pragma once
+
+#include "kernels/gemm/expert_swap_gemm.cuh"
+#include "kernels/gemm/fp4_fold_layout.h"
+#include "kernels/gemm/fp8_expert_plan.h"
+#include "kernels/gemm/fp8_gemv.cuh"
+
+namespace deepinfer::kernels {
+
+// D[64 x 128] (+)= A[64 x 32] (registers, E4M3) B[32 x 128] (shared memory, E4M3).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b_desc,
+                                                         bool accumulate) {
+#ifdef DEEPINFER_NO_WGMMA
+  __trap();
+#else
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " DI_WGMMA_D64_REGS ", {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+      : DI_WGMMA_D64_OPERANDS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+#endif
+}
+
+// The fold layout, in place: each row's 64-byte block (fp4_fold_layout.h: words to their slots,
+// sign bits moved). One thread per block; the buffer is whole 64-byte blocks.
+__global__ void __launch_bounds__(256) fp4_fold_layout_kernel(uint8_t* codes, int64_t blocks) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  if (b >= blocks) return;
+  uint4* p = reinterpret_cast<uint4*>(codes + b * kFp4FoldBlockBytes);
+  uint32_t in[16], out[16];
+#pragma unroll
+  for (int v = 0; v < 4; ++v) {
+    const uint4 x = p[v];
+    in[4 * v] = x.x, in[4 * v + 1] = x.y, in[4 * v + 2] = x.z, in[4 * v + 3] = x.w;
+  }
+#pragma unroll
+  for (int q = 0; q < 16; ++q) out[fp4_fold_word_slot(q)] = fp4_fold_word_bits(in[q]);
+#pragma unroll
+  for (int v = 0; v < 4; ++v) p[v] = make_uint4(out[4 * v], out[4 * v + 1], out[4 * v + 2], out[4 * v + 3]);
+}
+
+// grid: y_tiles x NT x kb / 8 CTAs of 128 threads; a half-warp per (tile row, block) as in
+// fp8_pack_codes_kernel. Rows past the tile's pairs (and tiles past the table's) pack zeros.
+template <int NT>
+__global__ void __launch_bounds__(128) fp8_expert_pack_kernel(const __nv_bfloat16* A, int64_t lda, int64_t kb_count,
+                                                              PackedRows rows, uint8_t* out) {
+  pdl_prologue();  // A and the table come from the previous launches
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 16;  // (y, tile row, block)
+  const int64_t b = item % kb_count, rest = item / kb_count;
+  const int r = static_cast<int>(rest % NT);
+  const int64_t y = rest / NT;
+  const int q = threadIdx.x & 15;
+  int64_t src = -1;  // uniform in the half-warp, whose shuffles stay within it
+  if (rows.table[y] >= 0 && r < rows.table[2 * rows.y_tiles + y])
+    src = rows.perm[rows.table[rows.y_tiles + y] + r] / rows.a_div;
+  uint32_t lo = 0, hi = 0;
+  float s = 0.0f;
+  if (src >= 0) {
+    float v[8];
+    bf16x8_to_f32(*reinterpret_cast<const uint4*>(A + src * lda + b * kFp8GemvBlock + 8 * q), v);
+    s = fp8_block_codes(v, half_warp_amax(v, 0xffffu << (threadIdx.x & 16)), lo, hi);
+  }
+  uint8_t* blk = out + (y * kb_count + b) * fp8_expert_codes_block_bytes(NT);
+  const int o = fp8_tile_offset(r, 8 * q, NT);
+  *reinterpret_cast<uint32_t*>(blk + o) = lo;        // inputs 8 q .. + 3: positions 4 c .. (h = 0)
+  *reinterpret_cast<uint32_t*>(blk + o + 128) = hi;  // inputs 8 q + 4 .. + 7: h = 1
+  if (q == 0) reinterpret_cast<float*>(blk + int64_t{NT} * 128)[r] = s;
+}
+
+template <int NT>
+struct Fp8ExpertShape {
+  static_assert(NT == 128 || NT == 32);
+  static constexpr int kThreads = kSwapThreads;  // two consumer warpgroups + a producer warpgroup
+  static constexpr int R = NT / 2;               // accumulators per thread
+  static constexpr int kCodesBytes = static_cast<int>(fp8_expert_codes_block_bytes(NT));
+  static constexpr int kStageBytes = kCodesBytes + kSwapRunBytes + kPackRows * 4;
+  static constexpr int kTotalsBytes = 2 * R * 128 * 4;  // [warpgroup][R][128 threads] F32
+  static constexpr int kStages = NT == 128 ? 6 : 8;
+  static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;  // (65536 - 40 x 128) / 256, multiple of 8
+  static_assert(kCodesBytes % 16 == 0 && kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte offsets");
+  static_assert(kSmem + 1024 <= 227 * 1024, "shared memory");
+};
+
+// One block's MMAs: four k32 steps from zero into part, N = 8 n8 tiles of the token tile.
+template <int NT, int N>
+__device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], const uint32_t (&f)[4][4], uint64_t b) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint64_t d = b + ((j * NT * 32) >> 4);
+    if constexpr (N == 128) {
+      wgmma_m64n128k32_e4m3_rs(part, f[j], d, j > 0);
+    } else if constexpr (N == 8) {
+      wgmma_m64n8k32_e4m3_rs(*reinterpret_cast<float(*)[4]>(part), f[j], d, j > 0);
+    } else if constexpr (N == 16) {
+      wgmma_m64n16k32_e4m3_rs(*reinterpret_cast<float(*)[8]>(part), f[j], d, j > 0);
+    } else {
+      wgmma_m64n32k32_e4m3_rs(*reinterpret_cast<float(*)[16]>(part), f[j], d, j > 0);
+    }
+  }
+}
+
+// The block scale 2^(ref - 133) of a row's folded block (ref: its largest scale code).
+__device__ __forceinline__ float fp4_fold_scale(int ref) {
+  return ref >= 7 ? __int_as_float((ref - 6) << 23) : ldexpf(1.0f, ref - 133);
+}
+
+template <int NT>
+__global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(PackedExpertArgs p) {
+  using Sh = Fp8ExpertShape<NT>;
+  constexpr int S = Sh::kStages, R = Sh::R;
+  pdl_prologue();
+  extern __shared__ __align__(1024) unsigned char smem[];  // [stage][codes block, raw runs, code words], totals
+  __shared__ __align__(8) uint64_t full[S], empty[S];
+  __shared__ uint2 tables[kFp4FoldMaxShift + 2];  // d = 0 .. -kFp4FoldMaxShift, then zeros
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+  const int64_t tiles = p.y_tiles * p.n_tiles;
+  const int KT = static_cast<int>(p.k_tiles);
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1 + 128);  // the code block's bulk copy + each producer thread's rows
+      mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
+    }
+    mbar_init_fence();
+  }
+  if (tid < kFp4FoldMaxShift + 2) {
+    const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
+    tables[tid] = make_uint2(t.lo, t.hi);
+  }
+  __syncthreads();
+
+  if (warp >= kSwapConsumers / 32) {  // producer warpgroup
+    warpgroup_regs_dec<Sh::kProducerRegs>();
+    const int r = tid - kSwapConsumers;
+    int u = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int64_t y = t / p.n_tiles;
+      const int32_t expert = p.table[y];
+      if (expert < 0) break;  // the valid tiles are a prefix of the CTA's
+      const WeightDesc w = p.experts[expert];
+      const int64_t n0 = (t % p.n_tiles) * kPackRows;
+      SwapRows rows;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int64_t n = n0 + 32 * q + (r >> 2);
+        rows.run_ok[q] = n < p.N;
+        rows.run[q] = w.w + (rows.run_ok[q] ? n : 0) * w.row_bytes;
+      }
+      rows.code_ok = n0 + r < p.N;
+      rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
+      const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;
+      const uint8_t* a = p.a + y * p.k_tiles * Sh::kCodesBytes;
+      for (int i = 0; i < KT; ++i, ++u) {
+        const int s = u % S;
+        if (u >= S) mbar_wait(&empty[s], ((u / S) - 1) & 1);
+        unsigned char* stage = smem + s * Sh::kStageBytes;
+        if (r == 0) {
+          mbar_arrive_expect_tx(&full[s], Sh::kCodesBytes);
+          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * Sh::kCodesBytes, Sh::kCodesBytes, &full[s]);
+        }
+        swap_stage_rows(stage + Sh::kCodesBytes, r, rows, i, aligned, &full[s]);
+      }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();  // no copy outlives the thread
+    return;
+  }
+
+  // Consumers: thread (warp, g, c) holds weight rows n_local = 16 warp + g and n_local + 8 of the
+  // tile; accumulator 4 j + 2 h + e is row n_local + 8 h, token 8 j + 2 c + e.
+  warpgroup_regs_inc<Sh::kConsumerRegs>();
+  const int n_local = warp * 16 + g, wg = warp / 4;
+  float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * R * 128 + (tid & 127);
+  const uint64_t desc0 = wgmma_desc(smem, 128, 256);
+  const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
+  float part[R];
+#pragma unroll
+  for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (trimmed MMAs leave the columns past the tile's rows)
+  int u = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
+    if (p.table[y] < 0) break;
+    const int32_t count = p.table[2 * p.y_tiles + y];
+    // n8 tiles of the token tile the MMAs cover: all of them, or (32-pair tiles) its rows'.
+    const int groups = NT == 128 || !p.trim ? NT / 8 : (count + 7) / 8;
+    float sum[R];
+#pragma unroll
+    for (int e = 0; e < R; ++e) sum[e] = 0.0f;
+    bool first_sub = true;
+    for (int i = 0, in_sub = 0; i < KT; ++i, ++u) {
+      const int s = u % S;
+      mbar_wait(&full[s], (u / S) & 1);
+      const unsigned char* stage = smem + s * Sh::kStageBytes;
+      const unsigned char* raw = stage + Sh::kCodesBytes;
+      // This thread's rows of the block: runs (four words: steps 0-3) and scale code words.
+      uint4 run[2];
+      uint32_t code[2];
+      float fs[2];
+      uint2 tab[2][2];  // [row half][window]
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
+        code[h] = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
+        const uint32_t m2 = __vmaxu4(code[h], code[h] >> 16);
+        const int ref = static_cast<int>(__vmaxu4(m2, m2 >> 8) & 0xffu);
+        fs[h] = fp4_fold_scale(ref);
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
+          const int e = static_cast<int>((code[h] >> (8 * (2 * w + c / 2))) & 0xffu);
+          tab[h][w] = tables[min(ref - e, kFp4FoldMaxShift + 1)];
+        }
+      }
+      uint32_t f[4][4];  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t word = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
+          Fp4FoldTable t;
+          t.lo = tab[h][j / 2].x;
+          t.hi = tab[h][j / 2].y;
+          fp4_fold_decode(word, t, f[j][h], f[j][2 + h]);
+        }
+      }
+      const uint64_t b = desc0 + ((s * Sh::kStageBytes) >> 4);
+      wgmma_fence_operands(part);
+      wgmma_fence();
+      if constexpr (NT == 128) {
+        fp8_expert_block_mma<NT, 128>(part, f, b);
+      } else if (groups == 1) {
+        fp8_expert_block_mma<NT, 8>(part, f, b);
+      } else if (groups == 2) {
+        fp8_expert_block_mma<NT, 16>(part, f, b);
+      } else {
+        fp8_expert_block_mma<NT, 32>(part, f, b);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(part);
+      const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
+#pragma unroll
+      for (int jn = 0; jn < NT / 8; ++jn) {
+        const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * jn + 2 * c);
+        sum[4 * jn] = fmaf(part[4 * jn], fs[0] * st.x, sum[4 * jn]);
+        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], fs[0] * st.y, sum[4 * jn + 1]);
+        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], fs[1] * st.x, sum[4 * jn + 2]);
+        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], fs[1] * st.y, sum[4 * jn + 3]);
+      }
+      __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
+      if (lane == 0) mbar_arrive(&empty[s]);
+      if (i + 1 == KT) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
+        if (!first_sub) {
+#pragma unroll
+          for (int e = 0; e < R; ++e) sum[e] = totals[e * 128] + sum[e];
+        }
+      } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
+        in_sub = 0;
+#pragma unroll
+        for (int e = 0; e < R; ++e) {
+          totals[e * 128] = (first_sub ? 0.0f : totals[e * 128]) + sum[e];
+          sum[e] = 0.0f;
+        }
+        first_sub = false;
+      }
+    }
+
+    // Outputs (the swapped kernel's epilogue): with pairs, lanes g and g ^ 1 (rows n, n + 1) swap
+    // one value so that each stores two adjacent columns of one token.
+    const int32_t begin = p.table[p.y_tiles + y];
+    const bool even = (g & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < NT / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = 4 * j + 2 * h;
+        const float v0 = sum[e], v1 = sum[e + 1];
+        const int64_t n = nt * kPackRows + n_local + 8 * h;
+        const int tok0 = 8 * j + 2 * c;
+        if (p.c_pairs) {
+          const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+          const int tok = tok0 + (even ? 0 : 1);
+          const int64_t n_even = n & ~int64_t{1};
+          if (tok < count && n_even < p.N)
+            packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
+                              even ? v0 : recv, even ? recv : v1, true);
+        } else if (n < p.N) {
+          if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
+          if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace deepinfer::kernels

@@ -1,0 +1,47 @@
+// The FP8-order expert launches (fp8_expert_gemm.cuh; DEEPINFER_GEMM_FP8_EXPERTS=1) as plain C++:
+// their tile geometry and staging, shared by the launcher and a CPU test (fp8_gemv_plan_test).
+//
+// Every FP4 expert launch takes this path when the knob is on, whatever its size — the weights
+// are then stored in the fold layout (fp4_fold_layout.h), which no other kernel reads, and one
+// kernel for every M is what keeps a token's bits independent of its batch (a tile's size does not
+// change a pair's sums: the wgmma forms of any N give the same bits, wgmma_fp8_probe). Token tiles
+// of 128 pairs for large-M launches (prefill), else of 32 (the MMAs trimmed to the tile's rows).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/gemm/canonical_k.h"
+
+namespace deepinfer::kernels {
+
+inline constexpr int kFp8ExpertRows = 128;  // weight rows (output columns) per tile: two warpgroups of 64
+
+// A code block of an expert tile: nt pairs x 128 E4M3 codes in the FP8 order's image
+// (fp8_tile_offset with rows = nt), then the nt pairs' F32 block scales.
+inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) { return int64_t{nt} * 128 + int64_t{nt} * 4; }
+
+struct Fp8ExpertPlan {
+  int nt = 128;          // pairs per token tile
+  int64_t y_tiles = 0;   // bound on the (expert, token tile) pairs: ceil(M / nt) + min(E, M)
+  int64_t n_tiles = 0;   // 128-column weight tiles
+  int64_t kb = 0;        // 128-input blocks
+  int64_t table_bytes = 0;  // int32 [3][y_tiles], 256-byte rounded
+  int64_t codes_bytes = 0;  // [y_tiles][kb] code blocks
+  int64_t staging_bytes() const { return table_bytes + codes_bytes; }
+};
+
+// M (token, slot) pairs routed to E experts (E <= 1024: the tile table is one block's scan) of N
+// columns over K (whole 128-input blocks); `large`: 128-pair token tiles.
+inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, bool large, Fp8ExpertPlan& plan) {
+  if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;
+  plan.nt = large ? 128 : 32;
+  plan.y_tiles = (M + plan.nt - 1) / plan.nt + std::min(E, M);
+  plan.n_tiles = (N + kFp8ExpertRows - 1) / kFp8ExpertRows;
+  plan.kb = K / kGemmBK;
+  plan.table_bytes = (3 * plan.y_tiles * 4 + 255) / 256 * 256;
+  plan.codes_bytes = plan.y_tiles * plan.kb * fp8_expert_codes_block_bytes(plan.nt);
+  return true;
+}
+
+}  // namespace deepinfer::kernels
