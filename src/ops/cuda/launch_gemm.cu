@@ -639,9 +639,11 @@ int64_t packed_weight_bytes(int64_t N, int64_t K) {
 }
 
 // FP4 expert launches in the FP8 order (launch_fp8_experts.h: every one of them when the knob is
-// on), 128-pair token tiles where the large-M path would take them.
+// on): 128-pair token tiles where experts average 64 pairs or more (prefill), else 32-pair tiles
+// whose MMAs cover only their rows (decode batches: ~1.5 pairs per expert at batch 64, 12 at 512).
+// The same bits either way.
 bool fp8_experts_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
-  return fp8_expert_plan(p, gemm_path(p) == GemmPath::kPipelined, plan);
+  return fp8_expert_plan(p, p.M >= 64 * static_cast<int64_t>(p.n_experts), plan);
 }
 
 int64_t gemm_staging_bytes(const GemmParams& p) {
