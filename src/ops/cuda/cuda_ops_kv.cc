@@ -259,12 +259,14 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
     return p;
   };
   // a: the activations before quantisation (the GEMM takes them as they are in plain numerics),
-  // quantised in blocks of `block` channels (0: a already is the BF16 operand).
-  auto launch = [&](k::GemmParams& p, const TensorView& a, int block) {
+  // quantised in blocks of `block` channels (0: a already is the BF16 operand, FP8-quantised per
+  // `quantised` channels when that is > 0 — which the FP8-order expert kernel needs to know).
+  auto launch = [&](k::GemmParams& p, const TensorView& a, int block, int quantised = 0) {
     if (plain) {
       p.A = a.data;
     } else {
       set_gemm_activations(p, a, block);
+      if (block == 0 && quantised > 0) p.a_fp8_block = quantised;
       attach_gemm_workspace(p);
     }
     DI_LAUNCH(plain ? k::launch_f32_gemm(p, stream_) : k::launch_dequant_gemm(p, stream_));
@@ -291,7 +293,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   if (xq.empty()) {
     launch(gate_up, x, params.act_quant_block);
   } else {
-    launch(gate_up, xq, 0);  // quantised BF16: what the staging would have made of x
+    launch(gate_up, xq, 0, 128);  // quantised BF16: what the staging would have made of x
   }
   const k::MoeSwigluParams sp{dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F, params.swiglu_limit,
                               bf16, nullptr};
@@ -304,7 +306,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
       (quant_once || !k::gemm_fuses_act_quant(down, params.act_quant_block))) {
     TensorView hq = alloc(DType::kBF16, {n_pairs, F});
     DI_LAUNCH(k::launch_moe_swiglu_quant(sp, hq.data, stream_));
-    launch(down, hq, 0);  // quantised BF16: what set_gemm_activations would have made of h
+    launch(down, hq, 0, 128);  // quantised BF16: what set_gemm_activations would have made of h
   } else {
     TensorView h = alloc(DType::kF32, {n_pairs, F});
     k::MoeSwigluParams hp = sp;
