@@ -108,6 +108,64 @@ __device__ __forceinline__ void swap_stage_rows(unsigned char* raw, int r, const
   }
 }
 
+// Thread 0 initialises a ring's barriers: a stage is full after the activation block's bulk copy
+// and each producer thread's rows (swap_stage_rows), empty after lane 0 of each consumer warp.
+template <int S>
+__device__ __forceinline__ void swap_init_ring(uint64_t (&full)[S], uint64_t (&empty)[S]) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1 + 128);
+      mbar_init(&empty[s], kSwapConsumers / 32);
+    }
+    mbar_init_fence();
+  }
+}
+
+// Producer thread r's rows of the output tile whose first weight row is n0 (SwapRows).
+__device__ __forceinline__ SwapRows swap_rows(const WeightDesc& w, int64_t N, int64_t n0, int r) {
+  SwapRows rows;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int64_t n = n0 + 32 * q + (r >> 2);
+    rows.run_ok[q] = n < N;
+    rows.run[q] = w.w + (rows.run_ok[q] ? n : 0) * w.row_bytes;
+  }
+  rows.code_ok = n0 + r < N;
+  rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
+  return rows;
+}
+
+// The producer warpgroup of a swapped-operand expert kernel: over the CTA's output tiles (the
+// valid ones are a prefix: the table ends in -1 entries) and their K tiles, stage u % S of the
+// ring gets the activation side from thread 0 (tile_a(y) gives the tile's copy(stage, i, full))
+// and, at raw_offset, each producer thread's rows of the weights (swap_rows, swap_stage_rows).
+template <int S, class TileA>
+__device__ __forceinline__ void swap_produce(const PackedExpertArgs& p, unsigned char* smem, int stage_bytes,
+                                             int raw_offset, uint64_t (&full)[S], uint64_t (&empty)[S], TileA tile_a) {
+  const int r = static_cast<int>(threadIdx.x) - kSwapConsumers;  // this thread's tile row
+  const int64_t tiles = p.y_tiles * p.n_tiles;
+  const int KT = static_cast<int>(p.k_tiles);
+  int u = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t y = t / p.n_tiles;
+    const int32_t expert = p.table[y];
+    if (expert < 0) break;
+    const WeightDesc w = p.experts[expert];
+    const SwapRows rows = swap_rows(w, p.N, (t % p.n_tiles) * kPackRows, r);
+    const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
+    const auto copy_a = tile_a(y);
+    for (int i = 0; i < KT; ++i, ++u) {
+      const int s = u % S;
+      if (u >= S) mbar_wait(&empty[s], ((u / S) - 1) & 1);
+      unsigned char* stage = smem + s * stage_bytes;
+      if (r == 0) copy_a(stage, i, &full[s]);
+      swap_stage_rows(stage + raw_offset, r, rows, i, aligned, &full[s]);
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();  // no copy outlives the thread
+}
+
 // This thread's raw K tile: the runs of its two rows and their scale codes.
 struct SwapRaw {
   uint4 run[2];
@@ -167,6 +225,39 @@ __device__ __forceinline__ void swap_mma_group(float (&acc)[NT / 2], const uint3
   }
 }
 
+// The outputs of output tile (token tile y, column tile nt) of an expert launch: v[4 j + 2 h + e]
+// is weight row n_local + 8 h, token 8 j + 2 c + e of the tile, stored at its pair's row of C (the
+// routing's permutation). With pairs, lanes g and g ^ 1 (rows n, n + 1) swap one value so that
+// each stores two adjacent columns of one token: even g token 8 j + 2 c, odd g token 8 j + 2 c + 1.
+// (The FP8-order expert kernel's epilogue too: fp8_expert_gemm.cuh.)
+template <int R>
+__device__ __forceinline__ void expert_tile_store(const PackedExpertArgs& p, const float (&v)[R], int64_t y, int64_t nt,
+                                                  int n_local, int g, int c) {
+  const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
+  const bool even = (g & 1) == 0;
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int e = 4 * j + 2 * h;
+      const float v0 = v[e], v1 = v[e + 1];
+      const int64_t n = nt * kPackRows + n_local + 8 * h;
+      const int tok0 = 8 * j + 2 * c;
+      if (p.c_pairs) {
+        const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+        const int tok = tok0 + (even ? 0 : 1);
+        const int64_t n_even = n & ~int64_t{1};
+        if (tok < count && n_even < p.N)
+          packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
+                            even ? v0 : recv, even ? recv : v1, true);
+      } else if (n < p.N) {
+        if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
+        if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
+      }
+    }
+  }
+}
+
 template <WeightFmt F, int NT, int CTAS = 1>
 __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(PackedExpertArgs p) {
   static_assert(F == WeightFmt::kFp4Block, "a K tile of a row is one 16-byte run per lane only for FP4");
@@ -179,62 +270,31 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1 + 128);  // the activation copy's arrival + each producer thread's rows
-      mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
-    }
-    mbar_init_fence();
-  }
+  swap_init_ring(full, empty);
   __syncthreads();
 
   if (warp >= kSwapConsumers / 32) {  // producer warpgroup
     warpgroup_regs_dec<40>();
-    const int r = tid - kSwapConsumers;  // this thread's tile row
-    int u = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int64_t y = t / p.n_tiles;
-      const int32_t expert = p.table[y];
-      if (expert < 0) break;  // the valid tiles are a prefix of the CTA's
-      const WeightDesc w = p.experts[expert];
-      const int64_t n0 = (t % p.n_tiles) * kPackRows;
-      SwapRows rows;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int64_t n = n0 + 32 * q + (r >> 2);
-        rows.run_ok[q] = n < p.N;
-        rows.run[q] = w.w + (rows.run_ok[q] ? n : 0) * w.row_bytes;
-      }
-      rows.code_ok = n0 + r < p.N;
-      rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
-      const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
+    swap_produce(p, sw_smem, T::kStageBytes, T::kBlockBytes, full, empty, [&](int64_t y) {
       const uint8_t* a = p.a + y * p.k_tiles * T::kBlockBytes;
       // Only the tile's token rows of the activation block move: a step's rows 0 .. 8 G - 1 are
       // its first 256 G bytes (packed_offset). The rows past them keep an older tile's values;
       // each output column depends on its own token row only, and those columns are not stored.
       const int groups = p.trim ? (p.table[2 * p.y_tiles + y] + 7) / 8 : NT / 8;
       const uint32_t step_bytes = 256u * static_cast<uint32_t>(groups);
-      for (int i = 0; i < KT; ++i, ++u) {
-        const int s = u % kStages;
-        if (u >= kStages) mbar_wait(&empty[s], ((u / kStages) - 1) & 1);
-        unsigned char* stage = sw_smem + s * T::kStageBytes;
-        if (r == 0) {
-          const uint8_t* src = a + static_cast<int64_t>(i) * T::kBlockBytes;
-          if (groups == NT / 8) {
-            mbar_arrive_expect_tx(&full[s], T::kBlockBytes);
-            bulk_copy_g2s(stage, src, T::kBlockBytes, &full[s]);
-          } else {
-            mbar_arrive_expect_tx(&full[s], 8 * step_bytes);
+      return [=](unsigned char* stage, int i, uint64_t* full_s) {
+        const uint8_t* src = a + static_cast<int64_t>(i) * T::kBlockBytes;
+        if (groups == NT / 8) {
+          mbar_arrive_expect_tx(full_s, T::kBlockBytes);
+          bulk_copy_g2s(stage, src, T::kBlockBytes, full_s);
+        } else {
+          mbar_arrive_expect_tx(full_s, 8 * step_bytes);
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
-              bulk_copy_g2s(stage + j * T::kStepBytes, src + j * T::kStepBytes, step_bytes, &full[s]);
-          }
+          for (int j = 0; j < 8; ++j)
+            bulk_copy_g2s(stage + j * T::kStepBytes, src + j * T::kStepBytes, step_bytes, full_s);
         }
-        swap_stage_rows(stage + T::kBlockBytes, r, rows, i, aligned, &full[s]);
-      }
-    }
-    cp_async_commit();
-    cp_async_wait<0>();  // no copy outlives the thread
+      };
+    });
     return;
   }
 
@@ -327,32 +387,10 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
     wgmma_fence_operands(acc);
     if (lane == 0) mbar_arrive(&empty[(u - 1) % kStages]);  // the tile's last stage
 
-    // Outputs: acc[4 j + 2 h + e] is weight row n_local + 8 h, token 8 j + 2 c + e of the tile. With
-    // pairs, lanes g and g ^ 1 (rows n, n + 1) swap one value so that each stores two adjacent
-    // columns of one token: even g token 8 j + 2 c, odd g token 8 j + 2 c + 1.
-    const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
-    const bool even = (g & 1) == 0;
+    // Outputs: total + acc (the last sub-range folded in, as wgmma_fold_subrange does).
 #pragma unroll
-    for (int j = 0; j < NT / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int e = 4 * j + 2 * h;
-        const float v0 = total[e] + acc[e], v1 = total[e + 1] + acc[e + 1];
-        const int64_t n = nt * kPackRows + n_local + 8 * h;
-        const int tok0 = 8 * j + 2 * c;
-        if (p.c_pairs) {
-          const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
-          const int tok = tok0 + (even ? 0 : 1);
-          const int64_t n_even = n & ~int64_t{1};
-          if (tok < count && n_even < p.N)
-            packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
-                              even ? v0 : recv, even ? recv : v1, true);
-        } else if (n < p.N) {
-          if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
-          if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
-        }
-      }
-    }
+    for (int e = 0; e < R; ++e) total[e] = total[e] + acc[e];
+    expert_tile_store(p, total, y, nt, n_local, g, c);
   }
 }
 

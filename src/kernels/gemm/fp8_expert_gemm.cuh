@@ -138,53 +138,22 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   const int KT = static_cast<int>(p.k_tiles);
-  if (tid == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbar_init(&full[s], 1 + 128);  // the code block's bulk copy + each producer thread's rows
-      mbar_init(&empty[s], 8);       // lane 0 of each consumer warp
-    }
-    mbar_init_fence();
-  }
+  swap_init_ring(full, empty);  // (the code block's bulk copy is the stage's "activation block")
   if (tid < kFp4FoldMaxShift + 2) {
     const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
     tables[tid] = make_uint2(t.lo, t.hi);
   }
   __syncthreads();
 
-  if (warp >= kSwapConsumers / 32) {  // producer warpgroup
+  if (warp >= kSwapConsumers / 32) {  // producer warpgroup: the swapped kernel's, with the code blocks
     warpgroup_regs_dec<Sh::kProducerRegs>();
-    const int r = tid - kSwapConsumers;
-    int u = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int64_t y = t / p.n_tiles;
-      const int32_t expert = p.table[y];
-      if (expert < 0) break;  // the valid tiles are a prefix of the CTA's
-      const WeightDesc w = p.experts[expert];
-      const int64_t n0 = (t % p.n_tiles) * kPackRows;
-      SwapRows rows;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int64_t n = n0 + 32 * q + (r >> 2);
-        rows.run_ok[q] = n < p.N;
-        rows.run[q] = w.w + (rows.run_ok[q] ? n : 0) * w.row_bytes;
-      }
-      rows.code_ok = n0 + r < p.N;
-      rows.code = w.scale + (rows.code_ok ? n0 + r : 0) * w.scale_cols;
-      const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;
+    swap_produce(p, smem, Sh::kStageBytes, Sh::kCodesBytes, full, empty, [&](int64_t y) {
       const uint8_t* a = p.a + y * p.k_tiles * Sh::kCodesBytes;
-      for (int i = 0; i < KT; ++i, ++u) {
-        const int s = u % S;
-        if (u >= S) mbar_wait(&empty[s], ((u / S) - 1) & 1);
-        unsigned char* stage = smem + s * Sh::kStageBytes;
-        if (r == 0) {
-          mbar_arrive_expect_tx(&full[s], Sh::kCodesBytes);
-          bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * Sh::kCodesBytes, Sh::kCodesBytes, &full[s]);
-        }
-        swap_stage_rows(stage + Sh::kCodesBytes, r, rows, i, aligned, &full[s]);
-      }
-    }
-    cp_async_commit();
-    cp_async_wait<0>();  // no copy outlives the thread
+      return [=](unsigned char* stage, int i, uint64_t* full_s) {
+        mbar_arrive_expect_tx(full_s, Sh::kCodesBytes);
+        bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * Sh::kCodesBytes, Sh::kCodesBytes, full_s);
+      };
+    });
     return;
   }
 
@@ -286,31 +255,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       }
     }
 
-    // Outputs (the swapped kernel's epilogue): with pairs, lanes g and g ^ 1 (rows n, n + 1) swap
-    // one value so that each stores two adjacent columns of one token.
-    const int32_t begin = p.table[p.y_tiles + y];
-    const bool even = (g & 1) == 0;
-#pragma unroll
-    for (int j = 0; j < NT / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int e = 4 * j + 2 * h;
-        const float v0 = sum[e], v1 = sum[e + 1];
-        const int64_t n = nt * kPackRows + n_local + 8 * h;
-        const int tok0 = 8 * j + 2 * c;
-        if (p.c_pairs) {
-          const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
-          const int tok = tok0 + (even ? 0 : 1);
-          const int64_t n_even = n & ~int64_t{1};
-          if (tok < count && n_even < p.N)
-            packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
-                              even ? v0 : recv, even ? recv : v1, true);
-        } else if (n < p.N) {
-          if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
-          if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
-        }
-      }
-    }
+    expert_tile_store(p, sum, y, nt, n_local, g, c);  // the swapped kernel's epilogue
   }
 }
 

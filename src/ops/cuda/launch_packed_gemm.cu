@@ -122,6 +122,28 @@ cudaError_t launch_expert_swap(const PackedExpertArgs& g, int64_t out_tiles, cud
                     kSwapThreads, smem, s, g);
 }
 
+// The expert GEMM's arguments for weight set `set` of expert launch p (set 1: the descriptors
+// p.experts[E, 2E), N1 = N), over activation blocks a and the (expert, token tile) table.
+PackedExpertArgs expert_set_args(const GemmParams& p, int set, const uint8_t* a, const int32_t* table, int64_t y_tiles,
+                                 int64_t n_tiles, int64_t k_tiles, bool trim) {
+  PackedExpertArgs g;
+  g.a = a;
+  g.table = table;
+  g.experts = p.experts + set * p.n_experts;
+  g.perm = p.perm;
+  g.y_tiles = y_tiles;
+  g.n_tiles = n_tiles;
+  g.k_tiles = k_tiles;
+  g.N = p.N;  // set 1 of an expert launch has N1 = N
+  g.K = p.K;
+  g.C = set == 0 ? p.C : p.C1;
+  g.ldc = set == 0 ? p.ldc : p.ldc1;
+  g.c_bf16 = p.c_bf16;
+  g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
+  g.trim = trim;
+  return g;
+}
+
 template <WeightFmt F>
 cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s) {
   auto* table = reinterpret_cast<int32_t*>(p.staging);
@@ -146,21 +168,7 @@ cudaError_t launch_packed_experts_fmt(const GemmParams& p, const PackedExpertPla
                  dim3(static_cast<unsigned>(plan.y_tiles * plan.k_tiles)), kPackThreads, 0, s, a, p.lda, p.K, rows);
   if (e != cudaSuccess) return e;
   for (int set = 0; set < p.n_sets; ++set) {
-    PackedExpertArgs g;
-    g.a = a_out;
-    g.table = table;
-    g.experts = p.experts + set * p.n_experts;
-    g.perm = p.perm;
-    g.y_tiles = plan.y_tiles;
-    g.n_tiles = plan.n_tiles;
-    g.k_tiles = plan.k_tiles;
-    g.N = p.N;  // set 1 of an expert launch has N1 = N
-    g.K = p.K;
-    g.C = set == 0 ? p.C : p.C1;
-    g.ldc = set == 0 ? p.ldc : p.ldc1;
-    g.c_bf16 = p.c_bf16;
-    g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
-    g.trim = expert_trim();
+    const PackedExpertArgs g = expert_set_args(p, set, a_out, table, plan.y_tiles, plan.n_tiles, plan.k_tiles, expert_trim());
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
     e = small && expert_swap_ctas() == 2 ? launch_expert_swap<F, 32, 2>(g, out_tiles, s)
         : small                     ? launch_expert_swap<F, 32>(g, out_tiles, s)
@@ -261,21 +269,7 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
                  static_cast<const __nv_bfloat16*>(p.A), p.lda, plan.kb, rows, codes);
   if (e != cudaSuccess) return e;
   for (int set = 0; set < p.n_sets; ++set) {
-    PackedExpertArgs g;
-    g.a = codes;
-    g.table = table;
-    g.experts = p.experts + set * p.n_experts;
-    g.perm = p.perm;
-    g.y_tiles = plan.y_tiles;
-    g.n_tiles = plan.n_tiles;
-    g.k_tiles = plan.kb;
-    g.N = p.N;  // set 1 of an expert launch has N1 = N
-    g.K = p.K;
-    g.C = set == 0 ? p.C : p.C1;
-    g.ldc = set == 0 ? p.ldc : p.ldc1;
-    g.c_bf16 = p.c_bf16;
-    g.c_pairs = g.ldc % 2 == 0 && g.N % 2 == 0 && reinterpret_cast<uintptr_t>(g.C) % (p.c_bf16 ? 4 : 8) == 0;
-    g.trim = true;
+    const PackedExpertArgs g = expert_set_args(p, set, codes, table, plan.y_tiles, plan.n_tiles, plan.kb, true);
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;  // persistent CTAs: one per SM at most
     e = launch_pdl(fp8_expert_gemm_kernel<NT>,
                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))), Sh::kThreads,
