@@ -203,10 +203,11 @@ TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {
 }
 
 // The FP8-order expert launches (fp8_expert_plan.h): V4-Flash's gate/up at an 8K prefill (49,152
-// pairs over 256 experts) and a batch-1 step (6 pairs); whole 128-input blocks only.
+// pairs over 256 experts), its down projection at a batch-1 step (6 pairs) and the tile size's
+// bound; whole 128-input blocks only.
 TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   Fp8ExpertPlan plan;
-  ASSERT_TRUE(plan_fp8_experts(49152, 256, 2048, 4096, true, plan));
+  ASSERT_TRUE(plan_fp8_experts(49152, 256, 2048, 4096, plan));
   EXPECT_EQ(plan.nt, 128);
   EXPECT_EQ(plan.y_tiles, 384 + 256);  // ceil(M / 128) full tiles + one ragged tile per expert at most
   EXPECT_EQ(plan.n_tiles, 16);
@@ -214,14 +215,20 @@ TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   EXPECT_EQ(plan.table_bytes, (3 * 640 * 4 + 255) / 256 * 256);
   EXPECT_EQ(plan.codes_bytes, 640 * 32 * (128 * 128 + 128 * 4));
   EXPECT_EQ(plan.staging_bytes(), plan.table_bytes + plan.codes_bytes);
-  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, false, plan));
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, plan));
   EXPECT_EQ(plan.nt, 32);
   EXPECT_EQ(plan.y_tiles, 1 + 6);
   EXPECT_EQ(plan.n_tiles, 32);
   EXPECT_EQ(plan.codes_bytes, 7 * 16 * (32 * 128 + 32 * 4));
-  EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, false, plan));  // K not whole blocks
-  EXPECT_FALSE(plan_fp8_experts(6, 2048, 4096, 2048, false, plan));  // E past one block's scan
-  EXPECT_FALSE(plan_fp8_experts(0, 256, 4096, 2048, false, plan));
+  // 128-pair tiles from an average of 64 pairs per expert: batch 2,730 of V4-Flash (k = 6) is the
+  // last on 32-pair tiles.
+  ASSERT_TRUE(plan_fp8_experts(64 * 256, 256, 2048, 4096, plan));
+  EXPECT_EQ(plan.nt, 128);
+  ASSERT_TRUE(plan_fp8_experts(2730 * 6, 256, 2048, 4096, plan));
+  EXPECT_EQ(plan.nt, 32);
+  EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, plan));  // K not whole blocks
+  EXPECT_FALSE(plan_fp8_experts(6, 2048, 4096, 2048, plan));  // E past one block's scan
+  EXPECT_FALSE(plan_fp8_experts(0, 256, 4096, 2048, plan));
 }
 
 }  // namespace

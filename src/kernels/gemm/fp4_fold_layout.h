@@ -143,13 +143,18 @@ DI_HOST_DEVICE constexpr int64_t fp4_fold_word_offset(int64_t k) {
 
 // A row's 128-input block: the four scale codes (code word: 32-block j at byte j) -> ref (the
 // largest) and d_j = e_j - ref for each.
-DI_HOST_DEVICE constexpr int fp4_fold_ref(uint32_t codes) {
+DI_HOST_DEVICE inline int fp4_fold_ref(uint32_t codes) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t m2 = __vmaxu4(codes, codes >> 16);  // bytes 0, 1: max(e0, e2), max(e1, e3)
+  return static_cast<int>(__vmaxu4(m2, m2 >> 8) & 0xffu);
+#else
   int ref = 0;
   for (int j = 0; j < 4; ++j) {
     const int e = static_cast<int>((codes >> (8 * j)) & 0xffu);
     ref = e > ref ? e : ref;
   }
   return ref;
+#endif
 }
 
 static_assert(fp4_fold_word_source(fp4_fold_word_slot(11)) == 11);

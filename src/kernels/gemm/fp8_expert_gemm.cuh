@@ -104,7 +104,7 @@ struct Fp8ExpertShape {
   static_assert(kSmem + 1024 <= 227 * 1024, "shared memory");
 };
 
-// One block's MMAs: four k32 steps from zero into part, N = 8 n8 tiles of the token tile.
+// One block's MMAs: four k32 steps from zero into part over the token tile's first N columns.
 template <int NT, int N>
 __device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], const uint32_t (&f)[4][4], uint64_t b) {
 #pragma unroll
@@ -192,8 +192,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       for (int h = 0; h < 2; ++h) {
         run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
         code[h] = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
-        const uint32_t m2 = __vmaxu4(code[h], code[h] >> 16);
-        const int ref = static_cast<int>(__vmaxu4(m2, m2 >> 8) & 0xffu);
+        const int ref = fp4_fold_ref(code[h]);
         fs[h] = fp4_fold_scale(ref);
 #pragma unroll
         for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2

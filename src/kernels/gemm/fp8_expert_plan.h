@@ -5,7 +5,8 @@
 // are then stored in the fold layout (fp4_fold_layout.h), which no other kernel reads, and one
 // kernel for every M is what keeps a token's bits independent of its batch (a tile's size does not
 // change a pair's sums: the wgmma forms of any N give the same bits, wgmma_fp8_probe). Token tiles
-// of 128 pairs for large-M launches (prefill), else of 32 (the MMAs trimmed to the tile's rows).
+// of 128 pairs where the experts average 64 pairs or more (prefill), else of 32 with the MMAs
+// trimmed to the tile's rows (decode batches: ~1.5 pairs per expert at batch 64, 12 at 512).
 #pragma once
 
 #include <algorithm>
@@ -32,10 +33,10 @@ struct Fp8ExpertPlan {
 };
 
 // M (token, slot) pairs routed to E experts (E <= 1024: the tile table is one block's scan) of N
-// columns over K (whole 128-input blocks); `large`: 128-pair token tiles.
-inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, bool large, Fp8ExpertPlan& plan) {
+// columns over K (whole 128-input blocks).
+inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, Fp8ExpertPlan& plan) {
   if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;
-  plan.nt = large ? 128 : 32;
+  plan.nt = M >= 64 * E ? 128 : 32;
   plan.y_tiles = (M + plan.nt - 1) / plan.nt + std::min(E, M);
   plan.n_tiles = (N + kFp8ExpertRows - 1) / kFp8ExpertRows;
   plan.kb = K / kGemmBK;

@@ -293,7 +293,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
   if (xq.empty()) {
     launch(gate_up, x, params.act_quant_block);
   } else {
-    launch(gate_up, xq, 0, 128);  // quantised BF16: what the staging would have made of x
+    launch(gate_up, xq, 0, params.act_quant_block);  // quantised BF16: what the staging would have made of x
   }
   const k::MoeSwigluParams sp{dptr<float>(g), dptr<float>(u), dptr<float>(weights), n_pairs, F, params.swiglu_limit,
                               bf16, nullptr};
@@ -306,7 +306,7 @@ void CudaOps::moe_experts_impl(const TensorView& x, const TensorView& sel, const
       (quant_once || !k::gemm_fuses_act_quant(down, params.act_quant_block))) {
     TensorView hq = alloc(DType::kBF16, {n_pairs, F});
     DI_LAUNCH(k::launch_moe_swiglu_quant(sp, hq.data, stream_));
-    launch(down, hq, 0, 128);  // quantised BF16: what set_gemm_activations would have made of h
+    launch(down, hq, 0, params.act_quant_block);  // quantised BF16: what set_gemm_activations would have made of h
   } else {
     TensorView h = alloc(DType::kF32, {n_pairs, F});
     k::MoeSwigluParams hp = sp;

@@ -20,9 +20,9 @@ bool fp8_experts_enabled();
 cudaError_t launch_fp4_fold_layout(uint8_t* codes, int64_t bytes, cudaStream_t stream);
 // The plan of p when it takes the FP8-order expert kernel: the knob on, an expert launch of fold-
 // layout FP4 weights (one or two sets of N columns) whose BF16 activations are FP8-quantised per
-// 128 (a_fp8_block) in 16-byte aligned rows; `large`: 128-pair token tiles (the large-M path),
-// else 32-pair tiles. It needs plan.staging_bytes() of GemmParams::staging.
-bool fp8_expert_plan(const GemmParams& p, bool large, Fp8ExpertPlan& plan);
+// 128 (a_fp8_block) in 16-byte aligned rows; tiles per plan_fp8_experts. It needs
+// plan.staging_bytes() of GemmParams::staging.
+bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan);
 // The tile table and code blocks into p.staging, then the GEMM per weight set.
 cudaError_t launch_fp8_experts(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s);
 

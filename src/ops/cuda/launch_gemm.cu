@@ -638,16 +638,9 @@ int64_t packed_weight_bytes(int64_t N, int64_t K) {
   return (N + kPackRows - 1) / kPackRows * (K / kGemmBK) * kPackBlockBytes;
 }
 
-// FP4 expert launches in the FP8 order (launch_fp8_experts.h: every one of them when the knob is
-// on): 128-pair token tiles where experts average 64 pairs or more (prefill), else 32-pair tiles
-// whose MMAs cover only their rows (decode batches: ~1.5 pairs per expert at batch 64, 12 at 512).
-// The same bits either way.
-bool fp8_experts_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
-  return fp8_expert_plan(p, p.M >= 64 * static_cast<int64_t>(p.n_experts), plan);
-}
-
 int64_t gemm_staging_bytes(const GemmParams& p) {
-  if (Fp8ExpertPlan plan; fp8_experts_plan(p, plan)) return plan.staging_bytes();
+  // FP4 expert launches in the FP8 order (launch_fp8_experts.h): every one, when the knob is on.
+  if (Fp8ExpertPlan plan; fp8_expert_plan(p, plan)) return plan.staging_bytes();
   if (Fp8GemmPlan plan; fp8_gemm_plan(p, plan)) return plan.staging_bytes;  // code and weight blocks
   if (PackedExpertPlan plan; packed_expert_plan(p, plan)) return plan.staging_bytes();
   PackedGemmPlan plan;
@@ -657,7 +650,7 @@ int64_t gemm_staging_bytes(const GemmParams& p) {
 int64_t gemm_partial_floats(const GemmParams& p) {
   const int64_t P = gemm_n_subranges(p.K);
   if (P == 1) return 0;
-  if (Fp8ExpertPlan fp8; fp8_experts_plan(p, fp8)) return 0;  // folds them in shared memory
+  if (Fp8ExpertPlan fp8; fp8_expert_plan(p, fp8)) return 0;  // folds them in shared memory
   if (Fp8GemvPlan fp8; fp8_gemv_plan(p, fp8)) return 0;  // folds its sub-ranges in a cluster
   if (Fp8GemmPlan fp8; fp8_gemm_plan(p, fp8)) return 0;  // folds them in shared memory
   if (LeanLaunchPlan lean; lean_gemv_plan(p, lean)) return 0;  // folds its sub-ranges in shared memory
@@ -694,7 +687,7 @@ bool gemm_fuses_act_quant(const GemmParams& p, int block) {
 cudaError_t launch_dequant_gemm(const GemmParams& p, cudaStream_t s) {
   if (!sets_valid(p)) return cudaErrorInvalidValue;
   const bool experts = p.experts != nullptr;
-  if (Fp8ExpertPlan fp8; experts && fp8_experts_plan(p, fp8)) return launch_fp8_experts(p, fp8, s);
+  if (Fp8ExpertPlan fp8; experts && fp8_expert_plan(p, fp8)) return launch_fp8_experts(p, fp8, s);
   // No other tensor-core kernel reads the fold layout (the F32 kernels do).
   if (p.w.fp4_fold || (p.n_sets > 1 && p.w1.fp4_fold)) return cudaErrorInvalidValue;
   // Packed expert launches first: the 32-pair-tile ones would otherwise take a small-M kernel (the

@@ -236,14 +236,14 @@ cudaError_t launch_fp4_fold_layout(uint8_t* codes, int64_t bytes, cudaStream_t s
   return cudaGetLastError();
 }
 
-bool fp8_expert_plan(const GemmParams& p, bool large, Fp8ExpertPlan& plan) {
+bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   if (!fp8_experts_enabled() || p.experts == nullptr || p.n_groups != 1 || p.offsets == nullptr) return false;
   if (p.w.fmt != WeightFmt::kFp4Block || !p.w.fp4_fold) return false;
   if (p.n_sets > 1 && p.N1 != p.N) return false;  // (set 1: p.experts[E, 2E), p.w only describes set 0)
   // BF16 activations FP8-quantised per 128 inputs already (the pre-pass re-derives their codes).
   if (p.a_f32 || p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock) return false;
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
-  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, large, plan);
+  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, plan);
 }
 
 namespace {
