@@ -783,6 +783,9 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
     eh.push_back({w1.back().host, w2.back().host, w3.back().host});
     ed.push_back({w1.back().dev, w2.back().dev, w3.back().dev});
   }
+  // DEEPINFER_GEMM_FP8_EXPERTS=1: rows quantised per 128 take the FP8-order expert kernel (32-pair
+  // tiles up to T = 40, 128-pair tiles at 300; F32 rows as BF16 copies), plain F32 the F32 kernels.
+  const bool fp8_accumulates = kernels::fp8_experts_enabled();
   for (int64_t T : {1, 13, 40, 300}) {  // 300: the large-M expert kernels
     Pair logits = random(DType::kF32, {T, E}, 2.0f), bias = random(DType::kF32, {E}, 0.3f);
     Pair ids = make(DType::kI32, {T});
@@ -801,8 +804,22 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
       Pair out = make(DType::kF32, {T, D});
       cpu_.moe_experts(x.host, sel.host, wts.host, eh, mp, out.host);
       gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
-      EXPECT_LE(rel_error(download(out.dev), values(out.host)), block == 0 ? 1e-5f : 2e-2f)
-          << "T " << T << " dtype " << int(dt) << " block " << block;
+      const std::vector<float> got = download(out.dev), want = values(out.host);
+      const std::string what = "T " + std::to_string(T) + " dtype " + std::to_string(int(dt)) + " block " +
+                               std::to_string(block);
+      if (fp8_accumulates && block != 0) {
+        // FP8 tensor-core sums (~1e-4 of sum |products|, wgmma_fp8_probe) flip the rounding of
+        // some g / u (BF16 rows) and so the FP8 code of some h: each flip moves a few outputs by up
+        // to a few % of the largest (0.027 at T = 300, BF16, on the H100), which the max error
+        // cannot tell from a bug; the L2 error can (a wrong tile, row or scale is >= 10%), and
+        // MoeExpertsAreBitwiseBatchInvariant checks the tiles against each other bit for bit.
+        const float l2 = l2_rel_error(got, want), mx = rel_error(got, want);
+        std::printf("%s: L2 %.3g, max %.3g (FP8 accumulation)\n", what.c_str(), l2, mx);
+        EXPECT_LE(l2, 1e-2f) << what;
+        EXPECT_LE(mx, 6e-2f) << what;
+      } else {
+        EXPECT_LE(rel_error(got, want), block == 0 ? 1e-5f : 2e-2f) << what;
+      }
     }
   }
 }

@@ -79,6 +79,21 @@ class OpHarness : public ::testing::Test {
     return num / std::max(den, 1e-30f);
   }
 
+  // ||a - b||_2 / ||b||_2: insensitive to a few rounding flips of an intermediate (each moves a
+  // handful of outputs by a few % of the largest), not to a wrong tile, scale or row (>= 10%).
+  static float l2_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return INFINITY;
+      const double d = static_cast<double>(a[i]) - b[i];
+      num += d * d;
+      den += static_cast<double>(b[i]) * b[i];
+    }
+    EXPECT_GT(den, 0.0) << "reference output is all zeros";
+    return static_cast<float>(std::sqrt(num / std::max(den, 1e-300)));
+  }
+
   static void set(const TensorView& v, int64_t i, float x) {
     switch (v.dtype) {
       case DType::kF32: v.as<float>()[i] = x; break;

@@ -15,7 +15,8 @@
 //     runs and scale words (cp.async: swap_stage_rows, the swapped BF16 kernel's copy) into a ring
 //     of stages; two consumer warpgroups (64 weight rows each) decode their rows' runs in registers
 //     into wgmma's A fragments (one PRMT and two logic ops per four codes) and multiply the codes
-//     from shared memory as B (N = NT, or for 32-pair tiles only the tile's rows: 8, 16 or 32).
+//     from shared memory as B (N = NT, or for 32-pair tiles of at most 8 pairs N = 8); the next
+//     block is decoded into a second fragment set while a block's MMAs run.
 // The weights' device layout puts lane c's run of a block at bytes 16 c (the words of its two
 // k32 steps of each window), so the copy is the swapped kernel's, and the decode's words are the
 // a0 / a2 (row g) and a1 / a3 (row g + 8) operands of wgmma's register-A layout.
@@ -107,6 +108,7 @@ struct Fp8ExpertShape {
 // One block's MMAs: four k32 steps from zero into part over the token tile's first N columns.
 template <int NT, int N>
 __device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], const uint32_t (&f)[4][4], uint64_t b) {
+  wgmma_fence();
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const uint64_t d = b + ((j * NT * 32) >> 4);
@@ -114,13 +116,18 @@ __device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], cons
       wgmma_m64n128k32_e4m3_rs(part, f[j], d, j > 0);
     } else if constexpr (N == 8) {
       wgmma_m64n8k32_e4m3_rs(*reinterpret_cast<float(*)[4]>(part), f[j], d, j > 0);
-    } else if constexpr (N == 16) {
-      wgmma_m64n16k32_e4m3_rs(*reinterpret_cast<float(*)[8]>(part), f[j], d, j > 0);
     } else {
       wgmma_m64n32k32_e4m3_rs(*reinterpret_cast<float(*)[16]>(part), f[j], d, j > 0);
     }
   }
 }
+
+// A thread's decoded block: the A fragments of its four k32 steps (rows g and g + 8) and the two
+// rows' block scales.
+struct Fp8ExpertFrags {
+  uint32_t f[4][4];
+  float fs[2];
+};
 
 // The block scale 2^(ref - 133) of a row's folded block (ref: its largest scale code).
 __device__ __forceinline__ float fp4_fold_scale(int ref) {
@@ -167,7 +174,38 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   float part[R];
 #pragma unroll
   for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (trimmed MMAs leave the columns past the tile's rows)
-  int u = 0;
+  int u = 0;  // blocks taken so far: stage u % S
+  // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
+  auto take = [&](int use, Fp8ExpertFrags& x) {
+    const int s = use % S;
+    mbar_wait(&full[s], (use / S) & 1);
+    const unsigned char* raw = smem + s * Sh::kStageBytes + Sh::kCodesBytes;
+    uint4 run[2];
+    uint2 tab[2][2];  // [row half][window]
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
+      const uint32_t code = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
+      const int ref = fp4_fold_ref(code);
+      x.fs[h] = fp4_fold_scale(ref);
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
+        const int e = static_cast<int>((code >> (8 * (2 * w + c / 2))) & 0xffu);
+        tab[h][w] = tables[min(ref - e, kFp4FoldMaxShift + 1)];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t word = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
+        Fp4FoldTable t;
+        t.lo = tab[h][j / 2].x;
+        t.hi = tab[h][j / 2].y;
+        fp4_fold_decode(word, t, x.f[j][h], x.f[j][2 + h]);
+      }
+    }
+  };
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
     if (p.table[y] < 0) break;
@@ -178,66 +216,39 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
 #pragma unroll
     for (int e = 0; e < R; ++e) sum[e] = 0.0f;
     bool first_sub = true;
-    for (int i = 0, in_sub = 0; i < KT; ++i, ++u) {
+    int in_sub = 0;
+    // Block i on fragments x; the next block's are decoded into nx while its MMAs run (the tensor
+    // core then waits on the decode only at a tile's first block).
+    auto block = [&](int i, const Fp8ExpertFrags& x, Fp8ExpertFrags& nx) {
       const int s = u % S;
-      mbar_wait(&full[s], (u / S) & 1);
       const unsigned char* stage = smem + s * Sh::kStageBytes;
-      const unsigned char* raw = stage + Sh::kCodesBytes;
-      // This thread's rows of the block: runs (four words: steps 0-3) and scale code words.
-      uint4 run[2];
-      uint32_t code[2];
-      float fs[2];
-      uint2 tab[2][2];  // [row half][window]
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
-        code[h] = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
-        const int ref = fp4_fold_ref(code[h]);
-        fs[h] = fp4_fold_scale(ref);
-#pragma unroll
-        for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
-          const int e = static_cast<int>((code[h] >> (8 * (2 * w + c / 2))) & 0xffu);
-          tab[h][w] = tables[min(ref - e, kFp4FoldMaxShift + 1)];
-        }
-      }
-      uint32_t f[4][4];  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t word = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
-          Fp4FoldTable t;
-          t.lo = tab[h][j / 2].x;
-          t.hi = tab[h][j / 2].y;
-          fp4_fold_decode(word, t, f[j][h], f[j][2 + h]);
-        }
-      }
       const uint64_t b = desc0 + ((s * Sh::kStageBytes) >> 4);
       wgmma_fence_operands(part);
-      wgmma_fence();
+      // (Two forms for 32-pair tiles: a third, m64n16 for two n8 groups, made ptxas serialise
+      // every wgmma of the kernel, C7511; the forms give the same bits, wgmma_fp8_probe.)
       if constexpr (NT == 128) {
-        fp8_expert_block_mma<NT, 128>(part, f, b);
+        fp8_expert_block_mma<NT, 128>(part, x.f, b);
       } else if (groups == 1) {
-        fp8_expert_block_mma<NT, 8>(part, f, b);
-      } else if (groups == 2) {
-        fp8_expert_block_mma<NT, 16>(part, f, b);
+        fp8_expert_block_mma<NT, 8>(part, x.f, b);
       } else {
-        fp8_expert_block_mma<NT, 32>(part, f, b);
+        fp8_expert_block_mma<NT, 32>(part, x.f, b);
       }
       wgmma_commit();
+      if (i + 1 < KT) take(u + 1, nx);
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
 #pragma unroll
       for (int jn = 0; jn < NT / 8; ++jn) {
         const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * jn + 2 * c);
-        sum[4 * jn] = fmaf(part[4 * jn], fs[0] * st.x, sum[4 * jn]);
-        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], fs[0] * st.y, sum[4 * jn + 1]);
-        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], fs[1] * st.x, sum[4 * jn + 2]);
-        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], fs[1] * st.y, sum[4 * jn + 3]);
+        sum[4 * jn] = fmaf(part[4 * jn], x.fs[0] * st.x, sum[4 * jn]);
+        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], x.fs[0] * st.y, sum[4 * jn + 1]);
+        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], x.fs[1] * st.x, sum[4 * jn + 2]);
+        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], x.fs[1] * st.y, sum[4 * jn + 3]);
       }
       __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
       if (lane == 0) mbar_arrive(&empty[s]);
+      ++u;
       if (i + 1 == KT) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
         if (!first_sub) {
 #pragma unroll
@@ -252,6 +263,12 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
         }
         first_sub = false;
       }
+    };
+    Fp8ExpertFrags fa, fb;
+    take(u, fa);
+    for (int i = 0; i < KT; i += 2) {
+      block(i, fa, fb);
+      if (i + 1 < KT) block(i + 1, fb, fa);
     }
 
     expert_tile_store(p, sum, y, nt, n_local, g, c);  // the swapped kernel's epilogue
