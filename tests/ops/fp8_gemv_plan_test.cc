@@ -207,28 +207,41 @@ TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {
 // bound; whole 128-input blocks only.
 TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   Fp8ExpertPlan plan;
-  ASSERT_TRUE(plan_fp8_experts(49152, 256, 2048, 4096, plan));
+  ASSERT_TRUE(plan_fp8_experts(49152, 256, 2048, 4096, 264, plan));
   EXPECT_EQ(plan.nt, 128);
   EXPECT_EQ(plan.y_tiles, 384 + 256);  // ceil(M / 128) full tiles + one ragged tile per expert at most
   EXPECT_EQ(plan.n_tiles, 16);
   EXPECT_EQ(plan.kb, 32);
+  EXPECT_EQ(plan.split, 1);  // 128-pair tiles never split
   EXPECT_EQ(plan.table_bytes, (3 * 640 * 4 + 255) / 256 * 256);
   EXPECT_EQ(plan.codes_bytes, 640 * 32 * (128 * 128 + 128 * 4));
   EXPECT_EQ(plan.staging_bytes(), plan.table_bytes + plan.codes_bytes);
-  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, plan));
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, 0, plan));
   EXPECT_EQ(plan.nt, 32);
+  EXPECT_EQ(plan.split, 1);  // split_below 0: never
   EXPECT_EQ(plan.y_tiles, 1 + 6);
   EXPECT_EQ(plan.n_tiles, 32);
   EXPECT_EQ(plan.codes_bytes, 7 * 16 * (32 * 128 + 32 * 4));
+  // The split form below two tiles per SM (132 SMs): batch 1's gate/up (7 x 16 tiles, K = 4,096 in
+  // 8 sub-ranges) and down (7 x 32, K = 2,048 in 4); batch 8's gate/up (2 + 48 tiles of pairs x 16
+  // = 800) streams whole K.
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, 264, plan));
+  EXPECT_EQ(plan.split, 4);
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 2048, 4096, 264, plan));
+  EXPECT_EQ(plan.split, 8);
+  ASSERT_TRUE(plan_fp8_experts(48, 256, 2048, 4096, 264, plan));
+  EXPECT_EQ(plan.split, 1);
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 512, 264, plan));
+  EXPECT_EQ(plan.split, 1);  // K of one sub-range
   // 128-pair tiles from an average of 64 pairs per expert: batch 2,730 of V4-Flash (k = 6) is the
   // last on 32-pair tiles.
-  ASSERT_TRUE(plan_fp8_experts(64 * 256, 256, 2048, 4096, plan));
+  ASSERT_TRUE(plan_fp8_experts(64 * 256, 256, 2048, 4096, 0, plan));
   EXPECT_EQ(plan.nt, 128);
-  ASSERT_TRUE(plan_fp8_experts(2730 * 6, 256, 2048, 4096, plan));
+  ASSERT_TRUE(plan_fp8_experts(2730 * 6, 256, 2048, 4096, 0, plan));
   EXPECT_EQ(plan.nt, 32);
-  EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, plan));  // K not whole blocks
-  EXPECT_FALSE(plan_fp8_experts(6, 2048, 4096, 2048, plan));  // E past one block's scan
-  EXPECT_FALSE(plan_fp8_experts(0, 256, 4096, 2048, plan));
+  EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, 0, plan));  // K not whole blocks
+  EXPECT_FALSE(plan_fp8_experts(6, 2048, 4096, 2048, 0, plan));  // E past one block's scan
+  EXPECT_FALSE(plan_fp8_experts(0, 256, 4096, 2048, 0, plan));
 }
 
 }  // namespace

@@ -135,18 +135,38 @@ __device__ __forceinline__ SwapRows swap_rows(const WeightDesc& w, int64_t N, in
   return rows;
 }
 
+// The output tiles a CTA walks (t_first, t_first + t_step, ... below y_tiles x n_tiles) and the
+// K tiles [i_begin, i_end) of each: every K tile of tiles blockIdx.x, + gridDim.x, ... (persistent
+// CTAs), or (kSplit: a K-split cluster's CTA, fp8_expert_gemm.cuh) one tile and one canonical K
+// sub-range. A compile-time choice: the persistent kernels' producers have 40 registers, and a
+// walk kept in registers made ptxas spill there.
+struct SwapWalk {
+  int64_t t_first, t_step;
+  int i_begin, i_end;
+};
+template <bool kSplit>
+__device__ __forceinline__ SwapWalk swap_walk(const PackedExpertArgs& p) {
+  const int KT = static_cast<int>(p.k_tiles);
+  if constexpr (kSplit) {
+    const int per = static_cast<int>(gemm_subrange(p.K) / kGemmBK), sub = static_cast<int>(blockIdx.x) % p.split;
+    return {blockIdx.x / p.split, p.y_tiles * p.n_tiles, sub * per, min(KT, (sub + 1) * per)};
+  } else {
+    return {blockIdx.x, gridDim.x, 0, KT};
+  }
+}
+
 // The producer warpgroup of a swapped-operand expert kernel: over the CTA's output tiles (the
 // valid ones are a prefix: the table ends in -1 entries) and their K tiles, stage u % S of the
 // ring gets the activation side from thread 0 (tile_a(y) gives the tile's copy(stage, i, full))
 // and, at raw_offset, each producer thread's rows of the weights (swap_rows, swap_stage_rows).
-template <int S, class TileA>
+template <bool kSplit, int S, class TileA>
 __device__ __forceinline__ void swap_produce(const PackedExpertArgs& p, unsigned char* smem, int stage_bytes,
                                              int raw_offset, uint64_t (&full)[S], uint64_t (&empty)[S], TileA tile_a) {
   const int r = static_cast<int>(threadIdx.x) - kSwapConsumers;  // this thread's tile row
   const int64_t tiles = p.y_tiles * p.n_tiles;
-  const int KT = static_cast<int>(p.k_tiles);
+  const SwapWalk walk = swap_walk<kSplit>(p);
   int u = 0;
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int64_t t = walk.t_first; t < tiles; t += walk.t_step) {
     const int64_t y = t / p.n_tiles;
     const int32_t expert = p.table[y];
     if (expert < 0) break;
@@ -154,7 +174,7 @@ __device__ __forceinline__ void swap_produce(const PackedExpertArgs& p, unsigned
     const SwapRows rows = swap_rows(w, p.N, (t % p.n_tiles) * kPackRows, r);
     const bool aligned = (reinterpret_cast<uintptr_t>(rows.code) & 3) == 0;  // (scale_cols % 4 == 0: K % 128 == 0)
     const auto copy_a = tile_a(y);
-    for (int i = 0; i < KT; ++i, ++u) {
+    for (int i = walk.i_begin; i < walk.i_end; ++i, ++u) {
       const int s = u % S;
       if (u >= S) mbar_wait(&empty[s], ((u / S) - 1) & 1);
       unsigned char* stage = smem + s * stage_bytes;
@@ -229,32 +249,40 @@ __device__ __forceinline__ void swap_mma_group(float (&acc)[NT / 2], const uint3
 // is weight row n_local + 8 h, token 8 j + 2 c + e of the tile, stored at its pair's row of C (the
 // routing's permutation). With pairs, lanes g and g ^ 1 (rows n, n + 1) swap one value so that
 // each stores two adjacent columns of one token: even g token 8 j + 2 c, odd g token 8 j + 2 c + 1.
-// (The FP8-order expert kernel's epilogue too: fp8_expert_gemm.cuh.)
+// (The FP8-order expert kernel's epilogue too: fp8_expert_gemm.cuh.) expert_group_store: n8 group
+// j of them, v[2 h + e] (the tile's count tokens from pair `begin` of the routing's order; every
+// lane of a warp with the same j).
+__device__ __forceinline__ void expert_group_store(const PackedExpertArgs& p, const float (&v)[4], int j,
+                                                   int32_t begin, int32_t count, int64_t nt, int n_local, int g,
+                                                   int c) {
+  const bool even = (g & 1) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float v0 = v[2 * h], v1 = v[2 * h + 1];
+    const int64_t n = nt * kPackRows + n_local + 8 * h;
+    const int tok0 = 8 * j + 2 * c;
+    if (p.c_pairs) {
+      const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+      const int tok = tok0 + (even ? 0 : 1);
+      const int64_t n_even = n & ~int64_t{1};
+      if (tok < count && n_even < p.N)
+        packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
+                          even ? v0 : recv, even ? recv : v1, true);
+    } else if (n < p.N) {
+      if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
+      if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
+    }
+  }
+}
+
 template <int R>
 __device__ __forceinline__ void expert_tile_store(const PackedExpertArgs& p, const float (&v)[R], int64_t y, int64_t nt,
                                                   int n_local, int g, int c) {
   const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
-  const bool even = (g & 1) == 0;
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int e = 4 * j + 2 * h;
-      const float v0 = v[e], v1 = v[e + 1];
-      const int64_t n = nt * kPackRows + n_local + 8 * h;
-      const int tok0 = 8 * j + 2 * c;
-      if (p.c_pairs) {
-        const float recv = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
-        const int tok = tok0 + (even ? 0 : 1);
-        const int64_t n_even = n & ~int64_t{1};
-        if (tok < count && n_even < p.N)
-          packed_store_pair(p.C, p.c_bf16, true, static_cast<int64_t>(p.perm[begin + tok]) * p.ldc + n_even,
-                            even ? v0 : recv, even ? recv : v1, true);
-      } else if (n < p.N) {
-        if (tok0 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0]) * p.ldc + n, v0);
-        if (tok0 + 1 < count) store_out(p.C, p.c_bf16, static_cast<int64_t>(p.perm[begin + tok0 + 1]) * p.ldc + n, v1);
-      }
-    }
+    const float vj[4] = {v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]};
+    expert_group_store(p, vj, j, begin, count, nt, n_local, g, c);
   }
 }
 
@@ -275,7 +303,7 @@ __global__ void __launch_bounds__(kSwapThreads, CTAS) expert_swap_gemm_kernel(Pa
 
   if (warp >= kSwapConsumers / 32) {  // producer warpgroup
     warpgroup_regs_dec<40>();
-    swap_produce(p, sw_smem, T::kStageBytes, T::kBlockBytes, full, empty, [&](int64_t y) {
+    swap_produce<false>(p, sw_smem, T::kStageBytes, T::kBlockBytes, full, empty, [&](int64_t y) {
       const uint8_t* a = p.a + y * p.k_tiles * T::kBlockBytes;
       // Only the tile's token rows of the activation block move: a step's rows 0 .. 8 G - 1 are
       // its first 256 G bytes (packed_offset). The rows past them keep an older tile's values;

@@ -15,8 +15,10 @@
 //     runs and scale words (cp.async: swap_stage_rows, the swapped BF16 kernel's copy) into a ring
 //     of stages; two consumer warpgroups (64 weight rows each) decode their rows' runs in registers
 //     into wgmma's A fragments (one PRMT and two logic ops per four codes) and multiply the codes
-//     from shared memory as B (N = NT, or for 32-pair tiles of at most 8 pairs N = 8); the next
-//     block is decoded into a second fragment set while a block's MMAs run.
+//     from shared memory as B (N = NT; a tile's rows past its pairs are zero codes); the next
+//     block is decoded into a second fragment set while a block's MMAs run. Split form (kSplit,
+//     decode steps' few tiles): a cluster per tile, one K sub-range per CTA, the sub-range sums
+//     folded in order through distributed shared memory (fp8_gemm.cuh's split form).
 // The weights' device layout puts lane c's run of a block at bytes 16 c (the words of its two
 // k32 steps of each window), so the copy is the swapped kernel's, and the decode's words are the
 // a0 / a2 (row g) and a1 / a3 (row g + 8) operands of wgmma's register-A layout.
@@ -105,19 +107,17 @@ struct Fp8ExpertShape {
   static_assert(kSmem + 1024 <= 227 * 1024, "shared memory");
 };
 
-// One block's MMAs: four k32 steps from zero into part over the token tile's first N columns.
-template <int NT, int N>
+// One block's MMAs: four k32 steps from zero into part over the token tile's NT columns.
+template <int NT>
 __device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], const uint32_t (&f)[4][4], uint64_t b) {
   wgmma_fence();
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const uint64_t d = b + ((j * NT * 32) >> 4);
-    if constexpr (N == 128) {
+    if constexpr (NT == 128) {
       wgmma_m64n128k32_e4m3_rs(part, f[j], d, j > 0);
-    } else if constexpr (N == 8) {
-      wgmma_m64n8k32_e4m3_rs(*reinterpret_cast<float(*)[4]>(part), f[j], d, j > 0);
     } else {
-      wgmma_m64n32k32_e4m3_rs(*reinterpret_cast<float(*)[16]>(part), f[j], d, j > 0);
+      wgmma_m64n32k32_e4m3_rs(part, f[j], d, j > 0);
     }
   }
 }
@@ -134,17 +134,43 @@ __device__ __forceinline__ float fp4_fold_scale(int ref) {
   return ref >= 7 ? __int_as_float((ref - 6) << 23) : ldexpf(1.0f, ref - 133);
 }
 
-template <int NT>
+// The split form's fold: rank `sub` of the cluster adds, for its share of the tile's n8 groups of
+// tokens, the P CTAs' sub-range sums (their totals: thread slot `slot` of [R][128]) in sub-range
+// order — 0 + s0 + s1 + ..., the one-CTA kernel's chain — and stores them.
+template <int R>
+__device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p, const float* slot, int sub, int64_t y,
+                                                      int64_t nt, int n_local, int g, int c) {
+  const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
+  const int J = min((count + 7) / 8, R / 4), P = p.split;  // live n8 groups (uniform in the CTA)
+  for (int j = J * sub / P; j < J * (sub + 1) / P; ++j) {
+    float v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      v[k] = 0.0f;
+      for (int q = 0; q < P; ++q) v[k] += cluster_load_f32(cluster_map(slot + (4 * j + k) * 128, q));
+    }
+    expert_group_store(p, v, j, begin, count, nt, n_local, g, c);
+  }
+}
+
+// kSplit: a cluster of p.split CTAs per output tile, one canonical K sub-range each (launches of
+// fewer tiles than SMs: decode steps, where a CTA streaming a tile's whole K leaves most SMs idle);
+// else persistent CTAs over the tiles, every K sub-range.
+template <int NT, bool kSplit>
 __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(PackedExpertArgs p) {
   using Sh = Fp8ExpertShape<NT>;
   constexpr int S = Sh::kStages, R = Sh::R;
+  // The split form's producers wait at the fold's cluster barriers too: 56 registers for them (as
+  // fp8_gemm.cuh's split form, where 40 spilled), 224 for the consumers.
+  constexpr int kProducerRegs = kSplit ? 56 : Sh::kProducerRegs;
+  constexpr int kConsumerRegs = kSplit ? 224 : Sh::kConsumerRegs;
+  static_assert(128 * kProducerRegs + kSwapConsumers * kConsumerRegs <= 65536, "register file");
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char smem[];  // [stage][codes block, raw runs, code words], totals
   __shared__ __align__(8) uint64_t full[S], empty[S];
   __shared__ uint2 tables[kFp4FoldMaxShift + 2];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
-  const int KT = static_cast<int>(p.k_tiles);
   swap_init_ring(full, empty);  // (the code block's bulk copy is the stage's "activation block")
   if (tid < kFp4FoldMaxShift + 2) {
     const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
@@ -153,27 +179,37 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   __syncthreads();
 
   if (warp >= kSwapConsumers / 32) {  // producer warpgroup: the swapped kernel's, with the code blocks
-    warpgroup_regs_dec<Sh::kProducerRegs>();
-    swap_produce(p, smem, Sh::kStageBytes, Sh::kCodesBytes, full, empty, [&](int64_t y) {
+    warpgroup_regs_dec<kProducerRegs>();
+    swap_produce<kSplit>(p, smem, Sh::kStageBytes, Sh::kCodesBytes, full, empty, [&](int64_t y) {
       const uint8_t* a = p.a + y * p.k_tiles * Sh::kCodesBytes;
       return [=](unsigned char* stage, int i, uint64_t* full_s) {
         mbar_arrive_expect_tx(full_s, Sh::kCodesBytes);
         bulk_copy_g2s(stage, a + static_cast<int64_t>(i) * Sh::kCodesBytes, Sh::kCodesBytes, full_s);
       };
     });
+    // The split form's tile: when it holds pairs (every CTA of the cluster sees the same), the
+    // fold's two cluster barriers take every thread.
+    if (kSplit && p.table[(blockIdx.x / p.split) / p.n_tiles] >= 0) {
+      __syncwarp();
+      cluster_arrive();
+      cluster_wait();
+      cluster_arrive();
+      cluster_wait();
+    }
     return;
   }
 
   // Consumers: thread (warp, g, c) holds weight rows n_local = 16 warp + g and n_local + 8 of the
   // tile; accumulator 4 j + 2 h + e is row n_local + 8 h, token 8 j + 2 c + e.
-  warpgroup_regs_inc<Sh::kConsumerRegs>();
+  warpgroup_regs_inc<kConsumerRegs>();
   const int n_local = warp * 16 + g, wg = warp / 4;
   float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * R * 128 + (tid & 127);
   const uint64_t desc0 = wgmma_desc(smem, 128, 256);
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
+  const SwapWalk walk = swap_walk<kSplit>(p);
   float part[R];
 #pragma unroll
-  for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (trimmed MMAs leave the columns past the tile's rows)
+  for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (each block's first MMA overwrites them; the asm reads them)
   int u = 0;  // blocks taken so far: stage u % S
   // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
   auto take = [&](int use, Fp8ExpertFrags& x) {
@@ -206,12 +242,9 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       }
     }
   };
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int64_t t = walk.t_first; t < tiles; t += walk.t_step) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
     if (p.table[y] < 0) break;
-    const int32_t count = p.table[2 * p.y_tiles + y];
-    // n8 tiles of the token tile the MMAs cover: all of them, or (32-pair tiles) its rows'.
-    const int groups = NT == 128 || !p.trim ? NT / 8 : (count + 7) / 8;
     float sum[R];
 #pragma unroll
     for (int e = 0; e < R; ++e) sum[e] = 0.0f;
@@ -224,17 +257,11 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       const unsigned char* stage = smem + s * Sh::kStageBytes;
       const uint64_t b = desc0 + ((s * Sh::kStageBytes) >> 4);
       wgmma_fence_operands(part);
-      // (Two forms for 32-pair tiles: a third, m64n16 for two n8 groups, made ptxas serialise
-      // every wgmma of the kernel, C7511; the forms give the same bits, wgmma_fp8_probe.)
-      if constexpr (NT == 128) {
-        fp8_expert_block_mma<NT, 128>(part, x.f, b);
-      } else if (groups == 1) {
-        fp8_expert_block_mma<NT, 8>(part, x.f, b);
-      } else {
-        fp8_expert_block_mma<NT, 32>(part, x.f, b);
-      }
+      // One form per NT: with a second (m64n8 for tiles of at most 8 pairs) or third (m64n16)
+      // ptxas serialised every wgmma of the kernel (C7511) — dearer than the idle MMA columns.
+      fp8_expert_block_mma<NT>(part, x.f, b);
       wgmma_commit();
-      if (i + 1 < KT) take(u + 1, nx);
+      if (i + 1 < walk.i_end) take(u + 1, nx);
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
@@ -249,7 +276,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
       if (lane == 0) mbar_arrive(&empty[s]);
       ++u;
-      if (i + 1 == KT) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
+      if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
         if (!first_sub) {
 #pragma unroll
           for (int e = 0; e < R; ++e) sum[e] = totals[e * 128] + sum[e];
@@ -266,9 +293,19 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     };
     Fp8ExpertFrags fa, fb;
     take(u, fa);
-    for (int i = 0; i < KT; i += 2) {
+    for (int i = walk.i_begin; i < walk.i_end; i += 2) {
       block(i, fa, fb);
-      if (i + 1 < KT) block(i + 1, fb, fa);
+      if (i + 1 < walk.i_end) block(i + 1, fb, fa);
+    }
+    if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
+#pragma unroll
+      for (int e = 0; e < R; ++e) totals[e * 128] = sum[e];
+      cluster_arrive();
+      cluster_wait();  // every CTA's sums are in its totals
+      fp8_expert_split_fold<R>(p, totals, static_cast<int>(blockIdx.x) % p.split, y, nt, n_local, g, c);
+      cluster_arrive();
+      cluster_wait();  // every rank has read them (they live until then)
+      continue;
     }
 
     expert_tile_store(p, sum, y, nt, n_local, g, c);  // the swapped kernel's epilogue

@@ -29,12 +29,18 @@ struct Fp8ExpertPlan {
   int64_t kb = 0;        // 128-input blocks
   int64_t table_bytes = 0;  // int32 [3][y_tiles], 256-byte rounded
   int64_t codes_bytes = 0;  // [y_tiles][kb] code blocks
+  int split = 1;            // CTAs per output tile (the split form: one K sub-range each), else 1
   int64_t staging_bytes() const { return table_bytes + codes_bytes; }
 };
 
 // M (token, slot) pairs routed to E experts (E <= 1024: the tile table is one block's scan) of N
-// columns over K (whole 128-input blocks).
-inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, Fp8ExpertPlan& plan) {
+// columns over K (whole 128-input blocks). 32-pair launches of fewer output tiles than
+// split_below (the launcher passes two per SM; 0: never) take the split form: with one CTA
+// streaming a tile's whole K, a decode step's few tiles (6 pairs x 16 gate/up tiles at batch 1)
+// leave SMs idle or run in two uneven waves; a cluster of gemm_n_subranges(K) CTAs per tile
+// streams them in parallel and folds the sub-ranges in order (the same bits).
+inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan) {
+  plan = Fp8ExpertPlan{};
   if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;
   plan.nt = M >= 64 * E ? 128 : 32;
   plan.y_tiles = (M + plan.nt - 1) / plan.nt + std::min(E, M);
@@ -42,6 +48,7 @@ inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, Fp8Expe
   plan.kb = K / kGemmBK;
   plan.table_bytes = (3 * plan.y_tiles * 4 + 255) / 256 * 256;
   plan.codes_bytes = plan.y_tiles * plan.kb * fp8_expert_codes_block_bytes(plan.nt);
+  if (plan.nt == 32 && plan.y_tiles * plan.n_tiles < split_below) plan.split = gemm_n_subranges(K);
   return true;
 }
 

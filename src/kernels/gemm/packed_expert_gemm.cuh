@@ -55,6 +55,7 @@ struct PackedExpertArgs {
   bool c_bf16 = false;
   bool c_pairs = false;  // ldc and N even, C aligned: two adjacent outputs in one store
   bool trim = true;      // swapped kernel: a token tile moves and multiplies only its tokens' rows
+  int split = 1;         // FP8-order expert kernel's split form: CTAs (K sub-ranges) per tile, else 1
 };
 
 // The raw side of the producers: each producer warpgroup streams the FP4 runs and UE8M0 code

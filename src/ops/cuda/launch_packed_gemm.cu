@@ -5,6 +5,7 @@
 #include "ops/cuda/launch_packed_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "kernels/common/env_knob.h"
@@ -243,17 +244,36 @@ bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   // BF16 activations FP8-quantised per 128 inputs already (the pre-pass re-derives their codes).
   if (p.a_f32 || p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock) return false;
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
-  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, plan);
+  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, 2 * int64_t{device_sm_count()}, plan);
 }
 
 namespace {
 
+template <int NT, bool kSplit>
+cudaError_t configure_fp8_experts() {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      fp8_expert_gemm_kernel<NT, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(Fp8ExpertShape<NT>::kSmem));
+  return configured;
+}
+
+// Whether the device runs the split form's clusters of `split` CTAs (one SM each: 8 of a GPC at
+// most); else the launch takes persistent CTAs (the same bits).
+bool fp8_experts_split_fits(int split) {
+  static std::atomic<int> fits[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};  // unknown, 0, 1
+  if (split < 2 || split > 8) return false;
+  if (fits[split].load() < 0)
+    fits[split] = configure_fp8_experts<32, true>() == cudaSuccess &&
+                  max_active_clusters(fp8_expert_gemm_kernel<32, true>, dim3(Fp8ExpertShape<32>::kThreads),
+                                      Fp8ExpertShape<32>::kSmem, static_cast<unsigned>(split)) > 0;
+  return fits[split].load() == 1;
+}
+
 template <int NT>
 cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
   using Sh = Fp8ExpertShape<NT>;
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      fp8_expert_gemm_kernel<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Sh::kSmem));
-  if (configured != cudaSuccess) return configured;
+  const bool split = NT == 32 && plan.split > 1 && fp8_experts_split_fits(plan.split);
+  if (const cudaError_t e = configure_fp8_experts<NT, false>(); e != cudaSuccess) return e;
   auto* table = reinterpret_cast<int32_t*>(p.staging);
   uint8_t* codes = p.staging + plan.table_bytes;
   cudaError_t e = launch_pdl(expert_tile_table_kernel, dim3(1), 1024, 0, s, p.offsets, p.n_experts, plan.y_tiles, NT,
@@ -269,9 +289,20 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
                  static_cast<const __nv_bfloat16*>(p.A), p.lda, plan.kb, rows, codes);
   if (e != cudaSuccess) return e;
   for (int set = 0; set < p.n_sets; ++set) {
-    const PackedExpertArgs g = expert_set_args(p, set, codes, table, plan.y_tiles, plan.n_tiles, plan.kb, true);
-    const int64_t out_tiles = plan.y_tiles * plan.n_tiles;  // persistent CTAs: one per SM at most
-    e = launch_pdl(fp8_expert_gemm_kernel<NT>,
+    PackedExpertArgs g = expert_set_args(p, set, codes, table, plan.y_tiles, plan.n_tiles, plan.kb, true);
+    const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
+    if constexpr (NT == 32) {
+      if (split) {  // a cluster per tile (those past the table's tiles exit at once)
+        g.split = plan.split;
+        e = launch_pdl_cluster(fp8_expert_gemm_kernel<NT, true>, dim3(static_cast<unsigned>(out_tiles * plan.split)),
+                               dim3(Sh::kThreads), static_cast<size_t>(Sh::kSmem), s,
+                               static_cast<unsigned>(plan.split), g);
+        if (e != cudaSuccess) return e;
+        continue;
+      }
+    }
+    // persistent CTAs: one per SM at most
+    e = launch_pdl(fp8_expert_gemm_kernel<NT, false>,
                    dim3(static_cast<unsigned>(std::min<int64_t>(out_tiles, device_sm_count()))), Sh::kThreads,
                    Sh::kSmem, s, g);
     if (e != cudaSuccess) return e;
