@@ -169,6 +169,9 @@ job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_
 # tiles bitwise, V4 widths) and the model tests minus the official-numerics bound (as above).
 job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp4Codes*:*Moe*:*DecodeExperts*'
 job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
+# Their split form for decode steps' few tiles (DEEPINFER_GEMM_FP8_SPLIT=1): the batch-invariance
+# tests' 1- and 8-token launches (clusters, K over 2 or 8 sub-ranges) against the 600-token ones.
+job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

@@ -35,7 +35,8 @@ struct Fp8ExpertPlan {
 
 // M (token, slot) pairs routed to E experts (E <= 1024: the tile table is one block's scan) of N
 // columns over K (whole 128-input blocks). 32-pair launches of fewer output tiles than
-// split_below (the launcher passes two per SM; 0: never) take the split form: with one CTA
+// split_below (the launcher passes two per SM under DEEPINFER_GEMM_FP8_SPLIT=1, else 0: never)
+// take the split form: with one CTA
 // streaming a tile's whole K, a decode step's few tiles (6 pairs x 16 gate/up tiles at batch 1)
 // leave SMs idle or run in two uneven waves; a cluster of gemm_n_subranges(K) CTAs per tile
 // streams them in parallel and folds the sub-ranges in order (the same bits).

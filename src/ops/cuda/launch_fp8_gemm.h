@@ -28,6 +28,10 @@ bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan);
 // into p.staging, then the GEMM.
 cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaStream_t s);
 
+// Whether launches of few output tiles take the split forms of the FP8-order large kernels
+// (DEEPINFER_GEMM_FP8_SPLIT=1; default off): a cluster per tile, one K sub-range per CTA.
+bool fp8_split();
+
 // Whether the FP8 order is on and `rows` are more than its decode kernel takes: such launches need
 // their activations quantised first (the large-M kernel reads codes), so the streaming kernels'
 // in-staging quantisation must not take them (gemm_fuses_act_quant).

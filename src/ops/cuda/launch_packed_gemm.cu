@@ -15,6 +15,7 @@
 #include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
 #include "ops/cuda/launch_fp8_experts.h"
+#include "ops/cuda/launch_fp8_gemm.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -244,7 +245,7 @@ bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   // BF16 activations FP8-quantised per 128 inputs already (the pre-pass re-derives their codes).
   if (p.a_f32 || p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock) return false;
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
-  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, 2 * int64_t{device_sm_count()}, plan);
+  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, fp8_split() ? 2 * int64_t{device_sm_count()} : 0, plan);
 }
 
 namespace {
