@@ -153,9 +153,10 @@ __device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p,
   }
 }
 
-// kSplit: a cluster of p.split CTAs per output tile, one canonical K sub-range each (launches of
-// fewer tiles than SMs: decode steps, where a CTA streaming a tile's whole K leaves most SMs idle);
-// else persistent CTAs over the tiles, every K sub-range.
+// kSplit: a cluster of p.split CTAs per output tile, one canonical K sub-range each (32-pair
+// launches of fewer tiles than two per SM under DEEPINFER_GEMM_FP8_SPLIT=1: decode steps, where a
+// CTA streams a tile's whole K; measured 38% slower at batch 1 — its clusters run in waves —
+// docs/cuda.md "Session 49"); else persistent CTAs over the tiles, every K sub-range.
 template <int NT, bool kSplit>
 __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(PackedExpertArgs p) {
   using Sh = Fp8ExpertShape<NT>;
