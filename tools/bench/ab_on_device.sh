@@ -5,15 +5,16 @@
 # Repeat a configuration (ABAB) to see the run-to-run spread. JSON per run in $OUT/ab_<i>.json (their logs in $OUT/ab_logs.tgz),
 # a summary table on stdout (what the tuning records quote).
 # A configuration whose first word is bin=PATH runs that binary instead of .carry/bin/deepinfer
-# (PATH.xz is decompressed first): a before/after A/B of two builds in one device call
-# (tools/device/build_variant.sh builds and packs one from another commit or branch).
+# (PATH.xz is decompressed first): a before/after A/B of several builds in one device call
+# (tools/device/build_variant.sh builds one from another commit or branch into the archive as
+# .carry/bin/deepinfer_<name>).
 # BENCH_ARGS: more `deepinfer bench` flags for every run; with --timeline, each run's kernel
 # timeline is printed too (tools/bench/timeline_report.py: idle time and gaps of the replayed steps)
 # and each decode cell carries the replayed step's GPU span beside the host's share of the step
 # (compare spans where the host time varies between runs: it does by tens of us at batch 1).
 # Usage: CONFIGS='-|DEEPINFER_CUDA_PDL=0|-' BATCHES=1,8,32 PREFILL=8192 bash tools/bench/ab_on_device.sh
 #        CONFIGS='-|DEEPINFER_HC_CLUSTER=auto' BATCHES=1,8 PREFILL=0 BENCH_ARGS=--timeline bash tools/bench/ab_on_device.sh
-#        CONFIGS='-|bin=.carry/deepinfer_before.xz|-|bin=.carry/deepinfer_before.xz' ...
+#        CONFIGS='-|bin=.carry/bin/deepinfer_before|-|bin=.carry/bin/deepinfer_before' ...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/device/unpack.sh  # .carry/bins.tar.xz -> .carry/bin
