@@ -28,8 +28,8 @@ trap 'git checkout -q "$orig"; rm -rf "$tmp"' EXIT
 python3 -c "import tarfile, sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .carry/bins.tar.xz "$tmp"
 cp "$BUILD/bin/deepinfer" "$tmp/bin/deepinfer_$NAME"
 echo "$(git rev-parse HEAD) $VARIANT" > ".carry/deepinfer_$NAME.commit"
-# deepinfer and its variants first and adjacent (the matches xz finds are within the dictionary).
-(cd "$tmp" && ls bin | sort -t_ -k1,1 | sed 's|^|bin/|' > list && tar -cf - -T list) |
+# deepinfer and its variants adjacent (ls sorts them so): the matches xz finds lie within the dictionary.
+(cd "$tmp" && ls bin | sed 's|^|bin/|' > list && tar -cf - -T list) |
   xz -T1 --lzma2=preset=6,dict=192MiB > .carry/bins.tar.xz.new
 mv .carry/bins.tar.xz.new .carry/bins.tar.xz
 echo ".carry/bins.tar.xz: $(du -h .carry/bins.tar.xz | cut -f1), with bin/deepinfer_$NAME (built at $VARIANT)"
