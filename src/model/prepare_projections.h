@@ -2,7 +2,8 @@
 // after the LM head and in layer order until the backend's budget is spent: the CUDA backend keeps
 // them as the FP8-order large-M kernel's blocks when DEEPINFER_GEMM_FP8_ORDER=1 (so launches of
 // more than the decode kernel's rows, 16 by default, read them instead of re-laying the weight
-// out per launch) and declines otherwise. BF16 weights are not offered: their packed copies are for the LM head's budget.
+// out per launch) and declines otherwise. BF16 weights are not offered: their packed copies are
+// for the LM head's budget.
 // Works on V4 and V4.1 layer weights alike (attn.{wq_a, wkv, wq_b, wo_b}, attn.indexer->wq_b,
 // ffn.shared->{w1, w3, w2}).
 #pragma once

@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     });
     // The split form's tile: when it holds pairs (every CTA of the cluster sees the same), the
     // fold's two cluster barriers take every thread.
-    if (kSplit && p.table[(blockIdx.x / p.split) / p.n_tiles] >= 0) {
+    if (kSplit && p.table[swap_walk<kSplit>(p).t_first / p.n_tiles] >= 0) {
       __syncwarp();
       cluster_arrive();
       cluster_wait();

@@ -5,8 +5,8 @@
 // are then stored in the fold layout (fp4_fold_layout.h), which no other kernel reads, and one
 // kernel for every M is what keeps a token's bits independent of its batch (a tile's size does not
 // change a pair's sums: the wgmma forms of any N give the same bits, wgmma_fp8_probe). Token tiles
-// of 128 pairs where the experts average 64 pairs or more (prefill), else of 32 with the MMAs
-// trimmed to the tile's rows (decode batches: ~1.5 pairs per expert at batch 64, 12 at 512).
+// of 128 pairs where the experts average 64 pairs or more (prefill), else of 32 (decode batches:
+// ~1.5 pairs per expert at batch 64, 12 at 512), the MMAs covering the whole tile either way.
 #pragma once
 
 #include <algorithm>
@@ -37,10 +37,10 @@ struct Fp8ExpertPlan {
 // columns over K (whole 128-input blocks). 32-pair launches of fewer output tiles than
 // split_below (the launcher passes two per SM under DEEPINFER_GEMM_FP8_SPLIT=1, else 0: never)
 // take the split form: with one CTA streaming a tile's whole K, a decode step's few tiles (6 pairs
-// x 16 gate/up tiles at batch 1)
-// leave SMs idle or run in two uneven waves; a cluster of gemm_n_subranges(K) CTAs per tile
-// streams them in parallel and folds the sub-ranges in order (the same bits) — on the H100 38%
-// slower at batch 1 (session 49: ~7 waves of clusters at one CTA per SM), hence off by default.
+// x 16 gate/up tiles at batch 1) leave SMs idle or run in two uneven waves; a cluster of
+// gemm_n_subranges(K) CTAs per tile streams them in parallel and folds the sub-ranges in order
+// (the same bits) — on the H100 38% slower at batch 1 (session 49: ~7 waves of clusters at one
+// CTA per SM), hence off by default.
 inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan) {
   plan = Fp8ExpertPlan{};
   if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;

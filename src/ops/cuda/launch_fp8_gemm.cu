@@ -47,7 +47,6 @@ int fp8_decode_rows() {
   return n;
 }
 
-
 // Consumer warpgroups of the large-M kernel (DEEPINFER_GEMM_FP8_CONSUMERS = 2 or 3, the default;
 // tuning, same bits): 128- or 192-column tiles. Each waits for its own MMAs before promoting them,
 // so a third one's MMAs fill more of that time: the 8K prefill's FP8 projections 15-20% faster per
@@ -86,8 +85,8 @@ bool fp8_order_launch(const GemmParams& p, int vec, Fp8GemvDims& d) {
 // fewer tiles than SMs take a cluster per tile, one K sub-range per CTA, instead of one CTA
 // streaming the whole K of a tile — the large-M kernel's (fp8_gemm.cuh; session 48 on the H100:
 // batch 32 level, batch 64 -1.4%) and the FP8-order experts' 32-pair launches (fp8_expert_gemm.cuh;
-// session 49 on the H200: batch 1 -57% against the default path, where the knob's persistent
-// kernel was -23% on the H100: the clusters of 8 run in ~7 waves of one CTA per SM).
+// session 49 on the H100: batch 1 -38% against their persistent form, whose clusters of 8 run in
+// ~7 waves of one CTA per SM).
 bool fp8_split() {
   static const bool on = env_int("DEEPINFER_GEMM_FP8_SPLIT", 0, {0, 1}) == 1;
   return on;

@@ -290,7 +290,8 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
                  static_cast<const __nv_bfloat16*>(p.A), p.lda, plan.kb, rows, codes);
   if (e != cudaSuccess) return e;
   for (int set = 0; set < p.n_sets; ++set) {
-    PackedExpertArgs g = expert_set_args(p, set, codes, table, plan.y_tiles, plan.n_tiles, plan.kb, true);
+    // (trim: the swapped kernel's; the FP8-order kernel multiplies whole tiles)
+    PackedExpertArgs g = expert_set_args(p, set, codes, table, plan.y_tiles, plan.n_tiles, plan.kb, false);
     const int64_t out_tiles = plan.y_tiles * plan.n_tiles;
     if constexpr (NT == 32) {
       if (split) {  // a cluster per tile (those past the table's tiles exit at once)
