@@ -98,7 +98,10 @@ struct Fp8ExpertShape {
   static constexpr int R = NT / 2;               // accumulators per thread
   static constexpr int kCodesBytes = static_cast<int>(fp8_expert_codes_block_bytes(NT));
   static constexpr int kStageBytes = kCodesBytes + kSwapRunBytes + kPackRows * 4;
-  static constexpr int kTotalsBytes = 2 * R * 128 * 4;  // [warpgroup][R][128 threads] F32
+  // [warpgroup][R / 4][128 threads] float4: a thread's accumulators 4 j .. 4 j + 3 (its n8 group j)
+  // in one 16-byte slot, so a sub-range's fold is R / 4 vector loads and stores (consecutive
+  // threads' slots: conflict-free) instead of R scalar ones of each.
+  static constexpr int kTotalsBytes = 2 * R * 128 * 4;
   static constexpr int kStages = NT == 128 ? 6 : 8;
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static constexpr int kProducerRegs = 40;
@@ -135,10 +138,10 @@ __device__ __forceinline__ float fp4_fold_scale(int ref) {
 }
 
 // The split form's fold: rank `sub` of the cluster adds, for its share of the tile's n8 groups of
-// tokens, the P CTAs' sub-range sums (their totals: thread slot `slot` of [R][128]) in sub-range
+// tokens, the P CTAs' sub-range sums (their totals: thread slot `slot` of [R / 4][128]) in sub-range
 // order — 0 + s0 + s1 + ..., the one-CTA kernel's chain — and stores them.
 template <int R>
-__device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p, const float* slot, int sub, int64_t y,
+__device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p, const float4* slot, int sub, int64_t y,
                                                       int64_t nt, int n_local, int g, int c) {
   const int32_t begin = p.table[p.y_tiles + y], count = p.table[2 * p.y_tiles + y];
   const int J = min((count + 7) / 8, R / 4), P = p.split;  // live n8 groups (uniform in the CTA)
@@ -147,7 +150,8 @@ __device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p,
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       v[k] = 0.0f;
-      for (int q = 0; q < P; ++q) v[k] += cluster_load_f32(cluster_map(slot + (4 * j + k) * 128, q));
+      for (int q = 0; q < P; ++q)
+        v[k] += cluster_load_f32(cluster_map(reinterpret_cast<const float*>(slot + j * 128) + k, q));
     }
     expert_group_store(p, v, j, begin, count, nt, n_local, g, c);
   }
@@ -204,7 +208,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   // tile; accumulator 4 j + 2 h + e is row n_local + 8 h, token 8 j + 2 c + e.
   warpgroup_regs_inc<kConsumerRegs>();
   const int n_local = warp * 16 + g, wg = warp / 4;
-  float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * R * 128 + (tid & 127);
+  float4* totals = reinterpret_cast<float4*>(smem + S * Sh::kStageBytes) + wg * (R / 4) * 128 + (tid & 127);
   const uint64_t desc0 = wgmma_desc(smem, 128, 256);
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kGemmBK);
   const SwapWalk walk = swap_walk<kSplit>(p);
@@ -280,14 +284,22 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
         if (!first_sub) {
 #pragma unroll
-          for (int e = 0; e < R; ++e) sum[e] = totals[e * 128] + sum[e];
+          for (int j = 0; j < R / 4; ++j) {
+            const float4 t4 = totals[j * 128];
+            sum[4 * j] = t4.x + sum[4 * j];
+            sum[4 * j + 1] = t4.y + sum[4 * j + 1];
+            sum[4 * j + 2] = t4.z + sum[4 * j + 2];
+            sum[4 * j + 3] = t4.w + sum[4 * j + 3];
+          }
         }
       } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
 #pragma unroll
-        for (int e = 0; e < R; ++e) {
-          totals[e * 128] = (first_sub ? 0.0f : totals[e * 128]) + sum[e];
-          sum[e] = 0.0f;
+        for (int j = 0; j < R / 4; ++j) {
+          float4 t4 = first_sub ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : totals[j * 128];
+          t4.x += sum[4 * j], t4.y += sum[4 * j + 1], t4.z += sum[4 * j + 2], t4.w += sum[4 * j + 3];
+          totals[j * 128] = t4;
+          sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
         }
         first_sub = false;
       }
@@ -300,7 +312,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     }
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
 #pragma unroll
-      for (int e = 0; e < R; ++e) totals[e * 128] = sum[e];
+      for (int j = 0; j < R / 4; ++j) totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_expert_split_fold<R>(p, totals, static_cast<int>(blockIdx.x) % p.split, y, nt, n_local, g, c);
