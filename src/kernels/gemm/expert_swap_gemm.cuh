@@ -176,7 +176,7 @@ __device__ __forceinline__ void swap_produce(const PackedExpertArgs& p, unsigned
     const auto copy_a = tile_a(y);
     for (int i = walk.i_begin; i < walk.i_end; ++i, ++u) {
       const int s = u % S;
-      if (u >= S) mbar_wait(&empty[s], ((u / S) - 1) & 1);
+      if (u >= S) mbar_wait_idle(&empty[s], ((u / S) - 1) & 1);
       unsigned char* stage = smem + s * stage_bytes;
       if (r == 0) copy_a(stage, i, &full[s]);
       swap_stage_rows(stage + raw_offset, r, rows, i, aligned, &full[s]);

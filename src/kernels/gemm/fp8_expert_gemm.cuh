@@ -133,8 +133,10 @@ struct Fp8ExpertFrags {
 };
 
 // The block scale 2^(ref - 133) of a row's folded block (ref: its largest scale code).
+// Branch-free (a branch and its reconvergence per row were ~5 of the decode's instructions):
+// normal for ref >= 7; below, 2^(ref - 133) is the subnormal with bit ref + 16 set.
 __device__ __forceinline__ float fp4_fold_scale(int ref) {
-  return ref >= 7 ? __int_as_float((ref - 6) << 23) : ldexpf(1.0f, ref - 133);
+  return __int_as_float(ref >= 7 ? (ref - 6) << 23 : 1 << (ref + 16));
 }
 
 // The split form's fold: rank `sub` of the cluster adds, for its share of the tile's n8 groups of
@@ -216,6 +218,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
 #pragma unroll
   for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (each block's first MMA overwrites them; the asm reads them)
   int u = 0;  // blocks taken so far: stage u % S
+  const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
   auto take = [&](int use, Fp8ExpertFrags& x) {
     const int s = use % S;
@@ -231,7 +234,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       x.fs[h] = fp4_fold_scale(ref);
 #pragma unroll
       for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
-        const int e = static_cast<int>((code >> (8 * (2 * w + c / 2))) & 0xffu);
+        const int e = static_cast<int>(__byte_perm(code, 0u, byte_sel + 2 * w));
         tab[h][w] = tables[min(ref - e, kFp4FoldMaxShift + 1)];
       }
     }
