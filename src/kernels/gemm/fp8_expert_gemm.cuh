@@ -125,6 +125,16 @@ __device__ __forceinline__ void fp8_expert_block_mma(float (&part)[NT / 2], cons
   }
 }
 
+// A ring position: stage and the parity of its phase (use u: u % S and (u / S) & 1).
+struct RingPos {
+  int stage;
+  uint32_t parity;
+  template <int S>
+  __device__ __forceinline__ RingPos next() const {
+    return stage + 1 == S ? RingPos{0, parity ^ 1u} : RingPos{stage + 1, parity};
+  }
+};
+
 // A thread's decoded block: the A fragments of its four k32 steps (rows g and g + 8) and the two
 // rows' block scales.
 struct Fp8ExpertFrags {
@@ -217,12 +227,14 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   float part[R];
 #pragma unroll
   for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (each block's first MMA overwrites them; the asm reads them)
-  int u = 0;  // blocks taken so far: stage u % S
+  // Blocks taken so far, as stage u % S and phase parity (u / S) & 1, advanced one block at a time
+  // (u % 6 and u / 6 for each use were ~20 uniform-datapath instructions per block: ncu SASS).
+  RingPos u{0, 0u};
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
-  auto take = [&](int use, Fp8ExpertFrags& x) {
-    const int s = use % S;
-    mbar_wait(&full[s], (use / S) & 1);
+  auto take = [&](RingPos use, Fp8ExpertFrags& x) {
+    const int s = use.stage;
+    mbar_wait(&full[s], use.parity);
     const unsigned char* raw = smem + s * Sh::kStageBytes + Sh::kCodesBytes;
     uint4 run[2];
     uint2 tab[2][2];  // [row half][window]
@@ -261,7 +273,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     // Block i on fragments x; the next block's are decoded into nx while its MMAs run (the tensor
     // core then waits on the decode only at a tile's first block).
     auto block = [&](int i, const Fp8ExpertFrags& x, Fp8ExpertFrags& nx) {
-      const int s = u % S;
+      const int s = u.stage;
       const unsigned char* stage = smem + s * Sh::kStageBytes;
       const uint64_t b = desc0 + ((s * Sh::kStageBytes) >> 4);
       wgmma_fence_operands(part);
@@ -269,7 +281,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       // ptxas serialised every wgmma of the kernel (C7511) — dearer than the idle MMA columns.
       fp8_expert_block_mma<NT>(part, x.f, b);
       wgmma_commit();
-      if (i + 1 < walk.i_end) take(u + 1, nx);
+      if (i + 1 < walk.i_end) take(u.next<S>(), nx);
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
@@ -283,7 +295,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       }
       __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
       if (lane == 0) mbar_arrive(&empty[s]);
-      ++u;
+      u = u.next<S>();
       if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
         if (!first_sub) {
 #pragma unroll
