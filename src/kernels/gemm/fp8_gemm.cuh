@@ -50,7 +50,10 @@ struct Fp8GemmShape {
   static constexpr int kStages = C == 2 ? 4 : 3;
   static constexpr int kWeightBytes = 64 * C * kFp8GemvBlock;                           // one block, 64 C rows
   static constexpr int kStageBytes = kWeightBytes + static_cast<int>(kFp8GemmCodesBlockBytes);
-  static constexpr int kTotalsBytes = C * 64 * 128 * 4;  // [warpgroup][64 accumulators][128 threads] F32
+  // [warpgroup][16][128 threads] float4: accumulators 4 j .. 4 j + 3 of a thread in one 16-byte
+  // slot (consecutive threads, consecutive slots), so a sub-range's fold is 16 vector loads and
+  // stores instead of 64 scalar ones of each (as fp8_expert_gemm.cuh, session 50).
+  static constexpr int kTotalsBytes = C * 64 * 128 * 4;
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static_assert(kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
   static_assert(kSmem <= 227 * 1024, "shared memory");
@@ -144,7 +147,7 @@ __device__ __forceinline__ Fp8GemmTile fp8_gemm_tile(const Fp8GemmArgs& a, int64
 // The split form's fold: rank `sub` of the cluster adds, for its share of the live accumulators
 // of thread slot (wg, tid), the P CTAs' sub-range sums (their totals) in sub-range order and stores
 // the outputs. Accumulator e is column n (+ 8 for e % 4 >= 2) and token m0 + 8 (e / 4) + 2 c + e % 2.
-__device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const float* totals, int P, int sub,
+__device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const float4* totals, int P, int sub,
                                                     int64_t nw, int64_t N, int64_t m0, int c, void* Cout,
                                                     int64_t ldc) {
   const int64_t rows = min64(p.M - m0, kFp8GemmTile);
@@ -152,7 +155,8 @@ __device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const f
   for (int e = live * sub / P; e < live * (sub + 1) / P; ++e) {
     const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
     float total = 0.0f;
-    for (int q = 0; q < P; ++q) total += cluster_load_f32(cluster_map(totals + e * 128, q));
+    for (int q = 0; q < P; ++q)
+      total += cluster_load_f32(cluster_map(reinterpret_cast<const float*>(totals + (e >> 2) * 128) + (e & 3), q));
     if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, total);
   }
 }
@@ -222,7 +226,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
   // Consumers: warpgroup wg takes columns 64 wg .. 64 wg + 63 of the tile. Accumulator e of the
   // m64n128 layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
   const int wg = warp / 4, g = lane >> 2, c = lane & 3, tid = threadIdx.x & 127;
-  float* totals = reinterpret_cast<float*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 + tid;
+  float4* totals = reinterpret_cast<float4*>(smem + S * Sh::kStageBytes) + wg * 16 * 128 + tid;
   // Stage 0's descriptors (stage s adds s x kStageBytes / 16: the start address field's units);
   // a k32 step is 64 C x 32 weight bytes and 128 x 32 code bytes further.
   const uint64_t a_desc0 = wgmma_desc(smem + wg * 2048, 128, 256);
@@ -273,14 +277,22 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
         // (0 + sum is sum bitwise: sum starts at +0 and round-to-nearest never makes -0 of it.)
         if (!first_sub) {
 #pragma unroll
-          for (int e = 0; e < 64; ++e) sum[e] = totals[e * 128] + sum[e];
+          for (int j = 0; j < 16; ++j) {
+            const float4 t4 = totals[j * 128];
+            sum[4 * j] = t4.x + sum[4 * j];
+            sum[4 * j + 1] = t4.y + sum[4 * j + 1];
+            sum[4 * j + 2] = t4.z + sum[4 * j + 2];
+            sum[4 * j + 3] = t4.w + sum[4 * j + 3];
+          }
         }
       } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
 #pragma unroll
-        for (int e = 0; e < 64; ++e) {
-          totals[e * 128] = (first_sub ? 0.0f : totals[e * 128]) + sum[e];
-          sum[e] = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+          float4 t4 = first_sub ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : totals[j * 128];
+          t4.x += sum[4 * j], t4.y += sum[4 * j + 1], t4.z += sum[4 * j + 2], t4.w += sum[4 * j + 3];
+          totals[j * 128] = t4;
+          sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
         }
         first_sub = false;
       }
@@ -289,7 +301,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
     const int64_t nw = n0 + 16 * (warp & 3) + g;
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
 #pragma unroll
-      for (int e = 0; e < 64; ++e) totals[e * 128] = sum[e];
+      for (int j = 0; j < 16; ++j) totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_gemm_split_fold(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);
