@@ -228,7 +228,8 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
 #pragma unroll
   for (int e = 0; e < R; ++e) part[e] = 0.0f;  // (each block's first MMA overwrites them; the asm reads them)
   // Blocks taken so far, as stage u % S and phase parity (u / S) & 1, advanced one block at a time
-  // (u % 6 and u / 6 for each use were ~20 uniform-datapath instructions per block: ncu SASS).
+  // (u % S and u / S for each use, S = 6 stages at NT = 128, were ~20 uniform-datapath
+  // instructions per block in the ncu SASS).
   RingPos u{0, 0u};
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
@@ -327,7 +328,8 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     }
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
 #pragma unroll
-      for (int j = 0; j < R / 4; ++j) totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
+      for (int j = 0; j < R / 4; ++j)
+        totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_expert_split_fold<R>(p, totals, static_cast<int>(blockIdx.x) % p.split, y, nt, n_local, g, c);

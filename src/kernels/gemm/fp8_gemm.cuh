@@ -301,7 +301,8 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
     const int64_t nw = n0 + 16 * (warp & 3) + g;
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
 #pragma unroll
-      for (int j = 0; j < 16; ++j) totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
+      for (int j = 0; j < 16; ++j)
+        totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_gemm_split_fold(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);
