@@ -98,10 +98,7 @@ struct Fp8ExpertShape {
   static constexpr int R = NT / 2;               // accumulators per thread
   static constexpr int kCodesBytes = static_cast<int>(fp8_expert_codes_block_bytes(NT));
   static constexpr int kStageBytes = kCodesBytes + kSwapRunBytes + kPackRows * 4;
-  // [warpgroup][R / 4][128 threads] float4: a thread's accumulators 4 j .. 4 j + 3 (its n8 group j)
-  // in one 16-byte slot, so a sub-range's fold is R / 4 vector loads and stores (consecutive
-  // threads' slots: conflict-free) instead of R scalar ones of each.
-  static constexpr int kTotalsBytes = 2 * R * 128 * 4;
+  static constexpr int kTotalsBytes = 2 * R * 128 * 4;  // [warpgroup] fp8_totals_fold's slots
   static constexpr int kStages = NT == 128 ? 6 : 8;
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static constexpr int kProducerRegs = 40;
@@ -163,7 +160,7 @@ __device__ __forceinline__ void fp8_expert_split_fold(const PackedExpertArgs& p,
     for (int k = 0; k < 4; ++k) {
       v[k] = 0.0f;
       for (int q = 0; q < P; ++q)
-        v[k] += cluster_load_f32(cluster_map(reinterpret_cast<const float*>(slot + j * 128) + k, q));
+        v[k] += cluster_load_f32(cluster_map(fp8_totals_at(slot, 4 * j + k), q));
     }
     expert_group_store(p, v, j, begin, count, nt, n_local, g, c);
   }
@@ -298,25 +295,10 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       if (lane == 0) mbar_arrive(&empty[s]);
       u = u.next<S>();
       if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
-        if (!first_sub) {
-#pragma unroll
-          for (int j = 0; j < R / 4; ++j) {
-            const float4 t4 = totals[j * 128];
-            sum[4 * j] = t4.x + sum[4 * j];
-            sum[4 * j + 1] = t4.y + sum[4 * j + 1];
-            sum[4 * j + 2] = t4.z + sum[4 * j + 2];
-            sum[4 * j + 3] = t4.w + sum[4 * j + 3];
-          }
-        }
+        if (!first_sub) fp8_totals_finish(totals, sum);
       } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
-#pragma unroll
-        for (int j = 0; j < R / 4; ++j) {
-          float4 t4 = first_sub ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : totals[j * 128];
-          t4.x += sum[4 * j], t4.y += sum[4 * j + 1], t4.z += sum[4 * j + 2], t4.w += sum[4 * j + 3];
-          totals[j * 128] = t4;
-          sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
-        }
+        fp8_totals_fold(totals, sum, first_sub);
         first_sub = false;
       }
     };
@@ -327,9 +309,7 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       if (i + 1 < walk.i_end) block(i + 1, fb, fa);
     }
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
-#pragma unroll
-      for (int j = 0; j < R / 4; ++j)
-        totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
+      fp8_totals_store(totals, sum);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_expert_split_fold<R>(p, totals, static_cast<int>(blockIdx.x) % p.split, y, nt, n_local, g, c);

@@ -50,10 +50,7 @@ struct Fp8GemmShape {
   static constexpr int kStages = C == 2 ? 4 : 3;
   static constexpr int kWeightBytes = 64 * C * kFp8GemvBlock;                           // one block, 64 C rows
   static constexpr int kStageBytes = kWeightBytes + static_cast<int>(kFp8GemmCodesBlockBytes);
-  // [warpgroup][16][128 threads] float4: accumulators 4 j .. 4 j + 3 of a thread in one 16-byte
-  // slot (consecutive threads, consecutive slots), so a sub-range's fold is 16 vector loads and
-  // stores instead of 64 scalar ones of each (as fp8_expert_gemm.cuh, session 50).
-  static constexpr int kTotalsBytes = C * 64 * 128 * 4;
+  static constexpr int kTotalsBytes = C * 64 * 128 * 4;  // [warpgroup] fp8_totals_fold's slots
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static_assert(kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
   static_assert(kSmem <= 227 * 1024, "shared memory");
@@ -156,7 +153,7 @@ __device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const f
     const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
     float total = 0.0f;
     for (int q = 0; q < P; ++q)
-      total += cluster_load_f32(cluster_map(reinterpret_cast<const float*>(totals + (e >> 2) * 128) + (e & 3), q));
+      total += cluster_load_f32(cluster_map(fp8_totals_at(totals, e), q));
     if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, total);
   }
 }
@@ -275,34 +272,17 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       if (++s == S) s = 0, phase ^= 1;
       if (i + 1 == i_end) {  // the last sub-range ends: the tile's totals stay in registers (sum)
         // (0 + sum is sum bitwise: sum starts at +0 and round-to-nearest never makes -0 of it.)
-        if (!first_sub) {
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {
-            const float4 t4 = totals[j * 128];
-            sum[4 * j] = t4.x + sum[4 * j];
-            sum[4 * j + 1] = t4.y + sum[4 * j + 1];
-            sum[4 * j + 2] = t4.z + sum[4 * j + 2];
-            sum[4 * j + 3] = t4.w + sum[4 * j + 3];
-          }
-        }
+        if (!first_sub) fp8_totals_finish(totals, sum);
       } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          float4 t4 = first_sub ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : totals[j * 128];
-          t4.x += sum[4 * j], t4.y += sum[4 * j + 1], t4.z += sum[4 * j + 2], t4.w += sum[4 * j + 3];
-          totals[j * 128] = t4;
-          sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
-        }
+        fp8_totals_fold(totals, sum, first_sub);
         first_sub = false;
       }
     }
     void* const Cout = set == 0 ? p.C : p.C1;
     const int64_t nw = n0 + 16 * (warp & 3) + g;
     if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
-#pragma unroll
-      for (int j = 0; j < 16; ++j)
-        totals[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
+      fp8_totals_store(totals, sum);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
       fp8_gemm_split_fold(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);

@@ -96,6 +96,45 @@ __device__ __forceinline__ uint32_t e4m3_code(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 
+// The large-M FP8-order kernels' sub-range totals in shared memory (fp8_gemm.cuh,
+// fp8_expert_gemm.cuh): a thread's running sum over R accumulators is [R / 4][128 threads] float4
+// from its slot `t` — accumulators 4 j .. 4 j + 3 (one n8 group) in one 16-byte slot, so a fold is
+// R / 4 vector loads and stores (consecutive threads' slots: conflict-free) instead of R scalar
+// ones of each (~70 instructions per block of the expert kernel's ~486: ncu, session 50).
+// A sub-range ends: total = (first ? 0 : total) + sum, in order; sum restarts from zero.
+template <int R>
+__device__ __forceinline__ void fp8_totals_fold(float4* t, float (&sum)[R], bool first) {
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    float4 v = first ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : t[j * 128];
+    v.x += sum[4 * j], v.y += sum[4 * j + 1], v.z += sum[4 * j + 2], v.w += sum[4 * j + 3];
+    t[j * 128] = v;
+    sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
+  }
+}
+// The last sub-range ends: sum = total + sum (the tile's result, in registers).
+template <int R>
+__device__ __forceinline__ void fp8_totals_finish(const float4* t, float (&sum)[R]) {
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    const float4 v = t[j * 128];
+    sum[4 * j] = v.x + sum[4 * j];
+    sum[4 * j + 1] = v.y + sum[4 * j + 1];
+    sum[4 * j + 2] = v.z + sum[4 * j + 2];
+    sum[4 * j + 3] = v.w + sum[4 * j + 3];
+  }
+}
+// A split form's one sub-range sum into the totals, for the cluster's fold to read.
+template <int R>
+__device__ __forceinline__ void fp8_totals_store(float4* t, const float (&sum)[R]) {
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) t[j * 128] = make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]);
+}
+// Accumulator e of the totals at slot t (another CTA's, through cluster_map).
+__device__ __forceinline__ const float* fp8_totals_at(const float4* t, int e) {
+  return reinterpret_cast<const float*>(t + (e >> 2) * 128) + (e & 3);
+}
+
 // Eight BF16 values (a uint4 of the row) as floats.
 __device__ __forceinline__ void bf16x8_to_f32(const uint4& x, float (&v)[8]) {
   const uint32_t u[4] = {x.x, x.y, x.z, x.w};
