@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -134,30 +135,56 @@ TEST(Fp4FoldLayoutTest, ElementReaderFindsEveryInput) {
 }
 
 // The fold: code(fp4 x 2^(6 + d)) x 2^(ref - 133) equals fp4 x 2^(e - 127) for d = e - ref >= -14;
-// further down, within half an E4M3 subnormal step of it.
+// further down, within half an E4M3 subnormal step of it. ref: the largest scale of the row's
+// sub-range (here four blocks' words, as V4-Flash's 512-input sub-ranges hold).
 TEST(Fp4FoldLayoutTest, FoldedWeightsAreTheCheckpointsWeights) {
   std::mt19937 rng(9);
-  for (int n = 0; n < 4000; ++n) {
-    uint32_t codes = 0;
-    for (int j = 0; j < 4; ++j) codes |= (100u + rng() % (n % 2 ? 40 : 12)) << (8 * j);  // spreads of 11 / 39
-    const int ref = fp4_fold_ref(codes);
-    for (int j = 0; j < 4; ++j) {
-      const int e = static_cast<int>((codes >> (8 * j)) & 0xffu), d = e - ref;
-      EXPECT_LE(d, 0);
-      const Fp4FoldTable t = fp4_fold_table(d < -kFp4FoldMaxShift ? -kFp4FoldMaxShift - 1 : d);
-      for (uint32_t code = 0; code < 16; ++code) {
-        uint32_t a0 = 0, a2 = 0;
-        fp4_fold_decode(fp4_fold_word_bits(code), t, a0, a2);
-        const double folded = std::ldexp(e4m3_value(a0 & 0xffu), ref - 133);
-        const double exact = std::ldexp(fp4_value(code), e - 127);
-        if (d >= -14) {
-          EXPECT_EQ(folded, exact) << "e " << e << " ref " << ref << " code " << code;
-        } else {
-          EXPECT_LE(std::fabs(folded - exact), std::ldexp(1.0, ref - 133 - 10)) << "e " << e << " ref " << ref;
+  for (int n = 0; n < 1000; ++n) {
+    uint32_t words[4] = {};
+    uint32_t m = 0;
+    for (uint32_t& codes : words) {
+      for (int j = 0; j < 4; ++j) codes |= (100u + rng() % (n % 2 ? 40 : 12)) << (8 * j);  // spreads of 11 / 39
+      m = fp4_fold_ref_add(m, codes);
+    }
+    const int ref = fp4_fold_ref(m);
+    for (const uint32_t codes : words) {
+      for (int j = 0; j < 4; ++j) {
+        const int e = static_cast<int>((codes >> (8 * j)) & 0xffu), d = e - ref;
+        EXPECT_LE(d, 0);
+        const Fp4FoldTable t = fp4_fold_table(d < -kFp4FoldMaxShift ? -kFp4FoldMaxShift - 1 : d);
+        for (uint32_t code = 0; code < 16; ++code) {
+          uint32_t a0 = 0, a2 = 0;
+          fp4_fold_decode(fp4_fold_word_bits(code), t, a0, a2);
+          const double folded = std::ldexp(e4m3_value(a0 & 0xffu), ref - 133);
+          const double exact = std::ldexp(fp4_value(code), e - 127);
+          if (d >= -14) {
+            EXPECT_EQ(folded, exact) << "e " << e << " ref " << ref << " code " << code;
+          } else {
+            EXPECT_LE(std::fabs(folded - exact), std::ldexp(1.0, ref - 133 - 10)) << "e " << e << " ref " << ref;
+          }
         }
       }
     }
   }
+}
+
+// The reference is the largest code of the words folded in, whatever their order and bytes
+// (fp4_fold_ref_add's host form; the device's DPX form keeps the same two 16-bit lanes).
+TEST(Fp4FoldLayoutTest, SubRangeReferenceIsTheLargestCode) {
+  std::mt19937 rng(17);
+  for (int n = 0; n < 2000; ++n) {
+    const int words = 1 + n % 8;
+    uint32_t m = 0;
+    int want = 0;
+    for (int q = 0; q < words; ++q) {
+      const uint32_t codes = rng();
+      for (int j = 0; j < 4; ++j) want = std::max(want, static_cast<int>((codes >> (8 * j)) & 0xffu));
+      m = fp4_fold_ref_add(m, codes);
+    }
+    ASSERT_EQ(fp4_fold_ref(m), want) << "case " << n;
+  }
+  EXPECT_EQ(fp4_fold_ref(fp4_fold_ref_add(0u, 0xff000000u)), 255);
+  EXPECT_EQ(fp4_fold_ref(fp4_fold_ref_add(0u, 0u)), 0);
 }
 
 }  // namespace

@@ -4,13 +4,18 @@
 // the FP8-order kernels (fp8_gemv.cuh's header defines the order) can take FP4 experts with the
 // same k grouping (fp8_order_layout.h) and the same per-128 promotion.
 //
-// The fold (inference/convert.py --expert-dtype fp8 does it per 128 x 128 block; here per row):
-// with e_j the scale code of 32-block j of a row's 128-input block and ref = max_j e_j, every code
-// of block j becomes E4M3(fp4 x 2^(6 + d_j)), d_j = e_j - ref <= 0, and the block's weight scale is
+// The fold (inference/convert.py --expert-dtype fp8 does it per 128 x 128 block; here per row and
+// canonical K sub-range, gemm_subrange): with e_j the scale code of 32-block j of a row's 128-input
+// block and ref the largest e over the row's sub-range that holds the block, every code of block j
+// becomes E4M3(fp4 x 2^(6 + d_j)), d_j = e_j - ref <= 0, and the block's weight scale is
 // 2^(ref - 133) (= 2^(e_j - 127) / 2^(6 + d_j)). Exact for d_j >= -14 (fp4 x 2^(6 + d) is then a
 // multiple of 2^-9, E4M3's smallest subnormal, with at most two significant bits, and at most
-// 6 x 64 = 384 < 448); a block 2^15 or more below its neighbour's scale rounds to E4M3's
-// subnormals (round to nearest, ties to even) — below 2^-23 of the block's largest weight.
+// 6 x 64 = 384 < 448); a 32-block 2^15 or more below its sub-range's largest scale rounds to
+// E4M3's subnormals (round to nearest, ties to even) — below 2^-23 of the sub-range's largest
+// weight. One scale per row and sub-range (session 51; it was per block before) lets the kernel
+// promote a block's sums with the activation's scale alone and apply the row's once per sub-range:
+// a power of two commutes with every rounding of the sums, so the bits are those of a per-block
+// scale wherever both folds are exact (all of a sub-range's 32-blocks within 2^14 of its largest).
 //
 // The FP8 order gives lane c of a window w (64 inputs) the inputs 64 w + 16 c .. + 15: eight
 // checkpoint bytes, one 32-block (2 w + c / 2), two k32 steps s of eight inputs 8 s + 4 h + j
@@ -141,23 +146,25 @@ DI_HOST_DEVICE constexpr int64_t fp4_fold_word_offset(int64_t k) {
   return (k / 128) * kFp4FoldBlockBytes + 4 * fp4_fold_word_slot(static_cast<int>((k % 128) / 8));
 }
 
-// A row's 128-input block: the four scale codes (code word: 32-block j at byte j) -> ref (the
-// largest) and d_j = e_j - ref for each.
-DI_HOST_DEVICE inline int fp4_fold_ref(uint32_t codes) {
+// A row's reference for a K sub-range: the largest of its scale codes (code words: 32-block j of
+// a 128-input block at byte j). fp4_fold_ref_add folds one code word into a running maximum m
+// (start 0) held as two 16-bit lanes (bytes 0 and 1 low, 2 and 3 high); fp4_fold_ref reads it.
+// Two PRMTs and one three-way 16x2 max (sm_90's DPX) per word: byte-SIMD maxima are emulated on
+// sm_90 (two __vmaxu4 per word took 15 instructions, ncu SASS, session 50).
+DI_HOST_DEVICE inline uint32_t fp4_fold_ref_add(uint32_t m, uint32_t codes) {
 #if defined(__CUDA_ARCH__)
-  // Bytes extracted with PRMT and one three-way max (sm_90's DPX): 6 instructions, where two
-  // __vmaxu4 (emulated, no byte-SIMD max on sm_90) took 15 (ncu SASS, session 50).
-  const uint32_t e0 = __byte_perm(codes, 0u, 0x4440), e1 = __byte_perm(codes, 0u, 0x4441);
-  const uint32_t e2 = __byte_perm(codes, 0u, 0x4442), e3 = codes >> 24;
-  return static_cast<int>(__vimax3_u32(e0, e1, max(e2, e3)));
+  return __vimax3_u16x2(m, __byte_perm(codes, 0u, 0x4240), __byte_perm(codes, 0u, 0x4341));
 #else
-  int ref = 0;
   for (int j = 0; j < 4; ++j) {
-    const int e = static_cast<int>((codes >> (8 * j)) & 0xffu);
-    ref = e > ref ? e : ref;
+    const uint32_t e = (codes >> (8 * j)) & 0xffu, shift = 16 * (j >> 1);
+    if (e > ((m >> shift) & 0xffffu)) m = (m & ~(0xffffu << shift)) | (e << shift);
   }
-  return ref;
+  return m;
 #endif
+}
+DI_HOST_DEVICE inline int fp4_fold_ref(uint32_t m) {
+  const uint32_t lo = m & 0xffffu, hi = m >> 16;
+  return static_cast<int>(lo > hi ? lo : hi);
 }
 
 static_assert(fp4_fold_word_source(fp4_fold_word_slot(11)) == 11);

@@ -1,9 +1,11 @@
 // FP4 experts on the FP8 tensor cores, in the FP8 order (fp8_gemv.cuh's header defines it;
-// docs/cuda.md "Session 48"; DEEPINFER_GEMM_FP8_EXPERTS=1, off by default). Each row's four
-// 32-block scales of a 128-input block are folded into its codes (fp4_fold_layout.h: E4M3 codes
-// fp4 x 2^(6 + d), block scale 2^(ref - 133)), so an expert block is a dense FP8 weight block and
-// the sums are the dense FP8 order's: per block four wgmma k32 steps from zero, promoted as
-// fmaf(part, sw x sa, sum); per canonical K sub-range from zero, the sub-ranges folded in order.
+// docs/cuda.md "Session 48"; DEEPINFER_GEMM_FP8_EXPERTS=1, off by default). The 32-block scales of
+// a row's canonical K sub-range are folded into its codes (fp4_fold_layout.h: E4M3 codes
+// fp4 x 2^(6 + d), one scale sw = 2^(ref - 133) per row and sub-range), so an expert block is a
+// dense FP8 weight block and the sums are the dense FP8 order's: per block four wgmma k32 steps
+// from zero, promoted as fmaf(part, sw x sa, sum) — here as fmaf(part, sa, sum) and the sub-range's
+// sum times sw at its end, the same bits (sw is a power of two: it commutes with each rounding);
+// per canonical K sub-range from zero, the sub-ranges folded in order.
 //
 // Three launches (plan: fp8_expert_plan.h), blocks in the staging workspace:
 //   * expert_tile_table_kernel (packed_expert_gemm.cuh): the (expert, token tile) table;
@@ -133,17 +135,64 @@ struct RingPos {
 };
 
 // A thread's decoded block: the A fragments of its four k32 steps (rows g and g + 8) and the two
-// rows' block scales.
+// rows' references for the block's K sub-range (fp4_fold_layout.h: the sub-range's scale 2^(ref - 133)).
 struct Fp8ExpertFrags {
   uint32_t f[4][4];
-  float fs[2];
+  int ref[2];
 };
 
-// The block scale 2^(ref - 133) of a row's folded block (ref: its largest scale code).
+// The scale 2^(ref - 133) of a row's folded sub-range (ref: its largest scale code).
 // Branch-free (a branch and its reconvergence per row were ~5 of the decode's instructions):
 // normal for ref >= 7; below, 2^(ref - 133) is the subnormal with bit ref + 16 set.
 __device__ __forceinline__ float fp4_fold_scale(int ref) {
   return __int_as_float(ref >= 7 ? (ref - 6) << 23 : 1 << (ref + 16));
+}
+
+// A row's reference for the sub-range of blocks [i, i + n): its code words read from the weight's
+// scale row (the producer's cp.async of block i's word, which the caller has waited for, brought
+// their line to L1 or L2). Four loads in flight at a time.
+__device__ __forceinline__ int fp4_fold_row_ref(const uint8_t* codes, int i, int n) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(codes) + i;
+  uint32_t m = 0;
+  for (int b = 0; b < n; b += 4) {
+    uint32_t x[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) x[q] = b + q < n ? __ldg(w + b + q) : 0u;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) m = fp4_fold_ref_add(m, x[q]);
+  }
+  return fp4_fold_ref(m);
+}
+
+// The totals at a sub-range's end with the rows' scales f (accumulator 4 j + 2 h + e is row h):
+// total + sum x f, exactly total + the per-block-scaled sum (f is a power of two).
+template <int R>
+__device__ __forceinline__ void fp8_totals_fold_rows(float4* t, float (&sum)[R], bool first, const float (&f)[2]) {
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    float4 v = first ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : t[j * 128];
+    v.x = fmaf(sum[4 * j], f[0], v.x), v.y = fmaf(sum[4 * j + 1], f[0], v.y);
+    v.z = fmaf(sum[4 * j + 2], f[1], v.z), v.w = fmaf(sum[4 * j + 3], f[1], v.w);
+    t[j * 128] = v;
+    sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
+  }
+}
+// The last sub-range ends: sum = total + sum x f (first: the only sub-range, sum x f).
+template <int R>
+__device__ __forceinline__ void fp8_totals_finish_rows(const float4* t, float (&sum)[R], bool first,
+                                                       const float (&f)[2]) {
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    if (first) {
+      sum[4 * j] *= f[0], sum[4 * j + 1] *= f[0], sum[4 * j + 2] *= f[1], sum[4 * j + 3] *= f[1];
+    } else {
+      const float4 v = t[j * 128];
+      sum[4 * j] = fmaf(sum[4 * j], f[0], v.x);
+      sum[4 * j + 1] = fmaf(sum[4 * j + 1], f[0], v.y);
+      sum[4 * j + 2] = fmaf(sum[4 * j + 2], f[1], v.z);
+      sum[4 * j + 3] = fmaf(sum[4 * j + 3], f[1], v.w);
+    }
+  }
 }
 
 // The split form's fold: rank `sub` of the cluster adds, for its share of the tile's n8 groups of
@@ -229,10 +278,18 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   // instructions per block in the ncu SASS).
   RingPos u{0, 0u};
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
-  // Waits for use `use`'s stage and decodes this thread's rows of its block into x.
-  auto take = [&](RingPos use, Fp8ExpertFrags& x) {
+  const uint8_t* codes[2];  // this thread's rows' scale rows in the tile's expert (set per tile)
+  // Waits for use `use`'s stage (block i) and decodes this thread's rows of it into x; at the
+  // first block of a K sub-range (fresh) it finds the rows' references for the sub-range first,
+  // else x.ref holds them (the caller's copy of the previous block's).
+  auto take = [&](RingPos use, int i, bool fresh, Fp8ExpertFrags& x) {
     const int s = use.stage;
     mbar_wait(&full[s], use.parity);
+    if (fresh) {
+      const int n = min(blocks_per_sub, static_cast<int>(p.k_tiles) - i);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) x.ref[h] = fp4_fold_row_ref(codes[h], i, n);
+    }
     const unsigned char* raw = smem + s * Sh::kStageBytes + Sh::kCodesBytes;
     uint4 run[2];
     uint2 tab[2][2];  // [row half][window]
@@ -240,12 +297,10 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     for (int h = 0; h < 2; ++h) {
       run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
       const uint32_t code = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
-      const int ref = fp4_fold_ref(code);
-      x.fs[h] = fp4_fold_scale(ref);
 #pragma unroll
       for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
         const int e = static_cast<int>(__byte_perm(code, 0u, byte_sel + 2 * w));
-        tab[h][w] = tables[min(ref - e, kFp4FoldMaxShift + 1)];
+        tab[h][w] = tables[min(x.ref[h] - e, kFp4FoldMaxShift + 1)];
       }
     }
 #pragma unroll
@@ -262,14 +317,24 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   };
   for (int64_t t = walk.t_first; t < tiles; t += walk.t_step) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;
-    if (p.table[y] < 0) break;
+    const int32_t expert = p.table[y];
+    if (expert < 0) break;
+    {
+      const WeightDesc& wd = p.experts[expert];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows past N: row 0's (their codes are zero-filled, any reference does)
+        const int64_t n = nt * kPackRows + n_local + 8 * h;
+        codes[h] = wd.scale + (n < p.N ? n : 0) * wd.scale_cols;
+      }
+    }
     float sum[R];
 #pragma unroll
     for (int e = 0; e < R; ++e) sum[e] = 0.0f;
     bool first_sub = true;
     int in_sub = 0;
     // Block i on fragments x; the next block's are decoded into nx while its MMAs run (the tensor
-    // core then waits on the decode only at a tile's first block).
+    // core then waits on the decode only at a tile's first block). A block's sums are promoted with
+    // the activation's scales alone, the rows' at the sub-range's end (fp4_fold_layout.h).
     auto block = [&](int i, const Fp8ExpertFrags& x, Fp8ExpertFrags& nx) {
       const int s = u.stage;
       const unsigned char* stage = smem + s * Sh::kStageBytes;
@@ -279,36 +344,45 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       // ptxas serialised every wgmma of the kernel (C7511) — dearer than the idle MMA columns.
       fp8_expert_block_mma<NT>(part, x.f, b);
       wgmma_commit();
-      if (i + 1 < walk.i_end) take(u.next<S>(), nx);
+      const bool ends_sub = in_sub + 1 == blocks_per_sub;
+      if (i + 1 < walk.i_end) {
+        if (!ends_sub) nx.ref[0] = x.ref[0], nx.ref[1] = x.ref[1];
+        take(u.next<S>(), i + 1, ends_sub, nx);
+      }
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
 #pragma unroll
       for (int jn = 0; jn < NT / 8; ++jn) {
         const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * jn + 2 * c);
-        sum[4 * jn] = fmaf(part[4 * jn], x.fs[0] * st.x, sum[4 * jn]);
-        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], x.fs[0] * st.y, sum[4 * jn + 1]);
-        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], x.fs[1] * st.x, sum[4 * jn + 2]);
-        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], x.fs[1] * st.y, sum[4 * jn + 3]);
+        sum[4 * jn] = fmaf(part[4 * jn], st.x, sum[4 * jn]);
+        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], st.y, sum[4 * jn + 1]);
+        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], st.x, sum[4 * jn + 2]);
+        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], st.y, sum[4 * jn + 3]);
       }
       __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
       if (lane == 0) mbar_arrive(&empty[s]);
       u = u.next<S>();
-      if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers (0 + sum is sum)
-        if (!first_sub) fp8_totals_finish(totals, sum);
-      } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
-        in_sub = 0;
-        fp8_totals_fold(totals, sum, first_sub);
-        first_sub = false;
+      if (i + 1 == walk.i_end || ends_sub) {
+        const float f[2] = {fp4_fold_scale(x.ref[0]), fp4_fold_scale(x.ref[1])};
+        if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers
+          fp8_totals_finish_rows(totals, sum, first_sub, f);
+        } else {  // a sub-range ends: into the total, in order
+          in_sub = 0;
+          fp8_totals_fold_rows(totals, sum, first_sub, f);
+          first_sub = false;
+        }
+      } else {
+        ++in_sub;
       }
     };
     Fp8ExpertFrags fa, fb;
-    take(u, fa);
+    take(u, walk.i_begin, true, fa);
     for (int i = walk.i_begin; i < walk.i_end; i += 2) {
       block(i, fa, fb);
       if (i + 1 < walk.i_end) block(i + 1, fb, fa);
     }
-    if constexpr (kSplit) {  // this sub-range's sum (one: first_sub stayed true) into the totals, then the fold
+    if constexpr (kSplit) {  // this sub-range's sum (one, scaled: first_sub stayed true) into the totals, then the fold
       fp8_totals_store(totals, sum);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
