@@ -29,6 +29,7 @@ class CudaOpsTest : public OpHarness {
     LinearWeight host, dev;
   };
   void moe_batch_invariance(int64_t E, int act_block, int64_t F = 256, int64_t D = 1024);
+  void moe_matches_cpu(int64_t D, int64_t F);
   void hc_batch_invariance(int64_t D);
   // E experts of random FP4 weights (w1, w3: [F, D], w2: [D, F]) on the device; `keep` owns them.
   std::vector<tensor::ExpertWeights> make_fp4_experts(int64_t E, int64_t D, int64_t F, std::vector<Linear>& keep) {
@@ -772,8 +773,14 @@ void CudaOpsTest::hc_batch_invariance(int64_t D) {
   }
 }
 
-TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
-  const int64_t E = 8, k = 3, D = 256, F = 128;
+TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) { moe_matches_cpu(256, 128); }
+// Several canonical K sub-ranges per launch, the last one shorter (gate/up: 1,280 inputs as 512 /
+// 512 / 256; down: 640 as 384 / 256): under DEEPINFER_GEMM_FP8_EXPERTS=1 the rows' per-sub-range
+// fold references and the folds of their scaled sums.
+TEST_F(CudaOpsTest, MoeExpertsOverSeveralSubRangesMatchCpu) { moe_matches_cpu(1280, 640); }
+
+void CudaOpsTest::moe_matches_cpu(int64_t D, int64_t F) {
+  const int64_t E = 8, k = 3;
   std::vector<Linear> w1, w2, w3;
   std::vector<tensor::ExpertWeights> eh, ed;
   for (int64_t e = 0; e < E; ++e) {
@@ -805,7 +812,7 @@ TEST_F(CudaOpsTest, MoeRoutingAndExpertsMatchCpu) {
       cpu_.moe_experts(x.host, sel.host, wts.host, eh, mp, out.host);
       gpu_->moe_experts(x.dev, sel.dev, wts.dev, ed, mp, out.dev);
       const std::vector<float> got = download(out.dev), want = values(out.host);
-      const std::string what = "T " + std::to_string(T) + " dtype " + std::to_string(int(dt)) + " block " +
+      const std::string what = "D " + std::to_string(D) + " T " + std::to_string(T) + " dtype " + std::to_string(int(dt)) + " block " +
                                std::to_string(block);
       if (fp8_accumulates && block != 0) {
         // FP8 tensor-core sums (~1e-4 of sum |products|, wgmma_fp8_probe) flip the rounding of
