@@ -205,6 +205,40 @@ TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {
 // The FP8-order expert launches (fp8_expert_plan.h): V4-Flash's gate/up at an 8K prefill (49,152
 // pairs over 256 experts), its down projection at a batch-1 step (6 pairs) and the tile size's
 // bound; whole 128-input blocks only.
+// A code block's pair scales: every pair its own slot inside the block; lane c's float4 j holds
+// pairs 16 j + 2 c + {0, 1} and 16 j + 8 + 2 c + {0, 1} (its accumulators' pairs, in order); the
+// four lanes' rows start 4 banks apart (no conflict among the four 16-byte reads).
+TEST(Fp8ExpertPlanTest, PairScalesLieWhereEachLaneReadsThemAsFloat4s) {
+  for (int nt : {32, 128}) {
+    const int stride = fp8_expert_scale_stride(nt);
+    std::vector<int> seen(static_cast<size_t>(4 * stride), -1);
+    for (int pair = 0; pair < nt; ++pair) {
+      const int slot = fp8_expert_scale_slot(nt, pair);
+      ASSERT_GE(slot, 0);
+      ASSERT_LT(slot, 4 * stride);
+      EXPECT_EQ(seen[static_cast<size_t>(slot)], -1) << "nt " << nt << " pair " << pair;
+      seen[static_cast<size_t>(slot)] = pair;
+    }
+    EXPECT_EQ(nt * 128 + 4 * 4 * stride, fp8_expert_codes_block_bytes(nt));
+    std::vector<int> bank_owner(32, -1);  // the 4 banks of each lane's 16-byte read at the same j
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(c * stride % 4, 0) << "16-byte aligned rows";
+      for (int b = 0; b < 4; ++b) {
+        int& owner = bank_owner[static_cast<size_t>((c * stride + b) % 32)];
+        EXPECT_EQ(owner, -1) << "nt " << nt << ": lanes " << owner << " and " << c << " share a bank";
+        owner = c;
+      }
+      for (int j = 0; j < nt / 16; ++j) {
+        const int at = c * stride + 4 * j;
+        EXPECT_EQ(seen[static_cast<size_t>(at)], 16 * j + 2 * c);
+        EXPECT_EQ(seen[static_cast<size_t>(at + 1)], 16 * j + 2 * c + 1);
+        EXPECT_EQ(seen[static_cast<size_t>(at + 2)], 16 * j + 8 + 2 * c);
+        EXPECT_EQ(seen[static_cast<size_t>(at + 3)], 16 * j + 8 + 2 * c + 1);
+      }
+    }
+  }
+}
+
 TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   Fp8ExpertPlan plan;
   ASSERT_TRUE(plan_fp8_experts(49152, 256, 2048, 4096, 264, plan));
@@ -214,14 +248,14 @@ TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   EXPECT_EQ(plan.kb, 32);
   EXPECT_EQ(plan.split, 1);  // 128-pair tiles never split
   EXPECT_EQ(plan.table_bytes, (3 * 640 * 4 + 255) / 256 * 256);
-  EXPECT_EQ(plan.codes_bytes, 640 * 32 * (128 * 128 + 128 * 4));
+  EXPECT_EQ(plan.codes_bytes, 640 * 32 * (128 * 128 + 4 * 36 * 4));  // scales: 4 rows of 32 + 4 floats
   EXPECT_EQ(plan.staging_bytes(), plan.table_bytes + plan.codes_bytes);
   ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, 0, plan));
   EXPECT_EQ(plan.nt, 32);
   EXPECT_EQ(plan.split, 1);  // split_below 0: never
   EXPECT_EQ(plan.y_tiles, 1 + 6);
   EXPECT_EQ(plan.n_tiles, 32);
-  EXPECT_EQ(plan.codes_bytes, 7 * 16 * (32 * 128 + 32 * 4));
+  EXPECT_EQ(plan.codes_bytes, 7 * 16 * (32 * 128 + 4 * 12 * 4));
   // The split form below two tiles per SM (132 SMs): batch 1's gate/up (7 x 16 tiles, K = 4,096 in
   // 8 sub-ranges) and down (7 x 32, K = 2,048 in 4); batch 8's gate/up (2 + 48 tiles of pairs x 16
   // = 800) streams whole K.

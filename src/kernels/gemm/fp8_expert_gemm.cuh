@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(128) fp8_expert_pack_kernel(const __nv_bfloat1
   const int o = fp8_tile_offset(r, 8 * q, NT);
   *reinterpret_cast<uint32_t*>(blk + o) = lo;        // inputs 8 q .. + 3: positions 4 c .. (h = 0)
   *reinterpret_cast<uint32_t*>(blk + o + 128) = hi;  // inputs 8 q + 4 .. + 7: h = 1
-  if (q == 0) reinterpret_cast<float*>(blk + int64_t{NT} * 128)[r] = s;
+  if (q == 0) reinterpret_cast<float*>(blk + int64_t{NT} * 128)[fp8_expert_scale_slot(NT, r)] = s;
 }
 
 template <int NT>
@@ -351,14 +351,20 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       }
       wgmma_wait<0>();
       wgmma_fence_operands(part);
-      const float* s_tok = reinterpret_cast<const float*>(stage + NT * 128);
+      // This lane's pairs' scales (fp8_expert_scale_slot): pairs 8 j + 2 c + e, two j per float4.
+      const float4* s_tok = reinterpret_cast<const float4*>(stage + NT * 128) + c * (fp8_expert_scale_stride(NT) / 4);
 #pragma unroll
-      for (int jn = 0; jn < NT / 8; ++jn) {
-        const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * jn + 2 * c);
-        sum[4 * jn] = fmaf(part[4 * jn], st.x, sum[4 * jn]);
-        sum[4 * jn + 1] = fmaf(part[4 * jn + 1], st.y, sum[4 * jn + 1]);
-        sum[4 * jn + 2] = fmaf(part[4 * jn + 2], st.x, sum[4 * jn + 2]);
-        sum[4 * jn + 3] = fmaf(part[4 * jn + 3], st.y, sum[4 * jn + 3]);
+      for (int jp = 0; jp < NT / 16; ++jp) {
+        const float4 st = s_tok[jp];
+        const float sa[4] = {st.x, st.y, st.z, st.w};
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int jn = 2 * jp + q;
+          sum[4 * jn] = fmaf(part[4 * jn], sa[2 * q], sum[4 * jn]);
+          sum[4 * jn + 1] = fmaf(part[4 * jn + 1], sa[2 * q + 1], sum[4 * jn + 1]);
+          sum[4 * jn + 2] = fmaf(part[4 * jn + 2], sa[2 * q], sum[4 * jn + 2]);
+          sum[4 * jn + 3] = fmaf(part[4 * jn + 3], sa[2 * q + 1], sum[4 * jn + 3]);
+        }
       }
       __syncwarp();  // the warp's reads of the stage are done before its lane 0 frees it
       if (lane == 0) mbar_arrive(&empty[s]);

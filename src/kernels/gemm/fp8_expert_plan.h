@@ -19,8 +19,18 @@ namespace deepinfer::kernels {
 inline constexpr int kFp8ExpertRows = 128;  // weight rows (output columns) per tile: two warpgroups of 64
 
 // A code block of an expert tile: nt pairs x 128 E4M3 codes in the FP8 order's image
-// (fp8_tile_offset with rows = nt), then the nt pairs' F32 block scales.
-inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) { return int64_t{nt} * 128 + int64_t{nt} * 4; }
+// (fp8_tile_offset with rows = nt), then the nt pairs' F32 block scales as [c][2 j + e] for pair
+// 8 j + 2 c + e, each c's row padded by 16 bytes: consumer lane c (fp8_expert_gemm.cuh: its
+// accumulators are pairs 8 j + 2 c + e) reads its scales as float4s, the four c without a bank
+// conflict (rows of nt / 4 + 4 floats start 4 banks apart).
+inline constexpr int fp8_expert_scale_stride(int nt) { return nt / 4 + 4; }  // floats per c
+inline constexpr int fp8_expert_scale_slot(int nt, int pair) {
+  return (pair % 8) / 2 * fp8_expert_scale_stride(nt) + (pair / 8) * 2 + pair % 2;
+}
+inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) {
+  return int64_t{nt} * 128 + 4 * 4 * int64_t{fp8_expert_scale_stride(nt)};
+}
+static_assert(fp8_expert_codes_block_bytes(128) % 16 == 0 && fp8_expert_codes_block_bytes(32) % 16 == 0);
 
 struct Fp8ExpertPlan {
   int nt = 128;          // pairs per token tile
