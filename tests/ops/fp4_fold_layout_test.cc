@@ -187,5 +187,35 @@ TEST(Fp4FoldLayoutTest, SubRangeReferenceIsTheLargestCode) {
   EXPECT_EQ(fp4_fold_ref(fp4_fold_ref_add(0u, 0u)), 0);
 }
 
+// The kernel's promotion with one reference per sub-range gives the bits of the per-block one
+// (fp8_expert_gemm.cuh): per block, the per-block fold's chain adds fmaf(part_b, sw_b x sa_b, .)
+// with sw_b = 2^(ref_b - 133); the sub-range fold's codes are those codes times 2^(ref_b - ref)
+// (exact: the tensor core's part scales with them), its chain adds fmaf(part_b 2^(ref_b - ref),
+// sa_b, .) and its sum enters the total as fmaf(sum, 2^(ref - 133), total). Host F32 fmaf is the
+// device's; the parts and scales are drawn so that no sum leaves the normal range.
+TEST(Fp4FoldLayoutTest, SubRangeScaleGivesThePerBlockScalesBits) {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> part_dist(-4096.0f, 4096.0f);
+  for (int n = 0; n < 20000; ++n) {
+    const int subs = 1 + n % 4, blocks = 1 + (n / 4) % 4;
+    float total_block = 0.0f, total_sub = 0.0f;
+    for (int p = 0; p < subs; ++p) {
+      int ref_b[8];
+      int ref = 0;
+      for (int b = 0; b < blocks; ++b) ref = std::max(ref, ref_b[b] = 100 + static_cast<int>(rng() % 14));
+      float sum_block = 0.0f, sum_sub = 0.0f;
+      for (int b = 0; b < blocks; ++b) {
+        const float part = part_dist(rng), sa = std::ldexp(1.0f, -static_cast<int>(rng() % 12));
+        const float sw_b = std::ldexp(1.0f, ref_b[b] - 133);
+        sum_block = std::fmaf(part, sw_b * sa, sum_block);
+        sum_sub = std::fmaf(std::ldexp(part, ref_b[b] - ref), sa, sum_sub);
+      }
+      total_block = p == 0 ? 0.0f + sum_block : total_block + sum_block;
+      total_sub = p == 0 ? sum_sub * std::ldexp(1.0f, ref - 133) : std::fmaf(sum_sub, std::ldexp(1.0f, ref - 133), total_sub);
+    }
+    ASSERT_EQ(total_sub, total_block) << "case " << n;
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels
