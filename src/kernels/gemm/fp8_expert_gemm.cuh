@@ -164,37 +164,6 @@ __device__ __forceinline__ int fp4_fold_row_ref(const uint8_t* codes, int i, int
   return fp4_fold_ref(m);
 }
 
-// The totals at a sub-range's end with the rows' scales f (accumulator 4 j + 2 h + e is row h):
-// total + sum x f, exactly total + the per-block-scaled sum (f is a power of two).
-template <int R>
-__device__ __forceinline__ void fp8_totals_fold_rows(float4* t, float (&sum)[R], bool first, const float (&f)[2]) {
-#pragma unroll
-  for (int j = 0; j < R / 4; ++j) {
-    float4 v = first ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : t[j * 128];
-    v.x = fmaf(sum[4 * j], f[0], v.x), v.y = fmaf(sum[4 * j + 1], f[0], v.y);
-    v.z = fmaf(sum[4 * j + 2], f[1], v.z), v.w = fmaf(sum[4 * j + 3], f[1], v.w);
-    t[j * 128] = v;
-    sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
-  }
-}
-// The last sub-range ends: sum = total + sum x f (first: the only sub-range, sum x f).
-template <int R>
-__device__ __forceinline__ void fp8_totals_finish_rows(const float4* t, float (&sum)[R], bool first,
-                                                       const float (&f)[2]) {
-#pragma unroll
-  for (int j = 0; j < R / 4; ++j) {
-    if (first) {
-      sum[4 * j] *= f[0], sum[4 * j + 1] *= f[0], sum[4 * j + 2] *= f[1], sum[4 * j + 3] *= f[1];
-    } else {
-      const float4 v = t[j * 128];
-      sum[4 * j] = fmaf(sum[4 * j], f[0], v.x);
-      sum[4 * j + 1] = fmaf(sum[4 * j + 1], f[0], v.y);
-      sum[4 * j + 2] = fmaf(sum[4 * j + 2], f[1], v.z);
-      sum[4 * j + 3] = fmaf(sum[4 * j + 3], f[1], v.w);
-    }
-  }
-}
-
 // The split form's fold: rank `sub` of the cluster adds, for its share of the tile's n8 groups of
 // tokens, the P CTAs' sub-range sums (their totals: thread slot `slot` of [R / 4][128]) in sub-range
 // order — 0 + s0 + s1 + ..., the one-CTA kernel's chain — and stores them.
@@ -372,10 +341,10 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
       if (i + 1 == walk.i_end || ends_sub) {
         const float f[2] = {fp4_fold_scale(x.ref[0]), fp4_fold_scale(x.ref[1])};
         if (i + 1 == walk.i_end) {  // the last sub-range ends: the totals into registers
-          fp8_totals_finish_rows(totals, sum, first_sub, f);
+          fp8_totals_finish<R, true>(totals, sum, first_sub, f);
         } else {  // a sub-range ends: into the total, in order
           in_sub = 0;
-          fp8_totals_fold_rows(totals, sum, first_sub, f);
+          fp8_totals_fold<R, true>(totals, sum, first_sub, f);
           first_sub = false;
         }
       } else {

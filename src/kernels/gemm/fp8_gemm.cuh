@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       if (++s == S) s = 0, phase ^= 1;
       if (i + 1 == i_end) {  // the last sub-range ends: the tile's totals stay in registers (sum)
         // (0 + sum is sum bitwise: sum starts at +0 and round-to-nearest never makes -0 of it.)
-        if (!first_sub) fp8_totals_finish(totals, sum);
+        fp8_totals_finish(totals, sum, first_sub);
       } else if (++in_sub == blocks_per_sub) {  // a sub-range ends: into the total, in order
         in_sub = 0;
         fp8_totals_fold(totals, sum, first_sub);

@@ -101,27 +101,41 @@ __device__ __forceinline__ uint32_t e4m3_code(float x) {
 // from its slot `t` — accumulators 4 j .. 4 j + 3 (one n8 group) in one 16-byte slot, so a fold is
 // R / 4 vector loads and stores (consecutive threads' slots: conflict-free) instead of R scalar
 // ones of each (~70 instructions per block of the expert kernel's ~486: ncu, session 50).
+// kRowScaled (the FP4 experts, fp8_expert_gemm.cuh: one weight scale per row and sub-range, applied
+// when the sub-range's sum is added): a slot's accumulators 4 j + 2 h + e are of row h, scale f[h];
+// total + fmaf-ed sum x f[h] is exactly total + the per-block-scaled sum (f is a power of two).
+template <bool kRowScaled>
+__device__ __forceinline__ float4 fp8_totals_add(float4 v, const float* s, const float* f) {
+  if constexpr (kRowScaled) {
+    return make_float4(fmaf(s[0], f[0], v.x), fmaf(s[1], f[0], v.y), fmaf(s[2], f[1], v.z), fmaf(s[3], f[1], v.w));
+  } else {
+    return make_float4(v.x + s[0], v.y + s[1], v.z + s[2], v.w + s[3]);
+  }
+}
 // A sub-range ends: total = (first ? 0 : total) + sum, in order; sum restarts from zero.
-template <int R>
-__device__ __forceinline__ void fp8_totals_fold(float4* t, float (&sum)[R], bool first) {
+template <int R, bool kRowScaled = false>
+__device__ __forceinline__ void fp8_totals_fold(float4* t, float (&sum)[R], bool first, const float* f = nullptr) {
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
-    float4 v = first ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : t[j * 128];
-    v.x += sum[4 * j], v.y += sum[4 * j + 1], v.z += sum[4 * j + 2], v.w += sum[4 * j + 3];
-    t[j * 128] = v;
+    t[j * 128] = fp8_totals_add<kRowScaled>(first ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : t[j * 128], sum + 4 * j, f);
     sum[4 * j] = sum[4 * j + 1] = sum[4 * j + 2] = sum[4 * j + 3] = 0.0f;
   }
 }
-// The last sub-range ends: sum = total + sum (the tile's result, in registers).
-template <int R>
-__device__ __forceinline__ void fp8_totals_finish(const float4* t, float (&sum)[R]) {
+// The last sub-range ends: sum = total + sum (the tile's result, in registers); first (the only
+// sub-range): sum as it is, or times the rows' scales.
+template <int R, bool kRowScaled = false>
+__device__ __forceinline__ void fp8_totals_finish(const float4* t, float (&sum)[R], bool first, const float* f = nullptr) {
+  if (first) {
+    if constexpr (kRowScaled) {
+#pragma unroll
+      for (int e = 0; e < R; ++e) sum[e] *= f[(e >> 1) & 1];
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
-    const float4 v = t[j * 128];
-    sum[4 * j] = v.x + sum[4 * j];
-    sum[4 * j + 1] = v.y + sum[4 * j + 1];
-    sum[4 * j + 2] = v.z + sum[4 * j + 2];
-    sum[4 * j + 3] = v.w + sum[4 * j + 3];
+    const float4 v = fp8_totals_add<kRowScaled>(t[j * 128], sum + 4 * j, f);
+    sum[4 * j] = v.x, sum[4 * j + 1] = v.y, sum[4 * j + 2] = v.z, sum[4 * j + 3] = v.w;
   }
 }
 // A split form's one sub-range sum into the totals, for the cluster's fold to read.
