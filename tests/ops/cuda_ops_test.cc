@@ -907,12 +907,15 @@ TEST_F(CudaOpsTest, MoeRouteInTheGroupingIsBitwiseTheRoutingKernel) {
 // sub-ranges. Activations FP8-quantised per 128 (V4) and per 32 (V4.1): in the streaming kernel's
 // staging for 1 token, by act_quant_bf16 before the pipelined kernel for 600. F = 224: the
 // gate/up launches' second 128-column tile is partly past N (the packed expert kernels' edge).
-// Under DEEPINFER_GEMM_FP8_EXPERTS=1 (the FP8-order expert kernel for every launch: 32-pair tiles
-// at 1, 8 and 100 tokens, 128-pair tiles at 600) only V4's shapes run: the fold needs whole
-// 128-input blocks and one activation scale per block (V4.1's per-32 activations and F = 224 are
-// outside the knob's scope, and its layout refuses them).
+// D = 1280, F = 640: three and two K sub-ranges, the last one shorter.
+// Under DEEPINFER_GEMM_FP8_EXPERTS=1 (the FP8-order expert kernels for every launch: the lean form
+// at 1, 8 and 100 tokens — 3, 24 and 300 pairs —, 128-pair tiles at 600; 32-pair tiles at 1 to 100
+// with DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0) only V4's shapes run: the fold needs whole 128-input
+// blocks and one activation scale per block (V4.1's per-32 activations and F = 224 are outside
+// the knob's scope, and its layout refuses them).
 TEST_F(CudaOpsTest, MoeExpertsAreBitwiseBatchInvariant) {
   for (int64_t E : {8, 40}) moe_batch_invariance(E, 128);
+  moe_batch_invariance(8, 128, 640, 1280);
   if (kernels::fp8_experts_enabled()) {
     std::printf("DEEPINFER_GEMM_FP8_EXPERTS=1: the per-32 activation and F = 224 cases do not apply\n");
     return;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -276,6 +277,45 @@ TEST(Fp8ExpertPlanTest, TilesBoundTheRoutedPairsAndStagingHoldsTheirCodes) {
   EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, 0, plan));  // K not whole blocks
   EXPECT_FALSE(plan_fp8_experts(6, 2048, 4096, 2048, 0, plan));  // E past one block's scan
   EXPECT_FALSE(plan_fp8_experts(0, 256, 4096, 2048, 0, plan));
+}
+
+// The lean form (fp8_expert_gemv.cuh) takes launches of at most lean_pairs pairs over K <= 8,192:
+// 64-column groups of a set, a grid slot per expert the pairs can reach, no staging.
+TEST(Fp8ExpertPlanTest, DecodeLaunchesTakeTheLeanFormUpToItsPairs) {
+  Fp8ExpertPlan plan;
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 2048, 4096, 264, plan, 512));  // batch 1's gate/up
+  EXPECT_TRUE(plan.lean);
+  EXPECT_EQ(plan.lean_groups, 32);
+  EXPECT_EQ(plan.lean_z, 6);
+  EXPECT_EQ(plan.kb, 32);
+  EXPECT_EQ(plan.split, 1);  // (the split form is the tiled kernel's)
+  EXPECT_EQ(plan.staging_bytes(), 0);
+  ASSERT_TRUE(plan_fp8_experts(512, 256, 4100, 2048, 0, plan, 512));
+  EXPECT_TRUE(plan.lean);
+  EXPECT_EQ(plan.lean_groups, 65);  // the last group partly past N
+  EXPECT_EQ(plan.lean_z, 256);
+  ASSERT_TRUE(plan_fp8_experts(513, 256, 4096, 2048, 0, plan, 512));
+  EXPECT_FALSE(plan.lean);
+  EXPECT_GT(plan.staging_bytes(), 0);
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 8192 + 128, 0, plan, 512));  // K past its staging
+  EXPECT_FALSE(plan.lean);
+  ASSERT_TRUE(plan_fp8_experts(6, 256, 4096, 2048, 0, plan, 0));  // 0: never
+  EXPECT_FALSE(plan.lean);
+  EXPECT_FALSE(plan_fp8_experts(6, 256, 4096, 2000, 0, plan, 512));  // K not whole blocks
+  // Its shared memory: codes 1 KB per 128-input block, 8 scales per block, 64 rows' scale words
+  // at an odd stride (the eight rows a warp's lanes read in one step, eight banks apart).
+  EXPECT_EQ(fp8_expert_gemv_word_stride(32), 33);
+  EXPECT_EQ(fp8_expert_gemv_word_stride(33), 33);
+  EXPECT_EQ(fp8_expert_gemv_smem_bytes(32), 32 * 1024 + 32 * 8 * 4 + 64 * 33 * 4);
+  for (int64_t kb = 1; kb <= kFp8ExpertLeanMaxK / 128; ++kb) {
+    const int stride = fp8_expert_gemv_word_stride(kb);
+    std::vector<int> banks;
+    for (int g = 0; g < 8; ++g) banks.push_back((g * stride) % 32);
+    std::sort(banks.begin(), banks.end());
+    EXPECT_EQ(std::unique(banks.begin(), banks.end()), banks.end()) << kb;
+  }
+  EXPECT_LE(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / 128), 227 * 1024);
+  EXPECT_LE(4 * fp8_expert_gemv_smem_bytes(4096 / 128), 227 * 1024);  // four CTAs per SM at V4-Flash's K
 }
 
 }  // namespace

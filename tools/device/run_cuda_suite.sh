@@ -165,13 +165,16 @@ job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 # The FP4 experts in the FP8 order (DEEPINFER_GEMM_FP8_EXPERTS=1: fold layout, fp8_expert_gemm.cuh,
-# every FP4 expert launch): the layout kernel, the MoE tests (CPU tolerance, 32- against 128-pair
-# tiles bitwise, V4 widths) and the model tests minus the official-numerics bound (as above).
+# every FP4 expert launch): the layout kernel, the MoE tests (CPU tolerance; the lean form of
+# launches up to 512 pairs, fp8_expert_gemv.cuh, against the 128-pair tiles bitwise, V4 widths)
+# and the model tests minus the official-numerics bound (as above).
 job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp4Codes*:*Moe*:*DecodeExperts*'
 job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
-# Their split form for decode steps' few tiles (DEEPINFER_GEMM_FP8_SPLIT=1): the batch-invariance
-# tests' 1- and 8-token launches (clusters, K over 2 or 8 sub-ranges) against the 600-token ones.
-job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
+# Without the lean form (DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0): the 32-pair tiles against the 128-pair
+# ones, and their split form for decode steps' few tiles (DEEPINFER_GEMM_FP8_SPLIT=1: the
+# batch-invariance tests' 1- and 8-token launches as clusters, K over 2 or 8 sub-ranges).
+job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
+job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

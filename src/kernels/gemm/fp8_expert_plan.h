@@ -17,6 +17,11 @@
 namespace deepinfer::kernels {
 
 inline constexpr int kFp8ExpertRows = 128;  // weight rows (output columns) per tile: two warpgroups of 64
+// The lean form (fp8_expert_gemv.cuh): a warpgroup's 64 weight rows x the whole K per CTA, an
+// expert's pairs in chunks of 8, the staged codes [K / 128][4][8 x 32] in shared memory (K <= 8192).
+inline constexpr int kFp8ExpertLeanCols = 64;
+inline constexpr int kFp8ExpertLeanRows = 8;
+inline constexpr int64_t kFp8ExpertLeanMaxK = 8192;
 
 // A code block of an expert tile: nt pairs x 128 E4M3 codes in the FP8 order's image
 // (fp8_tile_offset with rows = nt), then the nt pairs' F32 block scales as [c][2 j + e] for pair
@@ -32,6 +37,13 @@ inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) {
 }
 static_assert(fp8_expert_codes_block_bytes(128) % 16 == 0 && fp8_expert_codes_block_bytes(32) % 16 == 0);
 
+// Shared memory of the lean form (plan.lean): the staged codes [kb][4 steps][8 x 32] E4M3, the
+// pairs' scales [kb][8] F32 and the rows' scale words [64][fp8_expert_gemv_word_stride(kb)].
+inline constexpr int fp8_expert_gemv_word_stride(int64_t kb) { return static_cast<int>(kb | 1); }  // odd: no conflicts
+inline constexpr int64_t fp8_expert_gemv_smem_bytes(int64_t kb) {
+  return kb * 4 * kFp8ExpertLeanRows * 32 + kFp8ExpertLeanRows * kb * 4 + int64_t{kFp8ExpertLeanCols} * fp8_expert_gemv_word_stride(kb) * 4;
+}
+
 struct Fp8ExpertPlan {
   int nt = 128;          // pairs per token tile
   int64_t y_tiles = 0;   // bound on the (expert, token tile) pairs: ceil(M / nt) + min(E, M)
@@ -40,6 +52,11 @@ struct Fp8ExpertPlan {
   int64_t table_bytes = 0;  // int32 [3][y_tiles], 256-byte rounded
   int64_t codes_bytes = 0;  // [y_tiles][kb] code blocks
   int split = 1;            // CTAs per output tile (the split form: one K sub-range each), else 1
+  // The lean form instead (decode launches): no staging; grid lean_groups per set x lean_z slots
+  // of the routing's active experts. The tiled fields above are then unset.
+  bool lean = false;
+  int64_t lean_groups = 0;  // 64-column groups of a set
+  int64_t lean_z = 0;       // min(E, M): the most experts M pairs reach
   int64_t staging_bytes() const { return table_bytes + codes_bytes; }
 };
 
@@ -50,10 +67,20 @@ struct Fp8ExpertPlan {
 // x 16 gate/up tiles at batch 1) leave SMs idle or run in two uneven waves; a cluster of
 // gemm_n_subranges(K) CTAs per tile streams them in parallel and folds the sub-ranges in order
 // (the same bits) — on the H100 38% slower at batch 1 (session 49: ~7 waves of clusters at one
-// CTA per SM), hence off by default.
-inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan) {
+// CTA per SM), hence off by default. Launches of at most lean_pairs pairs (the launcher passes
+// DEEPINFER_GEMM_FP8_EXPERTS_LEAN, default 256; 0: none) over K <= kFp8ExpertLeanMaxK take the
+// lean form instead (one launch for both sets; the same bits).
+inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan,
+                             int64_t lean_pairs = 0) {
   plan = Fp8ExpertPlan{};
   if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;
+  if (M <= lean_pairs && K <= kFp8ExpertLeanMaxK) {
+    plan.lean = true;
+    plan.lean_groups = (N + kFp8ExpertLeanCols - 1) / kFp8ExpertLeanCols;
+    plan.lean_z = std::min(E, M);
+    plan.kb = K / kGemmBK;
+    return true;
+  }
   plan.nt = M >= 64 * E ? 128 : 32;
   plan.y_tiles = (M + plan.nt - 1) / plan.nt + std::min(E, M);
   plan.n_tiles = (N + kFp8ExpertRows - 1) / kFp8ExpertRows;

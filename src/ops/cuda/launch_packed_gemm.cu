@@ -12,6 +12,7 @@
 #include "kernels/common/pdl_launch.cuh"
 #include "kernels/gemm/expert_swap_gemm.cuh"
 #include "kernels/gemm/fp8_expert_gemm.cuh"
+#include "kernels/gemm/fp8_expert_gemv.cuh"
 #include "kernels/gemm/packed_expert_gemm.cuh"
 #include "kernels/gemm/packed_gemm.cuh"
 #include "ops/cuda/launch_fp8_experts.h"
@@ -238,6 +239,15 @@ cudaError_t launch_fp4_fold_layout(uint8_t* codes, int64_t bytes, cudaStream_t s
   return cudaGetLastError();
 }
 
+// Most pairs of an FP8-order expert launch the lean form takes (fp8_expert_gemv.cuh;
+// DEEPINFER_GEMM_FP8_EXPERTS_LEAN, default 512 — batch 85 at V4-Flash's 6 experts per token, where
+// an expert averages 2 pairs; 0 = never: an A/B switch, same bits).
+int fp8_experts_lean_pairs() {
+  static const int n =
+      env_switch("DEEPINFER_GEMM_FP8_EXPERTS_LEAN") ? env_int("DEEPINFER_GEMM_FP8_EXPERTS_LEAN", 512) : 0;
+  return n;
+}
+
 bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   if (!fp8_experts_enabled() || p.experts == nullptr || p.n_groups != 1 || p.offsets == nullptr) return false;
   if (p.w.fmt != WeightFmt::kFp4Block || !p.w.fp4_fold) return false;
@@ -245,7 +255,9 @@ bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   // BF16 activations FP8-quantised per 128 inputs already (the pre-pass re-derives their codes).
   if (p.a_f32 || p.a_quant_block != 0 || p.a_fp8_block != kFp8GemvBlock) return false;
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
-  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, fp8_split() ? 2 * int64_t{device_sm_count()} : 0, plan);
+  // (The lean form's grid walks the routing's active list.)
+  return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, fp8_split() ? 2 * int64_t{device_sm_count()} : 0, plan,
+                          p.active != nullptr ? fp8_experts_lean_pairs() : 0);
 }
 
 namespace {
@@ -312,9 +324,25 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
   return cudaGetLastError();
 }
 
+// The lean form: one launch, both sets (4 blocks in flight per lane).
+cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  constexpr int kNB = 4;
+  const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb);
+  static const cudaError_t configured =
+      cudaFuncSetAttribute(fp8_expert_gemv_kernel<kNB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK)));
+  if (configured != cudaSuccess) return configured;
+  const int64_t z = p.max_active > 0 ? std::min<int64_t>(plan.lean_z, p.max_active) : plan.lean_z;
+  const dim3 grid(static_cast<unsigned>(plan.lean_groups * p.n_sets), 1, static_cast<unsigned>(z));
+  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB>, grid, 128, static_cast<size_t>(smem), s, p,
+                                   static_cast<int>(plan.lean_groups));
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_fp8_experts(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  if (plan.lean) return launch_fp8_experts_lean(p, plan, s);
   if (p.staging == nullptr || p.staging_bytes < plan.staging_bytes()) return cudaErrorInvalidValue;
   return plan.nt == 128 ? launch_fp8_experts_nt<128>(p, plan, s) : launch_fp8_experts_nt<32>(p, plan, s);
 }

@@ -1,0 +1,223 @@
+// The FP4 experts in the FP8 order at decode (DEEPINFER_GEMM_FP8_EXPERTS=1; the lean form of
+// fp8_expert_gemm.cuh, whose header defines the sums both compute, bit for bit). Decode steps route
+// a few pairs to each expert, and the tiled kernel's three launches per weight set (tile table,
+// code blocks, GEMM) and its 128-row tiles of whole-K streams left an H100's batch-1 step 18%
+// slower than the BF16 order's lean kernel (docs/cuda.md "Session 49"). Here, one launch for both
+// weight sets:
+//   * CTA = one warpgroup = 64 weight rows (output columns) of one set of one active expert (grid
+//     z: the routing's active list, as lean_gemv.cuh) x the whole K, the sub-ranges in turn, so
+//     the fold (0 + s_0 x f_0) + s_1 x f_1 + ... happens in registers;
+//   * the expert's pairs in chunks of 8 (wgmma's N; the columns past the chunk's pairs unused): each
+//     chunk's activation rows are quantised into the FP8 order's codes in shared memory over all
+//     of K (fp8_block_codes: the code-block pre-pass's codes), and the weights stream again (L2);
+//   * the rows' 32-block scale words are staged once per CTA (64 rows x K / 128 words), each
+//     row's sub-range reference read from them (fp4_fold_row_ref's maximum) at the sub-range's
+//     first block;
+//   * the weight blocks stream straight into registers, NB in flight per lane (fp8_gemv.cuh's
+//     ring: lane c loads 16 bytes of each of its two rows' 64-byte blocks), and block f + 1 is
+//     decoded (fp4_fold_decode) while block f's four k32 steps run on the tensor cores.
+// Per block the same operations as the tiled kernel: part = four wgmma k32 steps from zero
+// (m64n8k32 here, m64n32k32 / m64n128k32 there: the same bits per column, wgmma_fp8_probe),
+// sum = fmaf(part, sa, sum) in block order, and per sub-range total = fmaf(sum, f, total) — or
+// sum x f when K is one sub-range (fp8_totals_fold / fp8_totals_finish).
+#pragma once
+
+#include "kernels/gemm/fp4_fold_layout.h"
+#include "kernels/gemm/fp8_expert_plan.h"
+#include "kernels/gemm/fp8_gemv.cuh"
+
+namespace deepinfer::kernels {
+
+static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
+
+// The E4M3 A fragments of a lane's rows (g and g + 8 of its warp's 16) of one 128-input block:
+// words of its 16-byte runs decoded with each row's table for the block's 32-block scale codes.
+__device__ __forceinline__ void fp8_expert_decode_block(const uint4 (&run)[2], const uint32_t (&word)[2],
+                                                        const int (&ref)[2], const uint2* tables, uint32_t byte_sel,
+                                                        uint32_t (&f)[4][4]) {
+  uint2 tab[2][2];  // [row][window]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
+      const int e = static_cast<int>(__byte_perm(word[h], 0u, byte_sel + 2 * w));
+      tab[h][w] = tables[min(ref[h] - e, kFp4FoldMaxShift + 1)];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t x = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
+      Fp4FoldTable t;
+      t.lo = tab[h][j / 2].x;
+      t.hi = tab[h][j / 2].y;
+      fp4_fold_decode(x, t, f[j][h], f[j][2 + h]);
+    }
+  }
+}
+
+// NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
+// fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
+// plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
+template <int NB>
+__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
+  static_assert(NB % 2 == 0 && NB >= 2);
+  constexpr int NR = kFp8ExpertLeanRows;
+  extern __shared__ __align__(128) uint8_t fp8_eg_smem[];
+  const int64_t kb = p.K / kFp8GemvBlock;
+  uint8_t* const sB = fp8_eg_smem;                                                      // codes
+  float* const s_scale = reinterpret_cast<float*>(fp8_eg_smem + kb * 4 * NR * 32);       // [kb][NR]
+  uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [64][stride]
+  const int stride = fp8_expert_gemv_word_stride(kb);
+  __shared__ uint2 tables[kFp4FoldMaxShift + 2];  // d = 0 .. -kFp4FoldMaxShift, then zeros
+  __shared__ int32_t c_row[NR];
+
+  griddep_launch_dependents();
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+  if (tid < kFp4FoldMaxShift + 2) {
+    const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
+    tables[tid] = make_uint2(t.lo, t.hi);
+  }
+  griddep_wait();  // the routing (and the activations) come from the previous kernels
+  if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
+  const int expert = p.active[blockIdx.z];
+  const int set = static_cast<int>(blockIdx.x) >= groups0 ? 1 : 0;
+  const WeightDesc w = p.experts[set * p.n_experts + expert];
+  const int64_t N = p.N, ldc = set == 0 ? p.ldc : p.ldc1;
+  void* const C = set == 0 ? p.C : p.C1;
+  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * groups0) * kFp8ExpertLeanCols;
+  const int32_t rows_begin = p.offsets[expert], m_count = p.offsets[expert + 1] - rows_begin;
+  const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
+  const int P = gemm_n_subranges(p.K);
+
+  // The lane's rows (past N: row N - 1, outputs dropped) and its 16 bytes of their blocks.
+  const int n_local = 16 * warp + g;
+  const uint8_t* wr[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(n0 + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+  const uint64_t pol = weight_l2_policy(true);
+  uint4 buf[NB][2];
+  auto load = [&](int slot, int f) {  // block f into a slot (f past K: a no-op)
+    const bool pred = f < kb;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) ldg_weight16_if(buf[slot][h], wr[h] + static_cast<int64_t>(f) * kFp4FoldBlockBytes, pol, pred);
+  };
+#pragma unroll
+  for (int f = 0; f < NB; ++f) load(f, f);
+
+  // The tile's scale words (row-major code bytes: block b's four at byte 4 b of the row).
+  for (int i = tid; i < kFp8ExpertLeanCols * kb; i += 128) {
+    const int r = static_cast<int>(i / kb), b = static_cast<int>(i - r * kb);
+    const int64_t n = min64(n0 + r, N - 1);
+    s_word[r * stride + b] = __ldg(reinterpret_cast<const uint32_t*>(w.scale + n * w.scale_cols) + b);
+  }
+  const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
+  const uint32_t* my_words[2] = {s_word + n_local * stride, s_word + (n_local + 8) * stride};
+  // The rows' reference over the sub-range of blocks [b, b + n): the largest of its codes.
+  auto row_refs = [&](int b, int (&ref)[2]) {
+    const int n = min(blocks_per_sub, static_cast<int>(kb) - b);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint32_t m = 0;
+      for (int q = 0; q < n; ++q) m = fp4_fold_ref_add(m, my_words[h][b + q]);
+      ref[h] = fp4_fold_ref(m);
+    }
+  };
+
+  const uint32_t half = 0xffffu << (tid & 16);
+  for (int m0 = 0; m0 < m_count; m0 += NR) {
+    const int rows = min(NR, m_count - m0);
+    if (m0 > 0) {
+      __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
+#pragma unroll
+      for (int f = 0; f < NB; ++f) load(f, f);  // the weights again (L2)
+    }
+    if (tid < NR) c_row[tid] = tid < rows ? p.perm[rows_begin + m0 + tid] : -1;
+    __syncthreads();
+    // Staging: item (pair r, block b, chunk q of 8 inputs), a half-warp per (r, b). The chunk's
+    // columns past its pairs are never stored, and a wgmma column depends on its own B column
+    // only, so their codes and scales stay as they are (a batch-1 CTA stages 1 row of 8).
+    for (int i = tid; i < rows * kb * 16; i += 128) {
+      const int q = i & 15, rb = i >> 4, r = static_cast<int>(rb / kb), b = static_cast<int>(rb - r * kb);
+      const int k = b * kFp8GemvBlock + 8 * q;
+      float v[8];
+      bf16x8_to_f32(*reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) +
+                                                    static_cast<int64_t>(c_row[r] / p.a_div) * p.lda + k), v);
+      uint32_t lo, hi;
+      const float s = fp8_block_codes(v, half_warp_amax(v, half), lo, hi);  // the code-block pre-pass's codes
+      const int o = fp8_tile_offset(r, k, NR);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
+      *reinterpret_cast<uint32_t*>(sB + o) = lo;
+      *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;
+      if (q == 0) s_scale[b * NR + r] = s;
+    }
+    fence_proxy_async();  // the codes are read by wgmma (the async proxy)
+    __syncthreads();
+
+    // Accumulator e: row n_local + 8 (e >> 1), pair 2 c + (e & 1) of the chunk.
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (each block's first MMA overwrites them; the asm reads them)
+    int ref[2];
+    row_refs(0, ref);
+    uint32_t fa[4][4], fb[4][4];
+    {
+      const uint32_t word[2] = {my_words[0][0], my_words[1][0]};
+      fp8_expert_decode_block(buf[0], word, ref, tables, byte_sel, fa);
+    }
+    int sub = 0, in_sub = 0;  // the block's sub-range, and its blocks before it there
+    // Block f on fragments x (slot u of the ring); block f + 1 decoded into nx while its MMAs run.
+    auto block = [&](int f, int u, const uint32_t (&x)[4][4], uint32_t (&nx)[4][4]) {
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        wgmma_m64n8k32_e4m3_rs(part, x[j], wgmma_desc(sB + (4 * f + j) * (NR * 32), 128, 256), j > 0);
+      wgmma_commit();
+      const bool last = f + 1 == kb, ends_sub = last || in_sub + 1 == blocks_per_sub;
+      int nref[2] = {ref[0], ref[1]};
+      if (!last) {
+        if (ends_sub) row_refs(f + 1, nref);
+        const uint32_t word[2] = {my_words[0][f + 1], my_words[1][f + 1]};
+        fp8_expert_decode_block(buf[(u + 1) % NB], word, nref, tables, byte_sel, nx);
+      }
+      wgmma_wait<0>();
+      wgmma_fence_operands(part);
+      load(u, f + NB);
+      const float2 sa = *reinterpret_cast<const float2*>(s_scale + f * NR + 2 * c);  // pairs 2 c, 2 c + 1
+      sum[0] = fmaf(part[0], sa.x, sum[0]), sum[1] = fmaf(part[1], sa.y, sum[1]);
+      sum[2] = fmaf(part[2], sa.x, sum[2]), sum[3] = fmaf(part[3], sa.y, sum[3]);
+      if (!ends_sub) {
+        ++in_sub;
+        return;
+      }
+      // The sub-range's sum times the rows' scales into the total, in order: fp8_totals_fold's
+      // fmaf(sum, f, 0) for the first, fp8_totals_finish's sum x f when it is the only one.
+      const float fs[2] = {fp4_fold_scale(ref[0]), fp4_fold_scale(ref[1])};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float s = sum[e], fe = fs[e >> 1];
+        total[e] = sub > 0 ? fmaf(s, fe, total[e]) : (last ? s * fe : fmaf(s, fe, 0.0f));
+        sum[e] = 0.0f;
+      }
+      ++sub, in_sub = 0;
+      ref[0] = nref[0], ref[1] = nref[1];
+    };
+    for (int f0 = 0; f0 < kb; f0 += NB) {
+#pragma unroll
+      for (int u = 0; u < NB; u += 2) {
+        if (f0 + u >= kb) break;  // CTA-uniform
+        block(f0 + u, u, fa, fb);
+        if (f0 + u + 1 >= kb) break;
+        block(f0 + u + 1, u + 1, fb, fa);
+      }
+    }
+
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = 2 * c + (e & 1);
+      const int64_t n = n0 + n_local + 8 * (e >> 1);
+      if (r < rows && n < N) store_out(C, p.c_bf16, static_cast<int64_t>(c_row[r]) * ldc + n, total[e]);
+    }
+  }
+}
+
+}  // namespace deepinfer::kernels
