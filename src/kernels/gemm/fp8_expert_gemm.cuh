@@ -28,6 +28,7 @@
 
 #include "kernels/gemm/expert_swap_gemm.cuh"
 #include "kernels/gemm/fp4_fold_layout.h"
+#include "kernels/gemm/fp4_fold_tables.cuh"
 #include "kernels/gemm/fp8_expert_plan.h"
 #include "kernels/gemm/fp8_gemv.cuh"
 
@@ -200,14 +201,11 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
   pdl_prologue();
   extern __shared__ __align__(1024) unsigned char smem[];  // [stage][codes block, raw runs, code words], totals
   __shared__ __align__(8) uint64_t full[S], empty[S];
-  __shared__ uint2 tables[kFp4FoldMaxShift + 2];  // d = 0 .. -kFp4FoldMaxShift, then zeros
+  __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
   const int64_t tiles = p.y_tiles * p.n_tiles;
   swap_init_ring(full, empty);  // (the code block's bulk copy is the stage's "activation block")
-  if (tid < kFp4FoldMaxShift + 2) {
-    const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
-    tables[tid] = make_uint2(t.lo, t.hi);
-  }
+  fp4_fold_tables_to_shared(tables, tid);
   __syncthreads();
 
   if (warp >= kSwapConsumers / 32) {  // producer warpgroup: the swapped kernel's, with the code blocks

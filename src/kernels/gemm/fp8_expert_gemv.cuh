@@ -23,6 +23,7 @@
 #pragma once
 
 #include "kernels/gemm/fp4_fold_layout.h"
+#include "kernels/gemm/fp4_fold_tables.cuh"
 #include "kernels/gemm/fp8_expert_plan.h"
 #include "kernels/gemm/fp8_gemv.cuh"
 
@@ -70,15 +71,12 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   float* const s_scale = reinterpret_cast<float*>(fp8_eg_smem + kb * 4 * NR * 32);       // [kb][NR]
   uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [64][stride]
   const int stride = fp8_expert_gemv_word_stride(kb);
-  __shared__ uint2 tables[kFp4FoldMaxShift + 2];  // d = 0 .. -kFp4FoldMaxShift, then zeros
+  __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   __shared__ int32_t c_row[NR];
 
   griddep_launch_dependents();
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-  if (tid < kFp4FoldMaxShift + 2) {
-    const Fp4FoldTable t = fp4_fold_table(-tid);  // tid = kFp4FoldMaxShift + 1: every code rounds to zero
-    tables[tid] = make_uint2(t.lo, t.hi);
-  }
+  fp4_fold_tables_to_shared(tables, tid);
   griddep_wait();  // the routing (and the activations) come from the previous kernels
   if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
   const int expert = p.active[blockIdx.z];
