@@ -22,8 +22,6 @@
 // sum x f when K is one sub-range (fp8_totals_fold / fp8_totals_finish).
 #pragma once
 
-#include <type_traits>
-
 #include "kernels/gemm/fp4_fold_layout.h"
 #include "kernels/gemm/fp4_fold_tables.cuh"
 #include "kernels/gemm/fp8_expert_plan.h"
@@ -60,16 +58,11 @@ __device__ __forceinline__ void fp8_expert_decode_block(const uint4 (&run)[2], c
   }
 }
 
-// NB: weight blocks in flight per lane (even, so the two fragment sets keep fixed roles in the
-// unrolled loop), in a ring of registers, or (kSmemRing) of shared memory filled by cp.async —
-// each thread's own 2 x 16 bytes per block, so no barrier: its wait_group publishes them to it.
-// (The register ring measured 1.2-1.3 TB/s at batch 1 on the H100, ~1 us per block and warp; if
-// the wgmma fences wait for the loads still in flight to the ring's registers, the ring is no
-// ring, which the shared-memory form tests: fp8_expert_gemv_ring_stages.)
-// grid: (column groups of set 0, then of set 1) x 1 x plan.lean_z (slot z takes active expert z,
-// if there are that many); 128 threads.
-template <int NB, bool kSmemRing>
-__global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
+// NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
+// fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
+// plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
+template <int NB>
+__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
   static_assert(NB % 2 == 0 && NB >= 2);
   constexpr int NR = kFp8ExpertLeanRows;
   extern __shared__ __align__(128) uint8_t fp8_eg_smem[];
@@ -78,7 +71,6 @@ __global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel
   float* const s_scale = reinterpret_cast<float*>(fp8_eg_smem + kb * 4 * NR * 32);       // [kb][NR]
   uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [64][stride]
   const int stride = fp8_expert_gemv_word_stride(kb);
-  uint4* const s_ring = reinterpret_cast<uint4*>(fp8_eg_smem + fp8_expert_gemv_smem_bytes(kb));  // [NB][2][128]
   __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   __shared__ int32_t c_row[NR];
 
@@ -103,31 +95,11 @@ __global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel
 #pragma unroll
   for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(n0 + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
   const uint64_t pol = weight_l2_policy(true);
-  uint4 buf[NB][2];  // (the register ring)
-  auto load = [&](int slot, int f) {  // block f into a slot (f past K: a no-op, or zeros)
+  uint4 buf[NB][2];
+  auto load = [&](int slot, int f) {  // block f into a slot (f past K: a no-op)
     const bool pred = f < kb;
-    if constexpr (kSmemRing) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        cp_async16_l2_128(s_ring + (slot * 2 + h) * 128 + tid, wr[h] + static_cast<int64_t>(pred ? f : 0) * kFp4FoldBlockBytes,
-                          pred);
-      cp_async_commit();  // one group per block, past K too: the waits count blocks
-    } else {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        ldg_weight16_if(buf[slot][h], wr[h] + static_cast<int64_t>(f) * kFp4FoldBlockBytes, pol, pred);
-    }
-  };
-  // Block f's runs (ring slot f % NB), once `ahead` later blocks' copies may still be in flight.
-  auto runs = [&](int slot, auto ahead, uint4 (&r)[2]) {
-    if constexpr (kSmemRing) {
-      cp_async_wait<decltype(ahead)::value>();
-#pragma unroll
-      for (int h = 0; h < 2; ++h) r[h] = s_ring[(slot * 2 + h) * 128 + tid];
-    } else {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) r[h] = buf[slot][h];
-    }
+    for (int h = 0; h < 2; ++h) ldg_weight16_if(buf[slot][h], wr[h] + static_cast<int64_t>(f) * kFp4FoldBlockBytes, pol, pred);
   };
 #pragma unroll
   for (int f = 0; f < NB; ++f) load(f, f);
@@ -156,7 +128,6 @@ __global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel
     const int rows = min(NR, m_count - m0);
     if (m0 > 0) {
       __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
-      if constexpr (kSmemRing) cp_async_wait<0>();  // (the last chunk's copies past K)
 #pragma unroll
       for (int f = 0; f < NB; ++f) load(f, f);  // the weights again (L2)
     }
@@ -189,9 +160,7 @@ __global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel
     uint32_t fa[4][4], fb[4][4];
     {
       const uint32_t word[2] = {my_words[0][0], my_words[1][0]};
-      uint4 r[2];
-      runs(0, std::integral_constant<int, NB - 1>{}, r);
-      fp8_expert_decode_block(r, word, ref, tables, byte_sel, fa);
+      fp8_expert_decode_block(buf[0], word, ref, tables, byte_sel, fa);
     }
     int sub = 0, in_sub = 0;  // the block's sub-range, and its blocks before it there
     // Block f on fragments x (slot u of the ring); block f + 1 decoded into nx while its MMAs run.
@@ -206,9 +175,7 @@ __global__ void __launch_bounds__(128, kSmemRing ? 3 : 4) fp8_expert_gemv_kernel
       if (!last) {
         if (ends_sub) row_refs(f + 1, nref);
         const uint32_t word[2] = {my_words[0][f + 1], my_words[1][f + 1]};
-        uint4 r[2];
-        runs((u + 1) % NB, std::integral_constant<int, NB - 2>{}, r);  // blocks f + 2 .. f + NB - 1 may be in flight
-        fp8_expert_decode_block(r, word, nref, tables, byte_sel, nx);
+        fp8_expert_decode_block(buf[(u + 1) % NB], word, nref, tables, byte_sel, nx);
       }
       wgmma_wait<0>();
       wgmma_fence_operands(part);

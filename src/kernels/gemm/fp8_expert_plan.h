@@ -38,13 +38,10 @@ inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) {
 static_assert(fp8_expert_codes_block_bytes(128) % 16 == 0 && fp8_expert_codes_block_bytes(32) % 16 == 0);
 
 // Shared memory of the lean form (plan.lean): the staged codes [kb][4 steps][8 x 32] E4M3, the
-// pairs' scales [kb][8] F32 and the rows' scale words [64][fp8_expert_gemv_word_stride(kb)]; then,
-// for the shared-memory ring of ring_stages blocks, [stage][2 rows][128 threads] 16-byte runs.
-inline constexpr int kFp8ExpertLeanSmemRing = 8;  // the shared-memory ring's blocks in flight
+// pairs' scales [kb][8] F32 and the rows' scale words [64][fp8_expert_gemv_word_stride(kb)].
 inline constexpr int fp8_expert_gemv_word_stride(int64_t kb) { return static_cast<int>(kb | 1); }  // odd: no conflicts
-inline constexpr int64_t fp8_expert_gemv_smem_bytes(int64_t kb, int ring_stages = 0) {
-  return kb * 4 * kFp8ExpertLeanRows * 32 + kFp8ExpertLeanRows * kb * 4 +
-         int64_t{kFp8ExpertLeanCols} * fp8_expert_gemv_word_stride(kb) * 4 + int64_t{ring_stages} * 2 * 128 * 16;
+inline constexpr int64_t fp8_expert_gemv_smem_bytes(int64_t kb) {
+  return kb * 4 * kFp8ExpertLeanRows * 32 + kFp8ExpertLeanRows * kb * 4 + int64_t{kFp8ExpertLeanCols} * fp8_expert_gemv_word_stride(kb) * 4;
 }
 
 struct Fp8ExpertPlan {

@@ -324,32 +324,19 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
   return cudaGetLastError();
 }
 
-// The lean form's weight ring (DEEPINFER_GEMM_FP8_EXPERTS_LEAN_RING, an A/B switch, same bits):
-// 0 (default) registers, 4 blocks in flight per lane; 1 shared memory filled by cp.async,
-// kFp8ExpertLeanSmemRing blocks (fp8_expert_gemv.cuh says why both).
-bool fp8_experts_lean_smem_ring() {
-  static const bool on = env_int("DEEPINFER_GEMM_FP8_EXPERTS_LEAN_RING", 0, {0, 1}) == 1;
-  return on;
-}
-
-// The lean form: one launch, both sets.
-template <int NB, bool kSmemRing>
-cudaError_t launch_fp8_experts_lean_ring(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
-  constexpr int kRing = kSmemRing ? NB : 0;
+// The lean form: one launch, both sets (4 blocks in flight per lane).
+cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  constexpr int kNB = 4;
+  const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb);
   static const cudaError_t configured =
-      cudaFuncSetAttribute(fp8_expert_gemv_kernel<NB, kSmemRing>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK, kRing)));
+      cudaFuncSetAttribute(fp8_expert_gemv_kernel<kNB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK)));
   if (configured != cudaSuccess) return configured;
   const int64_t z = p.max_active > 0 ? std::min<int64_t>(plan.lean_z, p.max_active) : plan.lean_z;
   const dim3 grid(static_cast<unsigned>(plan.lean_groups * p.n_sets), 1, static_cast<unsigned>(z));
-  const cudaError_t e =
-      launch_pdl(fp8_expert_gemv_kernel<NB, kSmemRing>, grid, 128,
-                 static_cast<size_t>(fp8_expert_gemv_smem_bytes(plan.kb, kRing)), s, p, static_cast<int>(plan.lean_groups));
+  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB>, grid, 128, static_cast<size_t>(smem), s, p,
+                                   static_cast<int>(plan.lean_groups));
   return e != cudaSuccess ? e : cudaGetLastError();
-}
-cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
-  return fp8_experts_lean_smem_ring() ? launch_fp8_experts_lean_ring<kFp8ExpertLeanSmemRing, true>(p, plan, s)
-                                      : launch_fp8_experts_lean_ring<4, false>(p, plan, s);
 }
 
 }  // namespace
