@@ -259,28 +259,13 @@ __global__ void __launch_bounds__(kSwapThreads, 1) fp8_expert_gemm_kernel(Packed
     }
     const unsigned char* raw = smem + s * Sh::kStageBytes + Sh::kCodesBytes;
     uint4 run[2];
-    uint2 tab[2][2];  // [row half][window]
+    uint32_t code[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       run[h] = *reinterpret_cast<const uint4*>(raw + (h * kSwapConsumers + tid) * 16);
-      const uint32_t code = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
-#pragma unroll
-      for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
-        const int e = static_cast<int>(__byte_perm(code, 0u, byte_sel + 2 * w));
-        tab[h][w] = tables[min(x.ref[h] - e, kFp4FoldMaxShift + 1)];
-      }
+      code[h] = *reinterpret_cast<const uint32_t*>(raw + kSwapRunBytes + (n_local + 8 * h) * 4);
     }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t word = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
-        Fp4FoldTable t;
-        t.lo = tab[h][j / 2].x;
-        t.hi = tab[h][j / 2].y;
-        fp4_fold_decode(word, t, x.f[j][h], x.f[j][2 + h]);
-      }
-    }
+    fp8_expert_decode_block(run, code, x.ref, tables, byte_sel, x.f);
   };
   for (int64_t t = walk.t_first; t < tiles; t += walk.t_step) {
     const int64_t y = t / p.n_tiles, nt = t % p.n_tiles;

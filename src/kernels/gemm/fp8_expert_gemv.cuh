@@ -31,33 +31,6 @@ namespace deepinfer::kernels {
 
 static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
 
-// The E4M3 A fragments of a lane's rows (g and g + 8 of its warp's 16) of one 128-input block:
-// words of its 16-byte runs decoded with each row's table for the block's 32-block scale codes.
-__device__ __forceinline__ void fp8_expert_decode_block(const uint4 (&run)[2], const uint32_t (&word)[2],
-                                                        const int (&ref)[2], const uint2* tables, uint32_t byte_sel,
-                                                        uint32_t (&f)[4][4]) {
-  uint2 tab[2][2];  // [row][window]
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int w = 0; w < 2; ++w) {  // lane c's inputs of window w: 32-block 2 w + c / 2
-      const int e = static_cast<int>(__byte_perm(word[h], 0u, byte_sel + 2 * w));
-      tab[h][w] = tables[min(ref[h] - e, kFp4FoldMaxShift + 1)];
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {  // step j = 2 w + s: {a0, a1, a2, a3} = {row g lo, row g + 8 lo, row g hi, row g + 8 hi}
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t x = j == 0 ? run[h].x : j == 1 ? run[h].y : j == 2 ? run[h].z : run[h].w;
-      Fp4FoldTable t;
-      t.lo = tab[h][j / 2].x;
-      t.hi = tab[h][j / 2].y;
-      fp4_fold_decode(x, t, f[j][h], f[j][2 + h]);
-    }
-  }
-}
-
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
 // plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
