@@ -60,7 +60,6 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * groups0) * kFp8ExpertLeanCols;
   const int32_t rows_begin = p.offsets[expert], m_count = p.offsets[expert + 1] - rows_begin;
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
-  const int P = gemm_n_subranges(p.K);
 
   // The lane's rows (past N: row N - 1, outputs dropped) and its 16 bytes of their blocks.
   const int n_local = 16 * warp + g;
@@ -104,7 +103,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
 #pragma unroll
       for (int f = 0; f < NB; ++f) load(f, f);  // the weights again (L2)
     }
-    if (tid < NR) c_row[tid] = tid < rows ? p.perm[rows_begin + m0 + tid] : -1;
+    if (tid < rows) c_row[tid] = p.perm[rows_begin + m0 + tid];
     __syncthreads();
     // Staging: item (pair r, block b, chunk q of 8 inputs), a half-warp per (r, b). The chunk's
     // columns past its pairs are never stored, and a wgmma column depends on its own B column

@@ -68,7 +68,7 @@ struct Fp8ExpertPlan {
 // gemm_n_subranges(K) CTAs per tile streams them in parallel and folds the sub-ranges in order
 // (the same bits) — on the H100 38% slower at batch 1 (session 49: ~7 waves of clusters at one
 // CTA per SM), hence off by default. Launches of at most lean_pairs pairs (the launcher passes
-// DEEPINFER_GEMM_FP8_EXPERTS_LEAN, default 256; 0: none) over K <= kFp8ExpertLeanMaxK take the
+// DEEPINFER_GEMM_FP8_EXPERTS_LEAN, default 512; 0: none) over K <= kFp8ExpertLeanMaxK take the
 // lean form instead (one launch for both sets; the same bits).
 inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan,
                              int64_t lean_pairs = 0) {
