@@ -31,6 +31,49 @@ namespace deepinfer::kernels {
 
 static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
 
+// The 64 rows' scale words [64][stride] from their scale rows (row n - n0 of the tile; rows past N
+// repeat row N - 1), each thread's loads of a round issued before its stores: 16 bytes at a time
+// when every row allows it (K a multiple of 512 and 16-byte rows: every V4 expert), else a word.
+__device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int stride, const uint8_t* scale,
+                                                       int64_t scale_cols, int64_t n0, int64_t N, int kb, int tid) {
+  constexpr int U = 4, R = kFp8ExpertLeanCols;
+  const auto row = [&](int r) { return scale + min64(n0 + r, N - 1) * scale_cols; };
+  if (kb % 4 == 0 && scale_cols % 16 == 0 && reinterpret_cast<uintptr_t>(scale) % 16 == 0) {
+    const int per_row = kb / 4, total = R * per_row;  // 16-byte pieces
+    for (int i0 = 0; i0 < total; i0 += U * 128) {
+      uint4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + 128 * u + tid, r = i / per_row;
+        if (i < total) v[u] = __ldg(reinterpret_cast<const uint4*>(row(r)) + (i - r * per_row));
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + 128 * u + tid, r = i / per_row;
+        if (i >= total) break;
+        uint32_t* const d = s_word + r * stride + 4 * (i - r * per_row);  // odd stride: no bank conflicts
+        d[0] = v[u].x, d[1] = v[u].y, d[2] = v[u].z, d[3] = v[u].w;
+      }
+    }
+    return;
+  }
+  const int total = R * kb;
+  for (int i0 = 0; i0 < total; i0 += U * 128) {
+    uint32_t v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / kb;
+      if (i < total) v[u] = __ldg(reinterpret_cast<const uint32_t*>(row(r)) + (i - r * kb));
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / kb;
+      if (i >= total) break;
+      s_word[r * stride + (i - r * kb)] = v[u];
+    }
+  }
+}
+
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
 // plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
@@ -60,6 +103,9 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * groups0) * kFp8ExpertLeanCols;
   const int32_t rows_begin = p.offsets[expert], m_count = p.offsets[expert + 1] - rows_begin;
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
+  // The first chunk's pair rows, loaded before the weights and scale words so that their latency
+  // overlaps those loads' rather than following them (the activations' loads need them).
+  const int32_t first_row = tid < min(NR, m_count) ? p.perm[rows_begin + tid] : 0;
 
   // The lane's rows (past N: row N - 1, outputs dropped) and its 16 bytes of their blocks.
   const int n_local = 16 * warp + g;
@@ -76,12 +122,11 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
 #pragma unroll
   for (int f = 0; f < NB; ++f) load(f, f);
 
-  // The tile's scale words (row-major code bytes: block b's four at byte 4 b of the row).
-  for (int i = tid; i < kFp8ExpertLeanCols * kb; i += 128) {
-    const int r = static_cast<int>(i / kb), b = static_cast<int>(i - r * kb);
-    const int64_t n = min64(n0 + r, N - 1);
-    s_word[r * stride + b] = __ldg(reinterpret_cast<const uint32_t*>(w.scale + n * w.scale_cols) + b);
-  }
+  // The tile's scale words (row-major code bytes: block b's four at byte 4 b of the row), every
+  // load of a thread in flight before its stores: as a loop of dependent load-store pairs (16 per
+  // thread at K 4096) they took a fifth of a batch-1 launch's stall samples (docs/cuda.md
+  // "Session 53").
+  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, static_cast<int>(kb), tid);
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   const uint32_t* my_words[2] = {s_word + n_local * stride, s_word + (n_local + 8) * stride};
   // The rows' reference over the sub-range of blocks [b, b + n): the largest of its codes.
@@ -103,23 +148,37 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
 #pragma unroll
       for (int f = 0; f < NB; ++f) load(f, f);  // the weights again (L2)
     }
-    if (tid < rows) c_row[tid] = p.perm[rows_begin + m0 + tid];
+    if (tid < rows) c_row[tid] = m0 == 0 ? first_row : p.perm[rows_begin + m0 + tid];
     __syncthreads();
     // Staging: item (pair r, block b, chunk q of 8 inputs), a half-warp per (r, b). The chunk's
     // columns past its pairs are never stored, and a wgmma column depends on its own B column
     // only, so their codes and scales stay as they are (a batch-1 CTA stages 1 row of 8).
-    for (int i = tid; i < rows * kb * 16; i += 128) {
-      const int q = i & 15, rb = i >> 4, r = static_cast<int>(rb / kb), b = static_cast<int>(rb - r * kb);
-      const int k = b * kFp8GemvBlock + 8 * q;
-      float v[8];
-      bf16x8_to_f32(*reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) +
-                                                    static_cast<int64_t>(c_row[r] / p.a_div) * p.lda + k), v);
-      uint32_t lo, hi;
-      const float s = fp8_block_codes(v, half_warp_amax(v, half), lo, hi);  // the code-block pre-pass's codes
-      const int o = fp8_tile_offset(r, k, NR);  // k % 8 == 0: codes 0-3 at h = 0, 4-7 at h = 1
-      *reinterpret_cast<uint32_t*>(sB + o) = lo;
-      *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;
-      if (q == 0) s_scale[b * NR + r] = s;
+    // Four items' activation loads in flight per thread before their codes (at batch 1, 512 items:
+    // one round trip, where a loop of load-then-quantise made four).
+    const int items = rows * static_cast<int>(kb) * 16;  // a multiple of 16: half-warps stay whole
+    for (int i0 = 0; i0 < items; i0 += 4 * 128) {
+      uint4 raw[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + 128 * u + tid, rb = i >> 4, r = rb / static_cast<int>(kb), b = rb - r * static_cast<int>(kb);
+        if (i < items)
+          raw[u] = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) +
+                                                   static_cast<int64_t>(c_row[r] / p.a_div) * p.lda +
+                                                   b * kFp8GemvBlock + 8 * (i & 15));
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + 128 * u + tid, q = i & 15, rb = i >> 4, r = rb / static_cast<int>(kb), b = rb - r * static_cast<int>(kb);
+        if (i >= items) break;  // half-warp-uniform, and so for every later u
+        float v[8];
+        bf16x8_to_f32(raw[u], v);
+        uint32_t lo, hi;
+        const float s = fp8_block_codes(v, half_warp_amax(v, half), lo, hi);  // the code-block pre-pass's codes
+        const int o = fp8_tile_offset(r, b * kFp8GemvBlock + 8 * q, NR);  // codes 0-3 at h = 0, 4-7 at h = 1
+        *reinterpret_cast<uint32_t*>(sB + o) = lo;
+        *reinterpret_cast<uint32_t*>(sB + o + 128) = hi;
+        if (q == 0) s_scale[b * NR + r] = s;
+      }
     }
     fence_proxy_async();  // the codes are read by wgmma (the async proxy)
     __syncthreads();
@@ -134,13 +193,16 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       const uint32_t word[2] = {my_words[0][0], my_words[1][0]};
       fp8_expert_decode_block(buf[0], word, ref, tables, byte_sel, fa);
     }
+    // The codes' descriptor: a k32 step's 256 bytes further is 16 more in its address field (shared
+    // addresses >> 4 stay below 2^14, so the add never carries out of it).
+    const uint64_t b_desc = wgmma_desc(sB, 128, 256);
     int sub = 0, in_sub = 0;  // the block's sub-range, and its blocks before it there
     // Block f on fragments x (slot u of the ring); block f + 1 decoded into nx while its MMAs run.
     auto block = [&](int f, int u, const uint32_t (&x)[4][4], uint32_t (&nx)[4][4]) {
       wgmma_fence();
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        wgmma_m64n8k32_e4m3_rs(part, x[j], wgmma_desc(sB + (4 * f + j) * (NR * 32), 128, 256), j > 0);
+        wgmma_m64n8k32_e4m3_rs(part, x[j], b_desc + static_cast<uint64_t>((4 * f + j) * (NR * 32 / 16)), j > 0);
       wgmma_commit();
       const bool last = f + 1 == kb, ends_sub = last || in_sub + 1 == blocks_per_sub;
       int nref[2] = {ref[0], ref[1]};
