@@ -82,13 +82,18 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   static_assert(NB % 2 == 0 && NB >= 2);
   constexpr int NR = kFp8ExpertLeanRows;
   extern __shared__ __align__(128) uint8_t fp8_eg_smem[];
-  const int64_t kb = p.K / kFp8GemvBlock;
+  const int kb = static_cast<int>(p.K / kFp8GemvBlock);  // int: the loop's compares stay 32-bit
   uint8_t* const sB = fp8_eg_smem;                                                      // codes
   float* const s_scale = reinterpret_cast<float*>(fp8_eg_smem + kb * 4 * NR * 32);       // [kb][NR]
   uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [64][stride]
   const int stride = fp8_expert_gemv_word_stride(kb);
   __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   __shared__ int32_t c_row[NR];
+  // The 64 rows' fold references, one per K sub-range (at most 8; odd stride: 2-way conflicts at
+  // worst) — each the largest of the sub-range's codes (fp4_fold_row_ref). Computed once per CTA:
+  // scanning a row's words at each sub-range's end was ~a fifth of the main loop's instructions.
+  constexpr int kRefStride = 9;
+  __shared__ int32_t s_ref[kFp8ExpertLeanCols * kRefStride];
 
   griddep_launch_dependents();
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
@@ -126,18 +131,13 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // load of a thread in flight before its stores: as a loop of dependent load-store pairs (16 per
   // thread at K 4096) they took a fifth of a batch-1 launch's stall samples (docs/cuda.md
   // "Session 53").
-  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, static_cast<int>(kb), tid);
+  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, kb, tid);
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   const uint32_t* my_words[2] = {s_word + n_local * stride, s_word + (n_local + 8) * stride};
-  // The rows' reference over the sub-range of blocks [b, b + n): the largest of its codes.
-  auto row_refs = [&](int b, int (&ref)[2]) {
-    const int n = min(blocks_per_sub, static_cast<int>(kb) - b);
+  // Row n_local + 8 h's fold reference in sub-range `sub` (s_ref, computed with the first chunk).
+  auto row_refs = [&](int sub, int (&ref)[2]) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      uint32_t m = 0;
-      for (int q = 0; q < n; ++q) m = fp4_fold_ref_add(m, my_words[h][b + q]);
-      ref[h] = fp4_fold_ref(m);
-    }
+    for (int h = 0; h < 2; ++h) ref[h] = s_ref[(n_local + 8 * h) * kRefStride + sub];
   };
 
   const uint32_t half = 0xffffu << (tid & 16);
@@ -150,17 +150,27 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
     }
     if (tid < rows) c_row[tid] = m0 == 0 ? first_row : p.perm[rows_begin + m0 + tid];
     __syncthreads();
+    if (m0 == 0) {  // the references (the staged words are visible now; read after the sync below)
+      const int n_sub = (kb + blocks_per_sub - 1) / blocks_per_sub;
+      for (int i = tid; i < kFp8ExpertLeanCols * n_sub; i += 128) {
+        const int r = i / n_sub, sb = i - r * n_sub, b0 = sb * blocks_per_sub;
+        const int n = min(blocks_per_sub, kb - b0);
+        uint32_t m = 0;
+        for (int q = 0; q < n; ++q) m = fp4_fold_ref_add(m, s_word[r * stride + b0 + q]);
+        s_ref[r * kRefStride + sb] = fp4_fold_ref(m);
+      }
+    }
     // Staging: item (pair r, block b, chunk q of 8 inputs), a half-warp per (r, b). The chunk's
     // columns past its pairs are never stored, and a wgmma column depends on its own B column
     // only, so their codes and scales stay as they are (a batch-1 CTA stages 1 row of 8).
     // Four items' activation loads in flight per thread before their codes (at batch 1, 512 items:
     // one round trip, where a loop of load-then-quantise made four).
-    const int items = rows * static_cast<int>(kb) * 16;  // a multiple of 16: half-warps stay whole
+    const int items = rows * kb * 16;  // a multiple of 16: half-warps stay whole
     for (int i0 = 0; i0 < items; i0 += 4 * 128) {
       uint4 raw[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int i = i0 + 128 * u + tid, rb = i >> 4, r = rb / static_cast<int>(kb), b = rb - r * static_cast<int>(kb);
+        const int i = i0 + 128 * u + tid, rb = i >> 4, r = rb / kb, b = rb - r * kb;
         if (i < items)
           raw[u] = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.A) +
                                                    static_cast<int64_t>(c_row[r] / p.a_div) * p.lda +
@@ -168,7 +178,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       }
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int i = i0 + 128 * u + tid, q = i & 15, rb = i >> 4, r = rb / static_cast<int>(kb), b = rb - r * static_cast<int>(kb);
+        const int i = i0 + 128 * u + tid, q = i & 15, rb = i >> 4, r = rb / kb, b = rb - r * kb;
         if (i >= items) break;  // half-warp-uniform, and so for every later u
         float v[8];
         bf16x8_to_f32(raw[u], v);
@@ -207,7 +217,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       const bool last = f + 1 == kb, ends_sub = last || in_sub + 1 == blocks_per_sub;
       int nref[2] = {ref[0], ref[1]};
       if (!last) {
-        if (ends_sub) row_refs(f + 1, nref);
+        if (ends_sub) row_refs(sub + 1, nref);
         const uint32_t word[2] = {my_words[0][f + 1], my_words[1][f + 1]};
         fp8_expert_decode_block(buf[(u + 1) % NB], word, nref, tables, byte_sel, nx);
       }
