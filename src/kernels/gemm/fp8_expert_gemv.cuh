@@ -78,7 +78,7 @@ __device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int str
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
 // plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
 template <int NB>
-__global__ void __launch_bounds__(128, NB <= 4 ? 4 : 3) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
+__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
   static_assert(NB % 2 == 0 && NB >= 2);
   constexpr int NR = kFp8ExpertLeanRows;
   extern __shared__ __align__(128) uint8_t fp8_eg_smem[];

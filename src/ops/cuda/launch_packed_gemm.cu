@@ -324,28 +324,19 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
   return cudaGetLastError();
 }
 
-// The lean form: one launch, both sets, NB blocks in flight per lane.
-template <int NB>
-cudaError_t launch_fp8_experts_lean_nb(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+// The lean form: one launch, both sets (4 blocks in flight per lane).
+cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  constexpr int kNB = 4;
   const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb);
   static const cudaError_t configured =
-      cudaFuncSetAttribute(fp8_expert_gemv_kernel<NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(fp8_expert_gemv_kernel<kNB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK)));
   if (configured != cudaSuccess) return configured;
   const int64_t z = p.max_active > 0 ? std::min<int64_t>(plan.lean_z, p.max_active) : plan.lean_z;
   const dim3 grid(static_cast<unsigned>(plan.lean_groups * p.n_sets), 1, static_cast<unsigned>(z));
-  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<NB>, grid, 128, static_cast<size_t>(smem), s, p,
+  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB>, grid, 128, static_cast<size_t>(smem), s, p,
                                    static_cast<int>(plan.lean_groups));
   return e != cudaSuccess ? e : cudaGetLastError();
-}
-
-// The ring's depth (DEEPINFER_GEMM_FP8_EXPERTS_LEAN_RING: 4, 6 or 8 blocks; default 4): deeper
-// rings keep more weight bytes in flight per warp but need more registers (3 CTAs per SM past 4).
-cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
-  static const int nb = env_int("DEEPINFER_GEMM_FP8_EXPERTS_LEAN_RING", 4);
-  if (nb == 8) return launch_fp8_experts_lean_nb<8>(p, plan, s);
-  if (nb == 6) return launch_fp8_experts_lean_nb<6>(p, plan, s);
-  return launch_fp8_experts_lean_nb<4>(p, plan, s);
 }
 
 }  // namespace
