@@ -32,46 +32,47 @@ namespace deepinfer::kernels {
 static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
 
 // The 64 rows' scale words [64][stride] from their scale rows (row n - n0 of the tile; rows past N
-// repeat row N - 1), in rounds of four pieces per thread whose loads go out before their stores:
-// a piece is 16 bytes when every row allows it (K a multiple of 512 and 16-byte rows: every V4
-// expert; one round up to K 4096), else a word (in .x).
-struct Fp8ExpertWords {
-  static constexpr int kU = 4;
-  const uint8_t* scale;
-  int64_t scale_cols, n0, N;
-  int kb, tid;
-  bool vec;
-  int per_row, total;  // pieces per row and in all
-
-  __device__ Fp8ExpertWords(const uint8_t* s, int64_t cols, int64_t n0_, int64_t N_, int kb_, int tid_)
-      : scale(s), scale_cols(cols), n0(n0_), N(N_), kb(kb_), tid(tid_),
-        vec(kb_ % 4 == 0 && cols % 16 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0),
-        per_row(vec ? kb_ / 4 : kb_), total(kFp8ExpertLeanCols * per_row) {}
-  static constexpr int round() { return kU * 128; }
-  __device__ void load(int i0, uint4 (&v)[kU]) const {
+// repeat row N - 1), each thread's loads of a round issued before its stores: 16 bytes at a time
+// when every row allows it (K a multiple of 512 and 16-byte rows: every V4 expert), else a word.
+__device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int stride, const uint8_t* scale,
+                                                       int64_t scale_cols, int64_t n0, int64_t N, int kb, int tid) {
+  constexpr int U = 4, R = kFp8ExpertLeanCols;
+  const auto row = [&](int r) { return scale + min64(n0 + r, N - 1) * scale_cols; };
+  if (kb % 4 == 0 && scale_cols % 16 == 0 && reinterpret_cast<uintptr_t>(scale) % 16 == 0) {
+    const int per_row = kb / 4, total = R * per_row;  // 16-byte pieces
+    for (int i0 = 0; i0 < total; i0 += U * 128) {
+      uint4 v[U];
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = i0 + 128 * u + tid, r = i / per_row, q = i - r * per_row;
-      if (i >= total) break;
-      const uint8_t* const row = scale + min64(n0 + r, N - 1) * scale_cols;
-      if (vec) v[u] = __ldg(reinterpret_cast<const uint4*>(row) + q);
-      else v[u].x = __ldg(reinterpret_cast<const uint32_t*>(row) + q);
-    }
-  }
-  __device__ void store(int i0, const uint4 (&v)[kU], uint32_t* s_word, int stride) const {
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + 128 * u + tid, r = i / per_row;
+        if (i < total) v[u] = __ldg(reinterpret_cast<const uint4*>(row(r)) + (i - r * per_row));
+      }
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = i0 + 128 * u + tid, r = i / per_row, q = i - r * per_row;
-      if (i >= total) break;
-      if (vec) {
-        uint32_t* const d = s_word + r * stride + 4 * q;  // odd stride: no bank conflicts
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + 128 * u + tid, r = i / per_row;
+        if (i >= total) break;
+        uint32_t* const d = s_word + r * stride + 4 * (i - r * per_row);  // odd stride: no bank conflicts
         d[0] = v[u].x, d[1] = v[u].y, d[2] = v[u].z, d[3] = v[u].w;
-      } else {
-        s_word[r * stride + q] = v[u].x;
       }
     }
+    return;
   }
-};
+  const int total = R * kb;
+  for (int i0 = 0; i0 < total; i0 += U * 128) {
+    uint32_t v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / kb;
+      if (i < total) v[u] = __ldg(reinterpret_cast<const uint32_t*>(row(r)) + (i - r * kb));
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / kb;
+      if (i >= total) break;
+      s_word[r * stride + (i - r * kb)] = v[u];
+    }
+  }
+}
 
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
@@ -123,11 +124,6 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
 #pragma unroll
     for (int h = 0; h < 2; ++h) ldg_weight16_if(buf[slot][h], wr[h] + static_cast<int64_t>(f) * kFp4FoldBlockBytes, pol, pred);
   };
-  // The scale words' first round before the weight ring's first blocks: the prologue waits on
-  // the words first (their loads queued behind the ring's in session 53's profile).
-  const Fp8ExpertWords words(w.scale, w.scale_cols, n0, N, kb, tid);
-  uint4 wv[Fp8ExpertWords::kU];
-  words.load(0, wv);
 #pragma unroll
   for (int f = 0; f < NB; ++f) load(f, f);
 
@@ -135,11 +131,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // load of a thread in flight before its stores: as a loop of dependent load-store pairs (16 per
   // thread at K 4096) they took a fifth of a batch-1 launch's stall samples (docs/cuda.md
   // "Session 53").
-  words.store(0, wv, s_word, stride);
-  for (int i0 = Fp8ExpertWords::round(); i0 < words.total; i0 += Fp8ExpertWords::round()) {
-    words.load(i0, wv);
-    words.store(i0, wv, s_word, stride);
-  }
+  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, kb, tid);
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
   const uint32_t* my_words[2] = {s_word + n_local * stride, s_word + (n_local + 8) * stride};
   // Row n_local + 8 h's fold reference in sub-range `sub` (s_ref, computed with the first chunk).
