@@ -175,6 +175,9 @@ job DEEPINFER_GEMM_FP8_EXPERTS=1 .carry/bin/cuda_model_test --gtest_filter="$MOD
 # batch-invariance tests' 1- and 8-token launches as clusters, K over 2 or 8 sub-ranges).
 job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
 job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
+# The lean form with its rolling L2 prefetch (DEEPINFER_GEMM_L2_PREFETCH, 8 blocks): a hint, so
+# the same bits; the run checks its addresses stay in the rows (a bad one faults the launch).
+job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_L2_PREFETCH=8 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
 job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_model_test
 tmp=$(mktemp -d)
 status=0

@@ -78,7 +78,7 @@ __device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int str
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
 // plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
 template <int NB>
-__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0) {
+__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0, int prefetch) {
   static_assert(NB % 2 == 0 && NB >= 2);
   constexpr int NR = kFp8ExpertLeanRows;
   extern __shared__ __align__(128) uint8_t fp8_eg_smem[];
@@ -126,6 +126,22 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   };
 #pragma unroll
   for (int f = 0; f < NB; ++f) load(f, f);
+  // Rolling L2 prefetch (DEEPINFER_GEMM_L2_PREFETCH = D blocks, 0 = none): lane c = 0 asks for its
+  // two rows' next D blocks (64 bytes each, contiguous in the row) whenever the requested lead over
+  // the ring drops to D, so 2 D blocks of every row are in flight beyond the registers' NB. pf: the
+  // first block not yet requested (CTA-uniform).
+  int pf = prefetch > 0 && w.row_bytes % 16 == 0 ? NB : kb;
+  auto prefetch_to = [&](int end) {  // request blocks [pf, end)
+    end = min(end, kb);
+    if (pf >= end) return;
+    if (c == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        l2_prefetch_weights(wr[h] + pf * kFp4FoldBlockBytes, static_cast<uint32_t>((end - pf) * kFp4FoldBlockBytes), pol);
+    }
+    pf = end;
+  };
+  prefetch_to(pf + 2 * prefetch);
 
   // The tile's scale words (row-major code bytes: block b's four at byte 4 b of the row), every
   // load of a thread in flight before its stores: as a loop of dependent load-store pairs (16 per
@@ -224,6 +240,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       load(u, f + NB);
+      if (f + NB + prefetch >= pf) prefetch_to(pf + prefetch);  // (never when off: pf is kb)
       const float2 sa = *reinterpret_cast<const float2*>(s_scale + f * NR + 2 * c);  // pairs 2 c, 2 c + 1
       sum[0] = fmaf(part[0], sa.x, sum[0]), sum[1] = fmaf(part[1], sa.y, sum[1]);
       sum[2] = fmaf(part[2], sa.x, sum[2]), sum[3] = fmaf(part[3], sa.y, sum[3]);

@@ -42,4 +42,12 @@ __device__ __forceinline__ void ldg_weight16_if(uint4& v, const uint8_t* p, uint
       : "l"(p), "r"(static_cast<int>(pred)), "l"(pol));
 }
 
+// Asks the L2 for `bytes` of weights (a multiple of 16 at a 16-byte aligned address) ahead of their
+// register loads, under the L2 policy `pol`: sm_90's bulk prefetch, which holds no registers and
+// waits for nothing, so a warp can keep more of its stream in flight than its ring of registers
+// (DEEPINFER_GEMM_L2_PREFETCH; the loads that follow hit the L2 or the lines' fills in flight).
+__device__ __forceinline__ void l2_prefetch_weights(const uint8_t* p, uint32_t bytes, uint64_t pol) {
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(pol) : "memory");
+}
+
 }  // namespace deepinfer::kernels

@@ -326,6 +326,7 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
 
 // The lean form: one launch, both sets (4 blocks in flight per lane).
 cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  static const int prefetch = l2_prefetch_blocks();
   constexpr int kNB = 4;
   const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb);
   static const cudaError_t configured =
@@ -335,11 +336,16 @@ cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& pl
   const int64_t z = p.max_active > 0 ? std::min<int64_t>(plan.lean_z, p.max_active) : plan.lean_z;
   const dim3 grid(static_cast<unsigned>(plan.lean_groups * p.n_sets), 1, static_cast<unsigned>(z));
   const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB>, grid, 128, static_cast<size_t>(smem), s, p,
-                                   static_cast<int>(plan.lean_groups));
+                                   static_cast<int>(plan.lean_groups), prefetch);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 }  // namespace
+
+int l2_prefetch_blocks() {
+  static const int n = std::max(0, env_int("DEEPINFER_GEMM_L2_PREFETCH", 0));
+  return n;
+}
 
 cudaError_t launch_fp8_experts(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
   if (plan.lean) return launch_fp8_experts_lean(p, plan, s);
