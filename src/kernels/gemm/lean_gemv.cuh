@@ -41,7 +41,10 @@ namespace deepinfer::kernels {
 // registers (65,536 / (2 x 320), no spills at S = 3; ptxas), so that beside two of its eight-warp
 // CTAs an SM holds a four-warp CTA of the next launch (batch 1's down projection, 110 registers),
 // which then waits there for the gate/up round instead of starting after it retires.
-template <WeightFmt F, int S, bool EXPERTS, int TILES>
+// PF: every tile's weight rows requested into the L2 up front (l2_prefetch_weights; FP4 expert
+// launches of several tiles under DEEPINFER_GEMM_L2_PREFETCH): a template parameter because the
+// prefetch's addresses grew the other forms' registers even when off (80-95 -> 107-116, ptxas).
+template <WeightFmt F, int S, bool EXPERTS, int TILES, bool PF = false>
 __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideCompactBound : kLeanMaxWarps * 32,
                                   TILES != 1 ? 2 : (S > 4 ? 1 : (S == 3 && F != WeightFmt::kFp4Block ? 4 : 3)))
     lean_gemv_kernel(GemmParams p, LeanGemvShape sh) {
@@ -107,6 +110,17 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
   uint4 buf[S][2];
   uint8_t cbuf[S][2];  // FP4: the runs' scale codes
   const uint64_t l2_policy = weight_l2_policy(sh.evict_first);
+  // PF: lane i < 16 asks the L2 for column i's run of the warp's sub-range in every tile (k0's
+  // byte offset is a multiple of 64: R is of 128 inputs), so the ring's loads of the later tiles
+  // find their lines on the way; rows whose stride is not of 16 bytes are left to the ring.
+  auto prefetch_tiles = [&] {
+    if (w.row_bytes % 16 != 0 || nw == 0 || lane >= 16) return;
+    const int64_t k0_byte = F == WeightFmt::kBF16 ? 2 * k0 : (F == WeightFmt::kFp8Block ? k0 : k0 / 2);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int64_t n = w_row0 + min64(n0 + t * tile_cols + lane, N - 1);
+      l2_prefetch_weights(w.w + n * w.row_bytes + k0_byte, static_cast<uint32_t>(nw * kLeanWindowBytes), l2_policy);
+    }
+  };
   auto load = [&](int slot) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -125,6 +139,7 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
     for (int d = 0; d < S; ++d)
       if (d < n_win) load(d);
   };
+  if constexpr (PF) prefetch_tiles();
   prime();
   // FP8: window i's scale code in lane i (tile i / nw; a warp's 16 columns share an FP8 block);
   // the warp takes the fast decoder unless a code is beyond it.

@@ -558,15 +558,15 @@ bool lean_gemv_plan(const GemmParams& p, LeanLaunchPlan& plan) {
   return true;
 }
 
-template <WeightFmt F, int S, bool EXPERTS, int TILES>
+template <WeightFmt F, int S, bool EXPERTS, int TILES, bool PF = false>
 cudaError_t launch_lean_kernel(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   static const cudaError_t configured = cudaFuncSetAttribute(
-      lean_gemv_kernel<F, S, EXPERTS, TILES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      lean_gemv_kernel<F, S, EXPERTS, TILES, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
       static_cast<int>(LeanKnobs{}.max_smem));
   if (configured != cudaSuccess) return configured;
   if (plan.grid_x == 0 || plan.grid_z == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(plan.grid_x), 1, static_cast<unsigned>(plan.grid_z));
-  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES>, grid, plan.threads, plan.smem, s, p, plan.shape);
+  const cudaError_t e = launch_pdl(lean_gemv_kernel<F, S, EXPERTS, TILES, PF>, grid, plan.threads, plan.smem, s, p, plan.shape);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -574,10 +574,15 @@ template <WeightFmt F, int S>
 cudaError_t launch_lean_s(const GemmParams& p, const LeanLaunchPlan& plan, cudaStream_t s) {
   const bool experts = p.experts != nullptr;
   if constexpr (F == WeightFmt::kFp4Block) {
+    // DEEPINFER_GEMM_L2_PREFETCH: the multi-tile FP4 expert forms with their rows requested into
+    // the L2 up front (lean_gemv_kernel's PF; an A/B switch, the same bits).
+    const bool pf = experts && l2_prefetch_blocks() > 0;
     if (plan.shape.tiles == kLeanWideTiles) {  // FP4 expert launches only (the plan's rule)
       if (!experts) return cudaErrorInvalidValue;
-      return launch_lean_kernel<F, S, true, kLeanWideTiles>(p, plan, s);
+      return pf ? launch_lean_kernel<F, S, true, kLeanWideTiles, true>(p, plan, s)
+                : launch_lean_kernel<F, S, true, kLeanWideTiles>(p, plan, s);
     }
+    if (pf && plan.shape.tiles == kLeanMaxTiles) return launch_lean_kernel<F, S, true, kLeanMaxTiles, true>(p, plan, s);
   }
   if (plan.shape.tiles == kLeanMaxTiles)
     return experts ? launch_lean_kernel<F, S, true, kLeanMaxTiles>(p, plan, s)

@@ -20,9 +20,10 @@ cudaError_t launch_packed_gemm(const GemmParams& p, const PackedGemmPlan& plan, 
 cudaError_t launch_packed_experts(const GemmParams& p, const PackedExpertPlan& plan, cudaStream_t s);
 // Whether expert launches take the swapped-operand kernel (DEEPINFER_GEMM_EXPERT_SWAP, default on).
 bool expert_swap_enabled();
-// 128-input blocks the FP8-order experts' lean form asks the L2 for ahead of its register ring
-// (DEEPINFER_GEMM_L2_PREFETCH, default 0 = none; l2_prefetch_weights). An A/B switch: hints do
-// not change results.
+// DEEPINFER_GEMM_L2_PREFETCH (default 0 = none; l2_prefetch_weights): the 128-input blocks the
+// FP8-order experts' lean form asks the L2 for ahead of its register ring, and when > 0 the lean
+// kernel's multi-tile FP4 expert forms request all their tiles' rows up front. An A/B switch:
+// hints do not change results.
 int l2_prefetch_blocks();
 
 }  // namespace deepinfer::kernels
