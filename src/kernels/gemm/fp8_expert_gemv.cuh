@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // two rows' next D blocks (64 bytes each, contiguous in the row) whenever the requested lead over
   // the ring drops to D, so 2 D blocks of every row are in flight beyond the registers' NB. pf: the
   // first block not yet requested (CTA-uniform).
-  int pf = prefetch > 0 && w.row_bytes % 16 == 0 ? NB : kb;
+  int pf = prefetch > 0 && w.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(w.w) % 16 == 0 ? NB : kb;
   auto prefetch_to = [&](int end) {  // request blocks [pf, end)
     end = min(end, kb);
     if (pf >= end) return;

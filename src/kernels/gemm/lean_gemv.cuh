@@ -112,9 +112,9 @@ __global__ void __launch_bounds__(TILES == kLeanWideTiles && S == 3 ? kLeanWideC
   const uint64_t l2_policy = weight_l2_policy(sh.evict_first);
   // PF: lane i < 16 asks the L2 for column i's run of the warp's sub-range in every tile (k0's
   // byte offset is a multiple of 64: R is of 128 inputs), so the ring's loads of the later tiles
-  // find their lines on the way; rows whose stride is not of 16 bytes are left to the ring.
+  // find their lines on the way; rows not 16-byte aligned are left to the ring.
   auto prefetch_tiles = [&] {
-    if (w.row_bytes % 16 != 0 || nw == 0 || lane >= 16) return;
+    if (w.row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w.w) % 16 != 0 || nw == 0 || lane >= 16) return;
     const int64_t k0_byte = F == WeightFmt::kBF16 ? 2 * k0 : (F == WeightFmt::kFp8Block ? k0 : k0 / 2);
     for (int t = 0; t < n_tiles; ++t) {
       const int64_t n = w_row0 + min64(n0 + t * tile_cols + lane, N - 1);
