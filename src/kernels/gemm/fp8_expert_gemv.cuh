@@ -31,47 +31,41 @@ namespace deepinfer::kernels {
 
 static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
 
+// A staged piece's words (16 bytes: four; a word: one) at d.
+__device__ __forceinline__ void fp8_expert_put_words(uint32_t* d, const uint4& v) { d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w; }
+__device__ __forceinline__ void fp8_expert_put_words(uint32_t* d, uint32_t v) { d[0] = v; }
+
 // The 64 rows' scale words [64][stride] from their scale rows (row n - n0 of the tile; rows past N
-// repeat row N - 1), each thread's loads of a round issued before its stores: 16 bytes at a time
-// when every row allows it (K a multiple of 512 and 16-byte rows: every V4 expert), else a word.
+// repeat row N - 1) in pieces of `Piece` (per_row of them a row), each thread's loads of a round
+// issued before its stores.
+template <typename Piece>
+__device__ __forceinline__ void fp8_expert_stage_pieces(uint32_t* s_word, int stride, const uint8_t* scale,
+                                                        int64_t scale_cols, int64_t n0, int64_t N, int per_row, int tid) {
+  constexpr int U = 4, kWords = static_cast<int>(sizeof(Piece) / 4);
+  const int total = kFp8ExpertLeanCols * per_row;
+  for (int i0 = 0; i0 < total; i0 += U * 128) {
+    Piece v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / per_row;
+      if (i < total) v[u] = __ldg(reinterpret_cast<const Piece*>(scale + min64(n0 + r, N - 1) * scale_cols) + (i - r * per_row));
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + 128 * u + tid, r = i / per_row;
+      if (i >= total) break;
+      fp8_expert_put_words(s_word + r * stride + kWords * (i - r * per_row), v[u]);  // odd stride: no bank conflicts
+    }
+  }
+}
+// 16 bytes at a time when every row allows it (K a multiple of 512 and 16-byte rows: every V4
+// expert), else a word.
 __device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int stride, const uint8_t* scale,
                                                        int64_t scale_cols, int64_t n0, int64_t N, int kb, int tid) {
-  constexpr int U = 4, R = kFp8ExpertLeanCols;
-  const auto row = [&](int r) { return scale + min64(n0 + r, N - 1) * scale_cols; };
-  if (kb % 4 == 0 && scale_cols % 16 == 0 && reinterpret_cast<uintptr_t>(scale) % 16 == 0) {
-    const int per_row = kb / 4, total = R * per_row;  // 16-byte pieces
-    for (int i0 = 0; i0 < total; i0 += U * 128) {
-      uint4 v[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + 128 * u + tid, r = i / per_row;
-        if (i < total) v[u] = __ldg(reinterpret_cast<const uint4*>(row(r)) + (i - r * per_row));
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + 128 * u + tid, r = i / per_row;
-        if (i >= total) break;
-        uint32_t* const d = s_word + r * stride + 4 * (i - r * per_row);  // odd stride: no bank conflicts
-        d[0] = v[u].x, d[1] = v[u].y, d[2] = v[u].z, d[3] = v[u].w;
-      }
-    }
-    return;
-  }
-  const int total = R * kb;
-  for (int i0 = 0; i0 < total; i0 += U * 128) {
-    uint32_t v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i = i0 + 128 * u + tid, r = i / kb;
-      if (i < total) v[u] = __ldg(reinterpret_cast<const uint32_t*>(row(r)) + (i - r * kb));
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i = i0 + 128 * u + tid, r = i / kb;
-      if (i >= total) break;
-      s_word[r * stride + (i - r * kb)] = v[u];
-    }
-  }
+  if (kb % 4 == 0 && scale_cols % 16 == 0 && reinterpret_cast<uintptr_t>(scale) % 16 == 0)
+    fp8_expert_stage_pieces<uint4>(s_word, stride, scale, scale_cols, n0, N, kb / 4, tid);
+  else
+    fp8_expert_stage_pieces<uint32_t>(s_word, stride, scale, scale_cols, n0, N, kb, tid);
 }
 
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
