@@ -10,12 +10,14 @@
 //   * the expert's pairs in chunks of 8 (wgmma's N; the columns past the chunk's pairs unused): each
 //     chunk's activation rows are quantised into the FP8 order's codes in shared memory over all
 //     of K (fp8_block_codes: the code-block pre-pass's codes), and the weights stream again (L2);
-//   * the rows' 32-block scale words are staged once per CTA (64 rows x K / 128 words), each
-//     row's sub-range reference read from them (fp4_fold_row_ref's maximum) at the sub-range's
-//     first block;
+//   * the rows' 32-block scale words are staged once per CTA (64 rows x K / 128 words, the
+//     prologue's loads in flight together), and from them every row's sub-range references
+//     (fp4_fold_row_ref's maximum) once, into shared memory;
 //   * the weight blocks stream straight into registers, NB in flight per lane (fp8_gemv.cuh's
 //     ring: lane c loads 16 bytes of each of its two rows' 64-byte blocks), and block f + 1 is
-//     decoded (fp4_fold_decode) while block f's four k32 steps run on the tensor cores.
+//     decoded (fp4_fold_decode) while block f's four k32 steps run on the tensor cores; under
+//     DEEPINFER_GEMM_L2_PREFETCH the rows' next blocks are also requested into the L2 ahead of
+//     the ring (a hint: the same bits).
 // Per block the same operations as the tiled kernel: part = four wgmma k32 steps from zero
 // (m64n8k32 here, m64n32k32 / m64n128k32 there: the same bits per column, wgmma_fp8_probe),
 // sum = fmaf(part, sa, sum) in block order, and per sub-range total = fmaf(sum, f, total) — or
