@@ -318,5 +318,30 @@ TEST(Fp8ExpertPlanTest, DecodeLaunchesTakeTheLeanFormUpToItsPairs) {
   EXPECT_LE(4 * fp8_expert_gemv_smem_bytes(4096 / 128), 227 * 1024);  // four CTAs per SM at V4-Flash's K
 }
 
+// Two 64-row groups per lean CTA (DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS=2) where a set has two or
+// more: half the CTAs per set (the last taking one group when the count is odd), the scale words of
+// both staged, and still four CTAs per SM at V4-Flash's K (with the kernel's 5 KB of static shared
+// memory — tables, pair rows, both groups' references — and the 1 KB each CTA reserves).
+TEST(Fp8ExpertPlanTest, LeanCtasTakeTwoGroupsWhenAsked) {
+  Fp8ExpertPlan plan;
+  ASSERT_TRUE(plan_fp8_experts(48, 256, 2048, 4096, 264, plan, 512, 2));  // batch 8's gate/up
+  EXPECT_TRUE(plan.lean);
+  EXPECT_EQ(plan.lean_per_cta, 2);
+  EXPECT_EQ(plan.lean_groups, 32);
+  EXPECT_EQ(plan.lean_ctas(), 16);
+  ASSERT_TRUE(plan_fp8_experts(48, 256, 4100, 2048, 264, plan, 512, 2));
+  EXPECT_EQ(plan.lean_groups, 65);
+  EXPECT_EQ(plan.lean_ctas(), 33);  // the last CTA's second group is past N
+  ASSERT_TRUE(plan_fp8_experts(48, 256, 64, 2048, 264, plan, 512, 2));
+  EXPECT_EQ(plan.lean_per_cta, 1);  // one group: nothing to pair
+  EXPECT_EQ(plan.lean_ctas(), 1);
+  ASSERT_TRUE(plan_fp8_experts(48, 256, 2048, 4096, 264, plan, 512));
+  EXPECT_EQ(plan.lean_per_cta, 1);  // the default
+  EXPECT_EQ(plan.lean_ctas(), 32);
+  EXPECT_EQ(fp8_expert_gemv_smem_bytes(32, 2), fp8_expert_gemv_smem_bytes(32) + 64 * 33 * 4);
+  EXPECT_LE(4 * (fp8_expert_gemv_smem_bytes(4096 / 128, 2) + 5 * 1024 + 1024), 228 * 1024);
+  EXPECT_LE(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / 128, 2), 227 * 1024);
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

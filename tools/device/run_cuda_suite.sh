@@ -178,6 +178,9 @@ job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN=0 DEEPINFER_GEM
 # The lean form with its rolling L2 prefetch (DEEPINFER_GEMM_L2_PREFETCH, 8 blocks): a hint, so
 # the same bits; the run checks its addresses stay in the rows (a bad one faults the launch).
 job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_L2_PREFETCH=8 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
+# Two 64-row groups per lean CTA (DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS=2), with the prefetch
+# restarted per group: the batch-invariance tests compare it with the 128-pair tiles bit for bit.
+job DEEPINFER_GEMM_FP8_EXPERTS=1 DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS=2 DEEPINFER_GEMM_L2_PREFETCH=4 .carry/bin/cuda_ops_test --gtest_filter='*Moe*:*DecodeExperts*'
 # The same switch on the default path: the lean kernel's multi-tile FP4 expert forms with every
 # tile's rows requested up front (lean_gemv_kernel's PF).
 job DEEPINFER_GEMM_L2_PREFETCH=8 .carry/bin/cuda_ops_test --gtest_filter="$MOE_RUN"

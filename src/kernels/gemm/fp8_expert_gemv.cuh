@@ -37,14 +37,14 @@ static_assert(kFp8ExpertLeanCols == kFp8GemvCols, "a warpgroup's wgmma M");
 __device__ __forceinline__ void fp8_expert_put_words(uint32_t* d, const uint4& v) { d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w; }
 __device__ __forceinline__ void fp8_expert_put_words(uint32_t* d, uint32_t v) { d[0] = v; }
 
-// The 64 rows' scale words [64][stride] from their scale rows (row n - n0 of the tile; rows past N
+// The rows' scale words [rows][stride] from their scale rows (row n - n0 of the tile; rows past N
 // repeat row N - 1) in pieces of `Piece` (per_row of them a row), each thread's loads of a round
 // issued before its stores.
 template <typename Piece>
-__device__ __forceinline__ void fp8_expert_stage_pieces(uint32_t* s_word, int stride, const uint8_t* scale,
-                                                        int64_t scale_cols, int64_t n0, int64_t N, int per_row, int tid) {
+__device__ __forceinline__ void fp8_expert_stage_pieces(uint32_t* s_word, int stride, const uint8_t* scale, int64_t scale_cols,
+                                                        int64_t n0, int64_t N, int rows, int per_row, int tid) {
   constexpr int U = 4, kWords = static_cast<int>(sizeof(Piece) / 4);
-  const int total = kFp8ExpertLeanCols * per_row;
+  const int total = rows * per_row;
   for (int i0 = 0; i0 < total; i0 += U * 128) {
     Piece v[U];
 #pragma unroll
@@ -62,26 +62,26 @@ __device__ __forceinline__ void fp8_expert_stage_pieces(uint32_t* s_word, int st
 }
 // 16 bytes at a time when every row allows it (K a multiple of 512 and 16-byte rows: every V4
 // expert), else a word.
-__device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int stride, const uint8_t* scale,
-                                                       int64_t scale_cols, int64_t n0, int64_t N, int kb, int tid) {
+__device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int stride, const uint8_t* scale, int64_t scale_cols,
+                                                       int64_t n0, int64_t N, int rows, int kb, int tid) {
   if (kb % 4 == 0 && scale_cols % 16 == 0 && reinterpret_cast<uintptr_t>(scale) % 16 == 0)
-    fp8_expert_stage_pieces<uint4>(s_word, stride, scale, scale_cols, n0, N, kb / 4, tid);
+    fp8_expert_stage_pieces<uint4>(s_word, stride, scale, scale_cols, n0, N, rows, kb / 4, tid);
   else
-    fp8_expert_stage_pieces<uint32_t>(s_word, stride, scale, scale_cols, n0, N, kb, tid);
+    fp8_expert_stage_pieces<uint32_t>(s_word, stride, scale, scale_cols, n0, N, rows, kb, tid);
 }
 
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
 // fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
 // plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
-template <int NB>
-__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int groups0, int prefetch) {
-  static_assert(NB % 2 == 0 && NB >= 2);
+template <int NB, int G>
+__global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int ctas0, int prefetch) {
+  static_assert(NB % 2 == 0 && NB >= 2 && (G == 1 || G == 2));
   constexpr int NR = kFp8ExpertLeanRows;
   extern __shared__ __align__(128) uint8_t fp8_eg_smem[];
   const int kb = static_cast<int>(p.K / kFp8GemvBlock);  // int: the loop's compares stay 32-bit
   uint8_t* const sB = fp8_eg_smem;                                                      // codes
   float* const s_scale = reinterpret_cast<float*>(fp8_eg_smem + kb * 4 * NR * 32);       // [kb][NR]
-  uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [64][stride]
+  uint32_t* const s_word = reinterpret_cast<uint32_t*>(s_scale + NR * kb);               // [G x 64][stride]
   const int stride = fp8_expert_gemv_word_stride(kb);
   __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   __shared__ int32_t c_row[NR];
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // worst) — each the largest of the sub-range's codes (fp4_fold_row_ref). Computed once per CTA:
   // scanning a row's words at each sub-range's end was ~a fifth of the main loop's instructions.
   constexpr int kRefStride = 9;
-  __shared__ int32_t s_ref[kFp8ExpertLeanCols * kRefStride];
+  __shared__ int32_t s_ref[G * kFp8ExpertLeanCols * kRefStride];
 
   griddep_launch_dependents();
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
@@ -97,11 +97,11 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   griddep_wait();  // the routing (and the activations) come from the previous kernels
   if (static_cast<int>(blockIdx.z) >= p.active[p.n_experts]) return;  // fewer active experts
   const int expert = p.active[blockIdx.z];
-  const int set = static_cast<int>(blockIdx.x) >= groups0 ? 1 : 0;
+  const int set = static_cast<int>(blockIdx.x) >= ctas0 ? 1 : 0;
   const WeightDesc w = p.experts[set * p.n_experts + expert];
   const int64_t N = p.N, ldc = set == 0 ? p.ldc : p.ldc1;
   void* const C = set == 0 ? p.C : p.C1;
-  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * groups0) * kFp8ExpertLeanCols;
+  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) - set * ctas0) * (G * kFp8ExpertLeanCols);  // group 0's
   const int32_t rows_begin = p.offsets[expert], m_count = p.offsets[expert + 1] - rows_begin;
   const int blocks_per_sub = static_cast<int>(gemm_subrange(p.K) / kFp8GemvBlock);
   // The first chunk's pair rows, loaded before the weights and scale words so that their latency
@@ -126,7 +126,8 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // two rows' next D blocks (64 bytes each, contiguous in the row) whenever the requested lead over
   // the ring drops to D, so 2 D blocks of every row are in flight beyond the registers' NB. pf: the
   // first block not yet requested (CTA-uniform).
-  int pf = prefetch > 0 && w.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(w.w) % 16 == 0 ? NB : kb;
+  const bool pf_on = prefetch > 0 && w.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
+  int pf = pf_on ? NB : kb;
   auto prefetch_to = [&](int end) {  // request blocks [pf, end)
     end = min(end, kb);
     if (pf >= end) return;
@@ -143,28 +144,26 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // load of a thread in flight before its stores: as a loop of dependent load-store pairs (16 per
   // thread at K 4096) they took a fifth of a batch-1 launch's stall samples (docs/cuda.md
   // "Session 53").
-  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, kb, tid);
+  fp8_expert_stage_words(s_word, stride, w.scale, w.scale_cols, n0, N, G * kFp8ExpertLeanCols, kb, tid);
   const uint32_t byte_sel = 0x4440u + static_cast<uint32_t>(c / 2);  // PRMT: code byte c / 2, zero-extended
-  const uint32_t* my_words[2] = {s_word + n_local * stride, s_word + (n_local + 8) * stride};
-  // Row n_local + 8 h's fold reference in sub-range `sub` (s_ref, computed with the first chunk).
+  // Group gi's row n_local + 8 h: its staged words and its fold reference in sub-range `sub`
+  // (s_ref, computed with the first chunk).
+  int gi = 0;
+  auto my_words = [&](int h) { return s_word + (gi * kFp8ExpertLeanCols + n_local + 8 * h) * stride; };
   auto row_refs = [&](int sub, int (&ref)[2]) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) ref[h] = s_ref[(n_local + 8 * h) * kRefStride + sub];
+    for (int h = 0; h < 2; ++h) ref[h] = s_ref[(gi * kFp8ExpertLeanCols + n_local + 8 * h) * kRefStride + sub];
   };
 
   const uint32_t half = 0xffffu << (tid & 16);
   for (int m0 = 0; m0 < m_count; m0 += NR) {
     const int rows = min(NR, m_count - m0);
-    if (m0 > 0) {
-      __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
-#pragma unroll
-      for (int f = 0; f < NB; ++f) load(f, f);  // the weights again (L2)
-    }
+    if (m0 > 0) __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
     if (tid < rows) c_row[tid] = m0 == 0 ? first_row : p.perm[rows_begin + m0 + tid];
     __syncthreads();
     if (m0 == 0) {  // the references (the staged words are visible now; read after the sync below)
       const int n_sub = (kb + blocks_per_sub - 1) / blocks_per_sub;
-      for (int i = tid; i < kFp8ExpertLeanCols * n_sub; i += 128) {
+      for (int i = tid; i < G * kFp8ExpertLeanCols * n_sub; i += 128) {
         const int r = i / n_sub, sb = i - r * n_sub, b0 = sb * blocks_per_sub;
         const int n = min(blocks_per_sub, kb - b0);
         uint32_t m = 0;
@@ -205,72 +204,85 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
     fence_proxy_async();  // the codes are read by wgmma (the async proxy)
     __syncthreads();
 
-    // Accumulator e: row n_local + 8 (e >> 1), pair 2 c + (e & 1) of the chunk.
-    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (each block's first MMA overwrites them; the asm reads them)
-    int ref[2];
-    row_refs(0, ref);
-    uint32_t fa[4][4], fb[4][4];
-    {
-      const uint32_t word[2] = {my_words[0][0], my_words[1][0]};
-      fp8_expert_decode_block(buf[0], word, ref, tables, byte_sel, fa);
-    }
-    // The codes' descriptor: a k32 step's 256 bytes further is 16 more in its address field (shared
-    // addresses >> 4 stay below 2^14, so the add never carries out of it).
-    const uint64_t b_desc = wgmma_desc(sB, 128, 256);
-    int sub = 0, in_sub = 0;  // the block's sub-range, and its blocks before it there
-    // Block f on fragments x (slot u of the ring); block f + 1 decoded into nx while its MMAs run.
-    auto block = [&](int f, int u, const uint32_t (&x)[4][4], uint32_t (&nx)[4][4]) {
-      wgmma_fence();
+    // The CTA's G groups of 64 rows in turn over the staged codes (G = 2: DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS,
+    // the activation staging and the prologue shared by twice the rows); a group past N ends it.
+    for (gi = 0; gi < G; ++gi) {
+      const int64_t ng = n0 + gi * kFp8ExpertLeanCols;  // the group's first row
+      if (ng >= N) break;  // CTA-uniform
+      if (gi > 0 || m0 > 0) {  // the ring again: the group's rows, or the weights again (L2)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        wgmma_m64n8k32_e4m3_rs(part, x[j], b_desc + static_cast<uint64_t>((4 * f + j) * (NR * 32 / 16)), j > 0);
-      wgmma_commit();
-      const bool last = f + 1 == kb, ends_sub = last || in_sub + 1 == blocks_per_sub;
-      int nref[2] = {ref[0], ref[1]};
-      if (!last) {
-        if (ends_sub) row_refs(sub + 1, nref);
-        const uint32_t word[2] = {my_words[0][f + 1], my_words[1][f + 1]};
-        fp8_expert_decode_block(buf[(u + 1) % NB], word, nref, tables, byte_sel, nx);
-      }
-      wgmma_wait<0>();
-      wgmma_fence_operands(part);
-      load(u, f + NB);
-      if (f + NB + prefetch >= pf) prefetch_to(pf + prefetch);  // (never when off: pf is kb)
-      const float2 sa = *reinterpret_cast<const float2*>(s_scale + f * NR + 2 * c);  // pairs 2 c, 2 c + 1
-      sum[0] = fmaf(part[0], sa.x, sum[0]), sum[1] = fmaf(part[1], sa.y, sum[1]);
-      sum[2] = fmaf(part[2], sa.x, sum[2]), sum[3] = fmaf(part[3], sa.y, sum[3]);
-      if (!ends_sub) {
-        ++in_sub;
-        return;
-      }
-      // The sub-range's sum times the rows' scales into the total, in order: fp8_totals_fold's
-      // fmaf(sum, f, 0) for the first, fp8_totals_finish's sum x f when it is the only one.
-      const float fs[2] = {fp4_fold_scale(ref[0]), fp4_fold_scale(ref[1])};
+        for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(ng + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+        if (gi > 0 && pf_on) pf = NB, prefetch_to(NB + 2 * prefetch);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float s = sum[e], fe = fs[e >> 1];
-        total[e] = sub > 0 ? fmaf(s, fe, total[e]) : (last ? s * fe : fmaf(s, fe, 0.0f));
-        sum[e] = 0.0f;
+        for (int f = 0; f < NB; ++f) load(f, f);
       }
-      ++sub, in_sub = 0;
-      ref[0] = nref[0], ref[1] = nref[1];
-    };
-    for (int f0 = 0; f0 < kb; f0 += NB) {
+      // Accumulator e: row n_local + 8 (e >> 1), pair 2 c + (e & 1) of the chunk.
+      float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (each block's first MMA overwrites them; the asm reads them)
+      int ref[2];
+      row_refs(0, ref);
+      uint32_t fa[4][4], fb[4][4];
+      {
+        const uint32_t word[2] = {my_words(0)[0], my_words(1)[0]};
+        fp8_expert_decode_block(buf[0], word, ref, tables, byte_sel, fa);
+      }
+      // The codes' descriptor: a k32 step's 256 bytes further is 16 more in its address field (shared
+      // addresses >> 4 stay below 2^14, so the add never carries out of it).
+      const uint64_t b_desc = wgmma_desc(sB, 128, 256);
+      int sub = 0, in_sub = 0;  // the block's sub-range, and its blocks before it there
+      // Block f on fragments x (slot u of the ring); block f + 1 decoded into nx while its MMAs run.
+      auto block = [&](int f, int u, const uint32_t (&x)[4][4], uint32_t (&nx)[4][4]) {
+        wgmma_fence();
 #pragma unroll
-      for (int u = 0; u < NB; u += 2) {
-        if (f0 + u >= kb) break;  // CTA-uniform
-        block(f0 + u, u, fa, fb);
-        if (f0 + u + 1 >= kb) break;
-        block(f0 + u + 1, u + 1, fb, fa);
+        for (int j = 0; j < 4; ++j)
+          wgmma_m64n8k32_e4m3_rs(part, x[j], b_desc + static_cast<uint64_t>((4 * f + j) * (NR * 32 / 16)), j > 0);
+        wgmma_commit();
+        const bool last = f + 1 == kb, ends_sub = last || in_sub + 1 == blocks_per_sub;
+        int nref[2] = {ref[0], ref[1]};
+        if (!last) {
+          if (ends_sub) row_refs(sub + 1, nref);
+          const uint32_t word[2] = {my_words(0)[f + 1], my_words(1)[f + 1]};
+          fp8_expert_decode_block(buf[(u + 1) % NB], word, nref, tables, byte_sel, nx);
+        }
+        wgmma_wait<0>();
+        wgmma_fence_operands(part);
+        load(u, f + NB);
+        if (f + NB + prefetch >= pf) prefetch_to(pf + prefetch);  // (never when off: pf is kb)
+        const float2 sa = *reinterpret_cast<const float2*>(s_scale + f * NR + 2 * c);  // pairs 2 c, 2 c + 1
+        sum[0] = fmaf(part[0], sa.x, sum[0]), sum[1] = fmaf(part[1], sa.y, sum[1]);
+        sum[2] = fmaf(part[2], sa.x, sum[2]), sum[3] = fmaf(part[3], sa.y, sum[3]);
+        if (!ends_sub) {
+          ++in_sub;
+          return;
+        }
+        // The sub-range's sum times the rows' scales into the total, in order: fp8_totals_fold's
+        // fmaf(sum, f, 0) for the first, fp8_totals_finish's sum x f when it is the only one.
+        const float fs[2] = {fp4_fold_scale(ref[0]), fp4_fold_scale(ref[1])};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float s = sum[e], fe = fs[e >> 1];
+          total[e] = sub > 0 ? fmaf(s, fe, total[e]) : (last ? s * fe : fmaf(s, fe, 0.0f));
+          sum[e] = 0.0f;
+        }
+        ++sub, in_sub = 0;
+        ref[0] = nref[0], ref[1] = nref[1];
+      };
+      for (int f0 = 0; f0 < kb; f0 += NB) {
+#pragma unroll
+        for (int u = 0; u < NB; u += 2) {
+          if (f0 + u >= kb) break;  // CTA-uniform
+          block(f0 + u, u, fa, fb);
+          if (f0 + u + 1 >= kb) break;
+          block(f0 + u + 1, u + 1, fb, fa);
+        }
       }
-    }
 
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = 2 * c + (e & 1);
-      const int64_t n = n0 + n_local + 8 * (e >> 1);
-      if (r < rows && n < N) store_out(C, p.c_bf16, static_cast<int64_t>(c_row[r]) * ldc + n, total[e]);
+      for (int e = 0; e < 4; ++e) {
+        const int r = 2 * c + (e & 1);
+        const int64_t n = ng + n_local + 8 * (e >> 1);
+        if (r < rows && n < N) store_out(C, p.c_bf16, static_cast<int64_t>(c_row[r]) * ldc + n, total[e]);
+      }
     }
   }
 }

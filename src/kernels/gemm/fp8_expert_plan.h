@@ -37,11 +37,13 @@ inline constexpr int64_t fp8_expert_codes_block_bytes(int nt) {
 }
 static_assert(fp8_expert_codes_block_bytes(128) % 16 == 0 && fp8_expert_codes_block_bytes(32) % 16 == 0);
 
-// Shared memory of the lean form (plan.lean): the staged codes [kb][4 steps][8 x 32] E4M3, the
-// pairs' scales [kb][8] F32 and the rows' scale words [64][fp8_expert_gemv_word_stride(kb)].
+// Shared memory of the lean form (plan.lean) with `groups` 64-row groups per CTA: the staged codes
+// [kb][4 steps][8 x 32] E4M3, the pairs' scales [kb][8] F32 and the rows' scale words
+// [groups x 64][fp8_expert_gemv_word_stride(kb)].
 inline constexpr int fp8_expert_gemv_word_stride(int64_t kb) { return static_cast<int>(kb | 1); }  // odd: no conflicts
-inline constexpr int64_t fp8_expert_gemv_smem_bytes(int64_t kb) {
-  return kb * 4 * kFp8ExpertLeanRows * 32 + kFp8ExpertLeanRows * kb * 4 + int64_t{kFp8ExpertLeanCols} * fp8_expert_gemv_word_stride(kb) * 4;
+inline constexpr int64_t fp8_expert_gemv_smem_bytes(int64_t kb, int groups = 1) {
+  return kb * 4 * kFp8ExpertLeanRows * 32 + kFp8ExpertLeanRows * kb * 4 +
+         int64_t{groups} * kFp8ExpertLeanCols * fp8_expert_gemv_word_stride(kb) * 4;
 }
 
 struct Fp8ExpertPlan {
@@ -57,6 +59,8 @@ struct Fp8ExpertPlan {
   bool lean = false;
   int64_t lean_groups = 0;  // 64-column groups of a set
   int64_t lean_z = 0;       // min(E, M): the most experts M pairs reach
+  int lean_per_cta = 1;     // groups each CTA takes in turn (1 or 2)
+  int64_t lean_ctas() const { return (lean_groups + lean_per_cta - 1) / lean_per_cta; }  // per set
   int64_t staging_bytes() const { return table_bytes + codes_bytes; }
 };
 
@@ -69,15 +73,17 @@ struct Fp8ExpertPlan {
 // (the same bits) — on the H100 38% slower at batch 1 (session 49: ~7 waves of clusters at one
 // CTA per SM), hence off by default. Launches of at most lean_pairs pairs (the launcher passes
 // DEEPINFER_GEMM_FP8_EXPERTS_LEAN, default 512; 0: none) over K <= kFp8ExpertLeanMaxK take the
-// lean form instead (one launch for both sets; the same bits).
+// lean form instead (one launch for both sets; the same bits), its CTAs taking lean_per_cta (1 or
+// 2: DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS) 64-row groups in turn where a set has two or more.
 inline bool plan_fp8_experts(int64_t M, int64_t E, int64_t N, int64_t K, int64_t split_below, Fp8ExpertPlan& plan,
-                             int64_t lean_pairs = 0) {
+                             int64_t lean_pairs = 0, int lean_per_cta = 1) {
   plan = Fp8ExpertPlan{};
   if (M <= 0 || E <= 0 || E > 1024 || N <= 0 || K <= 0 || K % kGemmBK != 0) return false;
   if (M <= lean_pairs && K <= kFp8ExpertLeanMaxK) {
     plan.lean = true;
     plan.lean_groups = (N + kFp8ExpertLeanCols - 1) / kFp8ExpertLeanCols;
     plan.lean_z = std::min(E, M);
+    plan.lean_per_cta = lean_per_cta == 2 && plan.lean_groups >= 2 ? 2 : 1;
     plan.kb = K / kGemmBK;
     return true;
   }

@@ -247,6 +247,13 @@ int fp8_experts_lean_pairs() {
       env_switch("DEEPINFER_GEMM_FP8_EXPERTS_LEAN") ? env_int("DEEPINFER_GEMM_FP8_EXPERTS_LEAN", 512) : 0;
   return n;
 }
+// 64-row groups each lean CTA takes in turn (DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS = 1 (default)
+// or 2): two share one CTA's prologue and activation staging — for the multi-wave launches of
+// batch 8 and up (docs/cuda.md "Session 53"); an A/B switch, the same bits.
+int fp8_experts_lean_per_cta() {
+  static const int n = env_int("DEEPINFER_GEMM_FP8_EXPERTS_LEAN_GROUPS", 1, {1, 2});
+  return n;
+}
 
 bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   if (!fp8_experts_enabled() || p.experts == nullptr || p.n_groups != 1 || p.offsets == nullptr) return false;
@@ -257,7 +264,7 @@ bool fp8_expert_plan(const GemmParams& p, Fp8ExpertPlan& plan) {
   if (p.lda % 8 != 0 || reinterpret_cast<uintptr_t>(p.A) % 16 != 0) return false;
   // (The lean form's grid walks the routing's active list.)
   return plan_fp8_experts(p.M, p.n_experts, p.N, p.K, fp8_split() ? 2 * int64_t{device_sm_count()} : 0, plan,
-                          p.active != nullptr ? fp8_experts_lean_pairs() : 0);
+                          p.active != nullptr ? fp8_experts_lean_pairs() : 0, fp8_experts_lean_per_cta());
 }
 
 namespace {
@@ -324,20 +331,24 @@ cudaError_t launch_fp8_experts_nt(const GemmParams& p, const Fp8ExpertPlan& plan
   return cudaGetLastError();
 }
 
-// The lean form: one launch, both sets (4 blocks in flight per lane).
-cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+// The lean form: one launch, both sets, G 64-row groups per CTA (4 blocks in flight per lane).
+template <int G>
+cudaError_t launch_fp8_experts_lean_g(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
   static const int prefetch = l2_prefetch_blocks();
   constexpr int kNB = 4;
-  const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb);
+  const int64_t smem = fp8_expert_gemv_smem_bytes(plan.kb, G);
   static const cudaError_t configured =
-      cudaFuncSetAttribute(fp8_expert_gemv_kernel<kNB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK)));
+      cudaFuncSetAttribute(fp8_expert_gemv_kernel<kNB, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(fp8_expert_gemv_smem_bytes(kFp8ExpertLeanMaxK / kGemmBK, G)));
   if (configured != cudaSuccess) return configured;
   const int64_t z = p.max_active > 0 ? std::min<int64_t>(plan.lean_z, p.max_active) : plan.lean_z;
-  const dim3 grid(static_cast<unsigned>(plan.lean_groups * p.n_sets), 1, static_cast<unsigned>(z));
-  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB>, grid, 128, static_cast<size_t>(smem), s, p,
-                                   static_cast<int>(plan.lean_groups), prefetch);
+  const dim3 grid(static_cast<unsigned>(plan.lean_ctas() * p.n_sets), 1, static_cast<unsigned>(z));
+  const cudaError_t e = launch_pdl(fp8_expert_gemv_kernel<kNB, G>, grid, 128, static_cast<size_t>(smem), s, p,
+                                   static_cast<int>(plan.lean_ctas()), prefetch);
   return e != cudaSuccess ? e : cudaGetLastError();
+}
+cudaError_t launch_fp8_experts_lean(const GemmParams& p, const Fp8ExpertPlan& plan, cudaStream_t s) {
+  return plan.lean_per_cta == 2 ? launch_fp8_experts_lean_g<2>(p, plan, s) : launch_fp8_experts_lean_g<1>(p, plan, s);
 }
 
 }  // namespace
