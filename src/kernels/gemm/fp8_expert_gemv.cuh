@@ -158,7 +158,15 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   const uint32_t half = 0xffffu << (tid & 16);
   for (int m0 = 0; m0 < m_count; m0 += NR) {
     const int rows = min(NR, m_count - m0);
-    if (m0 > 0) __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
+    if (m0 > 0) {
+      __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
+      // The weights again (L2), group 0's rows (the ring left on the last group's), before the
+      // staging so that the loads overlap it.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(n0 + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+#pragma unroll
+      for (int f = 0; f < NB; ++f) load(f, f);
+    }
     if (tid < rows) c_row[tid] = m0 == 0 ? first_row : p.perm[rows_begin + m0 + tid];
     __syncthreads();
     if (m0 == 0) {  // the references (the staged words are visible now; read after the sync below)
@@ -209,10 +217,10 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
     for (gi = 0; gi < G; ++gi) {
       const int64_t ng = n0 + gi * kFp8ExpertLeanCols;  // the group's first row
       if (ng >= N) break;  // CTA-uniform
-      if (gi > 0 || m0 > 0) {  // the ring again: the group's rows, or the weights again (L2)
+      if (gi > 0) {  // the ring again, on the group's rows
 #pragma unroll
         for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(ng + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
-        if (gi > 0 && pf_on) pf = NB, prefetch_to(NB + 2 * prefetch);
+        if (pf_on) pf = NB, prefetch_to(NB + 2 * prefetch);
 #pragma unroll
         for (int f = 0; f < NB; ++f) load(f, f);
       }
