@@ -71,8 +71,9 @@ __device__ __forceinline__ void fp8_expert_stage_words(uint32_t* s_word, int str
 }
 
 // NB: weight blocks in flight per lane (a ring of registers; even, so the two fragment sets keep
-// fixed roles in the unrolled loop). grid: (column groups of set 0, then of set 1) x 1 x
-// plan.lean_z (slot z takes active expert z, if there are that many); 128 threads.
+// fixed roles in the unrolled loop). G: 64-row groups per CTA, in turn (Fp8ExpertPlan::lean_per_cta).
+// grid: (ctas0 CTAs of set 0, then those of set 1) x 1 x plan.lean_z (slot z takes active expert z,
+// if there are that many); 128 threads.
 template <int NB, int G>
 __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, int ctas0, int prefetch) {
   static_assert(NB % 2 == 0 && NB >= 2 && (G == 1 || G == 2));
@@ -85,8 +86,8 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   const int stride = fp8_expert_gemv_word_stride(kb);
   __shared__ uint2 tables[kFp4FoldTableRows];  // d = 0 .. -kFp4FoldMaxShift, then zeros
   __shared__ int32_t c_row[NR];
-  // The 64 rows' fold references, one per K sub-range (at most 8; odd stride: 2-way conflicts at
-  // worst) — each the largest of the sub-range's codes (fp4_fold_row_ref). Computed once per CTA:
+  // The G x 64 rows' fold references, one per K sub-range (at most 8; odd stride: 2-way conflicts
+  // at worst) — each the largest of the sub-range's codes (fp4_fold_row_ref). Computed once per CTA:
   // scanning a row's words at each sub-range's end was ~a fifth of the main loop's instructions.
   constexpr int kRefStride = 9;
   __shared__ int32_t s_ref[G * kFp8ExpertLeanCols * kRefStride];
