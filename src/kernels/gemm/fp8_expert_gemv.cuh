@@ -112,8 +112,11 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
   // The lane's rows (past N: row N - 1, outputs dropped) and its 16 bytes of their blocks.
   const int n_local = 16 * warp + g;
   const uint8_t* wr[2];
+  auto set_rows = [&](int64_t first) {  // the group of 64 rows from `first`
 #pragma unroll
-  for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(n0 + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+    for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(first + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+  };
+  set_rows(n0);
   const uint64_t pol = weight_l2_policy(true);
   uint4 buf[NB][2];
   auto load = [&](int slot, int f) {  // block f into a slot (f past K: a no-op)
@@ -121,8 +124,11 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
 #pragma unroll
     for (int h = 0; h < 2; ++h) ldg_weight16_if(buf[slot][h], wr[h] + static_cast<int64_t>(f) * kFp4FoldBlockBytes, pol, pred);
   };
+  auto prime = [&] {  // the ring's first NB blocks
 #pragma unroll
-  for (int f = 0; f < NB; ++f) load(f, f);
+    for (int f = 0; f < NB; ++f) load(f, f);
+  };
+  prime();
   // Rolling L2 prefetch (DEEPINFER_GEMM_L2_PREFETCH = D blocks, 0 = none): lane c = 0 asks for its
   // two rows' next D blocks (64 bytes each, contiguous in the row) whenever the requested lead over
   // the ring drops to D, so 2 D blocks of every row are in flight beyond the registers' NB. pf: the
@@ -163,10 +169,8 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       __syncthreads();  // the previous chunk is done with sB, s_scale and c_row
       // The weights again (L2), group 0's rows (the ring left on the last group's), before the
       // staging so that the loads overlap it.
-#pragma unroll
-      for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(n0 + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
-#pragma unroll
-      for (int f = 0; f < NB; ++f) load(f, f);
+      set_rows(n0);
+      prime();
     }
     if (tid < rows) c_row[tid] = m0 == 0 ? first_row : p.perm[rows_begin + m0 + tid];
     __syncthreads();
@@ -219,11 +223,9 @@ __global__ void __launch_bounds__(128, 4) fp8_expert_gemv_kernel(GemmParams p, i
       const int64_t ng = n0 + gi * kFp8ExpertLeanCols;  // the group's first row
       if (ng >= N) break;  // CTA-uniform
       if (gi > 0) {  // the ring again, on the group's rows
-#pragma unroll
-        for (int h = 0; h < 2; ++h) wr[h] = w.w + min64(ng + n_local + 8 * h, N - 1) * w.row_bytes + 16 * c;
+        set_rows(ng);
         if (pf_on) pf = NB, prefetch_to(NB + 2 * prefetch);
-#pragma unroll
-        for (int f = 0; f < NB; ++f) load(f, f);
+        prime();
       }
       // Accumulator e: row n_local + 8 (e >> 1), pair 2 c + (e & 1) of the chunk.
       float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
