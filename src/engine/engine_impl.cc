@@ -3,9 +3,11 @@
 // engine_requests.cc, batch generate in engine_generate.cc.
 #include "engine/engine_impl.h"
 
+#include <chrono>
 #include <cstdlib>
 
 #include "base/file.h"
+#include "base/heap.h"
 #include "base/log.h"
 #include "deepinfer/model.h"
 #include "engine/request_intake.h"
@@ -18,6 +20,9 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 
 namespace engine {
 namespace {
+
+// How long the loop stays idle before it gives freed heap memory back (run_loop).
+constexpr std::chrono::milliseconds kHeapReleaseAfter{200};
 
 // Loaded tokenizers are immutable and shareable: engines opened in one process (tests, several
 // LLM objects) reuse one per file instead of parsing a 4 MB tokenizer.json each time.
@@ -172,7 +177,19 @@ void EngineImpl::run_loop() {
       // sample nothing, and the step is counted as every other (it stayed in flight until the
       // next arrival before).
       if (!scheduler_->has_unfinished() && !launched_) {
-        cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !abort_inbox_.empty(); });
+        const auto woken = [&] { return stop_ || !inbox_.empty() || !abort_inbox_.empty(); };
+        // Idle for kHeapReleaseAfter after a busy spell: the host memory the steps used (the CPU
+        // backend's workspace, what the loop freed into the C library's arenas) goes back to the
+        // OS, so that a burst does not leave its high-water mark resident. Not between
+        // back-to-back requests: the next step would fault the same pages in again.
+        if (heap_used_since_release_ && !cv_.wait_for(lock, kHeapReleaseAfter, woken)) {
+          lock.unlock();
+          model_->ops->release_workspace_memory();
+          release_free_heap_memory();
+          lock.lock();
+          heap_used_since_release_ = false;
+        }
+        cv_.wait(lock, woken);
       }
       arrivals.swap(inbox_);
       aborts.swap(abort_inbox_);
@@ -190,6 +207,7 @@ void EngineImpl::run_loop() {
     }
     if (stopping && !scheduler_->has_unfinished() && !launched_) return;
     if (scheduler_->has_unfinished() || launched_) {
+      heap_used_since_release_ = true;
       try {
         step();
       } catch (const std::exception& e) {

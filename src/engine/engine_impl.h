@@ -203,6 +203,8 @@ class EngineImpl final : public Engine {
   std::vector<DeferredFinal> deferred_finals_;  // ended while a plan in flight holds them
   sched::BatchPlan plan_;         // the current step's plan (a member so the fatal path can see it)
   bool plan_in_flight_ = false;   // between schedule() and a successful update()
+  // A step ran since the loop last gave freed heap memory back (release_free_heap_memory).
+  bool heap_used_since_release_ = false;
   // The current step's phase times (loop thread), added to stats_.step_times by record_step.
   EngineStats::StepTimes step_times_;
 

@@ -142,6 +142,10 @@ class Ops {
   // step's workspace is bounded by one layer, not by the whole stack.
   virtual size_t workspace_mark() { return 0; }
   virtual void workspace_release(size_t mark) {}
+  // Gives the workspace's memory back to the operating system, to be taken again by the next
+  // step: for an idle caller, when no step is in flight and nothing points into the workspace.
+  // Backends whose recorded step graphs hold workspace addresses (CUDA) keep theirs.
+  virtual void release_workspace_memory() {}
   // Copies host data into workspace memory on this backend's device.
   virtual TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) = 0;
   // Long-lived storage (KV pools, state slots, device weights), zero-filled. Freed with the Ops,

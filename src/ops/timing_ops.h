@@ -31,6 +31,7 @@ class TimingOps final : public Ops {
   void on_begin_step() override { inner_->begin_step(); }
   size_t workspace_mark() override { return inner_->workspace_mark(); }
   void workspace_release(size_t mark) override { inner_->workspace_release(mark); }
+  void release_workspace_memory() override { inner_->release_workspace_memory(); }
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override { return inner_->alloc(dtype, shape); }
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override {
     return inner_->upload(host, dtype, shape);

@@ -23,7 +23,10 @@ TensorView allocate(std::vector<tensor::Buffer>* pool, DType dtype, std::initial
 }  // namespace
 
 TensorView CpuOps::alloc(DType dtype, std::initializer_list<int64_t> shape) {
-  return allocate(&workspace_, dtype, shape);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  void* p = workspace_.allocate(static_cast<size_t>(n) * tensor::dtype_size(dtype));
+  return TensorView::contiguous(p, dtype, shape);
 }
 
 TensorView CpuOps::alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/cpu/host_arena.h"
 #include "ops/ops.h"
 #include "tensor/tensor.h"
 
@@ -16,12 +17,13 @@ class CpuOps : public Ops {
  public:
   tensor::Device device() const override { return tensor::Device::kCpu; }
 
-  void on_begin_step() override { workspace_.clear(); }
-  size_t workspace_mark() override { return workspace_.size(); }
+  void on_begin_step() override { workspace_.reset(); }
+  size_t workspace_mark() override { return workspace_.mark(); }
   void workspace_release(size_t mark) override {
     DI_CHECK(side_idle(), "workspace released inside a side region (side_join first)");
-    if (mark < workspace_.size()) workspace_.erase(workspace_.begin() + static_cast<std::ptrdiff_t>(mark), workspace_.end());
+    workspace_.release(mark);
   }
+  void release_workspace_memory() override { workspace_.release_memory(); }
   TensorView alloc(DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView upload(const void* host, DType dtype, std::initializer_list<int64_t> shape) override;
   TensorView alloc_persistent(DType dtype, std::initializer_list<int64_t> shape) override;
@@ -97,7 +99,7 @@ class CpuOps : public Ops {
                        const TensorView& out) override;
 
  private:
-  std::vector<tensor::Buffer> workspace_;
+  HostArena workspace_;
   std::vector<tensor::Buffer> persistent_;
 };
 
