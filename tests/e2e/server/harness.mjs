@@ -69,11 +69,13 @@ export async function startServer(command, env = {}) {
   };
 }
 
-// Threads and resident memory of a process (Linux /proc).
+// Threads and resident memory of a process (Linux /proc), in kB.
 export function procStatus(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const num = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)[1]);
-  return { threads: num('Threads'), rssKb: num('VmRSS') };
+  // RssAnon: the process's own memory (heap, stacks, anonymous mappings), where a leak shows;
+  // VmRSS adds the pages of mapped files (checkpoint weights) that the process read so far.
+  return { threads: num('Threads'), rssKb: num('VmRSS'), anonKb: num('RssAnon') };
 }
 
 // One sample of a Prometheus metric (first match of name{labels}).
