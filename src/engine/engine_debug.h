@@ -46,6 +46,8 @@ struct DebugSnapshot {
   // Scheduler counters (prefix-cache paths taken): Σ H over admissions, Σ (H − R) replayed,
   // admissions that restored a state snapshot.
   int64_t n_tokens_prefix_hit = 0, n_tokens_replayed = 0, n_snapshot_restores = 0;
+  // Times the idle loop gave the steps' host memory back (EngineImpl::run_loop).
+  int64_t n_idle_memory_releases = 0;
 };
 
 // Opens an engine with debug hooks.

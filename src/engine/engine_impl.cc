@@ -186,6 +186,10 @@ void EngineImpl::run_loop() {
           lock.unlock();
           model_->ops->release_workspace_memory();
           release_free_heap_memory();
+          {
+            std::lock_guard<std::mutex> stats_lock(stats_mu_);
+            ++debug_state_.n_idle_memory_releases;
+          }
           lock.lock();
           heap_used_since_release_ = false;
         }

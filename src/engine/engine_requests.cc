@@ -170,6 +170,7 @@ void EngineImpl::record_step(const sched::BatchPlan* plan) {
   }
   d.n_integrity_checks = debug_state_.n_integrity_checks + (debug_.check_integrity_every_step ? 1 : 0);
   if (!debug_state_.integrity.is_ok()) d.integrity = debug_state_.integrity;  // keep the first failure
+  d.n_idle_memory_releases = debug_state_.n_idle_memory_releases;
   debug_state_ = d;
   stats_.n_running = scheduler_->n_running();
   stats_.n_waiting = scheduler_->n_waiting();
