@@ -467,7 +467,8 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
 }
 
 // The large-M kernel of the FP8 order (fp8_gemm.cuh) against the decode kernel: every row of a
-// launch of 33, 70 or 200 rows (one or two 128-token tiles, a partial last one; pairs; BF16 and
+// launch of 20, 33, 70 or 200 rows (one or two 128-token tiles, a partial last one — or, with
+// DEEPINFER_GEMM_FP8_SMALL_TILES=1, one 32- or 64-token tile for 20 and 33; pairs; BF16 and
 // F32 outputs) bitwise the same row computed alone (the decode kernel), and a subset of outputs
 // within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 196
 // a partial warpgroup (and BF16 rows the 16-byte stores cannot take: element stores), N = 64
@@ -480,7 +481,7 @@ TEST_F(CudaOpsTest, Fp8OrderLargeMIsTheDecodeOrderBitwise) {
   for (auto [N, K] :
        std::vector<std::pair<int64_t, int64_t>>{{64, 128}, {196, 1024}, {576, 4096}, {128, 7168}, {2048, 1024}}) {
     Linear w = make_linear(WeightFormat::kFp8Block, N, K), w1 = make_linear(WeightFormat::kFp8Block, N + 64, K);
-    for (int64_t M : N == 2048 ? std::vector<int64_t>{1100} : std::vector<int64_t>{33, 70, 200}) {
+    for (int64_t M : N == 2048 ? std::vector<int64_t>{1100} : std::vector<int64_t>{20, 33, 70, 200}) {
       const std::string what = "N " + std::to_string(N) + " K " + std::to_string(K) + " M " + std::to_string(M);
       Pair x = random(DType::kBF16, {M, K}, 2.0f);
       Pair y = make(DType::kF32, {M, N}), yb = make(DType::kBF16, {M, N});

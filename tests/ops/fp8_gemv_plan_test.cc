@@ -178,6 +178,32 @@ TEST(Fp8GemvPlanTest, LargeMSplitsKWhenTilesAreFewerThanSms) {
   EXPECT_EQ(plan.split, 1);
 }
 
+// Small token tiles (small_token_tiles, three consumer warpgroups): a launch takes the least of
+// 32, 64 and 128 tokens that holds its rows, and its code blocks shrink with the tile; off, or with
+// two consumer warpgroups, every launch keeps 128-token tiles.
+TEST(Fp8GemvPlanTest, LargeMTakesTheSmallestTokenTileThatHoldsTheRows) {
+  const std::vector<std::pair<int64_t, int>> rows_tile = {{17, 32}, {32, 32}, {33, 64}, {64, 64},
+                                                          {65, 128}, {128, 128}, {129, 128}, {8192, 128}};
+  for (const auto& [rows, tm] : rows_tile) {
+    Fp8GemvDims d = dense(rows, 1024, 4096);
+    d.decode_rows = 16;  // the launcher's default: 17 rows and up are the large-M kernel's
+    d.small_token_tiles = true;
+    Fp8GemmPlan plan;
+    ASSERT_TRUE(plan_fp8_gemm(d, 3, plan)) << rows;
+    EXPECT_EQ(plan.token_tile, tm) << rows;
+    EXPECT_EQ(plan.m_tiles, (rows + tm - 1) / tm) << rows;
+    EXPECT_EQ(plan.codes_bytes, plan.m_tiles * 32 * (int64_t{tm} * 128 + tm * 4)) << rows;
+    EXPECT_EQ(plan.codes_bytes % 16, 0) << rows;  // the weight blocks after them stay aligned
+    EXPECT_EQ(plan.staging_bytes, plan.codes_bytes + 6 * 32 * 192 * 128) << rows;
+    ASSERT_TRUE(plan_fp8_gemm(d, 2, plan)) << rows;
+    EXPECT_EQ(plan.token_tile, 128) << rows;
+    d.small_token_tiles = false;
+    ASSERT_TRUE(plan_fp8_gemm(d, 3, plan)) << rows;
+    EXPECT_EQ(plan.token_tile, 128) << rows;
+    EXPECT_EQ(plan.m_tiles, (rows + 127) / 128) << rows;
+  }
+}
+
 // A lower bound on the decode kernel's rows (decode_rows) hands the rest to the large-M kernel:
 // every row count goes to exactly one of them, and bounds other than 8, 16 or 32 are refused.
 TEST(Fp8GemvPlanTest, DecodeRowsSplitTheLaunchesBetweenTheKernels) {

@@ -164,6 +164,12 @@ job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL
 # and the model tests (as above) on it.
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
+# The large-M kernel's 32- and 64-token tiles (DEEPINFER_GEMM_FP8_SMALL_TILES=1, 17-64-row
+# launches): its 20- and 33-row launches against their rows alone (one m64n32 / m64n64 tile), alone
+# and split, and the model tests (as above) on them.
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 # The FP4 experts in the FP8 order (DEEPINFER_GEMM_FP8_EXPERTS=1: fold layout, fp8_expert_gemm.cuh,
 # every FP4 expert launch): the layout kernel, the MoE tests (CPU tolerance; the lean form of
 # launches up to 512 pairs, fp8_expert_gemv.cuh, against the 128-pair tiles bitwise, V4 widths)

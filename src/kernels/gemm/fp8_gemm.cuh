@@ -6,17 +6,19 @@
 // Three launches (plan: fp8_gemv_plan.h), the operands' blocks in the staging workspace:
 //   * fp8_pack_codes_kernel: each (token, 128-input block) of A re-derived as E4M3 codes and a
 //     scale exactly as fp8_gemv_kernel's staging does (fp8_block_codes), written as blocks
-//     [token tile][block]: 128 tokens x 128 codes in the order's k grouping and wgmma's core-matrix
-//     image (fp8_order_layout.h: fp8_tile_offset), then the 128 tokens' F32 scales;
+//     [token tile][block]: TM tokens x 128 codes in the order's k grouping and wgmma's core-matrix
+//     image (fp8_order_layout.h: fp8_tile_offset), then the TM tokens' F32 scales;
 //   * fp8_pack_weights_kernel: the weights' codes into blocks [column tile][block] of the same
 //     image (the permutation no 16-byte copy can make: docs/cuda.md "Session 45");
-//   * fp8_gemm_kernel<C>: persistent CTAs over (64 C)-column x 128-token output tiles. A producer
+//   * fp8_gemm_kernel<C, kSplit, TM>: persistent CTAs over (64 C)-column x TM-token output tiles
+//     (TM = 128, or 32 / 64 for launches of fewer rows: fp8_gemm_token_tile). A producer
 //     thread moves each block's weight and code blocks with two bulk copies into a ring of stages
-//     (transaction barriers); C consumer warpgroups (64 columns each) issue four wgmma.m64n128k32
+//     (transaction barriers); C consumer warpgroups (64 columns each) issue four wgmma.m64nTMk32
 //     from zero per block (both operands from shared memory: the probe found this form bitwise
-//     the decode kernel's register-A m64n8k32 one), promote the block as fmaf(part, sw * sa, sum)
+//     the decode kernel's register-A m64n8k32 one; the tensor core's sum of an output does not
+//     depend on N, which the suite's batch-invariance runs check for every TM), promote the block as fmaf(part, sw * sa, sum)
 //     and add each K sub-range's sum in order into a total kept in shared memory (registers hold
-//     the block's part and the sub-range's sum: 128 of them); the last sub-range's sum takes the
+//     the block's part and the sub-range's sum: TM of them); the last sub-range's sum takes the
 //     total into registers for the epilogue (a K of one sub-range never touches the totals).
 // A warpgroup waits for its own block's MMAs before promoting them (ptxas serialises the wgmmas of
 // a second accumulator set in flight: C7514), so the other warpgroups' MMAs are what keeps the
@@ -39,44 +41,67 @@ namespace deepinfer::kernels {
 
 inline constexpr int kFp8GemmGroupM = 8;  // token tiles per raster group (L2 reuse)
 
-// The kernel's shape for C consumer warpgroups: C + 1 warpgroups (one thread of the last issues
-// the copies), launched at 65536 / threads registers each, setmaxnreg moving the producers' to the
-// consumers; the ring's stages and the totals share the 227 KB of shared memory.
-template <int C>
+// The kernel's shape for C consumer warpgroups and TM-token tiles: C + 1 warpgroups (one thread of
+// the last issues the copies), launched at 65536 / threads registers each, setmaxnreg moving the
+// producers' to the consumers; the ring's stages and the totals share the 227 KB of shared memory
+// (smaller tiles: smaller stages, so more of them, up to 8).
+template <int C, int TM = kFp8GemmTile>
 struct Fp8GemmShape {
+  static_assert(TM == 32 || TM == 64 || TM == 128, "token tiles of 32, 64 or 128");
   static constexpr int kThreads = (C + 1) * 128;
   static constexpr int kProducerRegs = C == 2 ? 40 : 24;
   static constexpr int kConsumerRegs = C == 2 ? 232 : 160;  // (65536 - 128 producer) / (128 C), multiple of 8
-  static constexpr int kStages = C == 2 ? 4 : 3;
-  static constexpr int kWeightBytes = 64 * C * kFp8GemvBlock;                           // one block, 64 C rows
-  static constexpr int kStageBytes = kWeightBytes + static_cast<int>(kFp8GemmCodesBlockBytes);
-  static constexpr int kTotalsBytes = C * 64 * 128 * 4;  // [warpgroup] fp8_totals_fold's slots
+  static constexpr int kWeightBytes = 64 * C * kFp8GemvBlock;  // one block, 64 C rows
+  static constexpr int kCodesBytes = static_cast<int>(fp8_gemm_codes_block_bytes(TM));
+  static constexpr int kStageBytes = kWeightBytes + kCodesBytes;
+  static constexpr int kTotalsBytes = C * 64 * TM * 4;  // [warpgroup] fp8_totals_fold's slots
+  static constexpr int kAcc = TM / 2;                   // a thread's accumulators of an m64nTM tile
+  static constexpr int kStages = TM == kFp8GemmTile ? (C == 2 ? 4 : 3)
+                                                    : (227 * 1024 - kTotalsBytes) / kStageBytes < 8
+                                                          ? (227 * 1024 - kTotalsBytes) / kStageBytes
+                                                          : 8;
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static_assert(kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
   static_assert(kSmem <= 227 * 1024, "shared memory");
   static_assert(128 * kProducerRegs + 128 * C * kConsumerRegs <= 65536, "register file");
 };
 
-// D[64 x 128] (+)= A[64 x 32] B[32 x 128], both E4M3 from shared memory (descriptors); d: the
-// thread's 64 accumulators (16 n8 tiles x 4).
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc,
-                                                         bool accumulate) {
+// D[64 x TM] (+)= A[64 x 32] B[32 x TM], both E4M3 from shared memory (descriptors); d: the
+// thread's TM / 2 accumulators (TM / 8 n8 tiles x 4).
+template <int TM>
+__device__ __forceinline__ void wgmma_m64ntk32_e4m3_ss(float (&d)[TM / 2], uint64_t a_desc, uint64_t b_desc,
+                                                       bool accumulate) {
 #ifdef DEEPINFER_NO_WGMMA
   __trap();
 #else
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " DI_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"
-      : DI_WGMMA_D64_OPERANDS(d)
-      : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+  if constexpr (TM == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " DI_WGMMA_D64_REGS ", %64, %65, p, 1, 1;\n}\n"
+        : DI_WGMMA_D64_OPERANDS(d)
+        : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+  } else if constexpr (TM == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " DI_WGMMA_D32_REGS ", %32, %33, p, 1, 1;\n}\n"
+        : DI_WGMMA_D32_OPERANDS(d)
+        : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+  } else {
+    static_assert(TM == 32, "token tiles of 32, 64 or 128");
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 " DI_WGMMA_D16_REGS ", %16, %17, p, 1, 1;\n}\n"
+        : DI_WGMMA_D16_OPERANDS(d)
+        : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));
+  }
 #endif
 }
 
-// grid: (m_tiles x 128 x kb / 8) CTAs of 128 threads; a half-warp per (token, block) as in the
+// grid: (m_tiles x tm x kb / 8) CTAs of 128 threads; a half-warp per (token, block) as in the
 // decode staging. A: BF16 rows FP8-quantised per 128 (a_fp8_block); tokens past M get zero codes
-// and scales. out: [m tile][kb] blocks of kFp8GemmCodesBlockBytes.
+// and scales. out: [m tile][kb] blocks of fp8_gemm_codes_block_bytes(tm) (tm tokens per tile).
 __global__ void __launch_bounds__(128) fp8_pack_codes_kernel(const __nv_bfloat16* A, int64_t lda, int64_t M,
-                                                             int64_t kb_count, uint8_t* out) {
+                                                             int64_t kb_count, int tm, uint8_t* out) {
   pdl_prologue();  // A comes from the previous launch; the staging may still be read by the last GEMM
   const int64_t item = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 16;  // (token, block)
   const int64_t r = item / kb_count, b = item - r * kb_count;
@@ -88,11 +113,11 @@ __global__ void __launch_bounds__(128) fp8_pack_codes_kernel(const __nv_bfloat16
     bf16x8_to_f32(*reinterpret_cast<const uint4*>(A + r * lda + b * kFp8GemvBlock + 8 * q), v);
     s = fp8_block_codes(v, half_warp_amax(v, 0xffffu << (threadIdx.x & 16)), lo, hi);
   }
-  uint8_t* blk = out + ((r / kFp8GemmTile) * kb_count + b) * kFp8GemmCodesBlockBytes;
-  const int rl = static_cast<int>(r % kFp8GemmTile), o = fp8_tile_offset(rl, 8 * q);
+  uint8_t* blk = out + ((r / tm) * kb_count + b) * fp8_gemm_codes_block_bytes(tm);
+  const int rl = static_cast<int>(r % tm), o = fp8_tile_offset(rl, 8 * q, tm);
   *reinterpret_cast<uint32_t*>(blk + o) = lo;        // inputs 8 q .. + 3: positions 4 c .. (h = 0)
   *reinterpret_cast<uint32_t*>(blk + o + 128) = hi;  // inputs 8 q + 4 .. + 7: h = 1, the step's other half
-  if (q == 0) reinterpret_cast<float*>(blk + kFp8GemmOperandBytes)[rl] = s;
+  if (q == 0) reinterpret_cast<float*>(blk + fp8_gemm_operand_bytes(tm))[rl] = s;
 }
 
 // grid: (tiles x rows x kb x 8 / 256) CTAs of 256 threads; a thread per 16 stored bytes (8 per
@@ -144,10 +169,11 @@ __device__ __forceinline__ Fp8GemmTile fp8_gemm_tile(const Fp8GemmArgs& a, int64
 // The split form's fold: rank `sub` of the cluster adds, for its share of the live accumulators
 // of thread slot (wg, tid), the P CTAs' sub-range sums (their totals) in sub-range order and stores
 // the outputs. Accumulator e is column n (+ 8 for e % 4 >= 2) and token m0 + 8 (e / 4) + 2 c + e % 2.
+template <int TM>
 __device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const float4* totals, int P, int sub,
                                                     int64_t nw, int64_t N, int64_t m0, int c, void* Cout,
                                                     int64_t ldc) {
-  const int64_t rows = min64(p.M - m0, kFp8GemmTile);
+  const int64_t rows = min64(p.M - m0, TM);
   const int live = 4 * static_cast<int>((rows + 7) / 8);  // accumulators holding tokens < M
   for (int e = live * sub / P; e < live * (sub + 1) / P; ++e) {
     const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
@@ -158,9 +184,10 @@ __device__ __forceinline__ void fp8_gemm_split_fold(const GemmParams& p, const f
   }
 }
 
-template <int C, bool kSplit>
-__global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
-  using Sh = Fp8GemmShape<C>;
+template <int C, bool kSplit, int TM = kFp8GemmTile>
+__global__ void __launch_bounds__(Fp8GemmShape<C, TM>::kThreads, 1) fp8_gemm_kernel(GemmParams p, Fp8GemmArgs a) {
+  using Sh = Fp8GemmShape<C, TM>;
+  constexpr int kAcc = Sh::kAcc;
   constexpr int S = Sh::kStages;
   // The split form's producers wait at the fold's cluster barriers too, and at 24 / 40 registers
   // ptxas spilled there (92 / 40 bytes); 56 leave the consumers 152 / 200, which do not spill.
@@ -198,13 +225,13 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
         const Fp8GemmTile tile = fp8_gemm_tile(a, t);
         const uint8_t* wb = tile.nt < a.tiles0 ? a.weights0 + tile.nt * a.kb * Sh::kWeightBytes
                                                : a.weights1 + (tile.nt - a.tiles0) * a.kb * Sh::kWeightBytes;
-        const uint8_t* cb = a.codes + tile.mt * a.kb * kFp8GemmCodesBlockBytes;
+        const uint8_t* cb = a.codes + tile.mt * a.kb * Sh::kCodesBytes;
         for (int i = i_begin; i < i_end; ++i) {
           if (wrapped) mbar_wait(&empty[s], phase ^ 1);
           uint8_t* dst = smem + s * Sh::kStageBytes;
           mbar_arrive_expect_tx(&full[s], Sh::kStageBytes);
           bulk_copy_g2s(dst, wb + i * Sh::kWeightBytes, Sh::kWeightBytes, &full[s]);
-          bulk_copy_g2s(dst + Sh::kWeightBytes, cb + i * kFp8GemmCodesBlockBytes, kFp8GemmCodesBlockBytes, &full[s]);
+          bulk_copy_g2s(dst + Sh::kWeightBytes, cb + i * Sh::kCodesBytes, Sh::kCodesBytes, &full[s]);
           if (++s == S) s = 0, phase ^= 1, wrapped = true;
         }
       }
@@ -221,11 +248,11 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
 
   warpgroup_regs_inc<kConsumerRegs>();
   // Consumers: warpgroup wg takes columns 64 wg .. 64 wg + 63 of the tile. Accumulator e of the
-  // m64n128 layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
+  // m64nTM layout: column 16 (warp % 4) + g (+ 8 for e % 4 >= 2), token 8 (e / 4) + 2 c + e % 2.
   const int wg = warp / 4, g = lane >> 2, c = lane & 3, tid = threadIdx.x & 127;
-  float4* totals = reinterpret_cast<float4*>(smem + S * Sh::kStageBytes) + wg * 16 * 128 + tid;
+  float4* totals = reinterpret_cast<float4*>(smem + S * Sh::kStageBytes) + wg * (kAcc / 4) * 128 + tid;
   // Stage 0's descriptors (stage s adds s x kStageBytes / 16: the start address field's units);
-  // a k32 step is 64 C x 32 weight bytes and 128 x 32 code bytes further.
+  // a k32 step is 64 C x 32 weight bytes and TM x 32 code bytes further.
   const uint64_t a_desc0 = wgmma_desc(smem + wg * 2048, 128, 256);
   const uint64_t b_desc0 = wgmma_desc(smem + Sh::kWeightBytes, 128, 256);
   int s = 0;
@@ -235,13 +262,13 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
     const int set = tile.nt >= a.tiles0 ? 1 : 0;
     const WeightDesc& w = set == 0 ? p.w : p.w1;
     const int64_t N = set == 0 ? p.N : p.N1, ldc = set == 0 ? p.ldc : p.ldc1;
-    const int64_t n0 = (tile.nt - set * a.tiles0) * (64 * C) + 64 * wg, m0 = tile.mt * kFp8GemmTile;
+    const int64_t n0 = (tile.nt - set * a.tiles0) * (64 * C) + 64 * wg, m0 = tile.mt * TM;
     // This warpgroup's weight scales (one per block: block_out >= 64); a warpgroup wholly past N
     // computes zeros and stores nothing.
     const uint8_t* wscale = w.scale + (min64(n0, N - 1) >> a.out_shift) * w.scale_cols;
-    float part[64], sum[64];
+    float part[kAcc], sum[kAcc];
 #pragma unroll
-    for (int e = 0; e < 64; ++e) sum[e] = 0.0f;
+    for (int e = 0; e < kAcc; ++e) sum[e] = 0.0f;
     bool first_sub = true;
     for (int i = i_begin, in_sub = 0; i < i_end; ++i) {
       const float sw = e8m0_to_f32(wscale[i]);
@@ -251,15 +278,15 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       wgmma_fence();
 #pragma unroll
       for (int step = 0; step < 4; ++step)
-        wgmma_m64n128k32_e4m3_ss(part, a_desc0 + so + ((step * 64 * C * 32) >> 4),
-                                 b_desc0 + so + ((step * 128 * 32) >> 4), step > 0);
+        wgmma_m64ntk32_e4m3_ss<TM>(part, a_desc0 + so + ((step * 64 * C * 32) >> 4),
+                                   b_desc0 + so + ((step * TM * 32) >> 4), step > 0);
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_fence_operands(part);
       const float* s_tok =
-          reinterpret_cast<const float*>(smem + s * Sh::kStageBytes + Sh::kWeightBytes + kFp8GemmOperandBytes);
+          reinterpret_cast<const float*>(smem + s * Sh::kStageBytes + Sh::kWeightBytes + fp8_gemm_operand_bytes(TM));
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
+      for (int j = 0; j < kAcc / 4; ++j) {
         const float2 st = *reinterpret_cast<const float2*>(s_tok + 8 * j + 2 * c);
         const float s0 = sw * st.x, s1 = sw * st.y;
         sum[4 * j] = fmaf(part[4 * j], s0, sum[4 * j]);
@@ -285,32 +312,33 @@ __global__ void __launch_bounds__(Fp8GemmShape<C>::kThreads, 1) fp8_gemm_kernel(
       fp8_totals_store(totals, sum);
       cluster_arrive();
       cluster_wait();  // every CTA's sums are in its totals
-      fp8_gemm_split_fold(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);
+      fp8_gemm_split_fold<TM>(p, totals, a.split, sub, nw, N, m0, c, Cout, ldc);
       cluster_arrive();
       cluster_wait();  // every rank has read them (they live until then)
       continue;
     }
     if (!p.c_bf16 || ldc % 8 != 0 || reinterpret_cast<uintptr_t>(Cout) % 16 != 0) {  // element stores
 #pragma unroll
-      for (int e = 0; e < 64; ++e) {
+      for (int e = 0; e < kAcc; ++e) {
         const int64_t n = nw + ((e & 3) >= 2 ? 8 : 0), m = m0 + 8 * (e >> 2) + 2 * c + (e & 1);
         if (n < N && m < p.M) store_out(Cout, p.c_bf16, m * ldc + n, sum[e]);
       }
       continue;
     }
-    // BF16 rows through shared memory: the warpgroup's 64 columns x 128 tokens as [token][64 + 8
-    // pad] BF16 (144-byte rows: a store's four token rows fall on different banks) over its totals,
-    // then each token's 128 bytes as 16-byte stores (8 per thread instead of 64 2-byte ones).
+    // BF16 rows through shared memory: the warpgroup's 64 columns x TM tokens as [token][64 + 8
+    // pad] BF16 (144-byte rows: a store's four token rows fall on different banks) over its totals
+    // (TM x 256 bytes each), then each token's 128 bytes as 16-byte stores (TM / 16 per thread
+    // instead of TM / 2 2-byte ones).
     warpgroup_bar_sync(1 + wg);  // every thread has read its totals before the region is reused
-    __nv_bfloat16* tile_out = reinterpret_cast<__nv_bfloat16*>(smem + S * Sh::kStageBytes) + wg * 64 * 128 * 2;
+    __nv_bfloat16* tile_out = reinterpret_cast<__nv_bfloat16*>(smem + S * Sh::kStageBytes) + wg * TM * 128;
     const int col = 16 * (warp & 3) + g;
 #pragma unroll
-    for (int e = 0; e < 64; ++e)
+    for (int e = 0; e < kAcc; ++e)
       tile_out[(8 * (e >> 2) + 2 * c + (e & 1)) * 72 + col + ((e & 3) >= 2 ? 8 : 0)] = __float2bfloat16_rn(sum[e]);
     warpgroup_bar_sync(1 + wg);
     __nv_bfloat16* out = static_cast<__nv_bfloat16*>(Cout);
 #pragma unroll
-    for (int q = 0; q < 8; ++q) {  // chunk (token, 8 columns): consecutive threads along a token's row
+    for (int q = 0; q < TM / 16; ++q) {  // chunk (token, 8 columns): consecutive threads along a token's row
       const int idx = tid + 128 * q, tok = idx >> 3, cc = (idx & 7) * 8;
       const int64_t m = m0 + tok, n = n0 + cc;
       if (m >= p.M || n >= N) continue;

@@ -56,6 +56,7 @@ struct Fp8GemvDims {
   int decode_rows = kFp8GemvMaxRows;  // the most rows the decode kernel takes (8, 16 or 32); the
                                       // large-M kernel takes more (both give a row the same bits)
   int split_below = 0;  // the large-M kernel splits K over a cluster when it has fewer tiles (0: never)
+  bool small_token_tiles = false;  // the large-M kernel's 32- and 64-token tiles (fp8_gemm_token_tile)
 };
 
 inline bool fp8_decode_rows_ok(int r) { return r == 8 || r == 16 || r == kFp8GemvMaxRows; }
@@ -88,13 +89,14 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
 }
 
 // The large-M kernel of the same order (fp8_gemm.cuh): output tiles of 64 x `consumers` columns
-// (a consumer warpgroup's 64 each; 2 or 3) x 128 tokens, persistent CTAs; two pre-passes write its
+// (a consumer warpgroup's 64 each; 2 or 3) x 128 tokens (32 or 64: fp8_gemm_token_tile), persistent CTAs; two pre-passes write its
 // operands into the staging workspace as blocks of one 128-input block each, in the shared-memory
 // image the kernel's bulk copies move whole: the activations' E4M3 codes with their scales, then
 // the weights.
-inline constexpr int kFp8GemmTile = 128;  // tokens per tile
-inline constexpr int64_t kFp8GemmOperandBytes = int64_t{kFp8GemmTile} * kFp8GemvBlock;  // 128 tokens x 128 codes
-inline constexpr int64_t kFp8GemmCodesBlockBytes = kFp8GemmOperandBytes + kFp8GemmTile * 4;  // + F32 scales
+inline constexpr int kFp8GemmTile = 128;  // tokens per tile (the most; 32 or 64 for launches of fewer rows)
+// A code block of `tm` tokens: tm x 128 codes, then the tokens' F32 scales.
+DI_HOST_DEVICE constexpr int64_t fp8_gemm_operand_bytes(int tm) { return int64_t{tm} * kFp8GemvBlock; }
+DI_HOST_DEVICE constexpr int64_t fp8_gemm_codes_block_bytes(int tm) { return fp8_gemm_operand_bytes(tm) + int64_t{tm} * 4; }
 
 struct Fp8GemmPlan {
   int consumers = 2;         // consumer warpgroups: 64 columns each
@@ -109,7 +111,17 @@ struct Fp8GemmPlan {
   int64_t staging_bytes = 0; // codes + n_tiles x kb weight blocks
   int split = 1;             // CTAs per tile: gemm_n_subranges(K) when the tiles are fewer than
                              // split_below (the split form: one K sub-range each), else 1
+  int token_tile = kFp8GemmTile;  // tokens per tile: 32 or 64 where the rows fit (small_token_tiles), else 128
 };
+
+// Tokens per tile of a launch of `rows` (> 16) rows: with small tiles the least of 32, 64 and 128
+// that holds them — a 17-64-row decode step on 128-token tiles spends 2-4x the MMAs, the code
+// bytes and the promotion's FMAs of its rows on zeros (wgmma's N is the tokens: m64n32 / m64n64).
+// Small tiles are for 3 consumer warpgroups (the default) only: two instantiations fewer.
+inline int fp8_gemm_token_tile(int64_t rows, bool small_token_tiles, int consumers) {
+  if (!small_token_tiles || consumers != 3) return kFp8GemmTile;
+  return rows <= 32 ? 32 : (rows <= 64 ? 64 : kFp8GemmTile);
+}
 
 // Bytes of an N x K weight as the large-M kernel's blocks ([column tiles][K / 128] blocks of
 // 64 C columns x 128 codes, rows past N zero): a set's share of the staging, or its prepared copy.
@@ -129,10 +141,11 @@ inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan
   plan.tile_cols = int64_t{kFp8GemvCols} * consumers;
   plan.tiles0 = (d.N + plan.tile_cols - 1) / plan.tile_cols;
   plan.n_tiles = plan.tiles0 + (d.N1 + plan.tile_cols - 1) / plan.tile_cols;
-  plan.m_tiles = (d.rows + kFp8GemmTile - 1) / kFp8GemmTile;
+  plan.token_tile = fp8_gemm_token_tile(d.rows, d.small_token_tiles, consumers);
+  plan.m_tiles = (d.rows + plan.token_tile - 1) / plan.token_tile;
   plan.kb = d.K / kFp8GemvBlock;
   plan.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
-  plan.codes_bytes = plan.m_tiles * plan.kb * kFp8GemmCodesBlockBytes;
+  plan.codes_bytes = plan.m_tiles * plan.kb * fp8_gemm_codes_block_bytes(plan.token_tile);
   plan.weight_block_bytes = plan.tile_cols * kFp8GemvBlock;
   plan.staging_bytes = plan.codes_bytes + fp8_gemm_weight_bytes(d.N, d.K, consumers) +
                        (d.N1 > 0 ? fp8_gemm_weight_bytes(d.N1, d.K, consumers) : 0);

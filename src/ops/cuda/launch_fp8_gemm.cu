@@ -56,6 +56,16 @@ int fp8_consumers() {
   return n;
 }
 
+// The large-M kernel's 32- and 64-token tiles for launches of 17-64 rows
+// (DEEPINFER_GEMM_FP8_SMALL_TILES = 1, or 0: the default until measured; tuning, same bits):
+// fp8_gemm_token_tile. A 17-32-row decode step on 128-token tiles spends 4x its rows' MMAs, code
+// bytes and promotion FMAs on zero tokens — batch 32 is the FP8 order's one loss (-2.3% on the
+// H100, session 53).
+bool fp8_small_tiles() {
+  static const bool on = env_int("DEEPINFER_GEMM_FP8_SMALL_TILES", 0, {0, 1}) == 1;
+  return on;
+}
+
 bool fp8_weight_ok(const WeightDesc& w) {
   return w.fmt == WeightFmt::kFp8Block && !w.scale_f32 && w.packed == nullptr && w.row_bytes % 16 == 0 &&
          reinterpret_cast<uintptr_t>(w.w) % 16 == 0;
@@ -135,6 +145,7 @@ bool fp8_gemm_plan(const GemmParams& p, Fp8GemmPlan& plan) {
   Fp8GemvDims d;
   if (!fp8_order_launch(p, 8, d)) return false;
   d.split_below = fp8_split() ? device_sm_count() : 0;
+  d.small_token_tiles = fp8_small_tiles();
   return plan_fp8_gemm(d, fp8_consumers(), plan);
 }
 
@@ -147,37 +158,38 @@ cudaError_t launch_pack_fp8_weights(const WeightDesc& w, int64_t N, int64_t K, i
                     K / kFp8GemvBlock, cols, out);
 }
 
-template <int C, bool kSplit>
+template <int C, bool kSplit, int TM>
 cudaError_t configure_fp8_gemm() {
   static const cudaError_t configured = cudaFuncSetAttribute(
-      fp8_gemm_kernel<C, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8GemmShape<C>::kSmem);
+      fp8_gemm_kernel<C, kSplit, TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, Fp8GemmShape<C, TM>::kSmem);
   return configured;
 }
 
 // Whether the device runs clusters of `split` CTAs of the split form (a cluster's CTAs take one SM
 // each: 8 of one GPC at most).
-template <int C>
+template <int C, int TM>
 bool fp8_gemm_split_fits(int split) {
   static std::atomic<int> fits[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};  // unknown, 0, 1 (same answer from any thread)
   if (split < 2 || split > 8) return false;
   if (fits[split].load() < 0)
-    fits[split] = configure_fp8_gemm<C, true>() == cudaSuccess &&
-                  max_active_clusters(fp8_gemm_kernel<C, true>, dim3(Fp8GemmShape<C>::kThreads),
-                                      Fp8GemmShape<C>::kSmem, static_cast<unsigned>(split)) > 0;
+    fits[split] = configure_fp8_gemm<C, true, TM>() == cudaSuccess &&
+                  max_active_clusters(fp8_gemm_kernel<C, true, TM>, dim3(Fp8GemmShape<C, TM>::kThreads),
+                                      Fp8GemmShape<C, TM>::kSmem, static_cast<unsigned>(split)) > 0;
   return fits[split].load() == 1;
 }
 
-template <int C>
+template <int C, int TM>
 cudaError_t launch_fp8_gemm_c(const GemmParams& p, Fp8GemmArgs a, int64_t tiles, cudaStream_t s) {
-  using Sh = Fp8GemmShape<C>;
-  if (a.split > 1 && fp8_gemm_split_fits<C>(a.split))  // a cluster per tile, one sub-range per CTA
-    return launch_pdl_cluster(fp8_gemm_kernel<C, true>, dim3(static_cast<unsigned>(tiles * a.split)),
+  using Sh = Fp8GemmShape<C, TM>;
+  if (a.split > 1 && fp8_gemm_split_fits<C, TM>(a.split))  // a cluster per tile, one sub-range per CTA
+    return launch_pdl_cluster(fp8_gemm_kernel<C, true, TM>, dim3(static_cast<unsigned>(tiles * a.split)),
                               dim3(Sh::kThreads), static_cast<size_t>(Sh::kSmem), s,
                               static_cast<unsigned>(a.split), p, a);
   a.split = 1;
-  if (const cudaError_t e = configure_fp8_gemm<C, false>(); e != cudaSuccess) return e;
-  return launch_pdl(fp8_gemm_kernel<C, false>, dim3(static_cast<unsigned>(std::min<int64_t>(tiles, device_sm_count()))),
-                    dim3(Sh::kThreads), static_cast<size_t>(Sh::kSmem), s, p, a);
+  if (const cudaError_t e = configure_fp8_gemm<C, false, TM>(); e != cudaSuccess) return e;
+  return launch_pdl(fp8_gemm_kernel<C, false, TM>,
+                    dim3(static_cast<unsigned>(std::min<int64_t>(tiles, device_sm_count()))), dim3(Sh::kThreads),
+                    static_cast<size_t>(Sh::kSmem), s, p, a);
 }
 
 }  // namespace
@@ -192,8 +204,9 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   a.kb = plan.kb;
   a.out_shift = plan.out_shift;
   a.split = plan.split;
-  cudaError_t e = launch_pdl(fp8_pack_codes_kernel, dim3(static_cast<unsigned>(plan.m_tiles * kFp8GemmTile * plan.kb / 8)),
-                             dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb,
+  const int tm = plan.token_tile;
+  cudaError_t e = launch_pdl(fp8_pack_codes_kernel, dim3(static_cast<unsigned>(plan.m_tiles * tm * plan.kb / 8)),
+                             dim3(128), 0, s, static_cast<const __nv_bfloat16*>(p.A), p.lda, p.M, plan.kb, tm,
                              p.staging);
   for (int set = 0; set < p.n_sets && e == cudaSuccess; ++set) {
     const WeightDesc& w = set == 0 ? p.w : p.w1;
@@ -208,7 +221,13 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
   }
   if (e != cudaSuccess) return e;
   const int64_t tiles = plan.n_tiles * plan.m_tiles;
-  e = plan.consumers == 3 ? launch_fp8_gemm_c<3>(p, a, tiles, s) : launch_fp8_gemm_c<2>(p, a, tiles, s);
+  if (plan.consumers == 2) {  // fp8_gemm_token_tile: small tiles for three consumer warpgroups only
+    e = tm == kFp8GemmTile ? launch_fp8_gemm_c<2, kFp8GemmTile>(p, a, tiles, s) : cudaErrorInvalidValue;
+  } else {
+    e = tm == 32 ? launch_fp8_gemm_c<3, 32>(p, a, tiles, s)
+        : tm == 64 ? launch_fp8_gemm_c<3, 64>(p, a, tiles, s)
+                   : launch_fp8_gemm_c<3, kFp8GemmTile>(p, a, tiles, s);
+  }
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
