@@ -81,9 +81,10 @@ TEST_F(CudaOpsTest, Fp8OrderDecodeMatchesExactSumsAndIsBitwiseStable) {
 }
 
 // The large-M kernel of the FP8 order (fp8_gemm.cuh) against the decode kernel: every row of a
-// launch of 20, 33, 70 or 200 rows (one or two 128-token tiles, a partial last one — or, with
-// DEEPINFER_GEMM_FP8_SMALL_TILES=1, one 32- or 64-token tile for 20 and 33; pairs; BF16 and
-// F32 outputs) bitwise the same row computed alone (the decode kernel), and a subset of outputs
+// launch of 20, 33, 70 or 200 rows (one 32- or 64-token tile for 20 and 33, one or two 128-token
+// tiles for 70 and 200, a partial last one; 128-token tiles for all with
+// DEEPINFER_GEMM_FP8_SMALL_TILES=0; pairs; BF16 and F32 outputs) bitwise the same row computed
+// alone (the decode kernel), and a subset of outputs
 // within 1e-3 of Σ|products| of the exact sums. K = 7168 has seven blocks per sub-range, N = 196
 // a partial warpgroup (and BF16 rows the 16-byte stores cannot take: element stores), N = 64
 // warpgroups wholly past N; 1,100 rows x 2,048 columns (a pair: 242 or 288 tiles) make persistent

@@ -143,16 +143,17 @@ job DEEPINFER_CUDA_PDL=0 .carry/bin/cuda_ops_test
 # sum by design (wgmma_fp8_probe), checked against exact sums by its own test.
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*Linear*:*Gemm*:*Fp8Order*:*Quant*:-*BatchInvariant*:*LinearMatchesCpuForEveryFormatAndShape*'
 # The other tile counts (one tile at 8 rows and at 9-32: DEEPINFER_GEMM_FP8_TILES / _WIDE_TILES)
-# with the decode kernel up to 32 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS, default 16).
+# with the decode kernel up to 32 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS, default 8).
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_TILES=1 DEEPINFER_GEMM_FP8_WIDE_TILES=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=32 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*LinearPair*:*Prequant*'
 # With the large-M kernel of the same order (fp8_gemm.cuh) the FP8 projections are one order at
 # every M: the GEMM batch-invariance test and the model tests under the FP8 order, the large-M
 # kernel's own test on two consumer warpgroups too (DEEPINFER_GEMM_FP8_CONSUMERS=2; default 3).
 job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_ops_test --gtest_filter='*BatchInvariant*:*Fp8OrderLargeM*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_CONSUMERS=2 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
-# The large-M kernel from 9 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS=8): the decode test's 13- and
-# 32-row launches against their rows alone cross the two kernels (at the default 16, its 32-row ones).
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=8 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
+# The large-M kernel from 17 rows (DEEPINFER_GEMM_FP8_DECODE_ROWS=16; the default 8 hands it 9-16
+# too): the decode test's 32-row launches against their rows alone cross the two kernels (at the
+# default, its 13- and 32-row ones).
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_DECODE_ROWS=16 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 # Not MatchesTheCpuReference/Official there: its layer-0 bound (a quarter of official vs plain
 # numerics) assumes GEMM sums within ~1e-6 of the CPU's; the FP8 order's are 1e-4 to 4e-4 off
 # (LinearMatchesCpuForEveryFormatAndShape above), which flips more of the next quantised inputs'
@@ -164,12 +165,13 @@ job DEEPINFER_GEMM_FP8_ORDER=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL
 # and the model tests (as above) on it.
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
 job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
-# The large-M kernel's 32- and 64-token tiles (DEEPINFER_GEMM_FP8_SMALL_TILES=1, 17-64-row
-# launches): its 20- and 33-row launches against their rows alone (one m64n32 / m64n64 tile), alone
-# and split, and the model tests (as above) on them.
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 DEEPINFER_GEMM_FP8_SPLIT=1 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
-job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=1 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
+# The large-M kernel's 32- and 64-token tiles are its default for launches of up to 64 rows
+# (DEEPINFER_GEMM_FP8_SMALL_TILES; the runs above take them: the 20- and 33-row launches against
+# their rows alone, split, the model tests); 128-token tiles for every launch, with the large-M
+# kernel from 9 rows and from 17, against the rows alone and the model tests (as above).
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=0 .carry/bin/cuda_ops_test --gtest_filter='*Fp8Order*:*BatchInvariant*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=0 DEEPINFER_GEMM_FP8_DECODE_ROWS=16 .carry/bin/cuda_ops_test --gtest_filter='*Fp8OrderLargeM*:*DequantGemmRowsAreBitwiseBatchInvariant*'
+job DEEPINFER_GEMM_FP8_ORDER=1 DEEPINFER_GEMM_FP8_SMALL_TILES=0 .carry/bin/cuda_model_test --gtest_filter="$MODEL_RUN:*MatchesTheCpuReference/Official*"
 # The FP4 experts in the FP8 order (DEEPINFER_GEMM_FP8_EXPERTS=1: fold layout, fp8_expert_gemm.cuh,
 # every FP4 expert launch): the layout kernel, the MoE tests (CPU tolerance; the lean form of
 # launches up to 512 pairs, fp8_expert_gemv.cuh, against the 128-pair tiles bitwise, V4 widths)

@@ -114,9 +114,9 @@ struct Fp8GemmPlan {
   int token_tile = kFp8GemmTile;  // tokens per tile: 32 or 64 where the rows fit (small_token_tiles), else 128
 };
 
-// Tokens per tile of a launch of `rows` (> 16) rows: with small tiles the least of 32, 64 and 128
-// that holds them — a 17-64-row decode step on 128-token tiles spends 2-4x the MMAs, the code
-// bytes and the promotion's FMAs of its rows on zeros (wgmma's N is the tokens: m64n32 / m64n64).
+// Tokens per tile of a launch of `rows` rows: with small tiles the least of 32, 64 and 128 that
+// holds them — a 9-64-row decode step on 128-token tiles spends 2-14x the MMAs, the code bytes
+// and the promotion's FMAs of its rows on zeros (wgmma's N is the tokens: m64n32 / m64n64).
 // Small tiles are for 3 consumer warpgroups (the default) only: two instantiations fewer.
 inline int fp8_gemm_token_tile(int64_t rows, bool small_token_tiles, int consumers) {
   if (!small_token_tiles || consumers != 3) return kFp8GemmTile;

@@ -37,13 +37,14 @@ int fp8_wide_tiles() {
   return n;
 }
 
-// The most rows the decode kernel takes (DEEPINFER_GEMM_FP8_DECODE_ROWS = 8, 16 (default) or 32;
-// tuning, same bits): the large-M kernel takes wider launches, its 128-token tile mostly empty
-// but its weights prepared and its staging done once per launch instead of once per CTA — from
-// 17 rows batch 32 7.0K tok/s against the decode kernel's 6.8K, from 9 rows batch 16 4.9K
-// against 5.2K (H100, session 47).
+// The most rows the decode kernel takes (DEEPINFER_GEMM_FP8_DECODE_ROWS = 8 (default), 16 or 32;
+// tuning, same bits): the large-M kernel takes wider launches, its weights prepared and its
+// staging done once per launch instead of once per CTA. On 128-token tiles it lost from 9 rows
+// (batch 16 4.9K tok/s against the decode kernel's 5.2K, H100, session 47: bound 16); on the
+// 32-token tiles (fp8_small_tiles) it wins there too — batch 16 5,348 / 5,352 / 5,331 against
+// 5,233 / 5,233 / 5,275 with bound 16, batch 1-64 level (H100, session 55).
 int fp8_decode_rows() {
-  static const int n = env_int("DEEPINFER_GEMM_FP8_DECODE_ROWS", 16, {8, 16, 32});
+  static const int n = env_int("DEEPINFER_GEMM_FP8_DECODE_ROWS", 8, {8, 16, 32});
   return n;
 }
 
@@ -56,13 +57,14 @@ int fp8_consumers() {
   return n;
 }
 
-// The large-M kernel's 32- and 64-token tiles for launches of 17-64 rows
-// (DEEPINFER_GEMM_FP8_SMALL_TILES = 1, or 0: the default until measured; tuning, same bits):
-// fp8_gemm_token_tile. A 17-32-row decode step on 128-token tiles spends 4x its rows' MMAs, code
-// bytes and promotion FMAs on zero tokens — batch 32 is the FP8 order's one loss (-2.3% on the
-// H100, session 53).
+// The large-M kernel's 32- and 64-token tiles for launches of up to 64 rows
+// (DEEPINFER_GEMM_FP8_SMALL_TILES = 1, the default, or 0; tuning, same bits): fp8_gemm_token_tile.
+// A 17-32-row decode step on 128-token tiles spent 4x its rows' MMAs, code bytes and promotion
+// FMAs on zero tokens — batch 32 was the FP8 order's one loss. H100, session 55
+// (ab_fp8_small_tiles_h100_2026-12-07_s55.json): batch 32 7,442 / 7,436 tok/s against 7,014 /
+// 7,021 on 128-token tiles, batch 48 +3.5%, batch 64 +2.2%.
 bool fp8_small_tiles() {
-  static const bool on = env_int("DEEPINFER_GEMM_FP8_SMALL_TILES", 0, {0, 1}) == 1;
+  static const bool on = env_int("DEEPINFER_GEMM_FP8_SMALL_TILES", 1, {0, 1}) == 1;
   return on;
 }
 
