@@ -10,13 +10,15 @@
 //   T2  one step onto a preloaded F32 accumulator (values 2^-8 .. 2^8 of the products' scale);
 //   T3  a 128-input block: four chained steps, the first from zero (the FP8 order's `part`);
 // each at exponent spreads of 0, 3 and 6 binades, and scores a family of candidate models against
-// every output bitwise. A candidate (g, n, acc, rnd, lay): the 32 products (exact) taken in groups
-// of g positions in order — lay 0: 0, 1, ..., 31; lay 1: the A fragment's order, 4-position chunks
-// of the two 16-position halves interleaved (0-3, 16-19, 4-7, 20-23, ...); per group the terms — its products, and the accumulator where acc = 1
-// (acc = 0: the accumulator is added after the group's truncated sum) — are aligned to the largest
-// term's exponent E and each truncated toward zero to a multiple of 2^(E - n); their exact sum is
-// rounded to F32 (rnd: 0 toward zero, 1 to nearest even, 2 toward zero to n + 1 significant bits:
-// an accumulator narrower than F32) and becomes the accumulator.
+// every output bitwise. A candidate (g, n, acc, rnd, lay) is an Fp8MmaModel of the CPU reference
+// (src/ops/cpu/fp8_order_ref.h, included: the model this probe confirms is the one it runs): the
+// 32 products (exact) taken in groups of g positions in order — lay 0: 0, 1, ..., 31; lay 1: the A
+// fragment's order, 4-position chunks of the two 16-position halves interleaved (0-3, 16-19, 4-7,
+// 20-23, ...); per group the terms — its products, and the accumulator where acc = 1 (acc = 0: the
+// accumulator is added after the group's truncated sum) — are aligned to the largest term's
+// exponent E and each truncated toward zero to a multiple of 2^(E - n); their exact sum is rounded
+// to F32 (rnd: 0 toward zero, 1 to nearest even, 2 toward zero to n + 1 significant bits: an
+// accumulator narrower than F32) and becomes the accumulator.
 // Output: every candidate's matches per test, best first (stdout, and $OUT/accum_probe.json when
 // OUT is set). A candidate at 100% on every test is the model the CPU reference takes.
 // Build here: nvcc -std=c++20 -O2 -gencode arch=compute_90a,code=sm_90a -I src \
@@ -34,8 +36,11 @@
 #include <vector>
 
 #include "kernels/common/wgmma_utils.cuh"  // descriptor and wgmma sync primitives
+#include "ops/cpu/fp8_order_ref.h"            // the step models (the CPU reference's)
 
 using namespace deepinfer::kernels;
+using deepinfer::ops::cpu::Fp8MmaModel;
+using deepinfer::ops::cpu::fp8_mma_step;
 
 namespace {
 
@@ -104,38 +109,18 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B,
     for (int e = 0; e < 4; ++e) out[(static_cast<size_t>(t) * gridDim.x + cta) * M * N + at(e)] = res[t][e];
 }
 
+// The candidates' parameters as the scores print them: (g, n, acc, rnd, lay).
+Fp8MmaModel make_model(int g, int n, int acc, int rnd, int lay) {
+  Fp8MmaModel m;
+  m.group = g, m.bits = n, m.acc_aligned = acc == 1, m.fragment_order = lay == 1;
+  m.rounding = rnd == 0 ? Fp8MmaModel::Rounding::kTowardZero
+                        : (rnd == 1 ? Fp8MmaModel::Rounding::kNearestEven : Fp8MmaModel::Rounding::kTowardZeroToBits);
+  return m;
+}
 struct Model {
   int g, n, acc, rnd, lay;
+  Fp8MmaModel model() const { return make_model(g, n, acc, rnd, lay); }
 };
-// Position of the i-th product a model takes (lay 1: chunks of 4 from the halves in turn).
-int position(int i, int lay) { return lay == 0 ? i : ((i >> 3) << 2) + ((i >> 2) & 1) * 16 + (i & 3); }
-
-int exponent_of(double x) { return std::ilogb(x); }  // floor(log2 |x|), x != 0
-double trunc_to(double x, int q_exp) { return std::trunc(std::ldexp(x, -q_exp)) * std::ldexp(1.0, q_exp); }
-float round_f32(double s, int rnd, int n) {
-  if (rnd == 2 && s != 0) s = trunc_to(s, exponent_of(s) - n);
-  float f = static_cast<float>(s);  // to nearest even
-  if (rnd != 1 && std::fabs(static_cast<double>(f)) > std::fabs(s)) f = std::nextafter(f, 0.0f);
-  return f;
-}
-
-// One k32 step of the model: the 32 products in position order onto accumulator d.
-float model_step(const double* prod, float d, const Model& m) {
-  for (int p0 = 0; p0 < 32; p0 += m.g) {
-    int emax = INT32_MIN;
-    for (int i = p0; i < p0 + m.g; ++i)
-      if (const double x = prod[position(i, m.lay)]; x != 0) emax = std::max(emax, exponent_of(x));
-    if (m.acc == 1 && d != 0) emax = std::max(emax, exponent_of(d));
-    double s = 0;
-    if (emax != INT32_MIN) {
-      for (int i = p0; i < p0 + m.g; ++i) s += trunc_to(prod[position(i, m.lay)], emax - m.n);
-      if (m.acc == 1 && d != 0) s += trunc_to(d, emax - m.n);
-    }
-    if (m.acc == 0) s += d;
-    d = round_f32(s, m.rnd, m.n);
-  }
-  return d;
-}
 
 }  // namespace
 
@@ -177,7 +162,7 @@ int main() {
     }
     cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
 #else
-    const Model known{16, 13, 1, 0, 1};
+    const Fp8MmaModel known = make_model(16, 13, 1, 0, 1);
     for (int cta = 0; cta < kCtas; ++cta)
       for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) {
@@ -186,10 +171,10 @@ int main() {
             for (int p = 0; p < 32; ++p)
               prod[s][p] = e4m3_value(A[(cta * M + m) * K + 32 * s + p]) * e4m3_value(B[(cta * N + n) * K + 32 * s + p]);
           const size_t o = (static_cast<size_t>(cta) * M + m) * N + n, per = static_cast<size_t>(kCtas) * M * N;
-          out[o] = model_step(prod[0], 0.0f, known);
-          out[per + o] = model_step(prod[0], acc[o], known);
+          out[o] = fp8_mma_step(prod[0], 0.0f, known);
+          out[per + o] = fp8_mma_step(prod[0], acc[o], known);
           float r = 0.0f;
-          for (int s = 0; s < kSteps; ++s) r = model_step(prod[s], r, known);
+          for (int s = 0; s < kSteps; ++s) r = fp8_mma_step(prod[s], r, known);
           out[2 * per + o] = r;
         }
 #endif
@@ -208,10 +193,10 @@ int main() {
             for (int p = 0; p < 32; ++p) exact[2] += prod[s][p];
           for (int t = 0; t < 3; ++t) exact_hits[3 * si + t] += static_cast<float>(exact[t]) == got[t];
           for (size_t mi = 0; mi < models.size(); ++mi) {
-            const Model& md = models[mi];
-            const float r1 = model_step(prod[0], 0.0f, md), r2 = model_step(prod[0], acc[o], md);
+            const Fp8MmaModel md = models[mi].model();
+            const float r1 = fp8_mma_step(prod[0], 0.0f, md), r2 = fp8_mma_step(prod[0], acc[o], md);
             float r3 = 0.0f;
-            for (int s = 0; s < kSteps; ++s) r3 = model_step(prod[s], r3, md);
+            for (int s = 0; s < kSteps; ++s) r3 = fp8_mma_step(prod[s], r3, md);
             long* h = &hits[mi * n_tests + 3 * si];
             h[0] += r1 == got[0];
             h[1] += r2 == got[1];
