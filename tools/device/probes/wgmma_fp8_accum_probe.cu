@@ -154,6 +154,28 @@ int main() {
     cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dAcc, acc.data(), acc.size() * sizeof(float), cudaMemcpyHostToDevice);
     std::vector<float> out(3 * kCtas * M * N);
+    const size_t per = static_cast<size_t>(kCtas) * M * N;  // outputs per test
+    // Output (cta, m, n)'s products [step][position] and its three answers under a model.
+    auto products = [&](int cta, int m, int n, double (&prod)[kSteps][32]) {
+      for (int s = 0; s < kSteps; ++s)
+        for (int p = 0; p < 32; ++p)
+          prod[s][p] = e4m3_value(A[(cta * M + m) * K + 32 * s + p]) * e4m3_value(B[(cta * N + n) * K + 32 * s + p]);
+    };
+    auto for_each_output = [&](auto&& fn) {  // fn(o, products) for every output o
+      for (int cta = 0; cta < kCtas; ++cta)
+        for (int m = 0; m < M; ++m)
+          for (int n = 0; n < N; ++n) {
+            double prod[kSteps][32];
+            products(cta, m, n, prod);
+            fn((static_cast<size_t>(cta) * M + m) * N + n, prod);
+          }
+    };
+    auto answers = [&](const double (&prod)[kSteps][32], float c, const Fp8MmaModel& md, float (&r)[3]) {
+      r[0] = fp8_mma_step(prod[0], 0.0f, md);
+      r[1] = fp8_mma_step(prod[0], c, md);
+      r[2] = 0.0f;
+      for (int s = 0; s < kSteps; ++s) r[2] = fp8_mma_step(prod[s], r[2], md);
+    };
 #ifndef PROBE_HOST_CHECK
     probe<<<kCtas, 128>>>(dA, dB, dAcc, dOut);
     if (cudaDeviceSynchronize() != cudaSuccess) {
@@ -163,46 +185,26 @@ int main() {
     cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
 #else
     const Fp8MmaModel known = make_model(16, 13, 1, 0, 1);
-    for (int cta = 0; cta < kCtas; ++cta)
-      for (int m = 0; m < M; ++m)
-        for (int n = 0; n < N; ++n) {
-          double prod[kSteps][32];
-          for (int s = 0; s < kSteps; ++s)
-            for (int p = 0; p < 32; ++p)
-              prod[s][p] = e4m3_value(A[(cta * M + m) * K + 32 * s + p]) * e4m3_value(B[(cta * N + n) * K + 32 * s + p]);
-          const size_t o = (static_cast<size_t>(cta) * M + m) * N + n, per = static_cast<size_t>(kCtas) * M * N;
-          out[o] = fp8_mma_step(prod[0], 0.0f, known);
-          out[per + o] = fp8_mma_step(prod[0], acc[o], known);
-          float r = 0.0f;
-          for (int s = 0; s < kSteps; ++s) r = fp8_mma_step(prod[s], r, known);
-          out[2 * per + o] = r;
-        }
+    for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
+      float r[3];
+      answers(prod, acc[o], known, r);
+      for (int t = 0; t < 3; ++t) out[t * per + o] = r[t];
+    });
 #endif
-    for (int cta = 0; cta < kCtas; ++cta)
-      for (int m = 0; m < M; ++m)
-        for (int n = 0; n < N; ++n) {
-          double prod[kSteps][32];
-          for (int s = 0; s < kSteps; ++s)
-            for (int p = 0; p < 32; ++p)
-              prod[s][p] = e4m3_value(A[(cta * M + m) * K + 32 * s + p]) * e4m3_value(B[(cta * N + n) * K + 32 * s + p]);
-          const size_t o = (static_cast<size_t>(cta) * M + m) * N + n;
-          const float got[3] = {out[o], out[static_cast<size_t>(kCtas) * M * N + o], out[2 * static_cast<size_t>(kCtas) * M * N + o]};
-          double exact[3] = {0, acc[o], 0};
-          for (int p = 0; p < 32; ++p) exact[0] += prod[0][p], exact[1] += prod[0][p];
-          for (int s = 0; s < kSteps; ++s)
-            for (int p = 0; p < 32; ++p) exact[2] += prod[s][p];
-          for (int t = 0; t < 3; ++t) exact_hits[3 * si + t] += static_cast<float>(exact[t]) == got[t];
-          for (size_t mi = 0; mi < models.size(); ++mi) {
-            const Fp8MmaModel md = models[mi].model();
-            const float r1 = fp8_mma_step(prod[0], 0.0f, md), r2 = fp8_mma_step(prod[0], acc[o], md);
-            float r3 = 0.0f;
-            for (int s = 0; s < kSteps; ++s) r3 = fp8_mma_step(prod[s], r3, md);
-            long* h = &hits[mi * n_tests + 3 * si];
-            h[0] += r1 == got[0];
-            h[1] += r2 == got[1];
-            h[2] += r3 == got[2];
-          }
-        }
+    for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
+      const float got[3] = {out[o], out[per + o], out[2 * per + o]};
+      double exact[3] = {0, acc[o], 0};
+      for (int p = 0; p < 32; ++p) exact[0] += prod[0][p], exact[1] += prod[0][p];
+      for (int s = 0; s < kSteps; ++s)
+        for (int p = 0; p < 32; ++p) exact[2] += prod[s][p];
+      for (int t = 0; t < 3; ++t) exact_hits[3 * si + t] += static_cast<float>(exact[t]) == got[t];
+      for (size_t mi = 0; mi < models.size(); ++mi) {
+        float r[3];
+        answers(prod, acc[o], models[mi].model(), r);
+        long* h = &hits[mi * n_tests + 3 * si];
+        for (int t = 0; t < 3; ++t) h[t] += r[t] == got[t];
+      }
+    });
   }
   std::vector<size_t> order(models.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
