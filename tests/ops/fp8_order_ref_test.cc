@@ -20,9 +20,11 @@ namespace {
 
 using Rounding = Fp8MmaModel::Rounding;
 
-Fp8MmaModel model(int group, int bits, bool acc_aligned, Rounding r = Rounding::kTowardZero, bool fragment = false) {
+Fp8MmaModel model(int group, int bits, bool acc_aligned, Rounding r = Rounding::kTowardZero, bool fragment = false,
+                  int chunk = 1) {
   Fp8MmaModel m;
   m.group = group, m.bits = bits, m.acc_aligned = acc_aligned, m.rounding = r, m.fragment_order = fragment;
+  m.chunk = chunk;
   return m;
 }
 
@@ -35,6 +37,16 @@ TEST(Fp8OrderRefTest, TermsBelowTheKeptBitsOfTheGroupsLargestAreDropped) {
   EXPECT_EQ(fp8_mma_step(prod, 0.0f, model(32, 13, true)), 1.0f);
   prod[5] = -std::ldexp(3.0, -14);  // -1.5 x 2^-13: toward zero, -2^-13
   EXPECT_EQ(fp8_mma_step(prod, 0.0f, model(32, 13, true)), 1.0f - std::ldexp(1.0f, -13));
+}
+
+TEST(Fp8OrderRefTest, ChunksAreSummedExactlyBeforeTheAlignment) {
+  double prod[32] = {};
+  prod[0] = 1.0, prod[2] = std::ldexp(1.0, -14), prod[3] = std::ldexp(1.0, -14);
+  EXPECT_EQ(fp8_mma_step(prod, 0.0f, model(32, 13, true)), 1.0f);  // each below 2^-13
+  // Pairs: 2^-14 + 2^-14 = 2^-13 is one term, kept.
+  EXPECT_EQ(fp8_mma_step(prod, 0.0f, model(32, 13, true, Rounding::kTowardZero, false, 2)), 1.0f + std::ldexp(1.0f, -13));
+  // Quads: 1 + 2^-13 is one term (exact), its own largest.
+  EXPECT_EQ(fp8_mma_step(prod, 0.0f, model(32, 13, true, Rounding::kTowardZero, false, 4)), 1.0f + std::ldexp(1.0f, -13));
 }
 
 TEST(Fp8OrderRefTest, TheAccumulatorInsideTheAlignmentTruncatesTheProducts) {

@@ -19,12 +19,15 @@ namespace deepinfer::ops::cpu {
 
 // How a k32 step adds its 32 products onto the accumulator: in groups of `group` positions (in
 // position order, or the A fragment's: 4-position chunks of the two 16-position halves
-// interleaved), each group's terms aligned to its largest exponent E and truncated toward zero to
-// multiples of 2^(E - bits); the accumulator is one of those terms (acc_aligned) or added after the
-// group's truncated sum; the sum is rounded to F32 (rounding).
+// interleaved), each group's terms — the exact sums of `chunk` consecutive products (1: the
+// products themselves; 2 or 4: a multiplier tree's exact first levels) — aligned to its largest
+// exponent E and truncated toward zero to multiples of 2^(E - bits); the accumulator is one of those
+// terms (acc_aligned) or added after the group's truncated sum; the sum is rounded to F32
+// (rounding).
 struct Fp8MmaModel {
   enum class Rounding { kTowardZero, kNearestEven, kTowardZeroToBits };  // the last: to bits + 1 significant bits
   int group = 32;
+  int chunk = 1;  // divides group
   int bits = 60;  // > ~30: no truncation of E4M3 products (the exact sum, then one rounding)
   bool acc_aligned = true;
   Rounding rounding = Rounding::kNearestEven;
@@ -51,14 +54,20 @@ inline float round_f32(double s, Fp8MmaModel::Rounding r, int bits) {
 inline float fp8_mma_step(const double (&prod)[32], float acc, const Fp8MmaModel& m) {
   using fp8_mma_detail::trunc_to;
   for (int i0 = 0; i0 < 32; i0 += m.group) {
+    double term[32];  // the group's chunk sums (exact: E4M3 products span far fewer than 53 bits)
+    const int n_terms = m.group / m.chunk;
+    for (int t = 0; t < n_terms; ++t) {
+      term[t] = 0;
+      for (int i = i0 + t * m.chunk; i < i0 + (t + 1) * m.chunk; ++i) term[t] += prod[fp8_mma_position(i, m.fragment_order)];
+    }
     int emax = std::numeric_limits<int>::min();
-    for (int i = i0; i < i0 + m.group; ++i)
-      if (const double x = prod[fp8_mma_position(i, m.fragment_order)]; x != 0) emax = std::max(emax, std::ilogb(x));
+    for (int t = 0; t < n_terms; ++t)
+      if (term[t] != 0) emax = std::max(emax, std::ilogb(term[t]));
     const bool acc_term = m.acc_aligned && acc != 0;
     if (acc_term) emax = std::max(emax, std::ilogb(acc));
     double s = 0;
     if (emax != std::numeric_limits<int>::min()) {
-      for (int i = i0; i < i0 + m.group; ++i) s += trunc_to(prod[fp8_mma_position(i, m.fragment_order)], emax - m.bits);
+      for (int t = 0; t < n_terms; ++t) s += trunc_to(term[t], emax - m.bits);
       if (acc_term) s += trunc_to(acc, emax - m.bits);
     }
     if (!m.acc_aligned) s += acc;
