@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/common/wgmma_utils.cuh"  // descriptor and wgmma sync primitives
+#include "kernels/gemm/fp8_gemv.cuh"        // the decode kernel's step: wgmma_m64n8k32_e4m3_rs
 #include "ops/cpu/fp8_order_ref.h"            // the step models (the CPU reference's)
 
 using namespace deepinfer::kernels;
@@ -69,13 +70,6 @@ float draw_acc(uint32_t seed, uint32_t i) {
   return (h >> 31) ? -v : v;
 }
 
-__device__ inline void wgmma_fp8_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t bdesc, bool accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bdesc), "r"(static_cast<int>(accumulate)));
-}
-
 // A: [cta][M][K], B: [cta][N][K] E4M3; acc: [cta][M][N] (T2's preload). out: [3][cta][M][N] (T1, T2, T3).
 __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B, const float* acc, float* out) {
   __shared__ __align__(128) uint8_t sB[N * K];  // per step: core matrices (8 rows x 16 bytes), K-major
@@ -95,7 +89,7 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B,
     const int r = 16 * warp + g, k = 32 * s + 4 * c;
     const uint32_t a[4] = {word(r, k), word(r + 8, k), word(r, k + 16), word(r + 8, k + 16)};
     wgmma_fence();
-    wgmma_fp8_rs(d, a, wgmma_desc(sB + s * N * 32, 128, 256), accumulate);
+    wgmma_m64n8k32_e4m3_rs(d, a, wgmma_desc(sB + s * N * 32, 128, 256), accumulate);
     wgmma_commit();
     wgmma_wait<0>();
   };
