@@ -16,10 +16,11 @@
 //     (transaction barriers); C consumer warpgroups (64 columns each) issue four wgmma.m64nTMk32
 //     from zero per block (both operands from shared memory: the probe found this form bitwise
 //     the decode kernel's register-A m64n8k32 one; the tensor core's sum of an output does not
-//     depend on N, which the suite's batch-invariance runs check for every TM), promote the block as fmaf(part, sw * sa, sum)
-//     and add each K sub-range's sum in order into a total kept in shared memory (registers hold
-//     the block's part and the sub-range's sum: TM of them); the last sub-range's sum takes the
-//     total into registers for the epilogue (a K of one sub-range never touches the totals).
+//     depend on N, which the suite's batch-invariance runs check for every TM), promote the block
+//     as fmaf(part, sw * sa, sum) and add each K sub-range's sum in order into a total kept in
+//     shared memory (registers hold the block's part and the sub-range's sum: TM of them); the
+//     last sub-range's sum takes the total into registers for the epilogue (a K of one sub-range
+//     never touches the totals).
 // A warpgroup waits for its own block's MMAs before promoting them (ptxas serialises the wgmmas of
 // a second accumulator set in flight: C7514), so the other warpgroups' MMAs are what keeps the
 // tensor core busy meanwhile; the ring lets them drift apart.
@@ -56,10 +57,8 @@ struct Fp8GemmShape {
   static constexpr int kStageBytes = kWeightBytes + kCodesBytes;
   static constexpr int kTotalsBytes = C * 64 * TM * 4;  // [warpgroup] fp8_totals_fold's slots
   static constexpr int kAcc = TM / 2;                   // a thread's accumulators of an m64nTM tile
-  static constexpr int kStages = TM == kFp8GemmTile ? (C == 2 ? 4 : 3)
-                                                    : (227 * 1024 - kTotalsBytes) / kStageBytes < 8
-                                                          ? (227 * 1024 - kTotalsBytes) / kStageBytes
-                                                          : 8;
+  static constexpr int kFitStages = (227 * 1024 - kTotalsBytes) / kStageBytes;  // beside the totals
+  static constexpr int kStages = TM == kFp8GemmTile ? (C == 2 ? 4 : 3) : (kFitStages < 8 ? kFitStages : 8);
   static constexpr int kSmem = kStages * kStageBytes + kTotalsBytes;
   static_assert(kStageBytes % 16 == 0, "bulk copies and descriptors need 16-byte stage offsets");
   static_assert(kSmem <= 227 * 1024, "shared memory");

@@ -89,10 +89,10 @@ inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
 }
 
 // The large-M kernel of the same order (fp8_gemm.cuh): output tiles of 64 x `consumers` columns
-// (a consumer warpgroup's 64 each; 2 or 3) x 128 tokens (32 or 64: fp8_gemm_token_tile), persistent CTAs; two pre-passes write its
-// operands into the staging workspace as blocks of one 128-input block each, in the shared-memory
-// image the kernel's bulk copies move whole: the activations' E4M3 codes with their scales, then
-// the weights.
+// (a consumer warpgroup's 64 each; 2 or 3) x 128 tokens (32 or 64: fp8_gemm_token_tile),
+// persistent CTAs; two pre-passes write its operands into the staging workspace as blocks of one
+// 128-input block each, in the shared-memory image the kernel's bulk copies move whole: the
+// activations' E4M3 codes with their scales, then the weights.
 inline constexpr int kFp8GemmTile = 128;  // tokens per tile (the most; 32 or 64 for launches of fewer rows)
 // A code block of `tm` tokens: tm x 128 codes, then the tokens' F32 scales.
 DI_HOST_DEVICE constexpr int64_t fp8_gemm_operand_bytes(int tm) { return int64_t{tm} * kFp8GemvBlock; }

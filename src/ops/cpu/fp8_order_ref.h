@@ -11,6 +11,7 @@
 // "Session 55"): until it has run, nothing uses this reference for a GPU comparison.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
