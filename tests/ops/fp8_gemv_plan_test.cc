@@ -150,6 +150,11 @@ TEST(Fp8GemvPlanTest, LargeMPlanTakesTheRowsTheDecodeKernelLeaves) {
   d.block_in = 128;
   d.block_out = 32;  // a warpgroup's 64 columns would need two weight scales
   EXPECT_FALSE(plan_fp8_gemm(d, 2, plan));
+  // The K the decode kernel refuses (sub-ranges of more than eight blocks) the large-M kernel
+  // refuses too: otherwise a row's order would depend on how many rows share its launch.
+  EXPECT_FALSE(plan_fp8_gemm(dense(100, 4096, 16384), 3, plan));
+  EXPECT_TRUE(fp8_order_k_ok(8192));
+  EXPECT_FALSE(fp8_order_k_ok(8320));  // 65 blocks: sub-ranges of 9
 }
 
 // The split form: launches of fewer tiles than split_below (the launcher's SM count) take a

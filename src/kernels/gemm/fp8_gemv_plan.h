@@ -25,6 +25,15 @@ inline bool fp8_order_scale_blocks_ok(int block_in, int block_out) {
   return block_in == kFp8GemvBlock && block_out >= kFp8GemvCols && (block_out & (block_out - 1)) == 0;
 }
 
+// The K both FP8-order kernels take: whole promotion blocks, each canonical sub-range at most
+// kFp8GemvMaxBlocks of them (K <= 8192; the decode kernel stages one sub-range per CTA). One rule
+// for both, so a launch's row count never decides whether a row takes the FP8 order (the CPU
+// reference's FP8 order asks the same: cpu_linear.cc).
+inline bool fp8_order_k_ok(int64_t K) {
+  return K >= kFp8GemvBlock && K % kFp8GemvBlock == 0 && gemm_subrange(K) / kFp8GemvBlock <= kFp8GemvMaxBlocks &&
+         gemm_n_subranges(K) <= 8;  // 8: the portable cluster size
+}
+
 struct Fp8GemvShape {
   int R = 0, P = 0;    // gemm_subrange(K), gemm_n_subranges(K): one CTA each, P = cluster size
   int tiles = 1;       // column tiles each CTA streams in turn (1 or 2)
@@ -68,13 +77,11 @@ struct Fp8GemvPlan {
 
 inline bool plan_fp8_gemv(const Fp8GemvDims& d, Fp8GemvPlan& plan) {
   plan = Fp8GemvPlan{};
-  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows < 1 || d.rows > d.decode_rows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock) return false;
-  if (d.K % kFp8GemvBlock != 0 || d.K > (int64_t{1} << 24)) return false;
-  if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
+  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows < 1 || d.rows > d.decode_rows || d.N < 1 || d.N1 < 0) return false;
+  if (!fp8_order_k_ok(d.K) || !fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   Fp8GemvShape& sh = plan.shape;
   sh.R = static_cast<int>(gemm_subrange(d.K));
   sh.P = gemm_n_subranges(d.K);
-  if (sh.R / kFp8GemvBlock > kFp8GemvMaxBlocks || sh.P > 8) return false;  // 8: the portable cluster size
   const int64_t tiles0 = (d.N + kFp8GemvCols - 1) / kFp8GemvCols;
   const int64_t tiles1 = (d.N1 + kFp8GemvCols - 1) / kFp8GemvCols;
   sh.out_shift = __builtin_ctz(static_cast<unsigned>(d.block_out));
@@ -135,8 +142,8 @@ inline int64_t fp8_gemm_weight_bytes(int64_t N, int64_t K, int consumers) {
 inline bool plan_fp8_gemm(const Fp8GemvDims& d, int consumers, Fp8GemmPlan& plan) {
   plan = Fp8GemmPlan{};
   if (consumers != 2 && consumers != 3) return false;
-  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows <= d.decode_rows || d.N < 1 || d.N1 < 0 || d.K < kFp8GemvBlock || d.K % kFp8GemvBlock != 0) return false;
-  if (!fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
+  if (!fp8_decode_rows_ok(d.decode_rows) || d.rows <= d.decode_rows || d.N < 1 || d.N1 < 0) return false;
+  if (!fp8_order_k_ok(d.K) || !fp8_order_scale_blocks_ok(d.block_in, d.block_out)) return false;
   plan.consumers = consumers;
   plan.tile_cols = int64_t{kFp8GemvCols} * consumers;
   plan.tiles0 = (d.N + plan.tile_cols - 1) / plan.tile_cols;

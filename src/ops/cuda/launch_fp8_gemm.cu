@@ -235,7 +235,7 @@ cudaError_t launch_fp8_gemm(const GemmParams& p, const Fp8GemmPlan& plan, cudaSt
 
 int64_t fp8_order_weight_bytes(const WeightDesc& w, int64_t N, int64_t K) {
   if (!fp8_order_enabled() || !fp8_weight_ok(w) || !fp8_order_scale_blocks_ok(w.block_in, w.block_out)) return 0;
-  if (N < 1 || K < kFp8GemvBlock || K % kFp8GemvBlock != 0) return 0;
+  if (N < 1 || !fp8_order_k_ok(K)) return 0;
   return fp8_gemm_weight_bytes(N, K, fp8_consumers());
 }
 
