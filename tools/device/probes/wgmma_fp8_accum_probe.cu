@@ -27,6 +27,10 @@
 // candidate (16, 13, 1, 0, 1, 2) instead of the tensor core — that one must score every output.
 #include <cuda_runtime.h>
 
+#ifndef PROBE_KNOWN
+#define PROBE_KNOWN 16, 13, 1, 0, 1, 2  // the host check's stand-in for the tensor core
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -103,6 +107,55 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* A, const uint8_t* B,
     for (int e = 0; e < 4; ++e) out[(static_cast<size_t>(t) * gridDim.x + cta) * M * N + at(e)] = res[t][e];
 }
 
+// The input sets: three dense ones at exponent spreads 0, 3 and 6 (session 55's), then sets that
+// isolate one effect each — sparse A (~1 product in 6 nonzero: alignment of a few terms), pairs
+// that nearly cancel (the normalisation after cancellation), the whole E4M3 range with subnormals,
+// and accumulators far above and below the products (T2 / T3's alignment of the accumulator).
+constexpr int kSets = 7;
+const char* const kSetNames[kSets] = {"s0", "s3", "s6", "sparse", "cancel", "subnormal", "acc-wide"};
+uint8_t set_code(int set, int operand, uint32_t i) {
+  const uint32_t seed = 2 * set + 1 + operand;
+  switch (set) {
+    case 0: return draw_e4m3(seed, i, 0);
+    case 1: return draw_e4m3(seed, i, 3);
+    case 2: case 6: return draw_e4m3(seed, i, 6);
+    case 3: return operand == 0 && hash32(i * 31u + 7u) % 6 != 0 ? 0 : draw_e4m3(seed, i, 6);
+    case 4: {  // A: position p + 16 of a step is -(position p) with its mantissa nudged; B: +1
+      if (operand == 1) return 0x38;
+      const uint32_t p = i % 32, base = i - p % 16;
+      const uint8_t a = draw_e4m3(seed, base, 4);
+      return p < 16 ? a : static_cast<uint8_t>((a ^ 0x80) ^ (hash32(i) % 3 == 0 ? 1 : 0));
+    }
+    default: {  // any finite code: exponent fields 0 (subnormal) .. 15, mantissa not 7 at 15 (NaN)
+      const uint32_t h = hash32(seed * 0x9e3779b9u + i * 0x85ebca6bu + 77u);
+      const uint8_t c = static_cast<uint8_t>(h & 0xff);
+      return (c & 0x7f) == 0x7f ? static_cast<uint8_t>(c & 0xfe) : c;
+    }
+  }
+}
+float set_acc(int set, uint32_t i) {
+  if (set != 6) return draw_acc(set + 7, i);
+  const uint32_t h = hash32(i * 0x2545f491u + 5u);  // 2^-24 .. 2^24 of the products
+  return std::ldexp(draw_acc(13, i), static_cast<int>(h % 33) - 16);
+}
+
+// Every set's inputs and the tensor core's outputs, for fitting models off the GPU
+// ($OUT/fp8_accum_raw.bin: per set A [4][64][128], B [4][8][128] codes, acc [4][64][8] F32,
+// out [3][4][64][8] F32 (T1, T2, T3)).
+void dump_raw(int set, const std::vector<uint8_t>& A, const std::vector<uint8_t>& B, const std::vector<float>& acc,
+              const std::vector<float>& out) {
+  const char* dir = std::getenv("OUT");
+  if (dir == nullptr) return;
+  const std::string path = std::string(dir) + "/fp8_accum_raw.bin";
+  if (FILE* f = std::fopen(path.c_str(), set == 0 ? "wb" : "ab")) {
+    std::fwrite(A.data(), 1, A.size(), f);
+    std::fwrite(B.data(), 1, B.size(), f);
+    std::fwrite(acc.data(), sizeof(float), acc.size(), f);
+    std::fwrite(out.data(), sizeof(float), out.size(), f);
+    std::fclose(f);
+  }
+}
+
 // The candidates' parameters as the scores print them: (g, n, acc, rnd, lay).
 Fp8MmaModel make_model(int g, int n, int acc, int rnd, int lay, int ch = 1) {
   Fp8MmaModel m;
@@ -119,7 +172,6 @@ struct Model {
 }  // namespace
 
 int main() {
-  const int spreads[3] = {0, 3, 6};
   std::vector<Model> models;
   for (int g : {4, 8, 16, 32})
     for (int n : {12, 13, 14, 15, 16, 23, 24, 25})
@@ -127,7 +179,7 @@ int main() {
         for (int rnd : {0, 1, 2})
           for (int lay : {0, 1})
             for (int ch : {1, 2, 4}) models.push_back({g, n, acc, rnd, lay, ch});
-  const int n_tests = 9;  // (T1, T2, T3) x spreads
+  const int n_tests = 3 * kSets;  // (T1, T2, T3) x sets
   std::vector<long> hits(models.size() * n_tests, 0);
   long outputs_per_test = static_cast<long>(kCtas) * M * N;
   std::vector<long> exact_hits(n_tests, 0);  // the exact sum rounded to nearest: the default order's kind of answer
@@ -138,13 +190,12 @@ int main() {
   cudaMalloc(&dB, kCtas * N * K);
   cudaMalloc(&dAcc, kCtas * M * N * sizeof(float));
   cudaMalloc(&dOut, 3 * kCtas * M * N * sizeof(float));
-  for (int si = 0; si < 3; ++si) {
-    const int spread = spreads[si];
+  for (int si = 0; si < kSets; ++si) {
     std::vector<uint8_t> A(kCtas * M * K), B(kCtas * N * K);
     std::vector<float> acc(kCtas * M * N);
-    for (size_t i = 0; i < A.size(); ++i) A[i] = draw_e4m3(2 * si + 1, static_cast<uint32_t>(i), spread);
-    for (size_t i = 0; i < B.size(); ++i) B[i] = draw_e4m3(2 * si + 2, static_cast<uint32_t>(i), spread);
-    for (size_t i = 0; i < acc.size(); ++i) acc[i] = draw_acc(si + 7, static_cast<uint32_t>(i));
+    for (size_t i = 0; i < A.size(); ++i) A[i] = set_code(si, 0, static_cast<uint32_t>(i));
+    for (size_t i = 0; i < B.size(); ++i) B[i] = set_code(si, 1, static_cast<uint32_t>(i));
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] = set_acc(si, static_cast<uint32_t>(i));
     cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dAcc, acc.data(), acc.size() * sizeof(float), cudaMemcpyHostToDevice);
@@ -178,13 +229,15 @@ int main() {
       return 1;
     }
     cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    dump_raw(si, A, B, acc, out);
 #else
-    const Fp8MmaModel known = make_model(16, 13, 1, 0, 1, 2);
+    const Fp8MmaModel known = make_model(PROBE_KNOWN);
     for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
       float r[3];
       answers(prod, acc[o], known, r);
       for (int t = 0; t < 3; ++t) out[t * per + o] = r[t];
     });
+    dump_raw(si, A, B, acc, out);
 #endif
     for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
       const float got[3] = {out[o], out[per + o], out[2 * per + o]};
@@ -209,10 +262,14 @@ int main() {
     return t;
   };
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total(a) > total(b); });
-  std::string json = "{\"outputs_per_test\": " + std::to_string(outputs_per_test) +
-                     ", \"tests\": [\"T1 s0\", \"T2 s0\", \"T3 s0\", \"T1 s3\", \"T2 s3\", \"T3 s3\", \"T1 s6\", \"T2 s6\", \"T3 s6\"]" +
-                     ", \"exact_rn_hits\": [";
-  std::printf("outputs per test: %ld; tests (T1, T2, T3) at spreads 0, 3, 6\nexact sum rounded to nearest:", outputs_per_test);
+  std::string json = "{\"outputs_per_test\": " + std::to_string(outputs_per_test) + ", \"tests\": [";
+  std::printf("outputs per test: %ld; tests (T1, T2, T3) of sets", outputs_per_test);
+  for (int si = 0; si < kSets; ++si) {
+    std::printf(" %s", kSetNames[si]);
+    for (int t = 0; t < 3; ++t) json += std::string(si + t ? ", " : "") + "\"T" + std::to_string(t + 1) + " " + kSetNames[si] + "\"";
+  }
+  json += "], \"exact_rn_hits\": [";
+  std::printf("\nexact sum rounded to nearest:");
   for (int j = 0; j < n_tests; ++j) {
     std::printf(" %ld", exact_hits[j]);
     json += (j ? ", " : "") + std::to_string(exact_hits[j]);
