@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "kernels/gemm/canonical_k.h"
+#include "ops/cpu/cpu_ops.h"
+#include "tensor/linear_weight.h"
 #include "tensor/number_formats.h"
 
 namespace deepinfer::ops::cpu {
@@ -135,6 +137,108 @@ TEST(Fp8OrderRefTest, DotFollowsTheBlocksSubRangesAndFold) {
     // A truncating model moves it (the test can tell the models apart).
     EXPECT_NE(fp8_order_dot(a.data(), as.data(), w.data(), ws.data(), K, model(32, 10, true)), got) << K;
   }
+}
+
+
+// E4M3 codes of 2^e x (1 + m / 8) (e in -6..8) and of subnormal m / 8 x 2^-6.
+uint8_t e4m3(int e, int m, bool negative = false) { return static_cast<uint8_t>((negative ? 0x80 : 0) | ((e + 7) << 3) | m); }
+uint8_t e4m3_subnormal(int m) { return static_cast<uint8_t>(m); }
+
+TEST(Fp8OrderRefTest, TheNominalExponentAlignsBeforeTheSignificandsCarry) {
+  uint8_t a[32] = {}, b[32] = {};
+  a[0] = e4m3(0, 4), b[0] = e4m3(0, 4);           // 1.5 x 1.5 = 2.25: exponent 1, nominal 0
+  a[1] = e4m3(-6, 0), b[1] = e4m3_subnormal(4);  // 2^-6 x 2^-7 = 2^-13 (subnormal: nominal -6 + -6)
+  Fp8MmaModel m = model(32, 13, true);
+  EXPECT_EQ(fp8_mma_step_codes(a, b, 0.0f, m), 2.25f);  // aligned to 2^1: 2^-13 < 2^(1-13), dropped
+  m.nominal_exponent = true;
+  EXPECT_EQ(fp8_mma_step_codes(a, b, 0.0f, m), 2.25f + std::ldexp(1.0f, -13));  // aligned to 2^0: kept
+}
+
+TEST(Fp8OrderRefTest, FloorTruncationMovesNegativeTermsDown) {
+  double prod[32] = {};
+  prod[0] = 1.0, prod[1] = -std::ldexp(1.0, -15);
+  Fp8MmaModel m = model(32, 13, true);
+  EXPECT_EQ(fp8_mma_step(prod, 0.0f, m), 1.0f);  // toward zero: -2^-15 -> 0
+  m.truncation = Fp8MmaModel::Truncation::kFloor;
+  EXPECT_EQ(fp8_mma_step(prod, 0.0f, m), 1.0f - std::ldexp(1.0f, -13));  // floor: -> -2^-13
+}
+
+TEST(Fp8OrderRefTest, ModelTextRoundTripsAndBadTextIsRefused) {
+  Fp8MmaModel m = model(16, 13, false, Rounding::kTowardZeroToBits, true);
+  m.nominal_exponent = true, m.truncation = Fp8MmaModel::Truncation::kFloor, m.extra = 2;
+  Fp8MmaModel back;
+  ASSERT_TRUE(parse_fp8_mma_model(fp8_mma_model_text(m).c_str(), back));
+  EXPECT_EQ(fp8_mma_model_text(back), fp8_mma_model_text(m));
+  EXPECT_EQ(back.group, 16);
+  EXPECT_TRUE(back.nominal_exponent && back.fragment_order && !back.acc_aligned);
+  ASSERT_TRUE(parse_fp8_mma_model("g=8,n=14", back));  // omitted keys: defaults
+  EXPECT_EQ(back.group, 8);
+  EXPECT_EQ(back.bits, 14);
+  EXPECT_EQ(back.rounding, Rounding::kNearestEven);
+  for (const char* bad : {"g=3", "n=abc", "bogus=1", "g=32,ch=3", "n=13,", "rnd=up", "g"}) {
+    Fp8MmaModel untouched = back;
+    EXPECT_FALSE(parse_fp8_mma_model(bad, untouched)) << bad;
+    EXPECT_EQ(fp8_mma_model_text(untouched), fp8_mma_model_text(back)) << bad;
+  }
+}
+
+// CpuOps::linear with a step model: the launches the CUDA FP8 order takes (FP8 weights with UE8M0
+// 128 x 128 scales, activations quantised per 128 now or already) are fp8_order_dot per output;
+// the rest (plain numerics, F32 weight scales) keep the exact dot.
+TEST(Fp8OrderRefTest, CpuLinearTakesTheFp8OrderWhereTheKernelsDo) {
+  constexpr int64_t T = 3, N = 130, K = 384;
+  std::mt19937 rng(11);
+  std::vector<uint8_t> codes(N * K), e8m0(2 * 3);
+  for (auto& c : codes) {
+    c = static_cast<uint8_t>(rng() & 0xff);
+    if ((c & 0x7f) == 0x7f) c ^= 1;
+  }
+  std::vector<float> scale_f32(e8m0.size());
+  for (size_t i = 0; i < e8m0.size(); ++i) {
+    const int k = static_cast<int>(rng() % 5) - 8;
+    e8m0[i] = tensor::e8m0_from_exponent(k), scale_f32[i] = std::ldexp(1.0f, k);
+  }
+  tensor::LinearWeight w;
+  w.format = tensor::WeightFormat::kFp8Block, w.out = N, w.in = K, w.block_out = 128, w.block_in = 128;
+  w.weight = tensor::TensorView::contiguous(codes.data(), DType::kF8E4M3, {N, K});
+  w.scale = tensor::TensorView::contiguous(e8m0.data(), DType::kF8E8M0, {2, 3});
+  std::vector<float> x(T * K);
+  for (auto& v : x) v = std::ldexp(static_cast<float>(static_cast<int>(rng() % 2001) - 1000), -8);
+  const auto xv = tensor::TensorView::contiguous(x.data(), DType::kF32, {T, K});
+  auto run = [&](CpuOps& ops, const tensor::LinearWeight& wt, ops::LinearOptions o) {
+    std::vector<float> y(T * N);
+    ops.linear(xv, wt, tensor::TensorView::contiguous(y.data(), DType::kF32, {T, N}), o);
+    return y;
+  };
+  CpuOps exact, ordered;
+  exact.set_fp8_order_model(std::nullopt);
+  const Fp8MmaModel m = model(16, 11, true);  // coarse: far from the exact dot
+  ordered.set_fp8_order_model(m);
+  // The expected outputs: each row quantised per 128 (E4M3 codes, power-of-two scales), then
+  // fp8_order_dot against the weight's codes and scales.
+  std::vector<float> want(T * N);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<uint8_t> ac(K);
+    std::vector<float> as(K / 128), ws(K / 128);
+    for (int64_t b = 0; b < K / 128; ++b) {
+      float amax = 1e-4f;
+      for (int i = 0; i < 128; ++i) amax = std::max(amax, std::fabs(x[t * K + b * 128 + i]));
+      const int k = tensor::pow2_scale_exponent(amax, 448.0f);
+      as[b] = std::ldexp(1.0f, k);
+      for (int i = 0; i < 128; ++i) ac[b * 128 + i] = tensor::f32_to_e4m3(std::ldexp(x[t * K + b * 128 + i], -k));
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t b = 0; b < K / 128; ++b) ws[b] = scale_f32[(n / 128) * 3 + b];
+      want[t * N + n] = fp8_order_dot(ac.data(), as.data(), &codes[n * K], ws.data(), K, m);
+    }
+  }
+  EXPECT_EQ(run(ordered, w, {128}), want);
+  EXPECT_NE(run(exact, w, {128}), want);  // the model matters
+  EXPECT_EQ(run(ordered, w, {}), run(exact, w, {}));  // plain numerics: the exact dot
+  tensor::LinearWeight wf = w;  // F32 scales: the CUDA FP8 order refuses them
+  wf.scale = tensor::TensorView::contiguous(scale_f32.data(), DType::kF32, {2, 3});
+  EXPECT_EQ(run(ordered, wf, {128}), run(exact, wf, {128}));
+  EXPECT_EQ(run(exact, wf, {128}), run(exact, w, {128}));
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "ops/cpu/fp8_order_ref.h"
 #include "ops/cpu/host_arena.h"
 #include "ops/ops.h"
 #include "tensor/tensor.h"
@@ -98,9 +100,15 @@ class CpuOps : public Ops {
                        const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
                        const TensorView& out) override;
 
+  // The FP8 order (cpu_linear.cc): linear() adds the launches the CUDA backend's FP8-order kernels
+  // take as they do, with this step model (nullopt: the exact dot). Set from the environment at
+  // construction (fp8_order_model_from_env); tests set it directly.
+  void set_fp8_order_model(std::optional<Fp8MmaModel> model) { fp8_order_ = model; }
+
  private:
   HostArena workspace_;
   std::vector<tensor::Buffer> persistent_;
+  std::optional<Fp8MmaModel> fp8_order_ = fp8_order_model_from_env();
 };
 
 }  // namespace deepinfer::ops::cpu

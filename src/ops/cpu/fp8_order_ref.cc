@@ -3,13 +3,25 @@
 #include "ops/cpu/fp8_order_ref.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "base/check.h"
+#include "kernels/common/env_knob.h"
 #include "kernels/gemm/canonical_k.h"
 #include "kernels/gemm/fp8_order_layout.h"
 #include "tensor/number_formats.h"
 
 namespace deepinfer::ops::cpu {
+
+std::optional<Fp8MmaModel> fp8_order_model_from_env() {
+  if (kernels::env_tristate("DEEPINFER_GEMM_FP8_ORDER") != 1) return std::nullopt;
+  const char* env = std::getenv("DEEPINFER_FP8_MMA_MODEL");
+  if (env == nullptr) return std::nullopt;
+  Fp8MmaModel m;
+  DI_CHECK(parse_fp8_mma_model(env, m),
+           "DEEPINFER_FP8_MMA_MODEL='{}' is not a step model (e.g. g=32,n=13,nominal=1,trunc=zero,acc=1,rnd=rz)", env);
+  return m;
+}
 
 float fp8_order_dot(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, int64_t K,
                     const Fp8MmaModel& model) {
@@ -20,14 +32,14 @@ float fp8_order_dot(const uint8_t* a, const float* a_scale, const uint8_t* w, co
   for (int64_t r0 = 0; r0 < K; r0 += R) {
     float sum = 0.0f;  // the sub-range's blocks, promoted in order
     for (int64_t b0 = r0; b0 < std::min(K, r0 + R); b0 += kBlock) {
-      double prod[4][32];  // [step][position]: input k of the block sits where fp8_step_pos puts it
+      uint8_t sa[4][32], sw[4][32];  // [step][position]: input k of the block sits where fp8_step_pos puts it
       for (int k = 0; k < kBlock; ++k) {
         const kernels::Fp8StepPos sp = kernels::fp8_step_pos(k);
-        prod[sp.step][sp.pos] =
-            static_cast<double>(tensor::e4m3_to_f32(a[b0 + k])) * static_cast<double>(tensor::e4m3_to_f32(w[b0 + k]));
+        sa[sp.step][sp.pos] = a[b0 + k];
+        sw[sp.step][sp.pos] = w[b0 + k];
       }
       float part = 0.0f;  // the block's four steps chained, the first from zero
-      for (const auto& step : prod) part = fp8_mma_step(step, part, model);
+      for (int s = 0; s < 4; ++s) part = fp8_mma_step_codes(sw[s], sa[s], part, model);
       sum = std::fmaf(part, w_scale[b0 / kBlock] * a_scale[b0 / kBlock], sum);
     }
     total = total + sum;  // 0 + s_0 + s_1 + ...: the clusters' fold (one sub-range: s_0 itself)
