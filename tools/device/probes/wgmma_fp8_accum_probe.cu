@@ -21,14 +21,16 @@
 // zero to n + 1 significant bits: an accumulator narrower than F32) and becomes the accumulator.
 // Output: every candidate's matches per test, best first (stdout, and $OUT/accum_probe.json when
 // OUT is set). A candidate at 100% on every test is the model the CPU reference takes.
-// Build here: nvcc -std=c++20 -O2 -gencode arch=compute_90a,code=sm_90a -I src \
-//   -o .carry/bin/wgmma_fp8_accum_probe tools/device/probes/wgmma_fp8_accum_probe.cu
-// Check the scoring without a GPU: the same with -DPROBE_HOST_CHECK, which takes the outputs from
-// candidate (16, 13, 1, 0, 1, 2) instead of the tensor core — that one must score every output.
+// Build here: nvcc -std=c++20 -O2 -Xcompiler -fopenmp -gencode arch=compute_90a,code=sm_90a -I src \
+//   -o .carry/probe/wgmma_fp8_accum_probe tools/device/probes/wgmma_fp8_accum_probe.cu src/ops/cpu/fp8_mma_model.cc -lgomp
+// (on the device: LD_LIBRARY_PATH=.carry/lib, pack.sh's libgomp). Check the scoring without a GPU:
+// the same with -DPROBE_HOST_CHECK, which takes the outputs from the model PROBE_KNOWN names
+// instead of the tensor core — that one (and only its equivalents) must score every output.
+// Exit status 0: a candidate matched every output (its text in $OUT/best_model.txt); 3: none did.
 #include <cuda_runtime.h>
 
 #ifndef PROBE_KNOWN
-#define PROBE_KNOWN 16, 13, 1, 0, 1, 2  // the host check's stand-in for the tensor core
+#define PROBE_KNOWN "g=16,n=13,nominal=1,trunc=floor,acc=1,rnd=rz"  // the host check's stand-in for the tensor core
 #endif
 
 #include <algorithm>
@@ -45,7 +47,9 @@
 
 using namespace deepinfer::kernels;
 using deepinfer::ops::cpu::Fp8MmaModel;
-using deepinfer::ops::cpu::fp8_mma_step;
+using deepinfer::ops::cpu::fp8_mma_model_text;
+using deepinfer::ops::cpu::fp8_mma_step_codes;
+using deepinfer::ops::cpu::parse_fp8_mma_model;
 
 namespace {
 
@@ -156,32 +160,53 @@ void dump_raw(int set, const std::vector<uint8_t>& A, const std::vector<uint8_t>
   }
 }
 
-// The candidates' parameters as the scores print them: (g, n, acc, rnd, lay).
-Fp8MmaModel make_model(int g, int n, int acc, int rnd, int lay, int ch = 1) {
-  Fp8MmaModel m;
-  m.group = g, m.bits = n, m.acc_aligned = acc == 1, m.fragment_order = lay == 1, m.chunk = ch;
-  m.rounding = rnd == 0 ? Fp8MmaModel::Rounding::kTowardZero
-                        : (rnd == 1 ? Fp8MmaModel::Rounding::kNearestEven : Fp8MmaModel::Rounding::kTowardZeroToBits);
-  return m;
+// The candidate models: the Fp8MmaModel family around public reports of a ~13-bit accumulator
+// with truncation (groups, kept bits, the alignment's exponent and truncation, where the
+// accumulator joins, the final rounding, the position order).
+std::vector<Fp8MmaModel> candidates() {
+  using R = Fp8MmaModel::Rounding;
+  using T = Fp8MmaModel::Truncation;
+  std::vector<Fp8MmaModel> out;
+  for (int g : {8, 16, 32})
+    for (int n = 11; n <= 16; ++n)
+      for (bool nominal : {false, true})
+        for (T tr : {T::kTowardZero, T::kFloor})
+          for (bool acc : {false, true})
+            for (int rnd = 0; rnd < 5; ++rnd)
+              for (bool lay : {false, true}) {
+                if (g == 32 && lay) continue;  // one group: the order does not matter
+                Fp8MmaModel m;
+                m.group = g, m.bits = n, m.nominal_exponent = nominal, m.truncation = tr, m.acc_aligned = acc;
+                m.fragment_order = lay;
+                m.rounding = rnd == 0 ? R::kTowardZero : (rnd == 1 ? R::kNearestEven : R::kTowardZeroToBits);
+                m.extra = rnd >= 2 ? rnd - 1 : 1;
+                out.push_back(m);
+              }
+  return out;
 }
-struct Model {
-  int g, n, acc, rnd, lay, ch;
-  Fp8MmaModel model() const { return make_model(g, n, acc, rnd, lay, ch); }
-};
+
+// A set's three answers at output o under a model: T1 one step from zero, T2 onto acc, T3 four
+// chained steps.
+void answers(const uint8_t* a, const uint8_t* b, float c, const Fp8MmaModel& m, float (&r)[3]) {
+  r[0] = fp8_mma_step_codes(a, b, 0.0f, m);
+  r[1] = fp8_mma_step_codes(a, b, c, m);
+  r[2] = 0.0f;
+  for (int s = 0; s < kSteps; ++s) r[2] = fp8_mma_step_codes(a + 32 * s, b + 32 * s, r[2], m);
+}
 
 }  // namespace
 
-int main() {
-  std::vector<Model> models;
-  for (int g : {4, 8, 16, 32})
-    for (int n : {12, 13, 14, 15, 16, 23, 24, 25})
-      for (int acc : {0, 1})
-        for (int rnd : {0, 1, 2})
-          for (int lay : {0, 1})
-            for (int ch : {1, 2, 4}) models.push_back({g, n, acc, rnd, lay, ch});
+int main(int argc, char** argv) {
+  // --score FILE: score the candidates against an earlier run's dump instead of the tensor core.
+  FILE* replay = argc == 3 && std::string(argv[1]) == "--score" ? std::fopen(argv[2], "rb") : nullptr;
+  if (argc > 1 && replay == nullptr) {
+    std::fprintf(stderr, "usage: %s [--score fp8_accum_raw.bin]\n", argv[0]);
+    return 2;
+  }
+  const std::vector<Fp8MmaModel> models = candidates();
   const int n_tests = 3 * kSets;  // (T1, T2, T3) x sets
   std::vector<long> hits(models.size() * n_tests, 0);
-  long outputs_per_test = static_cast<long>(kCtas) * M * N;
+  const long outputs_per_test = static_cast<long>(kCtas) * M * N;
   std::vector<long> exact_hits(n_tests, 0);  // the exact sum rounded to nearest: the default order's kind of answer
 
   uint8_t *dA, *dB;
@@ -196,63 +221,59 @@ int main() {
     for (size_t i = 0; i < A.size(); ++i) A[i] = set_code(si, 0, static_cast<uint32_t>(i));
     for (size_t i = 0; i < B.size(); ++i) B[i] = set_code(si, 1, static_cast<uint32_t>(i));
     for (size_t i = 0; i < acc.size(); ++i) acc[i] = set_acc(si, static_cast<uint32_t>(i));
+    std::vector<float> out(3 * kCtas * M * N);
+    const size_t per = static_cast<size_t>(kCtas) * M * N;  // outputs per test
+    auto row_a = [&](size_t o) { return &A[(o / N) * K]; };                      // output o = (cta, m, n)
+    auto row_b = [&](size_t o) { return &B[((o / (M * N)) * N + o % N) * K]; };
+    if (replay != nullptr) {
+      const bool ok = std::fread(A.data(), 1, A.size(), replay) == A.size() &&
+                      std::fread(B.data(), 1, B.size(), replay) == B.size() &&
+                      std::fread(acc.data(), sizeof(float), acc.size(), replay) == acc.size() &&
+                      std::fread(out.data(), sizeof(float), out.size(), replay) == out.size();
+      if (!ok) {
+        std::fprintf(stderr, "%s: set %d is incomplete\n", argv[2], si);
+        return 2;
+      }
+    } else {
+#ifndef PROBE_HOST_CHECK
     cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dAcc, acc.data(), acc.size() * sizeof(float), cudaMemcpyHostToDevice);
-    std::vector<float> out(3 * kCtas * M * N);
-    const size_t per = static_cast<size_t>(kCtas) * M * N;  // outputs per test
-    // Output (cta, m, n)'s products [step][position] and its three answers under a model.
-    auto products = [&](int cta, int m, int n, double (&prod)[kSteps][32]) {
-      for (int s = 0; s < kSteps; ++s)
-        for (int p = 0; p < 32; ++p)
-          prod[s][p] = e4m3_value(A[(cta * M + m) * K + 32 * s + p]) * e4m3_value(B[(cta * N + n) * K + 32 * s + p]);
-    };
-    auto for_each_output = [&](auto&& fn) {  // fn(o, products) for every output o
-      for (int cta = 0; cta < kCtas; ++cta)
-        for (int m = 0; m < M; ++m)
-          for (int n = 0; n < N; ++n) {
-            double prod[kSteps][32];
-            products(cta, m, n, prod);
-            fn((static_cast<size_t>(cta) * M + m) * N + n, prod);
-          }
-    };
-    auto answers = [&](const double (&prod)[kSteps][32], float c, const Fp8MmaModel& md, float (&r)[3]) {
-      r[0] = fp8_mma_step(prod[0], 0.0f, md);
-      r[1] = fp8_mma_step(prod[0], c, md);
-      r[2] = 0.0f;
-      for (int s = 0; s < kSteps; ++s) r[2] = fp8_mma_step(prod[s], r[2], md);
-    };
-#ifndef PROBE_HOST_CHECK
     probe<<<kCtas, 128>>>(dA, dB, dAcc, dOut);
     if (cudaDeviceSynchronize() != cudaSuccess) {
       std::printf("probe failed: %s\n", cudaGetErrorString(cudaGetLastError()));
       return 1;
     }
     cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
-    dump_raw(si, A, B, acc, out);
 #else
-    const Fp8MmaModel known = make_model(PROBE_KNOWN);
-    for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
+    Fp8MmaModel known;
+    if (!parse_fp8_mma_model(PROBE_KNOWN, known)) return 2;
+    for (size_t o = 0; o < per; ++o) {
       float r[3];
-      answers(prod, acc[o], known, r);
+      answers(row_a(o), row_b(o), acc[o], known, r);
       for (int t = 0; t < 3; ++t) out[t * per + o] = r[t];
-    });
-    dump_raw(si, A, B, acc, out);
+    }
 #endif
-    for_each_output([&](size_t o, const double (&prod)[kSteps][32]) {
-      const float got[3] = {out[o], out[per + o], out[2 * per + o]};
+    dump_raw(si, A, B, acc, out);
+    }
+    for (size_t o = 0; o < per; ++o) {
       double exact[3] = {0, acc[o], 0};
-      for (int p = 0; p < 32; ++p) exact[0] += prod[0][p], exact[1] += prod[0][p];
-      for (int s = 0; s < kSteps; ++s)
-        for (int p = 0; p < 32; ++p) exact[2] += prod[s][p];
-      for (int t = 0; t < 3; ++t) exact_hits[3 * si + t] += static_cast<float>(exact[t]) == got[t];
-      for (size_t mi = 0; mi < models.size(); ++mi) {
-        float r[3];
-        answers(prod, acc[o], models[mi].model(), r);
-        long* h = &hits[mi * n_tests + 3 * si];
-        for (int t = 0; t < 3; ++t) h[t] += r[t] == got[t];
+      for (int k = 0; k < K; ++k) {
+        const double p = e4m3_value(row_a(o)[k]) * e4m3_value(row_b(o)[k]);
+        if (k < 32) exact[0] += p, exact[1] += p;
+        exact[2] += p;
       }
-    });
+      for (int t = 0; t < 3; ++t) exact_hits[3 * si + t] += static_cast<float>(exact[t]) == out[t * per + o];
+    }
+#pragma omp parallel for schedule(dynamic)
+    for (size_t mi = 0; mi < models.size(); ++mi) {
+      long* h = &hits[mi * n_tests + 3 * si];
+      for (size_t o = 0; o < per; ++o) {
+        float r[3];
+        answers(row_a(o), row_b(o), acc[o], models[mi], r);
+        for (int t = 0; t < 3; ++t) h[t] += r[t] == out[t * per + o];
+      }
+    }
   }
   std::vector<size_t> order(models.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -261,7 +282,7 @@ int main() {
     for (int j = 0; j < n_tests; ++j) t += hits[mi * n_tests + j];
     return t;
   };
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total(a) > total(b); });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total(a) > total(b); });
   std::string json = "{\"outputs_per_test\": " + std::to_string(outputs_per_test) + ", \"tests\": [";
   std::printf("outputs per test: %ld; tests (T1, T2, T3) of sets", outputs_per_test);
   for (int si = 0; si < kSets; ++si) {
@@ -277,17 +298,15 @@ int main() {
   std::printf("\n");
   json += "], \"models\": [";
   for (size_t r = 0; r < order.size(); ++r) {
-    const Model& md = models[order[r]];
-    std::string row = "{\"g\": " + std::to_string(md.g) + ", \"n\": " + std::to_string(md.n) + ", \"acc\": " +
-                      std::to_string(md.acc) + ", \"rnd\": " + std::to_string(md.rnd) + ", \"lay\": " +
-                      std::to_string(md.lay) + ", \"ch\": " + std::to_string(md.ch) + ", \"hits\": [";
-    if (r < 12) std::printf("g %2d n %2d acc %d rnd %d lay %d ch %d:", md.g, md.n, md.acc, md.rnd, md.lay, md.ch);
+    const std::string text = fp8_mma_model_text(models[order[r]]);
+    std::string row = "{\"model\": \"" + text + "\", \"hits\": [";
+    if (r < 16) std::printf("%s:", text.c_str());
     for (int j = 0; j < n_tests; ++j) {
       const long h = hits[order[r] * n_tests + j];
-      if (r < 12) std::printf(" %ld", h);
+      if (r < 16) std::printf(" %ld", h);
       row += (j ? ", " : "") + std::to_string(h);
     }
-    if (r < 12) std::printf("%s\n", total(order[r]) == outputs_per_test * n_tests ? "  <- every output" : "");
+    if (r < 16) std::printf("%s\n", total(order[r]) == outputs_per_test * n_tests ? "  <- every output" : "");
     json += (r ? ", " : "") + row + "]}";
   }
   json += "]}\n";
@@ -297,6 +316,11 @@ int main() {
       std::fputs(json.c_str(), f);
       std::fclose(f);
     }
+    // The best candidate, for the next step's end-to-end check (DEEPINFER_FP8_MMA_MODEL).
+    if (FILE* f = std::fopen((std::string(dir) + "/best_model.txt").c_str(), "w")) {
+      std::fprintf(f, "%s\n", fp8_mma_model_text(models[order[0]]).c_str());
+      std::fclose(f);
+    }
   }
-  return 0;
+  return total(order[0]) == outputs_per_test * n_tests ? 0 : 3;
 }
