@@ -7,8 +7,9 @@
 // The tensor core does not add a step's products exactly (docs/cuda.md "Session 45"), so a step
 // is a model: Fp8MmaModel, the family tools/device/probes/wgmma_fp8_accum_probe.cu scores against
 // the hardware bit for bit (the probe includes this header, so the model it confirms is the one
-// this reference runs). Which member is Hopper's is the probe's answer (docs/cuda.md
-// "Session 55"): until it has run, nothing uses this reference for a GPU comparison.
+// this reference runs). Which member is Hopper's is the probe's answer: its first run matched
+// none of the first family (docs/cuda.md "Session 56"), so CpuOps::linear takes the order only
+// with a model named explicitly (fp8_order_model_from_env, CpuOps::set_fp8_order_model).
 #pragma once
 
 #include <algorithm>
