@@ -9,18 +9,18 @@
 //   T1  one step from zero (scale-d 0);
 //   T2  one step onto a preloaded F32 accumulator (values 2^-8 .. 2^8 of the products' scale);
 //   T3  a 128-input block: four chained steps, the first from zero (the FP8 order's `part`);
-// each at exponent spreads of 0, 3 and 6 binades, and scores a family of candidate models against
-// every output bitwise. A candidate (g, n, acc, rnd, lay, ch) is an Fp8MmaModel of the CPU reference
-// (src/ops/cpu/fp8_order_ref.h, included: the model this probe confirms is the one it runs): the
-// 32 products (exact) taken in groups of g positions in order — lay 0: 0, 1, ..., 31; lay 1: the A
-// fragment's order, 4-position chunks of the two 16-position halves interleaved (0-3, 16-19, 4-7,
-// 20-23, ...); per group the terms — the exact sums of ch consecutive products (1, 2 or 4), and the
-// accumulator where acc = 1 (acc = 0: the accumulator is added after the group's truncated sum) —
-// are aligned to the largest term's exponent E and each truncated toward zero to a multiple of
-// 2^(E - n); their exact sum is rounded to F32 (rnd: 0 toward zero, 1 to nearest even, 2 toward
-// zero to n + 1 significant bits: an accumulator narrower than F32) and becomes the accumulator.
+// on each of the input sets (kSetNames: dense at exponent spreads 0, 3, 6; sparse; near-cancelling
+// pairs; the whole E4M3 range; wide accumulators), and scores a family of candidate models against
+// every output bitwise. A candidate is an Fp8MmaModel of the CPU reference
+// (src/ops/cpu/fp8_order_ref.h, included: the model this probe confirms is the one it runs),
+// printed as its text (g group size, n bits kept below the alignment exponent, nominal: that
+// exponent from the operands' exponent fields rather than the products', trunc zero / floor, acc:
+// the accumulator inside the alignment, rnd / extra the group sum's rounding, lay the A fragment's
+// position order, ch products per exact term; fp8_order_ref.h says each).
 // Output: every candidate's matches per test, best first (stdout, and $OUT/accum_probe.json when
-// OUT is set). A candidate at 100% on every test is the model the CPU reference takes.
+// OUT is set), every set's inputs and outputs ($OUT/fp8_accum_raw.bin) and the best candidate's
+// text ($OUT/best_model.txt). A candidate at 100% on every test is the model the CPU reference
+// takes. `--score FILE` scores a dump without a GPU (a wider family costs no device time).
 // Build here: nvcc -std=c++20 -O2 -Xcompiler -fopenmp -gencode arch=compute_90a,code=sm_90a -I src \
 //   -o .carry/probe/wgmma_fp8_accum_probe tools/device/probes/wgmma_fp8_accum_probe.cu src/ops/cpu/fp8_mma_model.cc -lgomp
 // (on the device: LD_LIBRARY_PATH=.carry/lib, pack.sh's libgomp). Check the scoring without a GPU:
@@ -236,25 +236,25 @@ int main(int argc, char** argv) {
       }
     } else {
 #ifndef PROBE_HOST_CHECK
-    cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(dAcc, acc.data(), acc.size() * sizeof(float), cudaMemcpyHostToDevice);
-    probe<<<kCtas, 128>>>(dA, dB, dAcc, dOut);
-    if (cudaDeviceSynchronize() != cudaSuccess) {
-      std::printf("probe failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-      return 1;
-    }
-    cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(dA, A.data(), A.size(), cudaMemcpyHostToDevice);
+      cudaMemcpy(dB, B.data(), B.size(), cudaMemcpyHostToDevice);
+      cudaMemcpy(dAcc, acc.data(), acc.size() * sizeof(float), cudaMemcpyHostToDevice);
+      probe<<<kCtas, 128>>>(dA, dB, dAcc, dOut);
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        std::printf("probe failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+        return 1;
+      }
+      cudaMemcpy(out.data(), dOut, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
 #else
-    Fp8MmaModel known;
-    if (!parse_fp8_mma_model(PROBE_KNOWN, known)) return 2;
-    for (size_t o = 0; o < per; ++o) {
-      float r[3];
-      answers(row_a(o), row_b(o), acc[o], known, r);
-      for (int t = 0; t < 3; ++t) out[t * per + o] = r[t];
-    }
+      Fp8MmaModel known;
+      if (!parse_fp8_mma_model(PROBE_KNOWN, known)) return 2;
+      for (size_t o = 0; o < per; ++o) {
+        float r[3];
+        answers(row_a(o), row_b(o), acc[o], known, r);
+        for (int t = 0; t < 3; ++t) out[t * per + o] = r[t];
+      }
 #endif
-    dump_raw(si, A, B, acc, out);
+      dump_raw(si, A, B, acc, out);
     }
     for (size_t o = 0; o < per; ++o) {
       double exact[3] = {0, acc[o], 0};
