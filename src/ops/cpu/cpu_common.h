@@ -72,14 +72,19 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return static_cast<float>(((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])));
 }
 
-// FP8 E4M3 quantise-dequantise of x[0, n) in blocks of `block` with power-of-two scales
-// 2^ceil(log2(max(amax, 1e-4) / 448)) (the reference's act_quant and KV fake-quant).
+// The exponent k of the power-of-two FP8 E4M3 scale of the block x[0, n):
+// 2^k = 2^ceil(log2(max(amax, 1e-4) / 448)) (the reference's act_quant and KV fake-quant).
+inline int fp8_block_scale_exponent(const float* x, int64_t n) {
+  float amax = 1e-4f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  return tensor::pow2_scale_exponent(amax, 448.0f);
+}
+
+// FP8 E4M3 quantise-dequantise of x[0, n) in blocks of `block` (fp8_block_scale_exponent's scales).
 inline void fp8_quant_dequant(float* x, int64_t n, int block) {
   for (int64_t b0 = 0; b0 < n; b0 += block) {
     const int64_t b1 = std::min<int64_t>(n, b0 + block);
-    float amax = 1e-4f;
-    for (int64_t i = b0; i < b1; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const int k = tensor::pow2_scale_exponent(amax, 448.0f);
+    const int k = fp8_block_scale_exponent(&x[b0], b1 - b0);
     const float s = std::ldexp(1.0f, k), inv = std::ldexp(1.0f, -k);
     for (int64_t i = b0; i < b1; ++i) x[i] = tensor::round_e4m3(x[i] * inv) * s;
   }

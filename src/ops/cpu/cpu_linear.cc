@@ -42,9 +42,7 @@ void fp8_order_linear(const std::vector<float>& xf, int64_t T, const LinearWeigh
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t b = 0; b < kb; ++b) {
       const float* v = &xf[t * in + b * kBlock];
-      float amax = 1e-4f;
-      for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(v[i]));
-      const int k = tensor::pow2_scale_exponent(amax, 448.0f);
+      const int k = fp8_block_scale_exponent(v, kBlock);
       scales[t * kb + b] = std::ldexp(1.0f, k);
       for (int i = 0; i < kBlock; ++i) codes[t * in + b * kBlock + i] = tensor::f32_to_e4m3(std::ldexp(v[i], -k));
     }

@@ -55,10 +55,10 @@ inline double quantize(double x, int q_exp, Fp8MmaModel::Truncation t) {
   const double s = std::ldexp(x, -q_exp);
   return (t == Fp8MmaModel::Truncation::kFloor ? std::floor(s) : std::trunc(s)) * std::ldexp(1.0, q_exp);
 }
-inline double trunc_to(double x, int q_exp) { return quantize(x, q_exp, Fp8MmaModel::Truncation::kTowardZero); }
 inline float round_f32(double s, const Fp8MmaModel& m) {
   using R = Fp8MmaModel::Rounding;
-  if (m.rounding == R::kTowardZeroToBits && s != 0) s = trunc_to(s, std::ilogb(s) - (m.bits + m.extra - 1));
+  if (m.rounding == R::kTowardZeroToBits && s != 0)
+    s = quantize(s, std::ilogb(s) - (m.bits + m.extra - 1), Fp8MmaModel::Truncation::kTowardZero);
   float f = static_cast<float>(s);  // to nearest even
   if (m.rounding != R::kNearestEven && std::fabs(static_cast<double>(f)) > std::fabs(s)) f = std::nextafter(f, 0.0f);
   return f;
