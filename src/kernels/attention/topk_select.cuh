@@ -196,8 +196,9 @@ __device__ inline void topk_select_strided(const float* sc, int32_t n, int32_t* 
 
 // grid: (T); block: a multiple of 32 up to 1,024; dynamic shared memory topk_smem_bytes(capacity)
 // with capacity <= blockDim.x * kTopkKeysPerThread (0: the strided path for every row).
-// idx [T, K]: the K best of scores[t, 0 .. n_avail) ascending, -1 padded.
-__global__ void topk_select_kernel(const float* scores, int64_t ld, const int32_t* positions, int ratio, int K,
+// idx [T, K]: the K best of scores[t, 0 .. n_avail) ascending, -1 padded. Static: a header's
+// kernel in every launch file that includes it (launch_kv.cu, launch_v41.cu) would be defined twice.
+static __global__ void topk_select_kernel(const float* scores, int64_t ld, const int32_t* positions, int ratio, int K,
                                    int32_t capacity, int32_t* idx) {
   pdl_prologue();
   extern __shared__ uint32_t topk_keys[];

@@ -151,6 +151,19 @@ class CudaOps final : public Ops {
                     const TensorView& top_ids, const TensorView& top_logprobs) override;
   void token_rank_rows(const TensorView& logits, const TensorView& tokens, const TensorView& rank) override;
 
+  // DeepSeek-V4.1 (cuda_ops_v41.cc; kernels/v41/): the ops ops.h's V4.1 section lists.
+  void kv_fake_quant(const TensorView& x, KvQuantFormat format) override;
+  void hc_mix(const TensorView& x, const HcWeights& w, const HcParams& params, const TensorView& pre,
+              const TensorView& post, const TensorView& comb) override;
+  void hc_collapse(const TensorView& x, const TensorView& pre, const TensorView& u) override;
+  void indexer_topk_v41(const TensorView& q, const TensorView& w, const TensorView& keys, const BatchView& batch,
+                        const IndexerV41Params& params, const TensorView& candidates, const TensorView& idx) override;
+  void engram_gate(const TensorView& x, const TensorView& kv, const TensorView& q_weight, const TensorView& k_weight,
+                   const TensorView& live, float eps, const TensorView& out) override;
+  void block_attention(const TensorView& q, const TensorView& kv_block, const TensorView& window,
+                       const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
+                       const TensorView& out) override;
+
   // Activations as BF16 for the tensor-core GEMM, FP8-fake-quantised per `block` when > 0.
   TensorView activations_bf16(const TensorView& x, int block);
   // p.A for the tensor-core GEMM p of activations x quantised in blocks of `block` (0: none): x
