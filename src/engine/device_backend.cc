@@ -32,9 +32,15 @@ std::string resolve_device(const std::string& device, bool device_capable) {
   return "cpu";
 }
 
-DeviceTensorSource::DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops) : host_(host) {
+DeviceTensorSource::DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops,
+                                       const std::function<bool(const std::string&)>& host_resident)
+    : host_(host) {
   for (const std::string& name : host.names()) {
     const tensor::TensorView h = *host.get(name);
+    if (host_resident && host_resident(name)) {
+      views_[name] = h;
+      continue;
+    }
     tensor::TensorView d;
     switch (h.rank) {
       case 1: d = ops->alloc_persistent(h.dtype, {h.shape[0]}); break;

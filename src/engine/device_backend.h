@@ -2,6 +2,7 @@
 // Only this file and its .cc know that a CUDA backend exists (compiled when DI_HAVE_CUDA).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,7 +23,10 @@ std::string resolve_device(const std::string& device, bool device_capable);
 // tensors (the checkpoint's only I8 tensors) in the ops' device layout.
 class DeviceTensorSource final : public loader::TensorSource {
  public:
-  DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops);
+  // host_resident(name): that tensor is not copied — get() returns the host view (V4.1's Engram
+  // tables, which the model reads row by row on the host, §4: never required on the GPU).
+  DeviceTensorSource(const loader::TensorSource& host, ops::Ops* ops,
+                     const std::function<bool(const std::string&)>& host_resident = {});
   std::optional<tensor::TensorView> get(const std::string& name) const override;
   std::vector<std::string> names() const override;
   std::string where(const std::string& name) const override { return host_.where(name); }
