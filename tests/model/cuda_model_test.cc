@@ -19,30 +19,10 @@
 namespace deepinfer {
 namespace {
 
+// V4-Flash's prompts in 256-position blocks (testing::run_prompt).
 std::vector<std::vector<float>> run(engine::LoadedModel& lm, const std::vector<int32_t>& ids, int64_t chunk,
                                     const std::vector<int32_t>& wanted) {
-  const int32_t n = static_cast<int32_t>(ids.size()), n_blocks = n / 256 + 1;
-  model::KvStateOptions so{1, n_blocks, 256, lm.model->act_dtype()};
-  model::KvState state(lm.config, so, lm.ops.get());
-  state.reset_slot(0);
-  std::vector<std::vector<float>> out;
-  const int64_t V = lm.config.vocab_size;
-  for (int32_t begin = 0; begin < n; begin += static_cast<int32_t>(chunk)) {
-    const int32_t end = std::min<int32_t>(n, begin + static_cast<int32_t>(chunk));
-    testing::SeqChunk c{0, std::vector<int32_t>(ids.begin() + begin, ids.begin() + end), begin,
-                        testing::iota_blocks(0, n_blocks)};
-    for (int32_t p : wanted)
-      if (p >= begin && p < end) c.logit_offsets.push_back(p - begin);
-    auto r = lm.model->forward(testing::make_batch({c}), state);
-    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-    if (!r.is_ok()) return out;
-    for (int64_t i = 0; i < r->logits.shape[0]; ++i) {
-      std::vector<float> row(static_cast<size_t>(V));
-      lm.ops->copy(r->logits.slice0(i, i + 1), tensor::TensorView::contiguous(row.data(), tensor::DType::kF32, {1, V}));
-      out.push_back(std::move(row));
-    }
-  }
-  return out;
+  return testing::run_prompt(lm, ids, chunk, wanted, 256, false);
 }
 
 std::unique_ptr<engine::LoadedModel> load_on(const std::string& device, model::Numerics numerics) {
@@ -68,13 +48,7 @@ TEST_P(CudaModelTest, MatchesTheCpuReference) {
   wanted.push_back(299);
   const auto lc = run(*cpu, ids, 300, wanted), lg = run(*gpu, ids, 300, wanted);
   ASSERT_EQ(lc.size(), lg.size());
-  float worst = 0.0f;
-  int agree = 0;
-  for (size_t i = 0; i < lc.size(); ++i) {
-    for (size_t v = 0; v < lc[i].size(); ++v) worst = std::max(worst, std::fabs(lc[i][v] - lg[i][v]));
-    agree += std::max_element(lc[i].begin(), lc[i].end()) - lc[i].begin() ==
-             std::max_element(lg[i].begin(), lg[i].end()) - lg[i].begin();
-  }
+  const auto [worst, agree] = testing::compare_logits(lc, lg);
   const bool plain = GetParam() == model::Numerics::kPlain;
   std::printf("CUDA vs CPU (%s): max |logit diff| %.4g, top-1 %d/%zu\n", plain ? "plain" : "official", worst, agree,
               lc.size());
@@ -101,18 +75,7 @@ TEST_P(CudaModelTest, MatchesTheCpuReference) {
       state.reset_slot(0);
       ASSERT_TRUE(lm->model->forward(testing::make_batch({{0, ids, 0, testing::iota_blocks(0, nb)}}), state, cap).is_ok());
     }
-    auto rel_l2 = [](const std::vector<float>& a, const std::vector<float>& b) {
-      double num = 0, den = 0;
-      for (size_t i = 0; i < a.size(); ++i) num += (a[i] - b[i]) * double(a[i] - b[i]), den += double(b[i]) * b[i];
-      return std::sqrt(num / std::max(den, 1e-30));
-    };
-    for (size_t l = 0; l < cc.after_layer.size(); ++l) {
-      const double gpu_vs_cpu = rel_l2(cg.after_layer[l], cc.after_layer[l]);
-      const double plain_vs_official = rel_l2(cp.after_layer[l], cc.after_layer[l]);
-      std::printf("layer %zu: |gpu - cpu| / |cpu| = %.3g (official vs plain on the CPU: %.3g)\n", l, gpu_vs_cpu,
-                  plain_vs_official);
-      EXPECT_LT(gpu_vs_cpu, (l == 0 ? 0.25 : 0.9) * plain_vs_official) << "layer " << l;
-    }
+    testing::expect_layers_near_official(cg, cc, cp);
   }
 }
 

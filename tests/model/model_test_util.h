@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -91,6 +92,85 @@ inline std::vector<int32_t> iota_blocks(int32_t first, int32_t n) {
 }
 
 // Host copy of the logits of a forward result ([rows][vocab]).
+// Logits at `wanted` positions of the prompt `ids` fed to slot 0 of a fresh KV state in chunks of
+// `chunk` (block_tokens positions per history block; with_n_prompt: the prompt's length passed on
+// every step, as the engine does for V4.1's prefill truncation), copied back through the model's
+// ops, so on any backend. capture: the last chunk's hidden states per layer.
+inline std::vector<std::vector<float>> run_prompt(engine::LoadedModel& lm, const std::vector<int32_t>& ids,
+                                                  int64_t chunk, const std::vector<int32_t>& wanted,
+                                                  int32_t block_tokens, bool with_n_prompt,
+                                                  model::Capture* capture = nullptr) {
+  const int32_t n = static_cast<int32_t>(ids.size()), n_blocks = n / block_tokens + 1;
+  model::KvState state(lm.config, {1, n_blocks, block_tokens, lm.model->act_dtype()}, lm.ops.get());
+  state.reset_slot(0);
+  std::vector<std::vector<float>> out;
+  const int64_t V = lm.config.vocab_size;
+  for (int32_t begin = 0; begin < n; begin += static_cast<int32_t>(chunk)) {
+    const int32_t end = std::min<int32_t>(n, begin + static_cast<int32_t>(chunk));
+    SeqChunk c{0, std::vector<int32_t>(ids.begin() + begin, ids.begin() + end), begin, iota_blocks(0, n_blocks)};
+    for (int32_t p : wanted)
+      if (p >= begin && p < end) c.logit_offsets.push_back(p - begin);
+    model::ForwardBatch b = make_batch({c});
+    if (with_n_prompt) b.n_prompt = {n};
+    auto r = lm.model->forward(b, state, capture);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (!r.is_ok()) return out;
+    for (int64_t i = 0; i < r->logits.shape[0]; ++i) {
+      std::vector<float> row(static_cast<size_t>(V));
+      lm.ops->copy(r->logits.slice0(i, i + 1), tensor::TensorView::contiguous(row.data(), tensor::DType::kF32, {1, V}));
+      out.push_back(std::move(row));
+    }
+  }
+  return out;
+}
+
+// Two runs' logits rows side by side: the largest |a - b| and the rows whose top-1 ids agree.
+struct LogitComparison {
+  float max_abs_diff = 0.0f;
+  int top1_agree = 0;
+};
+inline LogitComparison compare_logits(const std::vector<std::vector<float>>& a,
+                                      const std::vector<std::vector<float>>& b) {
+  LogitComparison c;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    for (size_t v = 0; v < a[i].size() && v < b[i].size(); ++v) {
+      c.max_abs_diff = std::max(c.max_abs_diff, std::fabs(a[i][v] - b[i][v]));
+    }
+    c.top1_agree += std::max_element(a[i].begin(), a[i].end()) - a[i].begin() ==
+                    std::max_element(b[i].begin(), b[i].end()) - b[i].begin();
+  }
+  return c;
+}
+
+// ||a - b||_2 / ||b||_2 in double (the per-layer checks of the official numerics).
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    num += (a[i] - b[i]) * double(a[i] - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Official numerics on a device against the CPU reference, per layer of captured hidden states:
+// quantiser decisions flip on last-bit differences and compound over layers, so each layer is held
+// against the effect of the contract itself (official vs plain on the CPU): within a quarter of it
+// after layer 0, closer than plain numerics after every later layer — a skipped or misplaced
+// quantiser puts the device on the plain side.
+inline void expect_layers_near_official(const model::Capture& device, const model::Capture& cpu,
+                                        const model::Capture& cpu_plain) {
+  ASSERT_EQ(device.after_layer.size(), cpu.after_layer.size());
+  ASSERT_EQ(cpu_plain.after_layer.size(), cpu.after_layer.size());
+  ASSERT_FALSE(cpu.after_layer.empty());
+  for (size_t l = 0; l < cpu.after_layer.size(); ++l) {
+    const double device_vs_cpu = rel_l2(device.after_layer[l], cpu.after_layer[l]);
+    const double plain_vs_official = rel_l2(cpu_plain.after_layer[l], cpu.after_layer[l]);
+    std::printf("layer %zu: |device - cpu| / |cpu| = %.3g (official vs plain on the CPU: %.3g)\n", l, device_vs_cpu,
+                plain_vs_official);
+    EXPECT_LT(device_vs_cpu, (l == 0 ? 0.25 : 0.9) * plain_vs_official) << "layer " << l;
+  }
+}
+
 inline std::vector<std::vector<float>> logits_of(const model::ForwardResult& r) {
   std::vector<std::vector<float>> out;
   const int64_t n = r.logits.shape[0], V = r.logits.shape[1];

@@ -1,18 +1,19 @@
 // DeepSeek-V4.1 attention-side kernels (model_v41_flash.md §3.2, §7.2): the two-level indexer's
 // scores and selections, and DSpark's block attention. The CPU reference's definitions
-// (ops/cpu/cpu_v41_indexer.cc, cpu_v41_attention.cc), one token per block; the selections reuse
-// the V4 indexer's exact radix top-k (topk_select.cuh: ties to the lower index).
+// (ops/cpu/cpu_v41_indexer.cc, cpu_v41_attention.cc), one token per block; the scores share the V4
+// indexer's staging (indexer_head_terms) and the selections its exact radix top-k (topk_select.cuh:
+// ties to the lower index).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/attention/indexer_terms.cuh"
 #include "kernels/attention/topk_select.cuh"
 #include "kernels/common/device_utils.cuh"
 #include "kernels/launch.h"
 
 namespace deepinfer::kernels {
 
-inline constexpr int kIdxV41Keys = 32;  // visible entries scored per block of the scores kernel
 inline constexpr int kIdxV41CandNone = 0, kIdxV41CandPublish = 1, kIdxV41CandRestrict = 2;
 
 // Entry g of token t is visible when g < (pos + 1) / ratio; under restrict only inside its
@@ -25,10 +26,10 @@ __device__ __forceinline__ bool idx_v41_allowed(const int32_t* cand, int nc, int
   return false;
 }
 
-// grid: (T, ceil(ld / 32)); block 256; dynamic shared memory indexer_v41_smem. scores [T, ld]:
-// score of every visible entry, -inf for one outside the candidate blocks (restrict) and past the
-// visible ones within the launch's blocks. score = sum_h (relu(q_h . k) score_scale) (w_h
-// weight_scale), heads in order.
+// grid: (T, ceil(ld / 32)); block 256; dynamic shared memory indexer_smem_floats(Hi, di) floats.
+// scores [T, ld]: score of every visible entry, -inf for one outside the candidate blocks
+// (restrict) and past the visible ones within the launch's blocks. score = sum_h (relu(q_h . k)
+// score_scale) (w_h weight_scale), heads in order.
 template <typename Tq, typename Tk>
 __global__ void indexer_v41_scores_kernel(const Tq* q, const float* w, const Tk* keys, const int32_t* positions,
                                           const int32_t* token_seq, const int32_t* block_tables, int max_blocks,
@@ -36,35 +37,16 @@ __global__ void indexer_v41_scores_kernel(const Tq* q, const float* w, const Tk*
                                           float weight_scale, int candidates, const int32_t* cand, int nc,
                                           int cand_block, float* scores, int64_t ld) {
   pdl_prologue();
-  extern __shared__ float idx_sh[];  // q [Hi, di + 1] (padded), keys [32, di], head terms [32, Hi]
-  const int ldq = di + 1;
-  float* sq = idx_sh;
-  float* sk = sq + Hi * ldq;
-  float* sd = sk + kIdxV41Keys * di;
+  extern __shared__ float idx_sh[];
   const int64_t t = blockIdx.x;
   const int32_t n_vis = (positions[t] + 1) / ratio;
-  const int32_t g0 = blockIdx.y * kIdxV41Keys;
+  const int32_t g0 = blockIdx.y * kIdxKeysPerBlock;
   if (g0 >= ld || g0 >= n_vis) return;  // the selection reads scores [0, n_vis) only
-  const int32_t s = token_seq[t];
-  for (int i = threadIdx.x; i < Hi * di; i += blockDim.x) sq[(i / di) * ldq + i % di] = to_f32(q[t * Hi * di + i]);
-  for (int i = threadIdx.x; i < kIdxV41Keys * di; i += blockDim.x) {
-    const int32_t g = g0 + i / di;
-    float v = 0.0f;
-    if (g < n_vis) {
-      const int32_t blk = block_tables[static_cast<int64_t>(s) * max_blocks + g / rows_per_block];
-      v = to_f32(keys[(static_cast<int64_t>(blk) * rows_per_block + g % rows_per_block) * di + i % di]);
-    }
-    sk[i] = v;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kIdxV41Keys * Hi; i += blockDim.x) {
-    const int kg = i / Hi, h = i % Hi;
-    float acc = 0.0f;
-    for (int c = 0; c < di; ++c) acc += sq[h * ldq + c] * sk[kg * di + c];
-    sd[kg * Hi + h] = (fmaxf(acc, 0.0f) * score_scale) * (w[t * Hi + h] * weight_scale);
-  }
-  __syncthreads();
-  for (int kg = threadIdx.x; kg < kIdxV41Keys; kg += blockDim.x) {
+  const float* sd = indexer_head_terms(q, keys, block_tables, max_blocks, token_seq[t], t, g0, n_vis, rows_per_block,
+                                       Hi, di, idx_sh, [&](float acc, int h) {
+                                         return (fmaxf(acc, 0.0f) * score_scale) * (w[t * Hi + h] * weight_scale);
+                                       });
+  for (int kg = threadIdx.x; kg < kIdxKeysPerBlock; kg += blockDim.x) {
     const int32_t g = g0 + kg;
     if (g >= ld) continue;
     float acc = 0.0f;

@@ -87,7 +87,7 @@ cudaError_t launch_indexer_topk(const IndexerParams& p, cudaStream_t s) {
                p.max_blocks, p.ratio, p.rows_per_block, p.Hi, p.di, p.weight_scale, p.scores, p.ld);
     return launch_topk(p, s);
   }
-  const size_t smem = (static_cast<size_t>(p.Hi) * (p.di + 1) + kIdxKeysPerBlock * p.di + kIdxKeysPerBlock * p.Hi) * sizeof(float);
+  const size_t smem = static_cast<size_t>(indexer_smem_floats(p.Hi, p.di)) * sizeof(float);
   cudaError_t err = cudaSuccess;
   with_act2(p.q_type, p.k_type, [&](auto tq, auto tk) {
     using Q = decltype(tq);

@@ -87,10 +87,7 @@ cudaError_t launch_block_attention(const BlockAttentionParams& p, cudaStream_t s
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
-size_t indexer_v41_smem(int Hi, int di) {
-  return (static_cast<size_t>(Hi) * (di + 1) + static_cast<size_t>(kIdxV41Keys) * di +
-          static_cast<size_t>(kIdxV41Keys) * Hi) * sizeof(float);
-}
+size_t indexer_v41_smem(int Hi, int di) { return static_cast<size_t>(indexer_smem_floats(Hi, di)) * sizeof(float); }
 
 cudaError_t launch_indexer_topk_v41(const IndexerV41LaunchParams& p, cudaStream_t s) {
   if (p.T == 0) return cudaSuccess;
@@ -101,7 +98,7 @@ cudaError_t launch_indexer_topk_v41(const IndexerV41LaunchParams& p, cudaStream_
     using K_ = decltype(tk);
     err = allow_smem(indexer_v41_scores_kernel<Q, K_>, smem);
     if (err != cudaSuccess) return;
-    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxV41Keys - 1) / kIdxV41Keys));
+    const dim3 grid(static_cast<unsigned>(p.T), static_cast<unsigned>((p.ld + kIdxKeysPerBlock - 1) / kIdxKeysPerBlock));
     launch_pdl(indexer_v41_scores_kernel<Q, K_>, grid, 256, smem, s, static_cast<const Q*>(p.q), p.w,
                static_cast<const K_*>(p.keys), p.positions, p.token_seq, p.block_tables, p.max_blocks, p.ratio,
                p.rows_per_block, p.Hi, p.di, p.score_scale, p.weight_scale, p.candidates, p.cand,
