@@ -28,9 +28,6 @@ bool v41_on_device_opted_in() {
   return v != nullptr && std::string(v) == "1";
 }
 
-// An Engram table (layers.N.engram.embed.weight / its scale): read row by row on the host.
-bool engram_table(const std::string& name) { return name.find(".engram.embed.") != std::string::npos; }
-
 // DeepSeek-V4.1: its own weights, the Engram token-map sidecar and ModelV41. On a device backend
 // every tensor but the Engram tables is copied to the device.
 Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, const loader::TensorSource& host_source,
@@ -43,7 +40,7 @@ Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, c
           "(docs/v41.md); set DEEPINFER_V41_CUDA=1 to run it there, or use --device cpu",
           lm->dir, lm->device);
     }
-    device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get(), engram_table);
+    device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get(), loader::is_engram_table);
   }
   const loader::TensorSource& source = device_source ? *device_source : host_source;
   auto weights = loader::bind_weights_v41(lm->config, source);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "loader/weight_binding.h"
@@ -113,5 +114,9 @@ struct ModelWeightsV41 {
 
 // Validates every tensor of `source` against param_inventory_v41(config) and returns the views.
 Result<ModelWeightsV41> bind_weights_v41(const ModelConfig& config, const TensorSource& source);
+
+// Whether a checkpoint tensor is an Engram table (layers.N.engram.embed.{weight, scale}): read row
+// by row on the host (ModelV41::engram), so a device backend leaves it in host memory (§4).
+inline bool is_engram_table(const std::string& name) { return name.find(".engram.embed.") != std::string::npos; }
 
 }  // namespace deepinfer::loader
