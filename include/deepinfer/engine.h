@@ -29,8 +29,9 @@ struct EngineOptions {
   // tokenizer.json path; empty: the model directory's tokenizer.json, else the default tokenizer.
   std::string tokenizer;
   // auto | cpu | cuda (DEEPINFER_ACCELERATOR). auto: cuda when this build has the CUDA backend, a
-  // GPU is visible and the model runs there (V4; V4.1 is CPU-only), else cpu — as vLLM picks the
-  // GPU. Engine::options().device names the backend the engine chose.
+  // GPU is visible and the model runs there (V4; V4.1 runs on cuda only when asked for by name with
+  // DEEPINFER_V41_CUDA=1, so far), else cpu — as vLLM picks the GPU. Engine::options().device names
+  // the backend the engine chose.
   std::string device = "auto";
   std::string numerics = "official";   // official | plain (model_v4_flash.md §3)
   int32_t max_num_seqs = 64;           // running sequences per step
