@@ -57,7 +57,9 @@ __global__ void indexer_v41_scores_kernel(const Tq* q, const float* w, const Tk*
 }
 
 // Writes the ascending list of the `n` indices [0, n) where keep(g), -1 padded to K: the
-// selection when at most K entries compete. One block; thread 0 walks (n is a decode row's).
+// selection when at most K entries compete — short rows (V4.1-Flash's candidate pool, 2,048 blocks
+// of 8, is far above its K of 512) — and the candidate blocks of rows with at most nc blocks.
+// Thread 0 walks them.
 template <typename Keep>
 __device__ inline void idx_v41_emit_all(int32_t n, int K, int32_t* out, Keep keep) {
   if (threadIdx.x != 0) return;

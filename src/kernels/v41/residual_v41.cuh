@@ -1,12 +1,13 @@
 // DeepSeek-V4.1 residual-stream and KV-format kernels (model_v41_flash.md §3.4, §4.2, §5): the KV
 // fake-quantisers, single-pass mHC's coefficient sets and collapse, and the Engram gate. Written
 // for the CPU reference's arithmetic (ops/cpu/cpu_v41_*.cc), one token (or block) at a time:
-// readable first; none of these is on V4.1's hot path at the sizes its GEMMs run.
+// correctness first, their speed later (docs/v41.md, "CUDA").
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/common/device_utils.cuh"
+#include "kernels/norm/hc.cuh"  // V4's mHC warp forms: pre weights, Sinkhorn
 
 namespace deepinfer::kernels {
 
@@ -54,49 +55,36 @@ __global__ void kv_fake_quant_v41_kernel(T* x, int64_t n, int format) {
 }
 
 // ---- single-pass mHC (§5) ------------------------------------------------------------------
-__device__ __forceinline__ float sigmoid_v41(float x) { return 1.0f / (1.0f + expf(-x)); }
+inline constexpr int kHcMixV41Threads = 256;
 
-// The reference's Sinkhorn on c [hc, hc] (row j = source stream, column k = destination): row
-// softmax + eps, a column normalisation, then (iters - 1) row-and-column rounds. One thread.
-__device__ inline void sinkhorn_v41(float* c, int hc, int iters, float eps) {
-  for (int j = 0; j < hc; ++j) {
-    float mx = c[j * hc];
-    for (int k = 1; k < hc; ++k) mx = fmaxf(mx, c[j * hc + k]);
-    float sum = 0.0f;
-    for (int k = 0; k < hc; ++k) sum += (c[j * hc + k] = expf(c[j * hc + k] - mx));
-    for (int k = 0; k < hc; ++k) c[j * hc + k] = c[j * hc + k] / sum + eps;
+// Warp 0's part: pre, post and the Sinkhorn-projected comb from the token's projections mu[0,
+// n_mix), by V4's warp forms (hc.cuh: the reference's operations in the reference's order) with
+// rho 1 — V4.1 normalises the streams before projecting, so mu is already scaled.
+template <int HC>
+__device__ inline void hc_mix_v41_coefficients(const float* mu, const HcPreParams& p, float* pre, float* post,
+                                               float* comb) {
+  constexpr int n_mix = (2 + HC) * HC;
+  const int lane = threadIdx.x & 31;
+  const HcMix m{lane < n_mix ? mu[lane] : 0.0f, 1.0f};
+  float w[HC];
+  hc_pre_weights<HC>(m, p, w);
+  if (lane == 0) {
+#pragma unroll
+    for (int i = 0; i < HC; ++i) pre[i] = w[i];
   }
-  const int rounds = iters > 0 ? iters : 1;  // the first column normalisation runs whatever iters says
-  for (int round = 0; round < rounds; ++round) {
-    if (round > 0) {  // rows, then columns; the first round is the column normalisation alone
-      for (int j = 0; j < hc; ++j) {
-        float s = 0.0f;
-        for (int k = 0; k < hc; ++k) s += c[j * hc + k];
-        for (int k = 0; k < hc; ++k) c[j * hc + k] /= (s + eps);
-      }
-    }
-    for (int k = 0; k < hc; ++k) {
-      float s = 0.0f;
-      for (int j = 0; j < hc; ++j) s += c[j * hc + k];
-      for (int j = 0; j < hc; ++j) c[j * hc + k] /= (s + eps);
-    }
-  }
+  hc_sinkhorn_warp<HC>(m, p, post, comb);
 }
 
-inline constexpr int kHcMixV41Threads = 256;
-inline constexpr int kHcMixV41MaxHc = 8;  // comb's hc x hc in registers of thread 0
-
 // grid: (T); block kHcMixV41Threads; dynamic shared memory hc D floats (the token's streams,
-// normalised). pre / post [T, hc], comb [T, hc, hc].
+// normalised). hc <= 4 (V4's warp forms: a lane per projection). pre / post [T, hc], comb [T, hc, hc].
 template <typename T>
-__global__ void hc_mix_v41_kernel(const T* x, const float* fn, const float* base, const float* scale, float* pre,
-                                  float* post, float* comb, int64_t D, int hc, int iters, float hc_eps,
-                                  float norm_eps) {
+__global__ void hc_mix_v41_kernel(const T* x, const float* fn, HcPreParams p, float* pre, float* post, float* comb) {
   pdl_prologue();
   extern __shared__ float hc_v[];  // [hc D]
   __shared__ float scratch[32];
-  __shared__ float mu[(2 + kHcMixV41MaxHc) * kHcMixV41MaxHc];
-  const int64_t t = blockIdx.x, n = hc * D;
+  __shared__ float mu[32];
+  const int hc = p.hc;
+  const int64_t t = blockIdx.x, n = hc * p.D;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const float v = to_f32(x[t * n + i]);
@@ -104,7 +92,7 @@ __global__ void hc_mix_v41_kernel(const T* x, const float* fn, const float* base
     ss += v * v;
   }
   // Normalise the flattened streams first, then project (the reference's order).
-  const float rho = 1.0f / sqrtf(block_sum(ss, scratch) / static_cast<float>(n) + norm_eps);
+  const float rho = 1.0f / sqrtf(block_sum(ss, scratch) / static_cast<float>(n) + p.norm_eps);
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) hc_v[i] *= rho;
   __syncthreads();
   const int n_mix = (2 + hc) * hc;
@@ -115,15 +103,16 @@ __global__ void hc_mix_v41_kernel(const T* x, const float* fn, const float* base
     if (threadIdx.x == 0) mu[m] = acc;
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  for (int i = 0; i < hc; ++i) {
-    pre[t * hc + i] = sigmoid_v41(mu[i] * scale[0] + base[i]) + hc_eps;
-    post[t * hc + i] = 2.0f * sigmoid_v41(mu[hc + i] * scale[1] + base[hc + i]);
+  if (threadIdx.x >= 32) return;
+  float* pr = pre + t * hc;
+  float* po = post + t * hc;
+  float* co = comb + t * hc * hc;
+  switch (hc) {
+    case 1: hc_mix_v41_coefficients<1>(mu, p, pr, po, co); break;
+    case 2: hc_mix_v41_coefficients<2>(mu, p, pr, po, co); break;
+    case 3: hc_mix_v41_coefficients<3>(mu, p, pr, po, co); break;
+    default: hc_mix_v41_coefficients<4>(mu, p, pr, po, co); break;
   }
-  float c[kHcMixV41MaxHc * kHcMixV41MaxHc];
-  for (int i = 0; i < hc * hc; ++i) c[i] = mu[2 * hc + i] * scale[2] + base[2 * hc + i];
-  sinkhorn_v41(c, hc, iters, hc_eps);
-  for (int i = 0; i < hc * hc; ++i) comb[t * hc * hc + i] = c[i];
 }
 
 // u [T, D] = sum_i pre[t, i] x[t, i, :], streams in order with separate roundings (the
@@ -167,7 +156,7 @@ __global__ void engram_gate_kernel(const Tx* x, const Tk* kv, const float* qw, c
     const float Df = static_cast<float>(D);
     const float rstd = (1.0f / sqrtf(hh / Df + eps)) * (1.0f / sqrtf(kk / Df + eps));
     const float dval = s * rstd * (1.0f / sqrtf(Df));
-    gate = sigmoid_v41(copysignf(sqrtf(fmaxf(fabsf(dval), 1e-6f)), dval));
+    gate = sigmoidf_(copysignf(sqrtf(fmaxf(fabsf(dval), 1e-6f)), dval));
   }
   To* o = out + (t * hc + i) * D;
   for (int64_t d = lane; d < D; d += 32) {

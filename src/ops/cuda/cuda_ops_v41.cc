@@ -28,7 +28,7 @@ void CudaOps::hc_mix(const TensorView& x, const HcWeights& w, const HcParams& pa
                      const TensorView& post, const TensorView& comb) {
   DI_CHECK(x.rank == 3 && x.is_contiguous(), "hc_mix: x {} must be contiguous [T, hc, D]", x.shape_string());
   const int64_t T = x.shape[0], hc = x.shape[1], D = x.shape[2];
-  DI_CHECK(hc <= 8, "hc_mix: {} streams (the CUDA kernel holds at most 8)", hc);
+  DI_CHECK(hc >= 1 && hc <= 4, "hc_mix: {} streams (the CUDA kernels take 1 to 4)", hc);
   DI_CHECK(f32(w.fn) && w.fn.shape[0] == (2 + hc) * hc && w.fn.shape[1] == hc * D && f32(w.base) &&
                w.base.numel() == (2 + hc) * hc && f32(w.scale) && w.scale.numel() == 3,
            "hc_mix: fn {} / base {} / scale {} for streams {}", w.fn.shape_string(), w.base.shape_string(),

@@ -31,7 +31,15 @@ size_t hc_mix_v41_smem(int hc, int64_t D) { return static_cast<size_t>(hc) * D *
 
 cudaError_t launch_hc_mix_v41(const HcMixV41Params& p, cudaStream_t s) {
   if (p.T == 0) return cudaSuccess;
-  if (p.hc > kHcMixV41MaxHc) return cudaErrorInvalidValue;
+  if (p.hc < 1 || p.hc > 4) return cudaErrorInvalidValue;
+  HcPreParams hp;
+  hp.D = p.D;
+  hp.hc = p.hc;
+  hp.sinkhorn_iters = p.sinkhorn_iters;
+  hp.hc_eps = p.hc_eps;
+  hp.norm_eps = p.norm_eps;
+  hp.base = p.base;
+  hp.scale = p.scale;
   const size_t smem = hc_mix_v41_smem(p.hc, p.D);
   cudaError_t err = cudaSuccess;
   with_act(p.type, [&](auto tx) {
@@ -39,8 +47,7 @@ cudaError_t launch_hc_mix_v41(const HcMixV41Params& p, cudaStream_t s) {
     err = allow_smem(hc_mix_v41_kernel<X>, smem);
     if (err != cudaSuccess) return;
     launch_pdl(hc_mix_v41_kernel<X>, static_cast<unsigned>(p.T), kHcMixV41Threads, smem, s,
-               static_cast<const X*>(p.x), p.fn, p.base, p.scale, p.pre, p.post, p.comb, p.D, p.hc,
-               p.sinkhorn_iters, p.hc_eps, p.norm_eps);
+               static_cast<const X*>(p.x), p.fn, hp, p.pre, p.post, p.comb);
   });
   return err != cudaSuccess ? err : cudaGetLastError();
 }
