@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "deepinfer/engine.h"
+#include "engine/engine_debug.h"
 #include "engine/loaded_model.h"
 #include "model_test_util.h"
 #include "ops/cuda/cuda_ops.h"
@@ -85,6 +87,82 @@ TEST_P(CudaModelV41Test, ChunkedPrefillEqualsOneShotOnTheGpu) {
 INSTANTIATE_TEST_SUITE_P(Numerics, CudaModelV41Test,
                          ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
                          [](const auto& info) { return info.param == model::Numerics::kPlain ? "Plain" : "Official"; });
+
+class CudaEngineV41Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+    setenv("DEEPINFER_V41_CUDA", "1", 1);
+  }
+  void TearDown() override { unsetenv("DEEPINFER_V41_CUDA"); }
+};
+
+// The engine on tiny-v41 end to end on the GPU (scheduler, 16-token blocks, chunked prefill, a
+// shared prefix served from the prefix cache with exact replay, Engram hashes on the host, device
+// sampling): the first sequence of each of 4 prompts, 10 tokens each, in plain numerics.
+// `host_sampling`: every step sampled on the host from the copied logits.
+std::vector<std::vector<int32_t>> v41_engine_tokens(const std::string& device, float temperature, bool host_sampling,
+                                                    EngineStats* stats) {
+  EngineOptions o;
+  o.model = testing::synthetic_model_dir("tiny-v41");
+  o.device = device;
+  o.numerics = "plain";
+  o.block_tokens = 16;
+  o.kv_blocks = 96;
+  o.max_num_seqs = 4;
+  o.max_num_batched_tokens = 64;  // several prefill chunks per prompt
+  o.replay_mode = "exact";
+  engine::DebugOptions debug;
+  debug.check_integrity_every_step = true;
+  debug.host_sampling = host_sampling;
+  auto engine = engine::open_engine(o, debug);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  std::vector<std::vector<int32_t>> tokens;
+  if (!engine.is_ok()) return tokens;
+  EXPECT_EQ((*engine)->options().device, device);
+  std::vector<Request> reqs;
+  const auto shared = testing::random_ids(200, 11, 512);
+  for (int i = 0; i < 4; ++i) {
+    Request r;
+    r.prompt_ids = shared;
+    r.prompt_ids.resize(static_cast<size_t>(100 + 29 * i));
+    r.sampling.temperature = temperature;
+    r.sampling.top_p = i == 0 ? 0.9f : 1.0f;
+    r.sampling.seed = 100 + i;
+    r.sampling.max_tokens = 10;
+    r.sampling.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  auto outs = (*engine)->generate(reqs);
+  EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+  if (outs.is_ok()) {
+    for (const auto& out : *outs) tokens.push_back(out.sequences.at(0).token_ids);
+  }
+  *stats = (*engine)->stats();
+  const engine::DebugSnapshot d = engine::debug_snapshot(**engine);
+  EXPECT_TRUE(d.integrity.is_ok()) << d.integrity.to_string();
+  return tokens;
+}
+
+// Greedy tokens on the GPU equal the CPU engine's; seeded tokens sampled on the device equal those
+// the host sampler draws from the same step's copied logits.
+TEST_F(CudaEngineV41Test, GreedyTokensEqualTheCpuEngineAndDeviceSamplingTheHosts) {
+  EngineStats cpu_stats, gpu_stats, seeded_stats, host_stats;
+  const auto cpu = v41_engine_tokens("cpu", 0.0f, false, &cpu_stats);
+  const auto gpu = v41_engine_tokens("cuda", 0.0f, false, &gpu_stats);
+  ASSERT_EQ(cpu.size(), 4u);
+  ASSERT_EQ(gpu.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(gpu[i].size(), 10u);
+    EXPECT_EQ(gpu[i], cpu[i]) << "prompt " << i;
+  }
+  EXPECT_GT(gpu_stats.n_device_sampled_steps, 0);
+  const auto seeded = v41_engine_tokens("cuda", 0.8f, false, &seeded_stats);
+  const auto host = v41_engine_tokens("cuda", 0.8f, true, &host_stats);
+  EXPECT_GT(seeded_stats.n_device_sampled_steps, 0);
+  EXPECT_EQ(host_stats.n_device_sampled_steps, 0);
+  EXPECT_EQ(seeded, host);
+}
 
 // Without the opt-in a device backend refuses V4.1 with a message that names it.
 TEST(CudaModelV41OptIn, DeviceBackendsNeedTheSwitch) {
