@@ -7,6 +7,7 @@
 #include "model/prepare_projections.h"
 #include "model/rope_table.h"
 #include "model/step.h"
+#include "model/step_graph.h"
 
 namespace deepinfer::model {
 
@@ -49,14 +50,6 @@ Status Model::validate(const ForwardBatch& b, const KvState& state, bool history
                             history && config_.max_ratio() > 1);
 }
 
-bool Model::graph_shaped(const ForwardBatch& b) {
-  // keep_hidden_all (the MTP drafter's steps) adds no launch: the result views the streams' buffer.
-  if (b.token_ids.size() > static_cast<size_t>(kGraphMaxTokens)) return false;
-  for (const ops::SeqSpan& s : b.seqs)
-    if (s.n_tokens > kGraphMaxSeqTokens) return false;
-  return true;
-}
-
 Model::Step Model::make_step(const ForwardBatch& b, const KvState& state, bool fixed) {
   Step step;
   step.host = &b;
@@ -73,12 +66,8 @@ Model::Step Model::make_step(const ForwardBatch& b, const KvState& state, bool f
   const int32_t* tables = b.block_tables.empty() ? &kNoBlock : b.block_tables.data();
   if (fixed && !b.block_tables.empty()) {
     // Table columns rounded up (-1 padded), so a replayable step keeps its shape while
-    // sequences grow by kGraphTableQuantum blocks.
-    const int32_t cols = (v.max_blocks + kGraphTableQuantum - 1) / kGraphTableQuantum * kGraphTableQuantum;
-    step.block_tables.assign(static_cast<size_t>(S * cols), -1);
-    for (int64_t s = 0; s < S; ++s)
-      std::copy_n(b.block_tables.begin() + s * b.max_blocks, b.max_blocks, step.block_tables.begin() + s * cols);
-    v.max_blocks = cols;
+    // sequences grow by step_graph::kTableQuantum blocks.
+    v.max_blocks = step_graph::pad_tables(b.block_tables, S, b.max_blocks, &step.block_tables);
     tables = step.block_tables.data();
   }
   v.token_ids = ops_->upload(b.token_ids.data(), DType::kI32, {T});
@@ -123,26 +112,8 @@ Result<ForwardResult> Model::forward(const ForwardBatch& b, KvState& state, Capt
 }
 
 ForwardResult Model::run_step(const ForwardBatch& b, uint64_t key, const std::function<ForwardResult(bool fixed)>& pass) {
-  if (!ops_->graphs_enabled() || !graph_shaped(b)) {
-    ops_->begin_step();
-    return pass(/*fixed=*/false);
-  }
-  // Step graphs (ops.h): a host-only pass first; its results are valid once the backend replays
-  // the graph recorded for its launches. Otherwise the pass runs again, recorded or eager — in
-  // the same fixed shapes, so a step's numbers never depend on which way it ran.
-  ops_->begin_step();
-  ops_->graph_prepare(reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ key);
-  ForwardResult r = pass(/*fixed=*/true);
-  const ops::Ops::GraphStep how = ops_->graph_replay();
-  if (how == ops::Ops::GraphStep::kReplayed) return r;
-  if (how == ops::Ops::GraphStep::kCapture) {
-    ops_->begin_step();
-    ops_->graph_capture_begin();
-    r = pass(/*fixed=*/true);
-    if (ops_->graph_capture_end()) return r;
-  }
-  ops_->begin_step();
-  return pass(/*fixed=*/true);
+  return step_graph::run(*ops_, reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ key, step_graph::shaped(b),
+                         pass);
 }
 
 ForwardResult Model::run(const ForwardBatch& b, KvState& state, Capture* capture, bool fixed) {

@@ -44,25 +44,20 @@ class Model final : public LanguageModel {
 
  private:
   struct Step;
-  // Steps a backend may replay as a recorded graph: decode and short verification steps.
-  static constexpr int kGraphMaxTokens = 512;
-  static constexpr int kGraphMaxSeqTokens = 16;
-  static constexpr int32_t kGraphTableQuantum = 16;  // block-table columns of a fixed-shape step
-  static bool graph_shaped(const ForwardBatch& batch);
   // history: the batch's block tables must cover its positions (the main stack's compressed
   // layers; the MTP block is window-only and reads none).
   Status validate(const ForwardBatch& batch, const KvState& state, bool history = true) const;
   // `fixed`: shapes that depend only on the batch's token and sequence counts (emission plans
-  // padded to one row per token, block tables to kGraphTableQuantum columns), as graph replay
+  // padded to one row per token, block tables to step_graph::kTableQuantum columns), as graph replay
   // needs. The results are the same either way.
   Step make_step(const ForwardBatch& batch, const KvState& state, bool fixed);
   // One pass of forward() over a validated batch (after begin_step()).
   ForwardResult run(const ForwardBatch& batch, KvState& state, Capture* capture, bool fixed);
   // One pass of mtp_forward() over a validated batch (after begin_step()).
   ForwardResult run_mtp(const ForwardBatch& batch, const tensor::TensorView& hidden, KvState& state, bool fixed);
-  // Runs `pass` (begin_step() done) as forward() does: from a recorded step graph where the backend
-  // has one for its launches and `batch` is graph-shaped, else eagerly. `key`: the persistent
-  // buffers the pass reads besides the weights (the KV state, a hidden-state input).
+  // Runs `pass` (begin_step() done) as forward() does (step_graph::run): from a recorded step graph
+  // where the backend has one for its launches and `batch` is graph-shaped, else eagerly. `key`:
+  // the persistent buffers the pass reads besides the weights (the KV state, a hidden-state input).
   ForwardResult run_step(const ForwardBatch& batch, uint64_t key, const std::function<ForwardResult(bool fixed)>& pass);
   // Runs one block in place on the HC streams x [T, hc, D]; scratch is a second buffer of the same
   // shape. Every temporary of the block is released when it returns.

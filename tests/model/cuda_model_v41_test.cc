@@ -73,7 +73,8 @@ TEST_P(CudaModelV41Test, MatchesTheCpuReference) {
   testing::expect_layers_near_official(cg, cc, cp);
 }
 
-// Exact prefill in chunks of 37 and one token at a time equals one shot on the GPU, bit for bit.
+// Exact prefill in chunks of 37 and one token at a time equals one shot on the GPU, bit for bit (the
+// one-token steps are graph-shaped: replayed from step graphs, the rest eager).
 TEST_P(CudaModelV41Test, ChunkedPrefillEqualsOneShotOnTheGpu) {
   auto gpu = load_v41_on("cuda", GetParam());
   ASSERT_NE(gpu, nullptr);
@@ -102,7 +103,7 @@ class CudaEngineV41Test : public ::testing::Test {
 // sampling): the first sequence of each of 4 prompts, 10 tokens each, in plain numerics.
 // `host_sampling`: every step sampled on the host from the copied logits.
 std::vector<std::vector<int32_t>> v41_engine_tokens(const std::string& device, float temperature, bool host_sampling,
-                                                    EngineStats* stats) {
+                                                    EngineStats* stats, bool graphs = true) {
   EngineOptions o;
   o.model = testing::synthetic_model_dir("tiny-v41");
   o.device = device;
@@ -115,7 +116,9 @@ std::vector<std::vector<int32_t>> v41_engine_tokens(const std::string& device, f
   engine::DebugOptions debug;
   debug.check_integrity_every_step = true;
   debug.host_sampling = host_sampling;
+  if (!graphs) setenv("DEEPINFER_CUDA_GRAPHS", "0", 1);  // read when the engine's ops are made
   auto engine = engine::open_engine(o, debug);
+  if (!graphs) unsetenv("DEEPINFER_CUDA_GRAPHS");
   EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
   std::vector<std::vector<int32_t>> tokens;
   if (!engine.is_ok()) return tokens;
@@ -145,7 +148,8 @@ std::vector<std::vector<int32_t>> v41_engine_tokens(const std::string& device, f
 }
 
 // Greedy tokens on the GPU equal the CPU engine's; seeded tokens sampled on the device equal those
-// the host sampler draws from the same step's copied logits.
+// the host sampler draws from the same step's copied logits, and those of every step run eagerly
+// (the decode steps replay step graphs, the Engram rows gathered on the host and staged).
 TEST_F(CudaEngineV41Test, GreedyTokensEqualTheCpuEngineAndDeviceSamplingTheHosts) {
   EngineStats cpu_stats, gpu_stats, seeded_stats, host_stats;
   const auto cpu = v41_engine_tokens("cpu", 0.0f, false, &cpu_stats);
@@ -162,6 +166,8 @@ TEST_F(CudaEngineV41Test, GreedyTokensEqualTheCpuEngineAndDeviceSamplingTheHosts
   EXPECT_GT(seeded_stats.n_device_sampled_steps, 0);
   EXPECT_EQ(host_stats.n_device_sampled_steps, 0);
   EXPECT_EQ(seeded, host);
+  EngineStats eager_stats;
+  EXPECT_EQ(v41_engine_tokens("cuda", 0.8f, false, &eager_stats, /*graphs=*/false), seeded);
 }
 
 // Without the opt-in a device backend refuses V4.1 with a message that names it.

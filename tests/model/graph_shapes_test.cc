@@ -9,24 +9,16 @@
 #include <memory>
 #include <optional>
 
+#include "fixed_shape_ops.h"
 #include "loader/weight_binding.h"
 #include "model/model.h"
 #include "model_test_util.h"
 #include "ops/batch.h"
-#include "ops/cpu/cpu_ops.h"
 
 namespace deepinfer {
 namespace {
 
-class FixedShapeCpuOps final : public ops::cpu::CpuOps {
- public:
-  bool graphs_enabled() const override { return true; }
-  GraphStep graph_replay() override {
-    ++prepared;
-    return GraphStep::kReplayed;  // the prepare pass ran the ops for real
-  }
-  int prepared = 0;
-};
+using testing::FixedShapeCpuOps;
 
 model::KvState make_state(const engine::LoadedModel& lm, ops::Ops* ops) {
   model::KvStateOptions so{2, 24, 16, lm.model->act_dtype()};

@@ -7,6 +7,7 @@
 #include "model/batch_checks.h"
 #include "model/prepare_projections.h"
 #include "model/rope_table.h"
+#include "model/step_graph.h"
 #include "model/v41/step_v41.h"
 
 namespace deepinfer::model {
@@ -76,24 +77,14 @@ Status ModelV41::validate(const ForwardBatch& b, const KvState& state, bool hist
                             history && !config_.kv_source_layer_ids.empty());
 }
 
-void ModelV41::upload_rows(Rows& r, int32_t block_tokens) {
+void ModelV41::upload_rows(Rows& r) {
   const int64_t T = r.n(), S = static_cast<int64_t>(r.seqs.size());
   ops::BatchView& v = r.batch;
-  v.n_tokens = T;
-  v.n_seqs = S;
-  v.block_tokens = block_tokens;
-  v.max_blocks = r.max_blocks;
-  if (r.block_tables.empty()) r.block_tables.assign(static_cast<size_t>(std::max<int64_t>(S, 1) * r.max_blocks), -1);
   v.token_ids = ops_->upload(r.token_ids.data(), DType::kI32, {T});
   v.positions = ops_->upload(r.positions.data(), DType::kI32, {T});
   v.token_seq = ops_->upload(r.token_seq.data(), DType::kI32, {T});
   v.seqs = ops_->upload(r.seqs.data(), DType::kI32, {S, 6});
   v.block_tables = ops_->upload(r.block_tables.data(), DType::kI32, {std::max<int64_t>(S, 1), r.max_blocks});
-  v.h_token_ids = r.token_ids.data();
-  v.h_positions = r.positions.data();
-  v.h_token_seq = r.token_seq.data();
-  v.h_seqs = r.seqs.data();
-  v.h_block_tables = r.block_tables.data();
 }
 
 // The decoder's rows (§2.3): under compact prefill, a sequence keeps positions >= n_prompt - keep
@@ -131,22 +122,31 @@ void ModelV41::make_decoder_rows(const KvState& state, Step& step) {
   }
 }
 
-void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool history, Step& step) {
+void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool history, bool fixed, Step& step) {
   step.host = &b;
   Rows& f = step.full;
+  const int32_t block_tokens = state.options().block_tokens;
   f.token_ids = b.token_ids;
   f.positions = b.positions;
   f.seqs = b.seqs;
   f.max_blocks = std::max<int32_t>(b.max_blocks, 1);
   f.block_tables = b.block_tables;
-  if (f.block_tables.empty()) f.block_tables.assign(b.seqs.size() * static_cast<size_t>(f.max_blocks), -1);
+  if (f.block_tables.empty()) {
+    f.block_tables.assign(std::max<size_t>(b.seqs.size(), 1) * static_cast<size_t>(f.max_blocks), -1);
+  } else if (fixed) {
+    // Table columns rounded up (-1 padded): a replayable step keeps its shape while sequences grow.
+    f.max_blocks = step_graph::pad_tables(b.block_tables, static_cast<int64_t>(b.seqs.size()), b.max_blocks,
+                                          &f.block_tables);
+  }
   f.token_seq.resize(b.token_ids.size());
   for (size_t s = 0; s < b.seqs.size(); ++s)
     for (int32_t i = 0; i < b.seqs[s].n_tokens; ++i) f.token_seq[b.seqs[s].token_begin + i] = static_cast<int32_t>(s);
-  upload_rows(f, state.options().block_tokens);
+  f.mirror(block_tokens);
   make_decoder_rows(state, step);
   if (step.cut) {
-    upload_rows(step.dec, state.options().block_tokens);
+    Rows& d = step.dec;
+    if (d.block_tables.empty()) d.block_tables.assign(static_cast<size_t>(d.max_blocks), -1);
+    d.mirror(block_tokens);
   } else {
     step.dec_rows.clear();
   }
@@ -156,6 +156,14 @@ void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool histo
     if (step.emit.count(m)) continue;
     ops::EmitPlan& plan = step.emit[m];
     ops::plan_emissions(f.batch, m, &plan);
+    if (fixed) ops::pad_emissions(f.n(), &plan);  // a token completes at most one group per ratio
+  }
+}
+
+void ModelV41::upload_step(Step& step) {
+  upload_rows(step.full);
+  if (step.cut) upload_rows(step.dec);
+  for (auto& [m, plan] : step.emit) {
     const int64_t n = std::max<int64_t>(plan.n_emit, 1);
     std::vector<int32_t> pos(static_cast<size_t>(n), 0);
     for (int64_t i = 0; i < plan.n_emit; ++i) pos[i] = plan.h_group[i] * m;
@@ -164,13 +172,21 @@ void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool histo
     plan.dst = ops_->upload(plan.h_dst.empty() ? pos.data() : plan.h_dst.data(), DType::kI32, {n});
     step.emit_positions[m] = ops_->upload(pos.data(), DType::kI32, {n});
   }
+  // What the layers leave in the step is per pass.
+  step.topk = TensorView{};
+  step.candidates = TensorView{};
+  step.draft_inputs.clear();
+  step.draft_input_full.clear();
 }
 
 Result<ForwardResult> ModelV41::forward(const ForwardBatch& b, KvState& state, Capture* capture) {
   DI_RETURN_IF_ERROR(validate(b, state, /*history=*/true));
-  ops_->begin_step();
+  // The host's part once (rows, decoder tail, emission plans, Engram hashes); the pass below only
+  // uploads and launches, so a backend may run it more than once (step graphs: a prepare pass,
+  // then a recorded or eager one). The slots' decoder rows move on after it.
+  const bool graphed = capture == nullptr && step_graph::shaped(b);
   Step step;
-  make_step(b, state, /*history=*/true, step);
+  make_step(b, state, /*history=*/true, /*fixed=*/graphed && ops_->graphs_enabled(), step);
   std::vector<int32_t> logit_rows = b.logit_rows;
   if (step.cut) {
     for (int32_t& r : logit_rows) {
@@ -182,6 +198,22 @@ Result<ForwardResult> ModelV41::forward(const ForwardBatch& b, KvState& state, C
     }
   }
   hash_engram(step, state);
+  auto pass = [&](bool) { return run(step, state, logit_rows, capture); };
+  ForwardResult result;
+  if (capture != nullptr) {
+    ops_->begin_step();
+    result = pass(false);
+  } else {
+    // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
+    const uintptr_t buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
+    result = step_graph::run(*ops_, reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ buffers, graphed, pass);
+  }
+  for (size_t s = 0; s < b.seqs.size(); ++s) state.set_decoder_rows(b.seqs[s].slot, step.dec_held[s]);
+  return result;
+}
+
+ForwardResult ModelV41::run(Step& step, KvState& state, std::span<const int32_t> logit_rows, Capture* capture) {
+  upload_step(step);
   const int64_t T = step.full.n(), D = config_.hidden_size, hc = config_.hc_mult;
   TensorView e = alloc_act({T, D});
   ops_->embed(step.full.batch.token_ids, weights_.embed, e);
@@ -193,11 +225,10 @@ Result<ForwardResult> ModelV41::forward(const ForwardBatch& b, KvState& state, C
   TensorView pre = ops_->upload(onehot.data(), DType::kF32, {T, hc});
   if (capture) capture->after_layer.clear();
   x = run_layers(step, state, x, pre, capture);
-  for (size_t s = 0; s < b.seqs.size(); ++s) state.set_decoder_rows(b.seqs[s].slot, step.dec_held[s]);
   if (config_.n_mtp_layers > 0 && options_.seed_draft_rings) seed_draft_rings(step, state);
   ForwardResult result;
   result.logits = head(x, pre, weights_.norm, logit_rows);
-  if (b.keep_hidden && !logit_rows.empty()) {
+  if (step.host->keep_hidden && !logit_rows.empty()) {
     const int64_t n = static_cast<int64_t>(logit_rows.size()), rows = x.shape[0];
     result.hidden = alloc_act({n, hc, D});
     ops_->gather_rows(x.reshape({rows, hc * D}), logit_rows, result.hidden.reshape({n, hc * D}));

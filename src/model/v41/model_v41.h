@@ -52,9 +52,17 @@ class ModelV41 final : public LanguageModel {
   struct Step;
   // `history`: the batch reads/writes history blocks (forward); the draft forward does not.
   Status validate(const ForwardBatch& batch, const KvState& state, bool history) const;
-  void make_step(const ForwardBatch& batch, const KvState& state, bool history, Step& step);
+  // The host's part of a step (rows, decoder tail, emission plans), reading `state` only.
+  // `fixed`: shapes that depend only on the batch's token and sequence counts (emission plans
+  // padded to one row per token, block tables to step_graph::kTableQuantum columns), as graph
+  // replay needs; the results are the same either way.
+  void make_step(const ForwardBatch& batch, const KvState& state, bool history, bool fixed, Step& step);
   void make_decoder_rows(const KvState& state, Step& step);
-  void upload_rows(Rows& rows, int32_t block_tokens);
+  // A pass's uploads of the planned step (its row sets and emission plans), after begin_step().
+  void upload_step(Step& step);
+  void upload_rows(Rows& rows);
+  // One pass of forward() over a planned step (after begin_step()): uploads and launches only.
+  ForwardResult run(Step& step, KvState& state, std::span<const int32_t> logit_rows, Capture* capture);
 
   // Layers (model_v41_block.cc).
   tensor::TensorView run_layers(Step& step, KvState& state, tensor::TensorView x, tensor::TensorView& pre,

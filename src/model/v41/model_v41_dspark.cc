@@ -156,7 +156,8 @@ Result<ForwardResult> ModelV41::mtp_forward(const ForwardBatch& b, const TensorV
   DI_RETURN_IF_ERROR(validate(b, state, /*history=*/false));
   ops_->begin_step();
   Step step;
-  make_step(b, state, /*history=*/false, step);
+  make_step(b, state, /*history=*/false, /*fixed=*/false, step);
+  upload_step(step);
   const Rows& rows = step.full;
   const int64_t T = rows.n(), D = config_.hidden_size, hc = config_.hc_mult, V = config_.vocab_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);

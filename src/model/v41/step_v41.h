@@ -20,6 +20,18 @@ struct ModelV41::Rows {
   int32_t max_blocks = 1;
   ops::BatchView batch;               // device arrays + host mirrors of the vectors above
   int64_t n() const { return static_cast<int64_t>(token_ids.size()); }
+  // batch's sizes and host mirrors (the device arrays come with ModelV41::upload_rows).
+  void mirror(int32_t block_tokens) {
+    batch.n_tokens = n();
+    batch.n_seqs = static_cast<int64_t>(seqs.size());
+    batch.block_tokens = block_tokens;
+    batch.max_blocks = max_blocks;
+    batch.h_token_ids = token_ids.data();
+    batch.h_positions = positions.data();
+    batch.h_token_seq = token_seq.data();
+    batch.h_seqs = seqs.data();
+    batch.h_block_tables = block_tables.data();
+  }
 
   Rows() = default;
   Rows(const Rows&) = delete;

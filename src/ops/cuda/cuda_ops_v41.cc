@@ -97,6 +97,8 @@ void CudaOps::block_attention(const TensorView& q, const TensorView& kv_block, c
   }
   DI_CHECK((d + max_rows) * sizeof(float) <= 200u << 10, "block_attention: {} rows of {} dims exceed shared memory",
            max_rows, d);
+  // A launch argument read from the host mirrors, not from a shape: a step graph keys on it.
+  if (mode_ != Mode::kEager) mix(static_cast<uint64_t>(max_rows));
   DI_LAUNCH(k::launch_block_attention({q.data, kv_block.data, window.data, act_type(q), dptr<float>(sinks),
                                        spans(batch), dptr<int32_t>(batch.token_seq), out.data, T, H, d,
                                        params.window, window.shape[1], params.softmax_scale, max_rows},
