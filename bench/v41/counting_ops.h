@@ -92,6 +92,7 @@ class CountingOps final : public ops::Ops {
     cpu_.moe_experts(x, sel, w, e, p, out);
   }
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override { cpu_.gather_rows(x, r, o); }
+  void scatter_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override { cpu_.scatter_rows(x, r, o); }
   void take_tokens(const TensorView& s, std::span<const int32_t> f, const TensorView& t) override { cpu_.take_tokens(s, f, t); }
   void argmax_rows(const TensorView& l, const TensorView& o) override { cpu_.argmax_rows(l, o); }
   void sample_rows(const TensorView& l, std::span<const SampleRow> r, const TensorView& o) override {

@@ -34,6 +34,8 @@ struct FillParams { void* out; int kind; /* 0 F32, 1 BF16, 2 I32 */ float value;
 cudaError_t launch_fill(const FillParams& p, cudaStream_t stream);
 struct GatherParams { const void* x; ActType x_type; const int32_t* rows; void* out; ActType out_type; int64_t n_rows, width; };
 cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t stream);
+// out[rows[i]] = x[i], i < n_rows (Ops::scatter_rows; the GatherParams fields, rows naming out's).
+cudaError_t launch_scatter_rows(const GatherParams& p, cudaStream_t stream);
 // tokens[t] = source[from[t]] where from[t] >= 0 (Ops::take_tokens), t < n.
 struct TakeTokensParams { const int32_t* source; const int32_t* from; int32_t* tokens; int64_t n; };
 cudaError_t launch_take_tokens(const TakeTokensParams& p, cudaStream_t stream);

@@ -60,7 +60,16 @@ struct ForwardBatch {
   // sequence, n_back = engram_max_ngram_size - 1 per sequence (-1 = unknown). Needed after a
   // replay from a cold slot; otherwise the slot's own history is used.
   std::vector<int32_t> engram_lookback;
+  // Image spans (§8): the batch rows inside an image span (its IMAGE rows and delimiters; distinct,
+  // ascending) and their rows from the vision encoder, [image_rows.size(), hidden] F32 in that
+  // order, which replace the token embedding. These rows are DEAD for Engram (gate 0; an n-gram
+  // reaching one is blocked there) and select experts with the gate's bias_vl. V4: must be empty.
+  std::vector<int32_t> image_rows;
+  std::vector<float> image_embeds;
 };
+
+// An engram_lookback entry for a position inside an image span (DEAD: blocks the n-grams there).
+inline constexpr int32_t kEngramLookbackImage = -2;
 
 struct ForwardResult {
   tensor::TensorView logits;  // [n_logit_rows, vocab] F32 on the ops' device, valid until the next call

@@ -45,6 +45,9 @@ ops::LinearOptions Model::fp8_act() const {
 }
 
 Status Model::validate(const ForwardBatch& b, const KvState& state, bool history) const {
+  if (!b.image_rows.empty() || !b.image_embeds.empty()) {
+    return invalid_argument("forward: DeepSeek-V4 has no vision input (image_rows given)");
+  }
   // History blocks hold the compressed rows, so only models with compressed layers need tables.
   return check_batch_layout(b, state.options(), config_.vocab_size, config_.max_position_embeddings,
                             history && config_.max_ratio() > 1);

@@ -463,6 +463,9 @@ class Ops {
   // ---- rows ----
   // out[i] = x[rows[i]]: x [T, n], rows [m] I32 (host), out [m, n].
   virtual void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
+  // out[rows[i]] = x[i]: x [m, n], rows [m] I32 (host, distinct), out [T, n]; the other rows of out
+  // unchanged. Activation dtypes (converted as gather_rows does).
+  virtual void scatter_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) = 0;
 
   // tokens[t] = source[from[t]] for the rows where from[t] >= 0 and that id is not negative (a row
   // where nothing was sampled keeps its placeholder), the others unchanged: a step's

@@ -162,6 +162,9 @@ class TimingOps final : public Ops {
   void gather_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
     timed("gather_rows", [&] { inner_->gather_rows(x, r, o); });
   }
+  void scatter_rows(const TensorView& x, std::span<const int32_t> r, const TensorView& o) override {
+    timed("scatter_rows", [&] { inner_->scatter_rows(x, r, o); });
+  }
   void take_tokens(const TensorView& s, std::span<const int32_t> f, const TensorView& t) override {
     timed("take_tokens", [&] { inner_->take_tokens(s, f, t); });
   }

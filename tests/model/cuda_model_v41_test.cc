@@ -85,6 +85,40 @@ TEST_P(CudaModelV41Test, ChunkedPrefillEqualsOneShotOnTheGpu) {
   EXPECT_EQ(run(*gpu, ids, 1, {290, 299}), std::vector<std::vector<float>>(one.end() - 2, one.end()));
 }
 
+// An image span (its rows' embeddings given, Engram gate 0, bias_vl routing; chunks of 37 split
+// it): the GPU's logits against the CPU's as above (plain: within 1e-3, same top-1).
+TEST_P(CudaModelV41Test, ImageSpanMatchesTheCpuReference) {
+  if (GetParam() != model::Numerics::kPlain) GTEST_SKIP() << "checked in plain numerics";
+  auto cpu = load_v41_on("cpu", GetParam());
+  auto gpu = load_v41_on("cuda", GetParam());
+  ASSERT_TRUE(cpu && gpu);
+  const int64_t D = cpu->config.hidden_size;
+  auto ids = testing::random_ids(120, 78, 500);
+  std::vector<int32_t> image;
+  for (int32_t r = 20; r < 60; ++r) {
+    ids[static_cast<size_t>(r)] = static_cast<int32_t>(cpu->config.image_token_id);
+    image.push_back(r);
+  }
+  std::vector<float> embeds(static_cast<size_t>(120 * D));
+  for (size_t i = 0; i < embeds.size(); ++i) embeds[i] = 0.05f * std::sin(0.37f * static_cast<float>(i));
+  auto edit = [&](model::ForwardBatch& b, int32_t begin) {
+    for (int32_t r : image) {
+      if (r < begin || r >= begin + static_cast<int32_t>(b.token_ids.size())) continue;
+      b.image_rows.push_back(r - begin);
+      b.image_embeds.insert(b.image_embeds.end(), embeds.begin() + r * D, embeds.begin() + (r + 1) * D);
+    }
+  };
+  std::vector<int32_t> wanted;
+  for (int32_t p = 0; p < 120; p += 7) wanted.push_back(p);
+  const auto lc = testing::run_prompt(*cpu, ids, 37, wanted, 16, true, nullptr, edit);
+  const auto lg = testing::run_prompt(*gpu, ids, 37, wanted, 16, true, nullptr, edit);
+  ASSERT_EQ(lc.size(), lg.size());
+  const auto [worst, agree] = testing::compare_logits(lc, lg);
+  std::printf("V4.1 CUDA vs CPU with an image span: max |logit diff| %.4g, top-1 %d/%zu\n", worst, agree, lc.size());
+  EXPECT_LT(worst, 1e-3f);
+  EXPECT_EQ(agree, static_cast<int>(lc.size()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Numerics, CudaModelV41Test,
                          ::testing::Values(model::Numerics::kOfficial, model::Numerics::kPlain),
                          [](const auto& info) { return info.param == model::Numerics::kPlain ? "Plain" : "Official"; });

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -99,7 +100,8 @@ inline std::vector<int32_t> iota_blocks(int32_t first, int32_t n) {
 inline std::vector<std::vector<float>> run_prompt(engine::LoadedModel& lm, const std::vector<int32_t>& ids,
                                                   int64_t chunk, const std::vector<int32_t>& wanted,
                                                   int32_t block_tokens, bool with_n_prompt,
-                                                  model::Capture* capture = nullptr) {
+                                                  model::Capture* capture = nullptr,
+                                                  const std::function<void(model::ForwardBatch&, int32_t begin)>& edit = {}) {
   const int32_t n = static_cast<int32_t>(ids.size()), n_blocks = n / block_tokens + 1;
   model::KvState state(lm.config, {1, n_blocks, block_tokens, lm.model->act_dtype()}, lm.ops.get());
   state.reset_slot(0);
@@ -112,6 +114,7 @@ inline std::vector<std::vector<float>> run_prompt(engine::LoadedModel& lm, const
       if (p >= begin && p < end) c.logit_offsets.push_back(p - begin);
     model::ForwardBatch b = make_batch({c});
     if (with_n_prompt) b.n_prompt = {n};
+    if (edit) edit(b, begin);
     auto r = lm.model->forward(b, state, capture);
     EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     if (!r.is_ok()) return out;

@@ -74,6 +74,16 @@ __global__ void __launch_bounds__(kRowCopyThreads)
   store_row_chunk(out + i * n, n, v);
 }
 
+template <typename Tin, typename Tout>
+__global__ void __launch_bounds__(kRowCopyThreads)
+    scatter_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
+  pdl_prologue();
+  const int64_t i = blockIdx.x;
+  float v[kRowCopyPer];
+  load_row_chunk(x + i * n, n, v);
+  store_row_chunk(out + static_cast<int64_t>(rows[i]) * n, n, v);
+}
+
 // ---- RMSNorm: one block per row ------------------------------------------------------------
 template <typename Tin, typename Tout, typename Tw>
 __global__ void rms_norm_kernel(const Tin* x, const Tw* weight, Tout* out, int64_t n, float eps) {

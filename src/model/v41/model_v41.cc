@@ -73,6 +73,19 @@ Status ModelV41::validate(const ForwardBatch& b, const KvState& state, bool hist
     return invalid_argument("forward: engram_lookback has {} entries, expected {} per sequence", b.engram_lookback.size(),
                             state.engram_lookback());
   }
+  const int64_t T = static_cast<int64_t>(b.token_ids.size());
+  for (size_t i = 0; i < b.image_rows.size(); ++i) {
+    const int32_t r = b.image_rows[i];
+    if (r < 0 || r >= T || (i > 0 && r <= b.image_rows[i - 1])) {
+      return invalid_argument("forward: image_rows must be distinct ascending rows of the batch's {} (entry {} is {})",
+                              T, i, r);
+    }
+  }
+  if (b.image_embeds.size() != b.image_rows.size() * static_cast<size_t>(config_.hidden_size)) {
+    return invalid_argument("forward: image_embeds has {} values for {} image rows of {}", b.image_embeds.size(),
+                            b.image_rows.size(), config_.hidden_size);
+  }
+  if (!b.image_rows.empty() && !history) return invalid_argument("forward: DSpark draft rows cannot be image rows");
   return check_batch_layout(b, state.options(), config_.vocab_size, config_.max_position_embeddings,
                             history && !config_.kv_source_layer_ids.empty());
 }
@@ -138,6 +151,7 @@ void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool histo
     f.max_blocks = step_graph::pad_tables(b.block_tables, static_cast<int64_t>(b.seqs.size()), b.max_blocks,
                                           &f.block_tables);
   }
+  f.image_rows = b.image_rows;
   f.token_seq.resize(b.token_ids.size());
   for (size_t s = 0; s < b.seqs.size(); ++s)
     for (int32_t i = 0; i < b.seqs[s].n_tokens; ++i) f.token_seq[b.seqs[s].token_begin + i] = static_cast<int32_t>(s);
@@ -146,6 +160,8 @@ void ModelV41::make_step(const ForwardBatch& b, const KvState& state, bool histo
   if (step.cut) {
     Rows& d = step.dec;
     if (d.block_tables.empty()) d.block_tables.assign(static_cast<size_t>(d.max_blocks), -1);
+    for (int32_t r : f.image_rows)
+      if (step.dec_of_full[static_cast<size_t>(r)] >= 0) d.image_rows.push_back(step.dec_of_full[static_cast<size_t>(r)]);
     d.mirror(block_tokens);
   } else {
     step.dec_rows.clear();
@@ -217,6 +233,13 @@ ForwardResult ModelV41::run(Step& step, KvState& state, std::span<const int32_t>
   const int64_t T = step.full.n(), D = config_.hidden_size, hc = config_.hc_mult;
   TensorView e = alloc_act({T, D});
   ops_->embed(step.full.batch.token_ids, weights_.embed, e);
+  if (!step.full.image_rows.empty()) {
+    // Image spans: the vision encoder's rows replace the token embeddings (§8).
+    const ForwardBatch& b = *step.host;
+    const int64_t n = static_cast<int64_t>(b.image_rows.size());
+    TensorView rows = ops_->upload(b.image_embeds.data(), DType::kF32, {n, D});
+    ops_->scatter_rows(rows, b.image_rows, e);
+  }
   TensorView x = alloc_act({T, hc, D});
   ops_->broadcast_streams(e, x);
   // Layer 0's attention collapses with a one-hot pre: the four streams are identical copies.

@@ -113,12 +113,42 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   ops_->linear(b, w.gate, logits, {});  // router in F32 (gate_temp is validated to be 1)
   TensorView sel = ops_->alloc(DType::kI32, {T, k});
   TensorView weights = ops_->alloc(DType::kF32, {T, k});
-  // Text tokens select with `bias`; `bias_vl` belongs to image spans, which this forward has none of.
-  // The routing in the MoE call (a backend may route inside its grouping launch), which joins the
-  // shared expert's region just before its combine reads y.
+  // Text tokens select with `bias`. The routing in the MoE call (a backend may route inside its
+  // grouping launch), which joins the shared expert's region just before its combine reads y.
   TensorView out = alloc_act({T, D});
-  ops_->moe_route_experts_out({logits, w.bias, TensorView{}, rows.batch.token_ids, sel, weights}, b, w.experts, mp, y,
-                              out, w.shared ? 0 : -1);
+  if (rows.image_rows.empty()) {
+    ops_->moe_route_experts_out({logits, w.bias, TensorView{}, rows.batch.token_ids, sel, weights}, b, w.experts, mp,
+                                y, out, w.shared ? 0 : -1);
+    return out;
+  }
+  // Image-span rows select with `bias_vl` (§6). Every row routes and runs its experts on its own
+  // (batch invariance), so the text rows and the image rows go as two sets, each with its bias,
+  // and their outputs are scattered back into place.
+  if (w.shared) ops_->side_join(0);
+  std::vector<int32_t> text_rows;
+  for (int32_t r = 0, i = 0; r < static_cast<int32_t>(T); ++r) {
+    if (i < static_cast<int32_t>(rows.image_rows.size()) && rows.image_rows[static_cast<size_t>(i)] == r) {
+      ++i;
+    } else {
+      text_rows.push_back(r);
+    }
+  }
+  for (const bool image : {false, true}) {
+    const std::vector<int32_t>& subset = image ? rows.image_rows : text_rows;
+    const int64_t n = static_cast<int64_t>(subset.size());
+    if (n == 0) continue;
+    const TensorView xs = gather(ops_, b, subset), ls = gather(ops_, logits, subset);
+    const TensorView ys = w.shared ? gather(ops_, y, subset) : TensorView{};
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[i] = rows.token_ids[static_cast<size_t>(subset[i])];
+    TensorView sel_s = ops_->alloc(DType::kI32, {n, k});
+    TensorView weights_s = ops_->alloc(DType::kF32, {n, k});
+    TensorView out_s = alloc_act({n, D});
+    ops_->moe_route_experts_out({ls, image ? w.bias_vl : w.bias, TensorView{}, ops_->upload(ids.data(), DType::kI32, {n}),
+                                 sel_s, weights_s},
+                                xs, w.experts, mp, ys, out_s, -1);
+    ops_->scatter_rows(out_s, subset, out);
+  }
   return out;
 }
 

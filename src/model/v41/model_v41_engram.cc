@@ -29,11 +29,18 @@ void ModelV41::hash_engram(Step& step, KvState& state) {
       const int32_t pos = seq.start_pos - n_back + k;
       int32_t id = b.engram_lookback.empty() ? -1 : b.engram_lookback[s * n_back + k];
       id = id >= 0 && id < config_.vocab_size ? engram_map_.token_map[static_cast<size_t>(id)]
+           : id == kEngramLookbackImage       ? -1  // DEAD
                                               : state.engram_id(seq.slot, pos);
       ids[static_cast<size_t>(k)] = pos < 0 ? -1 : id;
     }
     for (int32_t i = 0; i < seq.n_tokens; ++i) {
       ids[static_cast<size_t>(n_back + i)] = engram_map_.token_map[static_cast<size_t>(b.token_ids[seq.token_begin + i])];
+    }
+    // Image-span positions are DEAD (§4.1): blocked like positions before the sequence, and kept
+    // so in the slot's history (recorded as -1) for the n-grams of later steps.
+    for (auto it = std::lower_bound(b.image_rows.begin(), b.image_rows.end(), seq.token_begin);
+         it != b.image_rows.end() && *it < seq.token_begin + seq.n_tokens; ++it) {
+      ids[static_cast<size_t>(n_back + *it - seq.token_begin)] = -1;
     }
     for (int32_t i = 0; i < seq.n_tokens; ++i) {
       const int64_t t = seq.token_begin + i;
@@ -73,8 +80,16 @@ TensorView ModelV41::engram(const loader::EngramWeights& w, int64_t layer, Step&
   TensorView gathered = ops_->upload(host.data(), DType::kF32, {T, n_cols * hd});
   TensorView kv = alloc_act({T, (hc + 1) * D});
   ops_->linear(gathered, w.wkv, kv, fp8_act());
+  // Image-span rows get gate 0 (§4.2): live [T] I32, 0 there. Engram layers precede the CED
+  // decoder (validated), so x holds the full rows.
+  TensorView live;
+  if (!step.full.image_rows.empty()) {
+    std::vector<int32_t> h(static_cast<size_t>(T), 1);
+    for (int32_t r : step.full.image_rows) h[static_cast<size_t>(r)] = 0;
+    live = ops_->upload(h.data(), DType::kI32, {T});
+  }
   TensorView out = alloc_act({T, hc, D});
-  ops_->engram_gate(x, kv, w.q_weight, w.k_weight, TensorView{}, static_cast<float>(config_.rms_norm_eps), out);
+  ops_->engram_gate(x, kv, w.q_weight, w.k_weight, live, static_cast<float>(config_.rms_norm_eps), out);
   return out;
 }
 

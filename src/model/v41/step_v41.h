@@ -18,6 +18,7 @@ struct ModelV41::Rows {
   std::vector<ops::SeqSpan> seqs;
   std::vector<int32_t> block_tables;  // [n_seqs * max_blocks]
   int32_t max_blocks = 1;
+  std::vector<int32_t> image_rows;    // rows of this set inside image spans (ascending)
   ops::BatchView batch;               // device arrays + host mirrors of the vectors above
   int64_t n() const { return static_cast<int64_t>(token_ids.size()); }
   // batch's sizes and host mirrors (the device arrays come with ModelV41::upload_rows).

@@ -130,6 +130,18 @@ void CpuOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, con
   }
 }
 
+void CpuOps::scatter_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
+  const int64_t n = row_width(out), T = out.numel() / std::max<int64_t>(n, 1);
+  DI_CHECK(x.numel() == static_cast<int64_t>(rows.size()) * n, "scatter_rows: x {} for {} rows of {}", x.shape_string(),
+           rows.size(), n);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    DI_CHECK(rows[i] >= 0 && rows[i] < T, "scatter_rows: row {} outside [0, {})", rows[i], T);
+    read_f32(x, static_cast<int64_t>(i) * n, n, v.data());
+    write_f32(out, rows[i] * n, n, v.data());
+  }
+}
+
 void CpuOps::take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) {
   check_take_tokens(source, from, tokens);
   const int32_t* src = source.as<const int32_t>();

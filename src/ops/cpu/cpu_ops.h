@@ -77,6 +77,7 @@ class CpuOps : public Ops {
                    std::span<const ExpertWeights> experts, const MoeParams& params, const TensorView& out) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+  void scatter_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;

@@ -141,6 +141,7 @@ class CudaOps final : public Ops {
                              int shared_lane = -1) override;
 
   void gather_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
+  void scatter_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) override;
   void take_tokens(const TensorView& source, std::span<const int32_t> from, const TensorView& tokens) override;
   void argmax_rows(const TensorView& logits, const TensorView& out) override;
   void sample_rows(const TensorView& logits, std::span<const SampleRow> rows, const TensorView& out) override;

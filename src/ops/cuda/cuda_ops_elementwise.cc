@@ -112,6 +112,17 @@ void CudaOps::gather_rows(const TensorView& x, std::span<const int32_t> rows, co
                                   stream_));
 }
 
+void CudaOps::scatter_rows(const TensorView& x, std::span<const int32_t> rows, const TensorView& out) {
+  if (rows.empty()) return;
+  const int64_t n = out.shape[out.rank - 1];
+  DI_CHECK(x.numel() == static_cast<int64_t>(rows.size()) * n, "scatter_rows: x {} for {} rows of {}", x.shape_string(),
+           rows.size(), n);
+  const TensorView d_rows = upload(rows.data(), DType::kI32, {static_cast<int64_t>(rows.size())});
+  DI_LAUNCH(k::launch_scatter_rows({x.data, act_type(x), dptr<int32_t>(d_rows), out.data, act_type(out),
+                                    static_cast<int64_t>(rows.size()), n},
+                                   stream_));
+}
+
 void CudaOps::argmax_rows(const TensorView& logits, const TensorView& out) {
   check_argmax_rows(logits, out);
   const int64_t R = logits.shape[0], V = logits.shape[1];

@@ -147,6 +147,16 @@ cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_scatter_rows(const GatherParams& p, cudaStream_t s) {
+  with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
+    using Ti = decltype(ti);
+    using To = decltype(to);
+    launch_pdl(scatter_rows_kernel<Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s, static_cast<const Ti*>(p.x), p.rows,
+               static_cast<To*>(p.out), p.width);
+  });
+  return cudaGetLastError();
+}
+
 int64_t argmax_workspace_slots(int64_t rows, int64_t V) {
   const int S = argmax_slices(rows, V, device_sm_count());
   return S > 1 ? rows * S : 0;
