@@ -121,6 +121,11 @@ struct StructuredOutput {
   bool after_reasoning = false;  // constrain only the answer after `</think>` (see above)
 };
 
+// An image for a vision model (DeepSeek-V4.1): the file's bytes (PNG or JPEG).
+struct ImageInput {
+  std::string data;
+};
+
 struct Request {
   // Exactly one of prompt_ids / prompt. A text prompt is tokenized with special-token matching
   // on (trusted offline input); untrusted chat goes through chat.h render_ids instead.
@@ -132,6 +137,10 @@ struct Request {
   std::string request_label;  // free-form id for logs (e.g. the HTTP request id)
   // Text prompts: prepend BOS unless the text already starts with it (HF add_special_tokens).
   bool add_special_tokens = true;
+  // Vision models: one image per image placeholder token (`<｜deepseek_image｜>`) in the prompt, in
+  // order; each placeholder becomes the image's span of rows (model_v41_flash.md §8). Requests
+  // with images share cached prefixes only with requests that carry the same images.
+  std::vector<ImageInput> images;
 };
 
 struct TokenLogprobs {
@@ -177,6 +186,8 @@ struct GenerateOutput {
     int32_t stop_token_id = -1;  // TokenEvent::stop_token_id of its last event
   };
   RequestId request_id = 0;
+  // The request's prompt ids (a text prompt tokenized), image placeholders as given: one id per
+  // image where the model ran the image's span (TokenEvent::n_prompt_tokens counts those rows).
   std::vector<int32_t> prompt_ids;
   int32_t n_cached_tokens = 0;
   std::vector<TokenLogprobs> prompt_logprobs;  // TokenEvent::prompt_logprobs (sampling.prompt_logprobs)

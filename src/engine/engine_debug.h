@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "deepinfer/engine.h"
+#include "engine/image_inputs.h"
 #include "sched/batch_plan.h"
 
 namespace deepinfer::engine {
 
 struct DebugOptions {
+  // Stands in for the model's image encoder (tests of the image plumbing with spans of their own).
+  std::shared_ptr<const ImageEncoder> image_encoder;
   // After every step (and every abort): Scheduler::check_integrity plus the runner's block tables
   // equal the manager's. The first failure is kept in DebugSnapshot::integrity.
   bool check_integrity_every_step = false;

@@ -101,6 +101,8 @@ Result<std::unique_ptr<EngineImpl>> EngineImpl::create(const EngineOptions& opti
     log_debug("structured outputs unavailable: {}", compiler.status().message());
   }
   e->limits_ = IntakeLimits{n_vocab, e->config_.max_model_len, options.seed, {}};
+  e->limits_.image_token_id = static_cast<int32_t>(mc.image_token_id);
+  e->limits_.image_encoder = e->debug_.image_encoder ? e->debug_.image_encoder.get() : e->model_->image_encoder.get();
   const model::ModelOptions& mo = e->model_->model->options();
   if (mc.family == loader::ModelFamily::kV41 && mo.prefill_mode == model::PrefillMode::kCompact) {
     // The decoder layers skip a prompt's early rows: they have no logits to report.

@@ -32,6 +32,7 @@ void EngineImpl::admit(std::vector<AcceptedRequest> requests) {
         state.matcher = std::make_unique<BadWordsMatcher>(std::move(state.matcher), r.bad_words, outputs_->n_vocab());
       }
       outputs_->add(seq, std::move(state));
+      if (r.images) runner_->set_images(seq, r.images);
       seq_owner_[seq] = r.id;
       record.live.push_back(seq);
       const Status added = scheduler_->add_request(
@@ -96,6 +97,7 @@ void EngineImpl::release_sequence(kv::SeqId seq, FinishReason reason) {
   seq_owner_.erase(owner);
   outputs_->erase(seq);
   runner_->drop(seq);
+  runner_->forget_images(seq);
 }
 
 void EngineImpl::queue_event(kv::SeqId seq, TokenEvent event) {

@@ -9,6 +9,7 @@
 #include "loader/checkpoint.h"
 #include "loader/weight_binding.h"
 #include "loader/model_config.h"
+#include "engine/image_inputs.h"
 #include "model/language_model.h"
 #include "ops/ops.h"
 
@@ -31,6 +32,8 @@ struct LoadedModel {
   std::unique_ptr<loader::TensorSource> synthetic;
   std::unique_ptr<ops::Ops> ops;
   std::unique_ptr<model::LanguageModel> model;
+  // Vision models: the image encoder (null: the model takes no images).
+  std::unique_ptr<ImageEncoder> image_encoder;
 };
 
 Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const LoadOptions& options);

@@ -125,7 +125,16 @@ Result<model::ForwardBatch> ModelRunner::prepare(const sched::BatchPlan& plan, s
       logit_row_scratch_[sp.seq_id] = (*logit_row)[i];
       for (int32_t j = sp.n_draft_tokens; j >= 0; --j) b.logit_rows.push_back(begin + sp.n_tokens_scheduled - 1 - j);
     }
-    if (!sp.lookback_ids.empty()) add_lookback(b, i, plan.seqs.size(), sp.lookback_ids);
+    const auto images = images_.find(sp.seq_id);
+    const ImageSpans* spans = images == images_.end() ? nullptr : images->second.get();
+    if (spans != nullptr) spans->collect(sp.first_position, sp.n_tokens_scheduled, begin, &b.image_rows, &b.image_embeds);
+    if (!sp.lookback_ids.empty()) {
+      std::vector<int32_t> ids = sp.lookback_ids;
+      const int32_t first = sp.first_position - static_cast<int32_t>(ids.size());
+      for (size_t k = 0; spans != nullptr && k < ids.size(); ++k)
+        if (spans->contains(first + static_cast<int32_t>(k))) ids[k] = model::kEngramLookbackImage;
+      add_lookback(b, i, plan.seqs.size(), ids);
+    }
     const std::vector<kv::BlockId>& t = tables_[sp.seq_id];
     b.block_tables.insert(b.block_tables.end(), t.begin(), t.end());
     b.block_tables.resize(b.block_tables.size() + (max_blocks - t.size()), -1);

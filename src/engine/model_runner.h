@@ -16,6 +16,7 @@
 
 #include "engine/device_sample_plan.h"
 #include "engine/engine_config.h"
+#include "engine/image_inputs.h"
 #include "engine/loaded_model.h"
 #include "model/kv_state.h"
 #include "sched/batch_plan.h"
@@ -94,6 +95,10 @@ class ModelRunner {
     tables_.erase(seq);
     mtp_rows_.erase(seq);
   }
+  // A sequence's image spans (its prompt's; kept across preemption, which recomputes the prompt)
+  // until forget_images: prepare() hands the rows of every chunk that covers them to the model.
+  void set_images(kv::SeqId seq, std::shared_ptr<const ImageSpans> images) { images_[seq] = std::move(images); }
+  void forget_images(kv::SeqId seq) { images_.erase(seq); }
 
   // ---- Prompt logprobs (model_runner_prompt.cc) ----
   // The last prepare()'s logit rows for prompt logprobs, per plan row that has some: its prompt
@@ -238,6 +243,7 @@ class ModelRunner {
   // The MTP picks on the device: [chain step][input] ids, then the same of raw logprobs (F32 bits).
   tensor::TensorView draft_picks_;
   std::unordered_map<kv::SeqId, std::vector<kv::BlockId>> tables_;
+  std::unordered_map<kv::SeqId, std::shared_ptr<const ImageSpans>> images_;
 };
 
 }  // namespace deepinfer::engine

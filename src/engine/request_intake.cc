@@ -63,6 +63,8 @@ Result<AcceptedRequest> accept_request(Request request, RequestId id, EventSink 
   out.id = id;
   out.label = request.request_label;
   DI_ASSIGN_OR_RETURN(out.prompt_ids, tokenize_prompt(request, tokenizer));
+  DI_ASSIGN_OR_RETURN(out.images,
+                      expand_images(&out.prompt_ids, request.images, limits.image_token_id, limits.image_encoder));
   DI_RETURN_IF_ERROR(check_prompt(out.prompt_ids, limits));
   if (Status s = request.sampling.validate(limits.n_vocab); !s.is_ok()) return s.with_context("sampling");
   DI_RETURN_IF_ERROR(check_supported(request.sampling, limits));
@@ -85,6 +87,11 @@ Result<AcceptedRequest> accept_request(Request request, RequestId id, EventSink 
     out.seeds.push_back(sample::resolve_sequence_seed(request.sampling.seed, limits.engine_seed, id, i));
   }
   out.cache_salt = cache_salt_hash(request.cache_salt);
+  if (out.images) {
+    // Image spans are all one token id: the images' contents name the prefix-cache namespace.
+    out.cache_salt = sample::mix64(out.cache_salt ^ out.images->content_hash);
+    if (out.cache_salt == 0) out.cache_salt = 1;
+  }
   out.sampling = std::make_shared<const SamplingParams>(std::move(request.sampling));
   out.sink = std::move(sink);
   if (!out.sink) return invalid_argument("sink: an event sink is required");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "deepinfer/engine.h"
+#include "engine/image_inputs.h"
 #include "engine/structured_output.h"
 
 namespace deepinfer::engine {
@@ -20,6 +21,9 @@ struct IntakeLimits {
   uint64_t engine_seed = 0;
   // Non-empty: why this engine cannot compute sampling.prompt_logprobs (the request is refused).
   std::string no_prompt_logprobs;
+  // Vision: the image placeholder id (-1: none) and the model's image encoder (null: no vision).
+  int32_t image_token_id = -1;
+  const ImageEncoder* image_encoder = nullptr;
 };
 
 // A validated request: the engine thread turns it into sampling.n scheduler sequences.
@@ -32,6 +36,7 @@ struct AcceptedRequest {
   std::shared_ptr<const CompiledStructuredOutput> grammar;  // null: unconstrained
   int32_t reasoning_end = -1;  // >= 0: the grammar starts after this token (after_reasoning)
   std::vector<std::vector<int32_t>> bad_words;  // sampling.bad_words' token sequences (bad_words.h)
+  std::shared_ptr<const ImageSpans> images;      // null: no image in the prompt
   std::string label;
   EventSink sink;
 };
