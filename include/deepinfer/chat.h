@@ -90,8 +90,11 @@ Result<std::string> render_text(std::span<const Message> messages, const RenderO
 // Token ids of the same prompt, built structurally: equal to tokenizer.encode(render_text(...),
 // match_special=true) whenever no client text spells a special token, and never containing a
 // control id that comes from client text. The tokenizer must hold the family's special tokens.
+// `images` (optional): the image parts' `text` (a URL or data URL), one per image placeholder in
+// the ids, in the placeholders' order (Request::images wants them so).
 Result<std::vector<int32_t>> render_ids(std::span<const Message> messages,
-                                        const RenderOptions& options, const Tokenizer& tokenizer);
+                                        const RenderOptions& options, const Tokenizer& tokenizer,
+                                        std::vector<std::string>* images = nullptr);
 
 // A conversation as JSON (the format of the official encoder's tests): either a message list, or
 // {"messages": [...], "tools": [...], "thinking_mode": "chat"|"thinking", "reasoning_effort":

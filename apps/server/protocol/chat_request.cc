@@ -6,8 +6,9 @@
 
 namespace deepinfer::protocol {
 
-Result<std::vector<int32_t>> prompt_ids(const ChatRequest& request, const Tokenizer& tokenizer) {
-  return chat::render_ids(request.messages, request.render, tokenizer);
+Result<std::vector<int32_t>> prompt_ids(const ChatRequest& request, const Tokenizer& tokenizer,
+                                        std::vector<std::string>* images) {
+  return chat::render_ids(request.messages, request.render, tokenizer, images);
 }
 
 chat::ParserOptions parser_options(const ChatRequest& request, const ResponseMeta& meta) {

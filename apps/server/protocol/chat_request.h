@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/chat.h"
+#include "deepinfer/engine.h"
 #include "deepinfer/sampling.h"
 #include "deepinfer/status.h"
 #include "deepinfer/tokenizer.h"
@@ -77,8 +78,15 @@ struct Usage {
   int n_reasoning_tokens = 0;
 };
 
-// The request's conversation rendered into ids (structural: see chat::render_ids).
-Result<std::vector<int32_t>> prompt_ids(const ChatRequest& request, const Tokenizer& tokenizer);
+// The request's conversation rendered into ids (structural: see chat::render_ids); `images`: the
+// image parts' references in placeholder order.
+Result<std::vector<int32_t>> prompt_ids(const ChatRequest& request, const Tokenizer& tokenizer,
+                                        std::vector<std::string>* images = nullptr);
+
+// The engine's image inputs (Request::images) from those references: data URLs
+// ("data:<media type>;base64,<payload>") decoded; anything else is refused (this server fetches
+// nothing over the network), naming the image by its index.
+Result<std::vector<ImageInput>> image_inputs(const std::vector<std::string>& refs);
 
 // Parser settings matching how the prompt was rendered; tool-call ids are derived from meta.id.
 chat::ParserOptions parser_options(const ChatRequest& request, const ResponseMeta& meta);

@@ -232,8 +232,11 @@ void handle_chat(const std::shared_ptr<Exchange>& exchange, const ChatApi& api) 
     // Both APIs refuse it (a prompt of the template alone would otherwise be generated from).
     return exchange->reply_error(bad_request("messages: at least one message is required", "messages"));
   }
-  Result<std::vector<int32_t>> ids = protocol::prompt_ids(request, *ctx.tokenizer);
+  std::vector<std::string> image_refs;
+  Result<std::vector<int32_t>> ids = protocol::prompt_ids(request, *ctx.tokenizer, &image_refs);
   if (!ids.is_ok()) return exchange->reply_error(error_from_status(ids.status()));
+  Result<std::vector<ImageInput>> images = protocol::image_inputs(image_refs);
+  if (!images.is_ok()) return exchange->reply_error(bad_request(images.status().message(), "messages"));
   if (auto e = check_context(ctx, static_cast<int64_t>(ids->size()), request.sampling.max_tokens)) {
     return exchange->reply_error(*e);
   }
@@ -246,6 +249,7 @@ void handle_chat(const std::shared_ptr<Exchange>& exchange, const ChatApi& api) 
   engine_request.sampling.stop.clear();  // applied to the answer text by ContentStopFilter
   engine_request.structured_output = *structured;
   engine_request.request_label = exchange->id();
+  engine_request.images = std::move(images).value();
 
   Ticket ticket = admit(*exchange);
   if (!ticket.valid()) return;

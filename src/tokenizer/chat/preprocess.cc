@@ -32,7 +32,7 @@ Result<std::vector<Block>> user_blocks(const Message& m, int index, ModelFamily 
         return invalid_argument("messages[{}].content[{}]: image content needs model family v41",
                                 index, j);
       }
-      blocks.push_back({Block::Kind::kImage, "", "", nullptr, index});
+      blocks.push_back({Block::Kind::kImage, part.text, "", nullptr, index});
     } else {
       return invalid_argument("messages[{}].content[{}].type: unsupported content part type '{}'",
                               index, j, part.type);

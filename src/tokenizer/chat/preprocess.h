@@ -17,7 +17,7 @@ namespace deepinfer::chat {
 struct Block {
   enum class Kind : uint8_t { kText, kImage, kToolResult };
   Kind kind = Kind::kText;
-  std::string text;          // kText
+  std::string text;          // kText; kImage: the part's reference (a URL or data URL)
   std::string tool_use_id;   // kToolResult
   const Message* result = nullptr;  // kToolResult: the tool message (content or parts)
   int source_index = 0;      // the message this block came from (for errors)

@@ -35,6 +35,12 @@ class PromptBuilder {
   void add_special(std::string_view token_text);
   // Text that is tokenized as ordinary bytes, whatever it spells.
   void add_text(std::string_view text);
+  // The image placeholder, remembering the image's reference (images(): in placeholder order).
+  void add_image(std::string_view ref) {
+    add_special(special::kImage);
+    images_.emplace_back(ref);
+  }
+  const std::vector<std::string>& images() const { return images_; }
 
   std::string to_text() const;
   // Specials by id (token_to_id), each maximal run of text by encode(text, match_special=false).
@@ -46,6 +52,7 @@ class PromptBuilder {
     std::string text;
   };
   std::vector<Piece> pieces_;  // never two adjacent text pieces
+  std::vector<std::string> images_;
 };
 
 }  // namespace deepinfer::chat

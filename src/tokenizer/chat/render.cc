@@ -54,7 +54,7 @@ Status add_flat_content(const Message& m, int index, ModelFamily family, PromptB
     if (part.type == "text") {
       out->add_text(part.text);
     } else if (part.type == "image" && family == ModelFamily::kV41) {
-      out->add_special(special::kImage);
+      out->add_image(part.text);
     } else {
       return invalid_argument("messages[{}].content[{}].type: a {} message cannot hold '{}' parts",
                               index, j, role_name(m.role), part.type);
@@ -73,7 +73,7 @@ void add_tool_result(const Block& block, ModelFamily family, PromptBuilder* out)
       const ContentPart& part = (*m.parts)[j];
       if (j > 0) out->add_text("\n\n");
       if (part.type == "text") out->add_text(defuse_tool_result(part.text));
-      else if (part.type == "image" && family == ModelFamily::kV41) out->add_special(special::kImage);
+      else if (part.type == "image" && family == ModelFamily::kV41) out->add_image(part.text);
       else out->add_text(fmt::format("[Unsupported {}]", part.type));
     }
   }
@@ -86,7 +86,7 @@ void add_user_blocks(const Turn& turn, ModelFamily family, PromptBuilder* out) {
     if (j > 0) out->add_text("\n\n");
     switch (block.kind) {
       case Block::Kind::kText: out->add_text(block.text); break;
-      case Block::Kind::kImage: out->add_special(special::kImage); break;
+      case Block::Kind::kImage: out->add_image(block.text); break;
       case Block::Kind::kToolResult: add_tool_result(block, family, out); break;
     }
   }
@@ -245,8 +245,10 @@ Result<std::string> render_text(std::span<const Message> messages, const RenderO
 }
 
 Result<std::vector<int32_t>> render_ids(std::span<const Message> messages,
-                                        const RenderOptions& options, const Tokenizer& tokenizer) {
+                                        const RenderOptions& options, const Tokenizer& tokenizer,
+                                        std::vector<std::string>* images) {
   DI_ASSIGN_OR_RETURN(PromptBuilder prompt, build_prompt(messages, options));
+  if (images != nullptr) *images = prompt.images();
   return prompt.to_ids(tokenizer);
 }
 
