@@ -12,6 +12,7 @@
 
 #include "tensor/number_formats.h"
 #include "vision/image_decode.h"
+#include "vision/image_resize.h"
 #include "vision/image_span.h"
 #include "vision/preprocess.h"
 
@@ -147,6 +148,28 @@ TEST(VisionPatches, ResizedContentKeepsFlatColours) {
   EXPECT_EQ(p->patches[last + 13 * 14 + 13], norm_px(127));  // (69, 125): outside 60 x 119
 }
 
+TEST(VisionResize, BicubicReproducesRampsWithAlignedCentres) {
+  // The cubic kernel (a = -0.5) reproduces linear ramps away from the borders; output pixel i
+  // samples input position (i + 0.5) * scale - 0.5 (centres aligned, as PIL does).
+  RgbImage ramp{40, 3, std::vector<uint8_t>(40 * 3 * 3)};
+  for (int64_t y = 0; y < 3; ++y)
+    for (int64_t x = 0; x < 40; ++x)
+      for (int c = 0; c < 3; ++c) ramp.rgb[(y * 40 + x) * 3 + c] = static_cast<uint8_t>(5 * x + c);
+  const RgbImage up = resize_bicubic(ramp, 80, 3);  // scale 1/2: position i/2 - 0.25
+  for (int64_t i = 6; i < 74; ++i) ASSERT_NEAR(up.at(1, i, 0), 5.0 * (i / 2.0 - 0.25), 0.51) << "upscaled " << i;
+  const RgbImage down = resize_bicubic(ramp, 10, 3);  // scale 4 (kernel widened): position 4i + 1.5
+  for (int64_t i = 2; i < 8; ++i) ASSERT_NEAR(down.at(1, i, 2), 5.0 * (4 * i + 1.5) + 2, 0.51) << "downscaled " << i;
+  // Shrinking averages over the scale (antialiasing): period-4 stripes [255, 0, 0, 0] shrunk 4x
+  // come out near their mean 64, where an unwidened kernel would sample near the zeros.
+  RgbImage stripes{40, 3, std::vector<uint8_t>(40 * 3 * 3)};
+  for (int64_t i = 0; i < 40 * 3; ++i)
+    for (int c = 0; c < 3; ++c) stripes.rgb[i * 3 + c] = (i % 40) % 4 == 0 ? 255 : 0;
+  const RgbImage avg = resize_bicubic(stripes, 10, 3);
+  for (int64_t i = 2; i < 8; ++i) ASSERT_NEAR(avg.at(1, i, 0), 64, 8) << "shrunk stripes " << i;
+  const RgbImage same = resize_bicubic(ramp, 40, 3);
+  EXPECT_EQ(same.rgb, ramp.rgb);
+}
+
 std::vector<uint8_t> write_png(const RgbImage& img) {
   png_image p;
   std::memset(&p, 0, sizeof(p));
@@ -194,6 +217,30 @@ TEST(VisionDecode, PngRoundTripIsExact) {
   ASSERT_TRUE(d.is_ok()) << d.status().to_string();
   EXPECT_EQ(d->width, 37);
   EXPECT_EQ(d->height, 23);
+  EXPECT_EQ(d->rgb, img.rgb);
+}
+
+TEST(VisionDecode, PngAlphaIsDroppedNotComposited) {
+  // RGBA with alpha 0 everywhere: the colour channels come back as written.
+  const RgbImage img = pattern(9, 5);
+  std::vector<uint8_t> rgba(9 * 5 * 4);
+  for (size_t i = 0; i < 45; ++i) {
+    for (int c = 0; c < 3; ++c) rgba[i * 4 + c] = img.rgb[i * 3 + c];
+    rgba[i * 4 + 3] = 0;
+  }
+  png_image p;
+  std::memset(&p, 0, sizeof(p));
+  p.version = PNG_IMAGE_VERSION;
+  p.width = 9;
+  p.height = 5;
+  p.format = PNG_FORMAT_RGBA;
+  png_alloc_size_t size = 0;
+  ASSERT_TRUE(png_image_write_get_memory_size(p, size, 0, rgba.data(), 0, nullptr));
+  std::vector<uint8_t> bytes(size);
+  ASSERT_TRUE(png_image_write_to_memory(&p, bytes.data(), &size, 0, rgba.data(), 0, nullptr));
+  bytes.resize(size);
+  auto d = decode_image(bytes);
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
   EXPECT_EQ(d->rgb, img.rgb);
 }
 
