@@ -707,7 +707,8 @@ class Ops {
   }
   // The ViT's attention for one image: qkv [T, 3*H*hd] (q | k | v, head-major inside each),
   // vision_rope on q and k, then full bidirectional softmax attention over all T patches, scale
-  // hd^-0.5, no sinks: out [T, H*hd].
+  // hd^-0.5, no sinks: out [T, H*hd]. A BF16 qkv has its rotated q and k rounded to BF16 (the
+  // reference holds them so); scores, softmax and the weighted sum stay F32, out rounded once.
   virtual void vision_attention(const TensorView& qkv, const VisionAttentionParams& params, const TensorView& out) {
     (void)qkv, (void)params, (void)out;
     DI_CHECK(false, "vision_attention is not implemented on this backend");

@@ -35,6 +35,9 @@ bool clamped_wide(int64_t width, int64_t height, const loader::VisionConfig& c) 
 
 Result<ImageLayout> plan_image_size(int64_t width, int64_t height, const loader::VisionConfig& c) {
   if (width <= 0 || height <= 0) return invalid_argument("image has an empty size {}x{}", width, height);
+  // Bounds the products below (w * h, h0 * long_side) far from int64 overflow.
+  if (width > kMaxImageSide || height > kMaxImageSide)
+    return invalid_argument("image size {}x{} is too large (a side over {} pixels)", width, height, kMaxImageSide);
   if (c.num_hidden_layers <= 0 || c.patch_size <= 0 || c.downsample_ratio <= 0)
     return failed_precondition("the model has no vision tower (vision_config absent or empty)");
   if (c.max_image_tokens < 4)  // one aligner cell: 1 * (1 + 1) + 2
@@ -51,8 +54,10 @@ Result<ImageLayout> plan_image_size(int64_t width, int64_t height, const loader:
   ImageLayout l = layout_of(w, h, c);
   while (l.span_len() > c.max_image_tokens) {
     // Drop one aligner cell on the longer side; the shorter side follows from the step-2 size.
+    // A long side of more cells than max_image_tokens can never fit (the span counts each cell),
+    // so those sizes are skipped at once: at most max_image_tokens iterations for any image.
     const bool wide = w >= h;
-    const int64_t cells = ceil_div(wide ? w : h, cell) - 1;
+    const int64_t cells = std::min(ceil_div(wide ? w : h, cell) - 1, c.max_image_tokens);
     if (cells < 1) return internal_error("image size rules found no size under {} tokens", c.max_image_tokens);
     const int64_t long_side = cells * cell;
     if (wide) {
@@ -68,6 +73,9 @@ Result<ImageLayout> plan_image_size(int64_t width, int64_t height, const loader:
 }
 
 Result<PreparedImage> prepare_image(const RgbImage& image, const loader::VisionConfig& c) {
+  if (image.width * image.height > kMaxDecodedPixels)
+    return invalid_argument("image is too large: {}x{} pixels, at most {} allowed", image.width, image.height,
+                            kMaxDecodedPixels);
   if (image.width <= 0 || image.height <= 0 ||
       image.rgb.size() != static_cast<size_t>(image.width * image.height * 3))
     return invalid_argument("image {}x{} has {} bytes of RGB pixels", image.width, image.height, image.rgb.size());

@@ -23,6 +23,9 @@ struct ImageLayout {
   int64_t span_len() const { return n_llm_h * (n_llm_w + 1) + 2; }
 };
 
+// Sides accepted by plan_image_size (decoded images are far smaller: kMaxDecodedPixels).
+inline constexpr int64_t kMaxImageSide = int64_t{1} << 30;
+
 // The §8 size rules for an image of width x height:
 //  1. max_wh_ratio > 0 and width > ratio * height: the width is clamped to floor(ratio * height)
 //     (the content is squeezed, not cropped);
@@ -31,7 +34,8 @@ struct ImageLayout {
 //     kept, the longer side to one aligner cell (patch * downsample pixels) fewer than it covers
 //     now, the shorter side scaled alike (floor, from the step-2 size so errors do not compound);
 //  4. canvas = content rounded up to multiples of the patch size.
-// Errors: an empty size, a config without a vision tower, a token budget too small for one cell.
+// Errors: an empty or absurd size, a config without a vision tower, a token budget too small for
+// one cell.
 Result<ImageLayout> plan_image_size(int64_t width, int64_t height, const loader::VisionConfig& config);
 
 // One image ready for the ViT.

@@ -95,6 +95,12 @@ TEST(VisionSize, Errors) {
   EXPECT_FALSE(plan_image_size(0, 10, tiny()).is_ok());
   EXPECT_FALSE(plan_image_size(10, -1, tiny()).is_ok());
   EXPECT_FALSE(plan_image_size(10, 10, loader::VisionConfig{}).is_ok());
+  EXPECT_FALSE(plan_image_size(int64_t{1} << 40, 10, tiny()).is_ok());
+  // A very long strip still plans quickly (sizes over max_image_tokens cells are skipped) and
+  // fits: 1 x 2^30 -> 15 cells of 42 px tall, one wide: 15 * 2 + 2 = 32 tokens.
+  auto strip = plan_image_size(1, kMaxImageSide, tiny());
+  ASSERT_TRUE(strip.is_ok());
+  expect_layout(*strip, 1, 630, 1, 45, 1, 15);
   loader::VisionConfig c = tiny();
   c.max_image_tokens = 3;
   auto r = plan_image_size(10, 10, c);

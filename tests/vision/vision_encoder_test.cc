@@ -192,7 +192,9 @@ TEST_F(VisionEncoderTest, SpanLayoutAndLearnedDelimiters) {
                                                                           : nullptr;
     for (int64_t d = 0; d < e->dim; ++d) {
       ASSERT_TRUE(std::isfinite(e->row(i)[d])) << "row " << i << " dim " << d;
-      if (want) ASSERT_EQ(e->row(i)[d], (*want)[d]) << "delimiter row " << i << " dim " << d;
+      if (want) {
+        ASSERT_EQ(e->row(i)[d], (*want)[d]) << "delimiter row " << i << " dim " << d;
+      }
     }
   }
   // Image rows are the aligner's (not a delimiter) and differ from one another.

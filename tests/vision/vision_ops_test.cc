@@ -66,8 +66,11 @@ TEST(VisionOps, RopeRowAndColumnDimsAreSeparate) {
   ops.vision_rope(f32(x, {T, 1, hd}), VisionAttentionParams{gh, gw, 1, 1e4f});
   for (int64_t e = 0; e < hd; ++e) {
     const bool row_dim = (e % 32) < 16;
-    if (row_dim) EXPECT_EQ(x[1 * hd + e], before[1 * hd + e]) << "patch (0,1) dim " << e;
-    else EXPECT_EQ(x[2 * hd + e], before[2 * hd + e]) << "patch (1,0) dim " << e;
+    if (row_dim) {
+      EXPECT_EQ(x[1 * hd + e], before[1 * hd + e]) << "patch (0,1) dim " << e;
+    } else {
+      EXPECT_EQ(x[2 * hd + e], before[2 * hd + e]) << "patch (1,0) dim " << e;
+    }
   }
 }
 
@@ -118,7 +121,7 @@ TEST(VisionOps, AttentionMatchesDoubleReference) {
 TEST(VisionOps, AttentionSeesEveryPatchBothWays) {
   // Bidirectional: changing the value of the last patch changes the first patch's output.
   CpuOps ops;
-  const int64_t gh = 2, gw = 2, H = 1, hd = 8, T = 4, dim = 8;
+  const int64_t gh = 2, gw = 2, H = 1, T = 4, dim = 8;  // one head of 8
   std::vector<float> qkv = randn(static_cast<size_t>(T * 3 * dim), 5), out1(T * dim), out2(T * dim);
   ops.vision_attention(f32(qkv, {T, 3 * dim}), VisionAttentionParams{gh, gw, H, 1e4f}, f32(out1, {T, dim}));
   qkv[(T - 1) * 3 * dim + 2 * dim] += 1.0f;
