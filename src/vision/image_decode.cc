@@ -39,7 +39,13 @@ void jpeg_error_exit(j_common_ptr cinfo) {
   (*cinfo->err->format_message)(cinfo, err->message);
   std::longjmp(err->jump, 1);
 }
-void jpeg_quiet(j_common_ptr, int) {}  // warnings (e.g. premature end of data) are not printed
+// Warnings (level -1: corrupt or truncated data, which libjpeg decodes on with gray filler) are
+// kept, not printed: decode_jpeg refuses such an image, like PIL does a truncated one.
+void jpeg_keep_warning(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+  if (err->mgr.num_warnings++ == 0) (*cinfo->err->format_message)(cinfo, err->message);
+}
 
 }  // namespace
 
@@ -89,7 +95,7 @@ Result<RgbImage> decode_jpeg(std::span<const uint8_t> bytes) {
   JpegError err;
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = jpeg_error_exit;
-  err.mgr.emit_message = jpeg_quiet;
+  err.mgr.emit_message = jpeg_keep_warning;
   // The jump lands back in this frame, so `out` stays alive and is destroyed normally on return;
   // no object with a destructor is created between setjmp and the libjpeg calls that may jump.
   RgbImage out;
@@ -114,7 +120,9 @@ Result<RgbImage> decode_jpeg(std::span<const uint8_t> bytes) {
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
+  const long warnings = err.mgr.num_warnings;
   jpeg_destroy_decompress(&cinfo);
+  if (warnings > 0) return invalid_argument("JPEG image data is corrupt or truncated: {}", err.message);
   return out;
 }
 

@@ -281,6 +281,11 @@ TEST(VisionDecode, BadBytesAreErrors) {
   expect_error(png, "PNG");
   std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 2, 3};
   expect_error(jpeg, "JPEG");
+  // A valid JPEG cut in half: libjpeg would fill the rest with gray; we refuse it.
+  const std::vector<uint8_t> full = write_jpeg(pattern(64, 48));
+  ASSERT_TRUE(decode_image(full).is_ok());
+  const std::vector<uint8_t> half(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2));
+  expect_error(half, "truncated");
 }
 
 TEST(VisionDecode, HugeImageIsRefusedFromItsHeader) {
