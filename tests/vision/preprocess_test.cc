@@ -226,6 +226,16 @@ TEST(VisionDecode, PngRoundTripIsExact) {
   EXPECT_EQ(d->rgb, img.rgb);
 }
 
+TEST(VisionDecode, BytesToPatchesIsDecodeThenPrepare) {
+  const RgbImage img = pattern(30, 20);  // upscaled to 103 x 69 under tiny
+  auto from_bytes = prepare_image_bytes(write_png(img), tiny());
+  auto direct = prepare_image(img, tiny());
+  ASSERT_TRUE(from_bytes.is_ok() && direct.is_ok());
+  EXPECT_EQ(from_bytes->layout.content_w, 103);
+  EXPECT_EQ(from_bytes->layout.content_h, 69);
+  EXPECT_EQ(from_bytes->patches, direct->patches);
+}
+
 TEST(VisionDecode, PngAlphaIsDroppedNotComposited) {
   // RGBA with alpha 0 everywhere: the colour channels come back as written.
   const RgbImage img = pattern(9, 5);
