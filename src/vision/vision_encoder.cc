@@ -101,14 +101,15 @@ ops::TensorView VisionEncoder::vit_forward(const PreparedImage& image) {
   const ops::VisionAttentionParams attn{image.layout.grid_h, image.layout.grid_w, v.num_attention_heads,
                                         static_cast<float>(v.rope_theta)};
   // Patch values are exact in BF16 already (preprocess rounds them), so F32 serves both numerics.
-  const ops::TensorView patches = ops_->upload(image.patches.data(), ops::DType::kF32, {T, image.patch_dim});
-  const ops::TensorView x = ops_->alloc(act_, {T, Vd});           // residual stream
-  const ops::TensorView h = ops_->alloc(act_, {T, Vd});           // normed input of a sublayer
-  const ops::TensorView acc = ops_->alloc(ops::DType::kF32, {T, 3 * Vd});  // biased GEMM outputs
-  const ops::TensorView qkv = ops_->alloc(act_, {T, 3 * Vd});
-  const ops::TensorView o = ops_->alloc(act_, {T, Vd});           // attention / sublayer output
-  const ops::TensorView g = ops_->alloc(act_, {T, I}), u = ops_->alloc(act_, {T, I});
-  const ops::TensorView acc_vd = acc.reshape({T * 3, Vd}).slice0(0, T).reshape({T, Vd});  // first T*Vd values
+  const ops::TensorView patches = ops_->upload(image.patches.data(), ops::DType::kF32, {T, image.patch_dim});  // [T, 588]
+  const ops::TensorView x = ops_->alloc(act_, {T, Vd});                    // [T, Vd] residual stream
+  const ops::TensorView h = ops_->alloc(act_, {T, Vd});                    // [T, Vd] normed sublayer input
+  const ops::TensorView acc = ops_->alloc(ops::DType::kF32, {T, 3 * Vd});  // [T, 3Vd] F32 GEMM out (pre-bias)
+  const ops::TensorView qkv = ops_->alloc(act_, {T, 3 * Vd});              // [T, 3Vd] q | k | v
+  const ops::TensorView o = ops_->alloc(act_, {T, Vd});                    // [T, Vd] attention / sublayer out
+  const ops::TensorView g = ops_->alloc(act_, {T, I}), u = ops_->alloc(act_, {T, I});  // [T, I] gate, up
+  // [T, Vd] F32: the first T*Vd values of acc, for the Vd-wide biased GEMMs.
+  const ops::TensorView acc_vd = acc.reshape({T * 3, Vd}).slice0(0, T).reshape({T, Vd});
   // Biased Linears: GEMM into F32, then the bias with one rounding to the activation dtype.
   ops_->linear(patches, weights_.patch_embed, acc_vd, {});
   ops_->add_bias(acc_vd, weights_.patch_embed_bias, x);
@@ -174,9 +175,11 @@ Result<ImageEmbedding> VisionEncoder::encode(const PreparedImage& image) {
   // The unshuffle runs on the host: a small copy ([T, Vd] out, [cells, Vd*r*r] in) that keeps the
   // op set free of a layout-only op; the GEMMs around it stay on the backend.
   std::vector<float> cells = pixel_unshuffle(to_host_f32(vit_forward(image)), l.grid_h, l.grid_w, v.hidden_size, r);
+  // [cells, Vd*r*r]: values of the activation dtype already (the ViT's output), so F32 is exact.
   const ops::TensorView a_in = ops_->upload(cells.data(), ops::DType::kF32, {n_cells, v.hidden_size * r * r});
-  const ops::TensorView acc = ops_->alloc(ops::DType::kF32, {n_cells, D});
-  const ops::TensorView h1 = ops_->alloc(act_, {n_cells, D}), h2 = ops_->alloc(act_, {n_cells, D});
+  const ops::TensorView acc = ops_->alloc(ops::DType::kF32, {n_cells, D});  // [cells, D] F32 GEMM out
+  const ops::TensorView h1 = ops_->alloc(act_, {n_cells, D});               // [cells, D] GELU(W1 x + b1)
+  const ops::TensorView h2 = ops_->alloc(act_, {n_cells, D});               // [cells, D] W2 h1 + b2
   ops_->linear(a_in, weights_.aligner_w1, acc, {});
   ops_->add_bias(acc, weights_.aligner_b1, h1);
   ops_->gelu_erf(h1, h1);
@@ -185,7 +188,7 @@ Result<ImageEmbedding> VisionEncoder::encode(const PreparedImage& image) {
   const std::vector<float> aligned = to_host_f32(h2);  // [n_cells, D]
   // The learned delimiters, read back as stored (BF16) and widened exactly.
   auto learned = [&](const ops::TensorView& t) {
-    const ops::TensorView f = ops_->alloc(ops::DType::kF32, {D});
+    const ops::TensorView f = ops_->alloc(ops::DType::kF32, {D});  // [D]
     ops_->convert(t, f);
     return to_host_f32(f);
   };

@@ -4,6 +4,10 @@
 // The engine prepares an image (vision/preprocess.h), encodes it here, and overwrites the token
 // embeddings of the image's span with ImageEmbedding::rows (delimiters included); see
 // vision/image_span.h for the slot layout.
+//
+// Backends: the vision ops (add_bias, gelu_erf, vision_attention) exist on the CPU reference only;
+// on a backend without them the first one stops the process (Ops' default bodies), so until CUDA
+// kernels exist the engine must give the encoder a CpuOps over host-resident vision weights.
 #pragma once
 
 #include <cstdint>
