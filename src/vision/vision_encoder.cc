@@ -101,7 +101,8 @@ ops::TensorView VisionEncoder::vit_forward(const PreparedImage& image) {
   const ops::VisionAttentionParams attn{image.layout.grid_h, image.layout.grid_w, v.num_attention_heads,
                                         static_cast<float>(v.rope_theta)};
   // Patch values are exact in BF16 already (preprocess rounds them), so F32 serves both numerics.
-  const ops::TensorView patches = ops_->upload(image.patches.data(), ops::DType::kF32, {T, image.patch_dim});  // [T, 588]
+  // [T, 3*p*p]
+  const ops::TensorView patches = ops_->upload(image.patches.data(), ops::DType::kF32, {T, image.patch_dim});
   const ops::TensorView x = ops_->alloc(act_, {T, Vd});                    // [T, Vd] residual stream
   const ops::TensorView h = ops_->alloc(act_, {T, Vd});                    // [T, Vd] normed sublayer input
   const ops::TensorView acc = ops_->alloc(ops::DType::kF32, {T, 3 * Vd});  // [T, 3Vd] F32 GEMM out (pre-bias)

@@ -315,7 +315,8 @@ TEST(VisionSpan, SlotsAndAlignerRows) {
   ASSERT_EQ(static_cast<int64_t>(s.size()), span_length(2, 3));
   ASSERT_EQ(s.size(), 10u);
   using enum SpanSlot;
-  EXPECT_EQ(s, (std::vector<SpanSlot>{kStart, kImage, kImage, kImage, kNewline, kImage, kImage, kImage, kNewline, kEnd}));
+  EXPECT_EQ(s, (std::vector<SpanSlot>{kStart, kImage, kImage, kImage, kNewline, kImage, kImage, kImage, kNewline,
+                                      kEnd}));
   EXPECT_EQ(span_aligner_rows(2, 3), (std::vector<int64_t>{-1, 0, 1, 2, -1, 3, 4, 5, -1, -1}));
   EXPECT_TRUE(span_tokens(0, 3).empty());
   EXPECT_EQ(span_length(31, 31), 994);

@@ -28,7 +28,8 @@ std::vector<double> read_vec(const tensor::TensorView& t) {
 }
 
 // y [n, out] = x [n, in] W^T (+ bias), in double.
-std::vector<double> linear_ref(const std::vector<double>& x, const tensor::LinearWeight& w, const tensor::TensorView* bias,
+std::vector<double> linear_ref(const std::vector<double>& x, const tensor::LinearWeight& w,
+                               const tensor::TensorView* bias,
                                int64_t row_begin = 0, int64_t rows = -1) {
   if (rows < 0) rows = w.out;
   const int64_t n = static_cast<int64_t>(x.size()) / w.in;
@@ -97,7 +98,8 @@ std::vector<double> vit_ref(const PreparedImage& img, const loader::ModelConfig&
         }
         for (double& v : s) den += (v = std::exp(v - mx));
         for (int64_t j = 0; j < T; ++j)
-          for (int64_t e = 0; e < hd; ++e) attn[t * Vd + h * hd + e] += s[j] / den * qkv[j * 3 * Vd + 2 * Vd + h * hd + e];
+          for (int64_t e = 0; e < hd; ++e)
+            attn[t * Vd + h * hd + e] += s[j] / den * qkv[j * 3 * Vd + 2 * Vd + h * hd + e];
       }
     const std::vector<double> o = linear_ref(attn, b.wo, &b.wo_bias);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
@@ -203,7 +205,8 @@ TEST_F(VisionEncoderTest, SpanLayoutAndLearnedDelimiters) {
 }
 
 TEST_F(VisionEncoderTest, DeterministicAndNumericsChangeOnlyRounding) {
-  VisionEncoder off(*config_, *weights_, &ops_, Numerics::kOfficial), plain(*config_, *weights_, &ops_, Numerics::kPlain);
+  VisionEncoder off(*config_, *weights_, &ops_, Numerics::kOfficial);
+  VisionEncoder plain(*config_, *weights_, &ops_, Numerics::kPlain);
   const PreparedImage img = image();
   auto a = off.encode(img), b = off.encode(img), p = plain.encode(img);
   ASSERT_TRUE(a.is_ok() && b.is_ok() && p.is_ok());
