@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git nlohmann-json3-dev libpcre2-dev
   libcpp-httplib-dev libcli11-dev libfmt-dev pybind11-dev python3-dev python3-numpy libgtest-dev
   libgmock-dev libbenchmark-dev libxxhash-dev libzstd-dev json-schema-test-suite clang libboost1.81-dev
-  libclang-rt-14-dev curl)
+  libclang-rt-14-dev curl libpng-dev libjpeg62-turbo-dev)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

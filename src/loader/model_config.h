@@ -38,7 +38,7 @@ struct QuantConfig {
 enum class LayerKind { kSlidingWindow, kCompressed };
 
 // V4.1 `vision_config` (model_v41_flash.md §1, §8). Parsed and validated so the composite config
-// and the vision tensors bind; the vision tower itself does not run yet (docs/v41.md).
+// and the vision tensors bind; src/vision runs the tower (docs/v41.md, "Vision").
 struct VisionConfig {
   int64_t num_hidden_layers = 0;  // 0: no vision tower
   int64_t hidden_size = 0;

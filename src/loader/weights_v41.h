@@ -89,8 +89,7 @@ struct VisionBlockWeights {
   LinearWeight w2;                    // [Vd, I]
 };
 
-// Bound so the checkpoint validates and a later vision stage can use it; the text forward does
-// not read it.
+// Read by vision::VisionEncoder (src/vision); the text forward does not read it.
 struct VisionWeights {
   LinearWeight patch_embed;           // [Vd, 3*patch*patch]
   TensorView patch_embed_bias;        // [Vd]

@@ -53,6 +53,14 @@ struct QuantCopy {
   bool empty() const { return block <= 0; }
 };
 
+// One image's patch grid for the vision tower's attention (model_v41_flash.md §8).
+struct VisionAttentionParams {
+  int64_t grid_h = 0;       // patch rows
+  int64_t grid_w = 0;       // patch columns; T = grid_h * grid_w
+  int64_t n_heads = 0;
+  float rope_theta = 1e4f;  // vision_config.rope_theta
+};
+
 struct HcParams {
   int sinkhorn_iters = 20;
   float hc_eps = 1e-6f;
@@ -674,6 +682,39 @@ class Ops {
                                const TensorView& out) {
     (void)q, (void)kv_block, (void)window, (void)sinks, (void)batch, (void)params, (void)out;
     DI_CHECK(false, "block_attention is not implemented on this backend");
+  }
+
+  // ---- DeepSeek-V4.1 vision tower (model_v41_flash.md §8). Default bodies fail like the V4.1
+  // ops above (CPU reference: ops/cpu/cpu_vision.cc). ----
+
+  // out [N, C] = x [N, C] + bias [C] (bias BF16/F32, broadcast over rows); out may alias x. The
+  // vision Linears carry biases; the model runs them as linear() into F32 then add_bias into the
+  // activation dtype, so a BF16 output is rounded once, as a fused GEMM epilogue would.
+  virtual void add_bias(const TensorView& x, const TensorView& bias, const TensorView& out) {
+    (void)x, (void)bias, (void)out;
+    DI_CHECK(false, "add_bias is not implemented on this backend");
+  }
+  // out = x * 0.5 * (1 + erf(x / sqrt(2))) elementwise (exact GELU, not the tanh form); same
+  // shapes; out may alias x.
+  virtual void gelu_erf(const TensorView& x, const TensorView& out) {
+    (void)x, (void)out;
+    DI_CHECK(false, "gelu_erf is not implemented on this backend");
+  }
+  // The ViT's 2D rotary embedding, in place over x [T, H, hd] (hd a multiple of 4) for the T =
+  // grid_h * grid_w patches of one image in row-major grid order: rotate-half pairs (j, j + hd/2),
+  // angle j = row * f_j for j < hd/4 and col * f_(j - hd/4) otherwise, f_i = theta^(-4i/hd)
+  // (hd 64: theta^(-2i/32), §8), all in F32.
+  virtual void vision_rope(const TensorView& x, const VisionAttentionParams& params) {
+    (void)x, (void)params;
+    DI_CHECK(false, "vision_rope is not implemented on this backend");
+  }
+  // The ViT's attention for one image: qkv [T, 3*H*hd] (q | k | v, head-major inside each),
+  // vision_rope on q and k, then full bidirectional softmax attention over all T patches, scale
+  // hd^-0.5, no sinks: out [T, H*hd]. A BF16 qkv has its rotated q and k rounded to BF16 (the
+  // reference holds them so); scores, softmax and the weighted sum stay F32, out rounded once.
+  virtual void vision_attention(const TensorView& qkv, const VisionAttentionParams& params, const TensorView& out) {
+    (void)qkv, (void)params, (void)out;
+    DI_CHECK(false, "vision_attention is not implemented on this backend");
   }
 
  protected:

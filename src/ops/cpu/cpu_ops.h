@@ -101,6 +101,12 @@ class CpuOps : public Ops {
                        const TensorView& sinks, const BatchView& batch, const AttentionParams& params,
                        const TensorView& out) override;
 
+  // DeepSeek-V4.1 vision tower (cpu_vision.cc).
+  void add_bias(const TensorView& x, const TensorView& bias, const TensorView& out) override;
+  void gelu_erf(const TensorView& x, const TensorView& out) override;
+  void vision_rope(const TensorView& x, const VisionAttentionParams& params) override;
+  void vision_attention(const TensorView& qkv, const VisionAttentionParams& params, const TensorView& out) override;
+
   // The FP8 order (cpu_linear.cc): linear() adds the launches the CUDA backend's FP8-order kernels
   // take as they do, with this step model (nullopt: the exact dot). Set from the environment at
   // construction (fp8_order_model_from_env); tests set it directly.
