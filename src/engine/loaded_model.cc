@@ -5,6 +5,7 @@
 
 #include "loader/engram_layout.h"
 #include "loader/weight_binding.h"
+#include "engine/vision_image_encoder.h"
 #include "loader/weights_v41.h"
 #include "model/model.h"
 #include "model/v41/model_v41.h"
@@ -40,7 +41,9 @@ Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, c
           "(docs/v41.md); set DEEPINFER_V41_CUDA=1 to run it there, or use --device cpu",
           lm->dir, lm->device);
     }
-    device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get(), loader::is_engram_table);
+    device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get(), [](const std::string& name) {
+      return loader::is_engram_table(name) || loader::is_vision_tensor(name);
+    });
   }
   const loader::TensorSource& source = device_source ? *device_source : host_source;
   auto weights = loader::bind_weights_v41(lm->config, source);
@@ -57,6 +60,7 @@ Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, c
   mo.keep_tokens = options.keep_tokens;
   lm->model = std::make_unique<model::ModelV41>(lm->config, std::move(weights).value(), std::move(engram),
                                                 lm->ops.get(), mo);
+  DI_ASSIGN_OR_RETURN(lm->image_encoder, VisionImageEncoder::create(lm->config, host_source, options.numerics));
   return lm;
 }
 

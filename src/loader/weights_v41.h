@@ -117,5 +117,12 @@ Result<ModelWeightsV41> bind_weights_v41(const ModelConfig& config, const Tensor
 // Whether a checkpoint tensor is an Engram table (layers.N.engram.embed.{weight, scale}): read row
 // by row on the host (ModelV41::engram), so a device backend leaves it in host memory (§4).
 inline bool is_engram_table(const std::string& name) { return name.find(".engram.embed.") != std::string::npos; }
+// Whether a checkpoint tensor belongs to the vision stage (vision tower, aligner, the span
+// delimiters): its encoder runs on the host (engine/vision_image_encoder.h), so a device backend
+// leaves these in host memory too.
+inline bool is_vision_tensor(const std::string& name) {
+  return name.starts_with("vision.") || name.starts_with("aligner.") || name == "image_start" ||
+         name == "image_end" || name == "image_newline";
+}
 
 }  // namespace deepinfer::loader

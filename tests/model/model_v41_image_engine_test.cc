@@ -3,14 +3,20 @@
 // is tested on its own): a placeholder becomes its span, the span's rows reach the model in every
 // prefill chunk that covers them (the first token and its logprob are the model's own forward
 // over the expanded prompt with those rows; chunked = one shot), the prefix cache shares a prompt's blocks
-// only between requests with the same images, and bad image requests are refused by name.
+// only between requests with the same images, and bad image requests are refused by name. Then a
+// PNG through tiny-v41's own vision tower end to end.
+#include <png.h>
+
 #include <cmath>
+#include <cstring>
+#include <future>
 #include <numeric>
 
 #include "deepinfer/engine.h"
 #include "engine/engine_debug.h"
 #include "engine/image_inputs.h"
 #include "model_v41_test_util.h"
+#include "vision/preprocess.h"
 
 namespace deepinfer {
 namespace {
@@ -149,11 +155,61 @@ TEST_F(V41ImageEngineTest, BadImageRequestsAreRefused) {
   EXPECT_NE(error(request(testing::random_ids(20, 42, 500), {"x"}, 2)).find("0 image placeholder(s)"),
             std::string::npos);
   EXPECT_NE(error(request(prompt_with_image(), {""}, 2)).find("images[0]: empty image"), std::string::npos);
-  auto no_vision = open(64, nullptr);  // tiny-v41's own encoder: none wired yet
-  ASSERT_NE(no_vision, nullptr);
-  auto outs = no_vision->generate({request(prompt_with_image(), {"x"}, 2)});
+  auto real = open(64, nullptr);  // tiny-v41's own vision tower: "x" is no image file
+  ASSERT_NE(real, nullptr);
+  auto outs = real->generate({request(prompt_with_image(), {"x"}, 2)});
+  ASSERT_FALSE(outs.is_ok());
+  EXPECT_NE(outs.status().to_string().find("images[0]"), std::string::npos) << outs.status().to_string();
+  EngineOptions v4;
+  v4.model = testing::synthetic_model_dir("tiny-v4f");
+  v4.kv_blocks = 16;
+  auto no_vision = engine::open_engine(v4, {});
+  ASSERT_TRUE(no_vision.is_ok()) << no_vision.status().to_string();
+  outs = (*no_vision)->generate({request(testing::random_ids(20, 43, 500), {"x"}, 2)});
   ASSERT_FALSE(outs.is_ok());
   EXPECT_NE(outs.status().to_string().find("takes no image input"), std::string::npos) << outs.status().to_string();
+}
+
+// A PNG through tiny-v41's own vision tower (decode, size rules, ViT + aligner): the placeholder
+// becomes the span the size rules give, and the tokens do not depend on how the prefill is chunked.
+TEST_F(V41ImageEngineTest, APngThroughTheVisionTower) {
+  std::vector<uint8_t> rgb(100 * 60 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 7) % 251);
+  png_image p;
+  std::memset(&p, 0, sizeof(p));
+  p.version = PNG_IMAGE_VERSION;
+  p.width = 100;
+  p.height = 60;
+  p.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  ASSERT_TRUE(png_image_write_get_memory_size(p, size, 0, rgb.data(), 0, nullptr));
+  std::string png(size, '\0');
+  ASSERT_TRUE(png_image_write_to_memory(&p, png.data(), &size, 0, rgb.data(), 0, nullptr));
+  png.resize(size);
+  auto layout = vision::plan_image_size(100, 60, lm_->config.vision);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  std::vector<std::vector<int32_t>> runs;
+  for (int32_t chunk : {64, 5}) {
+    auto e = open(chunk, nullptr);
+    ASSERT_NE(e, nullptr);
+    struct Seen {
+      int32_t n_prompt = 0;
+      std::vector<int32_t> tokens;
+      std::promise<void> done;
+    };
+    auto seen = std::make_shared<Seen>();
+    auto id = e->submit(request(prompt_with_image(), {png}, 4), [seen](const TokenEvent& ev) {
+      seen->n_prompt = ev.n_prompt_tokens;
+      seen->tokens.insert(seen->tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+      if (ev.finish) seen->done.set_value();
+    });
+    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+    seen->done.get_future().wait();
+    EXPECT_EQ(seen->n_prompt, 39 + static_cast<int32_t>(layout->span_len()));
+    runs.push_back(seen->tokens);
+    EXPECT_EQ(runs.back().size(), 4u);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
 }
 
 }  // namespace
