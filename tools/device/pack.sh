@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a device run needs into .carry/ (git-ignored): the deepinfer binary built here and
-# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp; libcupti for
+# the shared libraries it uses that the device image lacks (libfmt, libpcre2-8, libgomp, libxxhash,
+# libpng16, libjpeg62; libcupti for
 # `bench --timeline`); the binaries as .carry/bins.tar.xz (tools/device/unpack.sh restores them on
 # the device).
 # The device machine runs Ubuntu 24.04 (newer glibc/libstdc++), so binaries built here run there.
@@ -13,7 +14,8 @@ cp "$BUILD/bin/deepinfer" .carry/bin/
 for f in "$BUILD"/tests/ops/cuda_ops_test "$BUILD"/tests/model/cuda_model_test; do
   [ -x "$f" ] && cp "$f" .carry/bin/
 done
-for lib in libfmt.so.9 libpcre2-8.so.0 libgomp.so.1 libxxhash.so.0; do
+# libpng16 and libjpeg62 for the V4.1 vision stage (Ubuntu 24.04 ships libjpeg.so.8, not .62).
+for lib in libfmt.so.9 libpcre2-8.so.0 libgomp.so.1 libxxhash.so.0 libpng16.so.16 libjpeg.so.62; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" .carry/lib/ 2>/dev/null || cp -L "/lib/x86_64-linux-gnu/$lib" .carry/lib/
 done
 # CUPTI for `deepinfer bench --timeline` (loaded at run time; the toolkit's, matching the headers
