@@ -298,3 +298,34 @@ TEST(ChatCompletionsTest, ClientRequestIdIsEchoed) {
 
 }  // namespace
 }  // namespace deepinfer::server::testing
+
+namespace deepinfer::server::testing {
+namespace {
+
+// Image parts (V4.1): data URLs reach the engine as Request::images, one per placeholder in the
+// rendered prompt, in order; a URL the server would have to fetch is refused with a 400.
+TEST(ChatCompletionsTest, ImagePartsReachTheEngine) {
+  FakeEngine::Options engine;
+  engine.family = "deepseek_v41";
+  TestServer t(fixed_reply("Ok." + kEos), quiet_options(), engine);
+  auto body = [](const std::string& url) {
+    return R"({"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": [
+      {"type": "text", "text": "What is this?"},
+      {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+      {"type": "image_url", "image_url": {"url": ")" + url + R"("}}]}]})";
+  };
+  ClientResponse r = t.post("/v1/chat/completions", body("data:image/jpeg;base64,/9j/"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Request sent = t.engine->last_request();
+  ASSERT_EQ(sent.images.size(), 2u);
+  EXPECT_EQ(sent.images[0].data, std::string("\x89PNG", 4));
+  EXPECT_EQ(sent.images[1].data, std::string("\xff\xd8\xff", 3));
+  const std::string prompt = t.tokenizer->decode(sent.prompt_ids);
+  EXPECT_NE(prompt.find("What is this?\n\n<｜deepseek_image｜>\n\n<｜deepseek_image｜>"), std::string::npos) << prompt;
+  ClientResponse bad = t.post("/v1/chat/completions", body("https://example.com/cat.png"));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("image 1: only data URLs"), std::string::npos) << bad.body;
+}
+
+}  // namespace
+}  // namespace deepinfer::server::testing
