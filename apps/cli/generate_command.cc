@@ -34,6 +34,7 @@ struct GenerateArgs {
   std::string json_schema;  // structured outputs (at most one of the three)
   std::string regex;
   std::string grammar;
+  std::vector<std::string> images;  // files attached to every argument prompt, in order
 };
 
 // The --json-schema / --regex / --grammar constraint, if any ('@file' reads a file).
@@ -75,9 +76,19 @@ std::vector<PromptItem> collect_prompts(const GenerateArgs& args, const Sampling
     if (!read.is_ok()) fail(kName, read.status().message(), 2);
     items = std::move(read).value();
   }
+  std::vector<ImageInput> images;
+  for (const std::string& path : args.images) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in.good() && !in.eof()) fail(kName, "--image " + path + ": cannot read the file", 2);
+    if (bytes.str().empty()) fail(kName, "--image " + path + ": cannot read the file (or it is empty)", 2);
+    images.push_back(ImageInput{bytes.str()});
+  }
   for (const std::string& p : args.prompts) {
     PromptItem item;
     item.request.sampling = sampling;
+    item.request.images = images;
     item.display = p;
     if (args.ids) {
       item.request.prompt_ids = parse_ids(p);
@@ -182,6 +193,9 @@ void setup(CLI::App* app) {
                   "\"id\" and per-line sampling fields");
   app->add_option("--output-jsonl", args->output_jsonl, "write one JSON result per prompt here ('-' = stdout)");
   app->add_flag("--ids", args->ids, "prompts are token ids (\"0 1 2\"); also print generated ids");
+  app->add_option("--image", args->images,
+                  "image file (PNG or JPEG) for each prompt argument's image placeholders "
+                  "(<｜deepseek_image｜>, V4.1), in order; repeat for several");
   app->add_option("--json-schema", args->json_schema, "constrain the output to this JSON schema (text or @file)");
   app->add_option("--regex", args->regex, "constrain the output to this regex (text or @file)");
   app->add_option("--grammar", args->grammar, "constrain the output to this EBNF/GBNF grammar (text or @file)");

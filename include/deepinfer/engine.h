@@ -139,7 +139,8 @@ struct Request {
   bool add_special_tokens = true;
   // Vision models: one image per image placeholder token (`<｜deepseek_image｜>`) in the prompt, in
   // order; each placeholder becomes the image's span of rows (model_v41_flash.md §8). Requests
-  // with images share cached prefixes only with requests that carry the same images.
+  // with images share cached prefixes only with requests that carry the same images. Empty: the
+  // prompt is taken as it is (a placeholder id is then an ordinary token).
   std::vector<ImageInput> images;
 };
 

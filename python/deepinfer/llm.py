@@ -20,6 +20,29 @@ def _is_token_list(x: Any) -> bool:
     return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(t, int) for t in x)
 
 
+def _with_images(item: Dict[str, Any], p: Dict[str, Any], i: int) -> Dict[str, Any]:
+    """vLLM's multi_modal_data={"image": ...}: image files (bytes of a PNG or JPEG, or a path), one
+    per <｜deepseek_image｜> placeholder of the prompt, in order (a single image or a list)."""
+    mm = p.get("multi_modal_data")
+    if mm is None:
+        return item
+    if not isinstance(mm, dict) or set(mm) - {"image"}:
+        raise ValueError(f"prompts[{i}].multi_modal_data: only {{'image': ...}} is supported")
+    images = mm.get("image")
+    images = images if isinstance(images, (list, tuple)) else [images]
+    data = []
+    for k, img in enumerate(images):
+        if isinstance(img, (bytes, bytearray, memoryview)):
+            data.append(bytes(img))
+        elif isinstance(img, str):
+            with open(img, "rb") as f:
+                data.append(f.read())
+        else:
+            raise ValueError(f"prompts[{i}].multi_modal_data.image[{k}]: expected the bytes of a PNG or JPEG "
+                             f"file or a file path, got {type(img).__name__}")
+    return dict(item, images=data)
+
+
 def _normalize_prompts(prompts: Any) -> List[Dict[str, Any]]:
     if isinstance(prompts, (str, dict)) or _is_token_list(prompts):
         prompts = [prompts]
@@ -36,9 +59,9 @@ def _normalize_prompts(prompts: Any) -> List[Dict[str, Any]]:
             item = {"prompt_token_ids": p["prompt_token_ids"]}
             if isinstance(p.get("prompt"), str):
                 item["_text"] = p["prompt"]
-            out.append(item)
+            out.append(_with_images(item, p, i))
         elif isinstance(p, dict) and "prompt" in p:
-            out.append({"prompt": p["prompt"]})
+            out.append(_with_images({"prompt": p["prompt"]}, p, i))
         else:
             raise ValueError(f"prompts[{i}]: expected a string, a list of token ids or a prompt dict")
     return out
@@ -196,7 +219,7 @@ class LLM:
 
     def _request(self, item: Dict[str, Any], p: SamplingParams, cache_salt: Optional[str],
                  after_reasoning: bool = False) -> Dict[str, Any]:
-        r = {k: v for k, v in item.items() if k in ("prompt", "prompt_token_ids")}
+        r = {k: v for k, v in item.items() if k in ("prompt", "prompt_token_ids", "images")}
         r["sampling"] = p._sampling_dict()
         so = p._structured_dict()
         if so is not None:

@@ -163,6 +163,10 @@ Request request_from_dict(const py::dict& in) {
   take(d, "prompt_token_ids", &r.prompt_ids);
   take(d, "cache_salt", &r.cache_salt);
   take(d, "add_special_tokens", &r.add_special_tokens);
+  if (d.contains("images")) {
+    for (const py::handle& img : py::list(d["images"])) r.images.push_back(ImageInput{img.cast<std::string>()});
+    d.attr("pop")("images");
+  }
   if (d.contains("sampling")) {
     r.sampling = sampling_from_dict(py::dict(d["sampling"]));
     d.attr("pop")("sampling");

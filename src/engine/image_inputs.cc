@@ -27,9 +27,11 @@ bool ImageSpans::contains(int32_t position) const {
 Result<std::shared_ptr<const ImageSpans>> expand_images(std::vector<int32_t>* prompt,
                                                         const std::vector<ImageInput>& images, int32_t image_token_id,
                                                         const ImageEncoder* encoder) {
+  // Without images the prompt is taken as it is (a placeholder id is then an ordinary token, as in
+  // token-id prompts that happen to hold it).
+  if (images.empty()) return std::shared_ptr<const ImageSpans>{};
   const auto n_placeholders =
       image_token_id < 0 ? 0 : static_cast<size_t>(std::count(prompt->begin(), prompt->end(), image_token_id));
-  if (images.empty() && n_placeholders == 0) return std::shared_ptr<const ImageSpans>{};
   if (encoder == nullptr) {
     return invalid_argument("images: this model takes no image input ({} image(s), {} placeholder(s) in the prompt)",
                             images.size(), n_placeholders);

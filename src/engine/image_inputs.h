@@ -48,9 +48,10 @@ struct ImageSpans {
   bool contains(int32_t position) const;
 };
 
-// Expands every `image_token_id` in `prompt` (one per image, in order) into its image's span.
-// Errors when the counts differ, when the model has no encoder (`encoder` null) but the request
-// carries images or placeholders, and for images the encoder refuses (naming the image's index).
+// Expands every `image_token_id` in `prompt` (one per image, in order) into its image's span; with
+// no images, nothing (null: a placeholder id stays an ordinary token). Errors when the counts
+// differ, when the model has no encoder (`encoder` null) but the request carries images, and for
+// images the encoder refuses (naming the image's index).
 Result<std::shared_ptr<const ImageSpans>> expand_images(std::vector<int32_t>* prompt,
                                                         const std::vector<ImageInput>& images, int32_t image_token_id,
                                                         const ImageEncoder* encoder);

@@ -147,6 +147,39 @@ TEST(CliE2eTest, GeneratesWithTheV41DemoModel) {
   EXPECT_EQ(a.out, b.out);  // greedy and deterministic
 }
 
+// An image through the CLI (--image) on the embedded tiny V4.1: its placeholder (id 510) becomes the
+// span of a 40 x 30 PNG (written by Python's zlib here); a file that is no image is refused by name,
+// and so are more images than placeholders.
+TEST(CliE2eTest, GeneratesWithAnImageOnTheV41DemoModel) {
+  const std::string dir = ::testing::TempDir() + "/cli_image";
+  const std::string png = dir + "/picture.png", bad = dir + "/notes.txt", script = dir + "/write_png.py";
+  ASSERT_EQ(run_shell("mkdir -p " + dir + " && echo hello > " + bad).status, 0);
+  std::ofstream(script) << "import struct, sys, zlib\n"
+                           "w, h = 40, 30\n"
+                           "raw = b''.join(b'\\x00' + bytes((x * 6 + y * 3 + c * 80) % 256 for x in range(w) for c in range(3))\n"
+                           "              for y in range(h))\n"
+                           "def chunk(t, d):\n"
+                           "    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\n"
+                           "open(sys.argv[1], 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0))\n"
+                           "                             + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n";
+  const std::string write = "python3 " + script + " " + png;
+  ASSERT_EQ(run_shell(write).status, 0);
+  const std::string cmd = "DEEPINFER_CACHE_DIR=" + testing::demo_cache_dir() + " OMP_NUM_THREADS=1 " + kCli +
+                          " generate --model demo-v41 --kv-blocks 16 --ids '0 5 9 510 17 33' --max-tokens 6 "
+                          "--temperature 0 --output-jsonl - --no-progress --image ";
+  const auto a = run_shell(cmd + png), b = run_shell(cmd + png);
+  ASSERT_EQ(a.status, 0) << a.out;
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["token_ids"].size(), 6u);
+  EXPECT_EQ(a.out, b.out);
+  const auto refused = run_shell(cmd + bad, true);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("images[0]"), std::string::npos) << refused.out;
+  const auto two = run_shell(cmd + png + " --image " + png, true);  // one placeholder, two images
+  EXPECT_NE(two.status, 0);
+  EXPECT_NE(two.out.find("1 image placeholder(s)"), std::string::npos) << two.out;
+}
+
 // Speculative decoding through the CLI flags: the demo model's MTP drafts (V4) and DSpark drafts
 // (V4.1), confidence-scheduled or fixed, verified by the coupled rule, give the output of decoding
 // without them; rejection sampling (the default) runs, seeded: the same output twice.

@@ -5,8 +5,10 @@ streaming; errors."""
 
 import json
 import os
+import struct
 import threading
 import unittest
+import zlib
 
 import deepinfer
 from deepinfer import LLM, SamplingParams
@@ -245,6 +247,21 @@ class PythonE2eTest(unittest.TestCase):
         self.assertTrue(all(0 <= t < 512 for t in first.token_ids))
         self.assertEqual(first.token_ids, again.token_ids)
         self.assertEqual(first.finish_reason, "length")
+        # An image (vLLM's multi_modal_data) for the placeholder id 510: a 40 x 30 PNG, as bytes.
+        def chunk(t, d):
+            return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+        raw = b"".join(b"\x00" + bytes((x * 6 + y * 3 + c * 80) % 256 for x in range(40) for c in range(3))
+                       for y in range(30))
+        png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 40, 30, 8, 2, 0, 0, 0))
+               + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+        with_image = {"prompt_token_ids": [0, 5, 510, 9, 17], "multi_modal_data": {"image": png}}
+        out = v41.generate([with_image], params)[0]
+        self.assertEqual(len(out.outputs[0].token_ids), 6)
+        self.assertEqual(out.outputs[0].token_ids, v41.generate([with_image], params)[0].outputs[0].token_ids)
+        with self.assertRaisesRegex(Exception, "images\\[0\\]"):
+            v41.generate([{"prompt_token_ids": [0, 510, 9], "multi_modal_data": {"image": b"not an image"}}], params)
+        with self.assertRaisesRegex(ValueError, "multi_modal_data"):
+            v41.generate([{"prompt_token_ids": [0, 510], "multi_modal_data": {"video": png}}], params)
 
     def test_stats(self):
         s = self.llm.stats()

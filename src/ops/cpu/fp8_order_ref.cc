@@ -16,7 +16,7 @@ namespace deepinfer::ops::cpu {
 std::optional<Fp8MmaModel> fp8_order_model_from_env() {
   if (kernels::env_tristate("DEEPINFER_GEMM_FP8_ORDER") != 1) return std::nullopt;
   const char* env = std::getenv("DEEPINFER_FP8_MMA_MODEL");
-  if (env == nullptr) return std::nullopt;
+  if (env == nullptr) env = kHopperFp8MmaModel;
   Fp8MmaModel m;
   DI_CHECK(parse_fp8_mma_model(env, m),
            "DEEPINFER_FP8_MMA_MODEL='{}' is not a step model (e.g. g=32,n=13,nominal=1,trunc=zero,acc=1,rnd=rz)", env);

@@ -112,10 +112,17 @@ float fp8_mma_step_codes(const uint8_t* a, const uint8_t* b, float acc, const Fp
 bool parse_fp8_mma_model(const char* text, Fp8MmaModel& m);
 std::string fp8_mma_model_text(const Fp8MmaModel& m);
 
+// The member of the family Hopper's `wgmma.*.e4m3` (F32 accumulator) computes, as the probe
+// (tools/device/probes/wgmma_fp8_accum_probe.cu) found it on an H100 in session 58: every one of
+// 21 x 2,048 outputs over seven input sets (bench/results/wgmma_fp8_accum_probe_h100_2026-12-07_s58.json) —
+// one group of 32 products aligned on the operands' nominal exponent sum, 13 bits kept below the
+// largest, truncated toward zero, the accumulator added in that alignment, the sum cut to the
+// F32 grid toward zero with one extra bit.
+inline constexpr const char* kHopperFp8MmaModel = "g=32,n=13,nominal=1,trunc=zero,acc=1,rnd=rzbits,extra=1,ch=1,lay=0";
+
 // The step model the CPU reference's FP8 order runs when DEEPINFER_GEMM_FP8_ORDER=1: the one
-// DEEPINFER_FP8_MMA_MODEL names (parse_fp8_mma_model's text; a clear error when it is not one), or
-// none — which member of the family Hopper's `wgmma.*.e4m3` computes is not confirmed yet
-// (docs/cuda.md "Session 56"), so the reference takes the FP8 order only when told the model.
+// DEEPINFER_FP8_MMA_MODEL names (parse_fp8_mma_model's text; a clear error when it is not one),
+// else kHopperFp8MmaModel. Without the order: none (the reference keeps the exact dot).
 std::optional<Fp8MmaModel> fp8_order_model_from_env();
 
 // One output of the FP8 order: a [K] and w [K] E4M3 codes (K a multiple of 128, physical input
