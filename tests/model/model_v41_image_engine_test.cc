@@ -5,8 +5,6 @@
 // over the expanded prompt with those rows; chunked = one shot), the prefix cache shares a prompt's blocks
 // only between requests with the same images, and bad image requests are refused by name. Then a
 // PNG through tiny-v41's own vision tower end to end.
-#include <png.h>
-
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -16,6 +14,7 @@
 #include "engine/engine_debug.h"
 #include "engine/image_inputs.h"
 #include "model_v41_test_util.h"
+#include "test_png.h"
 #include "vision/preprocess.h"
 
 namespace deepinfer {
@@ -177,17 +176,8 @@ TEST_F(V41ImageEngineTest, BadImageRequestsAreRefused) {
 TEST_F(V41ImageEngineTest, APngThroughTheVisionTower) {
   std::vector<uint8_t> rgb(100 * 60 * 3);
   for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 7) % 251);
-  png_image p;
-  std::memset(&p, 0, sizeof(p));
-  p.version = PNG_IMAGE_VERSION;
-  p.width = 100;
-  p.height = 60;
-  p.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  ASSERT_TRUE(png_image_write_get_memory_size(p, size, 0, rgb.data(), 0, nullptr));
-  std::string png(size, '\0');
-  ASSERT_TRUE(png_image_write_to_memory(&p, png.data(), &size, 0, rgb.data(), 0, nullptr));
-  png.resize(size);
+  const std::string png = testing::encode_png_rgb(100, 60, rgb.data());
+  ASSERT_FALSE(png.empty());
   auto layout = vision::plan_image_size(100, 60, lm_->config.vision);
   ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
   std::vector<std::vector<int32_t>> runs;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "tensor/number_formats.h"
+#include "test_png.h"
 #include "vision/image_decode.h"
 #include "vision/image_resize.h"
 #include "vision/image_span.h"
@@ -177,18 +178,9 @@ TEST(VisionResize, BicubicReproducesRampsWithAlignedCentres) {
 }
 
 std::vector<uint8_t> write_png(const RgbImage& img) {
-  png_image p;
-  std::memset(&p, 0, sizeof(p));
-  p.version = PNG_IMAGE_VERSION;
-  p.width = static_cast<png_uint_32>(img.width);
-  p.height = static_cast<png_uint_32>(img.height);
-  p.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_get_memory_size(p, size, 0, img.rgb.data(), 0, nullptr));
-  std::vector<uint8_t> out(size);
-  EXPECT_TRUE(png_image_write_to_memory(&p, out.data(), &size, 0, img.rgb.data(), 0, nullptr));
-  out.resize(size);
-  return out;
+  const std::string png = deepinfer::testing::encode_png_rgb(img.width, img.height, img.rgb.data());
+  EXPECT_FALSE(png.empty());
+  return std::vector<uint8_t>(png.begin(), png.end());
 }
 
 std::vector<uint8_t> write_jpeg(const RgbImage& img) {
