@@ -141,7 +141,9 @@ TEST_P(V41ImageTest, EngramGatesImageRowsToZero) {
     const int64_t T = static_cast<int64_t>(a.size()) / width;
     if (T < static_cast<int64_t>(ids.size())) continue;  // a CED decoder layer over a kept tail
     EXPECT_TRUE(std::equal(a.begin(), a.begin() + span * width, b.begin())) << "span rows after layer " << l;
-    if (l >= 1) EXPECT_FALSE(std::equal(a.begin() + span * width, a.end(), b.begin() + span * width)) << "layer " << l;
+    if (l >= 1) {
+      EXPECT_FALSE(std::equal(a.begin() + span * width, a.end(), b.begin() + span * width)) << "layer " << l;
+    }
   }
 }
 
