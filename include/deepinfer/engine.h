@@ -28,9 +28,8 @@ struct EngineOptions {
   std::string model = "demo";
   // tokenizer.json path; empty: the model directory's tokenizer.json, else the default tokenizer.
   std::string tokenizer;
-  // auto | cpu | cuda (DEEPINFER_ACCELERATOR). auto: cuda when this build has the CUDA backend, a
-  // GPU is visible and the model runs there (V4; V4.1 runs on cuda only when asked for by name with
-  // DEEPINFER_V41_CUDA=1, so far), else cpu — as vLLM picks the GPU. Engine::options().device names
+  // auto | cpu | cuda (DEEPINFER_ACCELERATOR). auto: cuda when this build has the CUDA backend and a
+  // GPU is visible (V4 and V4.1), else cpu — as vLLM picks the GPU. Engine::options().device names
   // the backend the engine chose.
   std::string device = "auto";
   std::string numerics = "official";   // official | plain (model_v4_flash.md §3)

@@ -16,8 +16,8 @@ namespace deepinfer::engine {
 Result<std::unique_ptr<ops::Ops>> make_ops(const std::string& device);
 
 // The backend "auto" means: "cuda" when this build has the CUDA backend, a GPU is visible and the
-// model can run there (`device_capable`: not V4.1 until its CUDA checks pass, DEEPINFER_V41_CUDA),
-// else "cpu". Other names pass through.
+// model can run there (`device_capable`: V4 and V4.1 both can), else "cpu". Other names pass
+// through.
 std::string resolve_device(const std::string& device, bool device_capable);
 
 // Device copies of every tensor of a host source (one persistent allocation each); the FP4 code

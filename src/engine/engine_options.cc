@@ -25,8 +25,6 @@ constexpr const char* kKnownVariables[] = {
     "DEEPINFER_YOCO_PREFILL_KEEP_TOKENS", "DEEPINFER_LOG_LEVEL",
     "DEEPINFER_SPEC_VERIFICATION",
     "DEEPINFER_CACHE_DIR",             "DEEPINFER_TOKENIZER",
-    // DeepSeek-V4.1 on a device backend (experimental until validated on a GPU: docs/v41.md).
-    "DEEPINFER_V41_CUDA",
     // `deepinfer serve`'s --api-key (read by the CLI).
     "DEEPINFER_API_KEY",
     // The test harness's (tests/support: the source tree's fixtures, the synthetic checkpoints'

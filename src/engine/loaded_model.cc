@@ -21,26 +21,14 @@ Result<model::Numerics> parse_numerics(const std::string& name) {
 
 namespace {
 
-// V4.1 on a device backend: its ops have CUDA kernels (kernels/v41/) whose tests and the whole-model
-// check against the CPU reference have not yet run on a GPU, so it takes an explicit opt-in
-// until they have (docs/v41.md, "CUDA").
-bool v41_on_device_opted_in() {
-  const char* v = std::getenv("DEEPINFER_V41_CUDA");
-  return v != nullptr && std::string(v) == "1";
-}
-
 // DeepSeek-V4.1: its own weights, the Engram token-map sidecar and ModelV41. On a device backend
 // every tensor but the Engram tables is copied to the device.
 Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, const loader::TensorSource& host_source,
                                               const LoadOptions& options) {
   std::unique_ptr<DeviceTensorSource> device_source;
   if (lm->ops->device() != tensor::Device::kCpu) {
-    if (!v41_on_device_opted_in()) {
-      return unimplemented(
-          "{}: DeepSeek-V4.1 on device '{}' is experimental until its CUDA kernels are validated on a GPU "
-          "(docs/v41.md); set DEEPINFER_V41_CUDA=1 to run it there, or use --device cpu",
-          lm->dir, lm->device);
-    }
+    // The Engram tables and the vision stage stay in host memory: the model gathers table rows on
+    // the host (§4) and the vision tower runs on a CPU backend of its own.
     device_source = std::make_unique<DeviceTensorSource>(host_source, lm->ops.get(), [](const std::string& name) {
       return loader::is_engram_table(name) || loader::is_vision_tensor(name);
     });
@@ -72,7 +60,7 @@ Result<std::unique_ptr<LoadedModel>> load_model(const std::string& dir, const Lo
   DI_ASSIGN_OR_RETURN(lm->config, loader::load_model_config(dir));
   DI_ASSIGN_OR_RETURN(loader::Checkpoint ckpt, loader::Checkpoint::open(dir));
   lm->checkpoint = std::make_unique<loader::Checkpoint>(std::move(ckpt));
-  lm->device = resolve_device(options.device, lm->config.family != loader::ModelFamily::kV41);
+  lm->device = resolve_device(options.device, /*device_capable=*/true);  // V4 and V4.1 (since session 58)
   DI_ASSIGN_OR_RETURN(lm->ops, make_ops(lm->device));
   loader::CheckpointSource host_source(*lm->checkpoint);
   if (lm->config.family == loader::ModelFamily::kV41) return load_v41(std::move(lm), host_source, options);

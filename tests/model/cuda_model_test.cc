@@ -424,8 +424,8 @@ TEST(CudaEngineTest, SpeculativeDecodingEqualsDecodingWithout) {
 // Seeded temperature sampling on the CUDA engine: steps sampled on the device (Ops::sample_rows,
 // only the ids copied back) give the tokens the host sampler gives from the copied logits — the
 // same keyed noise on both sides.
-// device = "auto" (EngineOptions' default) on a machine with a GPU: V4 runs on the CUDA backend,
-// V4.1 (CPU-only) on the CPU reference; the engine names its choice.
+// device = "auto" (EngineOptions' default) on a machine with a GPU: V4 runs on the CUDA backend (V4.1
+// too: cuda_model_v41_test.cc); the engine names its choice.
 TEST(CudaEngineTest, AutoDevicePicksTheGpuForV4) {
   if (!ops::cuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
   EXPECT_EQ(engine::resolve_device("auto", true), "cuda");
