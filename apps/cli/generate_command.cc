@@ -79,11 +79,9 @@ std::vector<PromptItem> collect_prompts(const GenerateArgs& args, const Sampling
   std::vector<ImageInput> images;
   for (const std::string& path : args.images) {
     std::ifstream in(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (!in.good() && !in.eof()) fail(kName, "--image " + path + ": cannot read the file", 2);
-    if (bytes.str().empty()) fail(kName, "--image " + path + ": cannot read the file (or it is empty)", 2);
-    images.push_back(ImageInput{bytes.str()});
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.is_open() || bytes.empty()) fail(kName, "--image " + path + ": cannot read the file (or it is empty)", 2);
+    images.push_back(ImageInput{std::move(bytes)});
   }
   for (const std::string& p : args.prompts) {
     PromptItem item;

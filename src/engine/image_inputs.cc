@@ -42,8 +42,7 @@ Result<std::shared_ptr<const ImageSpans>> expand_images(std::vector<int32_t>* pr
   }
   auto out = std::make_shared<ImageSpans>();
   out->hidden = encoder->hidden();
-  XXH64_state_t* h = XXH64_createState();
-  XXH64_reset(h, 0x696d616765ull);
+  uint64_t hash = 0x696d616765ull;  // chained over the images in order: each image's hash seeds the next
   std::vector<int32_t> expanded;
   expanded.reserve(prompt->size());
   size_t next = 0;
@@ -54,19 +53,13 @@ Result<std::shared_ptr<const ImageSpans>> expand_images(std::vector<int32_t>* pr
     }
     const std::string& bytes = images[next].data;
     auto encoded = encoder->encode(bytes);
-    if (!encoded.is_ok()) {
-      XXH64_freeState(h);
-      return encoded.status().with_context(fmt::format("images[{}]", next));
-    }
-    const uint64_t size = bytes.size();
-    XXH64_update(h, &size, sizeof(size));
-    XXH64_update(h, bytes.data(), bytes.size());
+    if (!encoded.is_ok()) return encoded.status().with_context(fmt::format("images[{}]", next));
+    hash = XXH3_64bits_withSeed(bytes.data(), bytes.size(), hash);
     out->spans.push_back({static_cast<int32_t>(expanded.size()), std::move(encoded).value()});
     expanded.insert(expanded.end(), static_cast<size_t>(out->spans.back().image.n_rows), image_token_id);
     ++next;
   }
-  out->content_hash = XXH64_digest(h);
-  XXH64_freeState(h);
+  out->content_hash = hash;
   *prompt = std::move(expanded);
   return std::shared_ptr<const ImageSpans>(std::move(out));
 }

@@ -46,9 +46,15 @@ Result<std::unique_ptr<LoadedModel>> load_v41(std::unique_ptr<LoadedModel> lm, c
   mo.numerics = options.numerics;
   mo.prefill_mode = options.prefill_mode;
   mo.keep_tokens = options.keep_tokens;
+  // The vision weights (host-resident views, see above) go to the encoder; the text model does not
+  // read them.
+  if (weights->vision) {
+    DI_ASSIGN_OR_RETURN(lm->image_encoder,
+                        VisionImageEncoder::create(lm->config, std::move(*weights->vision), options.numerics));
+    weights->vision.reset();
+  }
   lm->model = std::make_unique<model::ModelV41>(lm->config, std::move(weights).value(), std::move(engram),
                                                 lm->ops.get(), mo);
-  DI_ASSIGN_OR_RETURN(lm->image_encoder, VisionImageEncoder::create(lm->config, host_source, options.numerics));
   return lm;
 }
 

@@ -8,14 +8,11 @@
 namespace deepinfer::engine {
 
 Result<std::unique_ptr<VisionImageEncoder>> VisionImageEncoder::create(const loader::ModelConfig& config,
-                                                                       const loader::TensorSource& host,
+                                                                       loader::VisionWeights weights,
                                                                        model::Numerics numerics) {
-  if (config.vision.num_hidden_layers == 0) return std::unique_ptr<VisionImageEncoder>{};
-  DI_ASSIGN_OR_RETURN(loader::ModelWeightsV41 weights, loader::bind_weights_v41(config, host));
-  if (!weights.vision) return failed_precondition("vision_config has a tower but the checkpoint binds no vision weights");
   std::unique_ptr<VisionImageEncoder> e(new VisionImageEncoder());
   e->config_ = config;
-  e->weights_ = std::move(*weights.vision);
+  e->weights_ = std::move(weights);
   e->ops_ = std::make_unique<ops::cpu::CpuOps>();
   e->encoder_ = std::make_unique<vision::VisionEncoder>(e->config_, e->weights_, e->ops_.get(), numerics);
   if (!e->encoder_->status().is_ok()) return e->encoder_->status();

@@ -11,7 +11,6 @@
 
 #include "engine/image_inputs.h"
 #include "loader/model_config.h"
-#include "loader/weight_binding.h"
 #include "loader/weights_v41.h"
 #include "model/forward_batch.h"
 #include "ops/ops.h"
@@ -21,11 +20,10 @@ namespace deepinfer::engine {
 
 class VisionImageEncoder final : public ImageEncoder {
  public:
-  // Null (no error) when the config has no vision tower. `host` must outlive the encoder (the
-  // weights are its views).
+  // `weights`: host views into the checkpoint, which must outlive the encoder (LoadedModel keeps
+  // both). Errors when the config and the weights do not make a tower that can run.
   static Result<std::unique_ptr<VisionImageEncoder>> create(const loader::ModelConfig& config,
-                                                            const loader::TensorSource& host,
-                                                            model::Numerics numerics);
+                                                            loader::VisionWeights weights, model::Numerics numerics);
   int64_t hidden() const override { return config_.hidden_size; }
   // Thread-safe (requests are accepted on their callers' threads): one image at a time.
   Result<EncodedImage> encode(std::string_view bytes) const override;

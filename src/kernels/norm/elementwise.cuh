@@ -64,24 +64,15 @@ __global__ void __launch_bounds__(kRowCopyThreads) broadcast_streams_kernel(cons
   }
 }
 
-template <typename Tin, typename Tout>
+// Block i copies one row: gather out[i] = x[rows[i]], scatter out[rows[i]] = x[i].
+template <bool kScatter, typename Tin, typename Tout>
 __global__ void __launch_bounds__(kRowCopyThreads)
-    gather_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
+    indexed_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
   pdl_prologue();
-  const int64_t i = blockIdx.x;
+  const int64_t i = blockIdx.x, r = rows[i];
   float v[kRowCopyPer];
-  load_row_chunk(x + static_cast<int64_t>(rows[i]) * n, n, v);
-  store_row_chunk(out + i * n, n, v);
-}
-
-template <typename Tin, typename Tout>
-__global__ void __launch_bounds__(kRowCopyThreads)
-    scatter_rows_kernel(const Tin* x, const int32_t* rows, Tout* out, int64_t n) {
-  pdl_prologue();
-  const int64_t i = blockIdx.x;
-  float v[kRowCopyPer];
-  load_row_chunk(x + i * n, n, v);
-  store_row_chunk(out + static_cast<int64_t>(rows[i]) * n, n, v);
+  load_row_chunk(x + (kScatter ? i : r) * n, n, v);
+  store_row_chunk(out + (kScatter ? r : i) * n, n, v);
 }
 
 // ---- RMSNorm: one block per row ------------------------------------------------------------

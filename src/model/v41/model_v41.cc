@@ -214,16 +214,10 @@ Result<ForwardResult> ModelV41::forward(const ForwardBatch& b, KvState& state, C
     }
   }
   hash_engram(step, state);
-  auto pass = [&](bool) { return run(step, state, logit_rows, capture); };
-  ForwardResult result;
-  if (capture != nullptr) {
-    ops_->begin_step();
-    result = pass(false);
-  } else {
-    // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
-    const uintptr_t buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
-    result = step_graph::run(*ops_, reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ buffers, graphed, pass);
-  }
+  // The persistent buffers a recorded step bakes in: this model's weights and this KV state.
+  const uintptr_t buffers = state.n_layers() > 0 ? reinterpret_cast<uintptr_t>(state.layer(0).window.data) : 0;
+  ForwardResult result = step_graph::run(*ops_, reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull ^ buffers,
+                                         graphed, [&](bool) { return run(step, state, logit_rows, capture); });
   for (size_t s = 0; s < b.seqs.size(); ++s) state.set_decoder_rows(b.seqs[s].slot, step.dec_held[s]);
   return result;
 }

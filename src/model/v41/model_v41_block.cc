@@ -111,14 +111,19 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
   }
   TensorView logits = ops_->alloc(DType::kF32, {T, E});
   ops_->linear(b, w.gate, logits, {});  // router in F32 (gate_temp is validated to be 1)
-  TensorView sel = ops_->alloc(DType::kI32, {T, k});
-  TensorView weights = ops_->alloc(DType::kF32, {T, k});
-  // Text tokens select with `bias`. The routing in the MoE call (a backend may route inside its
-  // grouping launch), which joins the shared expert's region just before its combine reads y.
+  // Routing and experts of rows x [n, D] (router logits lg [n, E], shared-expert output ys, token
+  // ids [n]) into o [n, D]. The routing rides in the MoE call (a backend may route inside its
+  // grouping launch), which joins the shared expert's region (`lane`) just before its combine.
+  auto route = [&](const TensorView& x, const TensorView& lg, const TensorView& ys, const TensorView& ids,
+                   const TensorView& bias, const TensorView& o, int lane) {
+    const int64_t n = x.shape[0];
+    ops_->moe_route_experts_out(
+        {lg, bias, TensorView{}, ids, ops_->alloc(DType::kI32, {n, k}), ops_->alloc(DType::kF32, {n, k})}, x,
+        w.experts, mp, ys, o, lane);
+  };
   TensorView out = alloc_act({T, D});
-  if (rows.image_rows.empty()) {
-    ops_->moe_route_experts_out({logits, w.bias, TensorView{}, rows.batch.token_ids, sel, weights}, b, w.experts, mp,
-                                y, out, w.shared ? 0 : -1);
+  if (rows.image_rows.empty()) {  // text tokens select with `bias`
+    route(b, logits, y, rows.batch.token_ids, w.bias, out, w.shared ? 0 : -1);
     return out;
   }
   // Image-span rows select with `bias_vl` (§6). Every row routes and runs its experts on its own
@@ -137,16 +142,11 @@ TensorView ModelV41::moe(const loader::MoeWeightsV41& w, int64_t k, const Rows& 
     const std::vector<int32_t>& subset = image ? rows.image_rows : text_rows;
     const int64_t n = static_cast<int64_t>(subset.size());
     if (n == 0) continue;
-    const TensorView xs = gather(ops_, b, subset), ls = gather(ops_, logits, subset);
-    const TensorView ys = w.shared ? gather(ops_, y, subset) : TensorView{};
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[i] = rows.token_ids[static_cast<size_t>(subset[i])];
-    TensorView sel_s = ops_->alloc(DType::kI32, {n, k});
-    TensorView weights_s = ops_->alloc(DType::kF32, {n, k});
     TensorView out_s = alloc_act({n, D});
-    ops_->moe_route_experts_out({ls, image ? w.bias_vl : w.bias, TensorView{}, ops_->upload(ids.data(), DType::kI32, {n}),
-                                 sel_s, weights_s},
-                                xs, w.experts, mp, ys, out_s, -1);
+    route(gather(ops_, b, subset), gather(ops_, logits, subset), w.shared ? gather(ops_, y, subset) : TensorView{},
+          ops_->upload(ids.data(), DType::kI32, {n}), image ? w.bias_vl : w.bias, out_s, -1);
     ops_->scatter_rows(out_s, subset, out);
   }
   return out;

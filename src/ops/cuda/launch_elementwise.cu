@@ -137,25 +137,19 @@ cudaError_t launch_fill(const FillParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) {
+template <bool kScatter>
+cudaError_t launch_indexed_rows(const GatherParams& p, cudaStream_t s) {
   with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
     using Ti = decltype(ti);
     using To = decltype(to);
-    launch_pdl(gather_rows_kernel<Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s, static_cast<const Ti*>(p.x), p.rows,
-               static_cast<To*>(p.out), p.width);
+    launch_pdl(indexed_rows_kernel<kScatter, Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s,
+               static_cast<const Ti*>(p.x), p.rows, static_cast<To*>(p.out), p.width);
   });
   return cudaGetLastError();
 }
 
-cudaError_t launch_scatter_rows(const GatherParams& p, cudaStream_t s) {
-  with_act2(p.x_type, p.out_type, [&](auto ti, auto to) {
-    using Ti = decltype(ti);
-    using To = decltype(to);
-    launch_pdl(scatter_rows_kernel<Ti, To>, row_copy_grid(p.n_rows, p.width), kRowCopyThreads, 0, s, static_cast<const Ti*>(p.x), p.rows,
-               static_cast<To*>(p.out), p.width);
-  });
-  return cudaGetLastError();
-}
+cudaError_t launch_gather_rows(const GatherParams& p, cudaStream_t s) { return launch_indexed_rows<false>(p, s); }
+cudaError_t launch_scatter_rows(const GatherParams& p, cudaStream_t s) { return launch_indexed_rows<true>(p, s); }
 
 int64_t argmax_workspace_slots(int64_t rows, int64_t V) {
   const int S = argmax_slices(rows, V, device_sm_count());
